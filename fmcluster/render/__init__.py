@@ -1,0 +1,30 @@
+"""Spec → backend documents, through the Jinja templates in ``templates/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fmcluster.render.documents import Document, RenderedDocuments
+from fmcluster.render.parallelcluster import render_parallelcluster
+from fmcluster.render.pcs import render_pcs
+from fmcluster.spec.models import Spec
+
+
+def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = None) -> RenderedDocuments:
+    if spec.backend == "pcs":
+        return render_pcs(spec, spec_file, subnet_id=subnet_id)
+    return render_parallelcluster(spec, spec_file, subnet_id=subnet_id)
+
+
+def write_documents(rendered: RenderedDocuments, directory: Path) -> list[Path]:
+    """Write each document under ``directory`` (created if needed); returns the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for document in rendered.documents:
+        path = directory / document.filename
+        path.write_text(document.text)
+        written.append(path)
+    return written
+
+
+__all__ = ["Document", "RenderedDocuments", "render", "write_documents"]

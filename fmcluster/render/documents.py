@@ -1,0 +1,73 @@
+"""Rendered backend documents and the references between them.
+
+A document that needs an id AWS has not issued yet holds a reference such as ``${security_group.id}``.
+The engine fills references at create time; ``validate`` fills them with well-formed stand-ins so the
+documents can be checked against botocore's models offline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+REFERENCE = re.compile(r"\$\{([a-z_]+(?:\.[A-Za-z0-9_-]+)*)\}")
+# Placeholder for a subnet the spec leaves to create time (the default VPC's subnet in a suitable AZ).
+SUBNET_TO_RESOLVE = "subnet-00000000000000000"
+
+
+@dataclass
+class Document:
+    """One request document: what it is for, the AWS call it feeds, its text and its parsed body."""
+
+    filename: str
+    kind: str  # the resource kind: cluster, compute_node_group, queue, launch_template, …
+    key: str  # unique within its kind (queue name, node group name, …)
+    service: str  # botocore service name: pcs, ec2, iam, fsx; "pcluster" for a ParallelCluster config
+    operations: dict[str, str]  # section of the body (or "" for the whole body) -> botocore operation
+    text: str
+    body: Any
+
+
+@dataclass
+class RenderedDocuments:
+    backend: str
+    documents: list[Document] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def by_kind(self, kind: str) -> list[Document]:
+        return [d for d in self.documents if d.kind == kind]
+
+    def one(self, kind: str, key: str = "") -> Document:
+        for document in self.documents:
+            if document.kind == kind and (not key or document.key == key):
+                return document
+        raise KeyError(f"{kind}:{key}")
+
+
+def references(value: Any) -> set[str]:
+    """Every ``${…}`` reference inside a document body."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        found.update(REFERENCE.findall(value))
+    elif isinstance(value, dict):
+        for item in value.values():
+            found |= references(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= references(item)
+    return found
+
+
+def resolve(value: Any, values: dict[str, Any]) -> Any:
+    """Replace references with ``values``; a string that is exactly one reference takes the value's type."""
+    if isinstance(value, str):
+        whole = REFERENCE.fullmatch(value)
+        if whole:
+            return values[whole.group(1)]
+        return REFERENCE.sub(lambda m: str(values[m.group(1)]), value)
+    if isinstance(value, dict):
+        return {key: resolve(item, values) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve(item, values) for item in value]
+    return value

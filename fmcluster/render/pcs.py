@@ -1,0 +1,146 @@
+"""Spec → every request document AWS PCS needs, in the order the engine creates them."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from fmcluster.render.common import compute_root_volume_gib, resource_tags
+from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
+from fmcluster.render.templates import render_text, render_yaml
+from fmcluster.spec import decisions
+from fmcluster.spec.models import Spec, max_nodes, min_nodes
+
+PURCHASE_OPTIONS = {
+    "on-demand": "ONDEMAND",
+    "spot": "SPOT",
+    "reservation": "ONDEMAND",
+    "capacity-block": "CAPACITY_BLOCK",
+}
+LOGIN_GROUP = "login"
+NODE_MANAGED_POLICIES = ["arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"]
+ASSUME_ROLE_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+}
+NODE_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": ["pcs:RegisterComputeNodeGroupInstance"], "Resource": "*"}],
+}
+
+
+def node_role_name(spec: Spec) -> str:
+    # PCS only accepts node roles named AWSPCS… or under /aws-pcs/; both hold here. IAM caps names at 64.
+    return f"AWSPCS-{spec.name}-{spec.region}"[:64]
+
+
+def render_pcs(
+    spec: Spec,
+    spec_file: str = "spec.yaml",
+    subnet_id: str | None = None,
+    vpc_id: str | None = None,
+) -> RenderedDocuments:
+    rendered = RenderedDocuments(backend="pcs")
+    tags = resource_tags(spec)
+    subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    if subnet == SUBNET_TO_RESOLVE:
+        rendered.notes.append("no subnet in the spec: the default VPC's subnet in an AZ that offers the "
+                              f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
+
+    def add(filename: str, kind: str, key: str, service: str, operations: dict[str, str], template: str,
+            **context: object) -> None:
+        text, body = render_yaml(template, **context)
+        rendered.documents.append(Document(filename, kind, key, service, operations, text, body))
+
+    ssh = spec.network.ssh
+    add("security-group.yaml", "security_group", "cluster", "ec2",
+        {"create": "CreateSecurityGroup", "ingress": "AuthorizeSecurityGroupIngress",
+         "egress": "AuthorizeSecurityGroupEgress"},
+        "pcs/security_group.yaml.j2", name=f"{spec.name}-cluster", cluster=spec.name,
+        vpc_id=vpc_id or "${network.vpc_id}", ssh_allowed_cidr=ssh.allowed_cidr, tags=tags)
+
+    placement_groups = {q.name: f"{spec.name}-{q.name}" for q in spec.queues if decisions.placement_group_enabled(q)}
+    for queue_name, group_name in placement_groups.items():
+        add(f"placement-group-{queue_name}.yaml", "placement_group", queue_name, "ec2",
+            {"": "CreatePlacementGroup"}, "pcs/placement_group.yaml.j2", name=group_name, tags=tags)
+
+    role = node_role_name(spec)
+    add("instance-profile.yaml", "instance_profile", "nodes", "iam",
+        {"role": "CreateRole", "inline_policy": "PutRolePolicy", "profile": "CreateInstanceProfile"},
+        "pcs/instance_profile.yaml.j2", cluster=spec.name, role_name=role, profile_name=role,
+        assume_role_policy=json.dumps(ASSUME_ROLE_POLICY), node_policy=json.dumps(NODE_POLICY),
+        managed_policy_arns=NODE_MANAGED_POLICIES, tags=tags)
+
+    lustre = spec.storage.lustre
+    lustre_mounts = []
+    if lustre is not None and lustre.existing_id is None:
+        add("fsx-lustre.yaml", "fsx_lustre", "lustre", "fsx", {"": "CreateFileSystem"},
+            "pcs/fsx_lustre.yaml.j2", deployment_type=lustre.deployment_type, capacity_gib=lustre.capacity_gib,
+            throughput_per_tib=lustre.throughput_per_tib, subnet_id=subnet,
+            metadata_iops=None if lustre.metadata_iops == "auto" else lustre.metadata_iops, tags=tags)
+        for index, s3_path in enumerate(p for p in (lustre.s3_import, lustre.s3_export) if p):
+            add(f"fsx-data-repository-{index}.yaml", "fsx_data_repository", str(index), "fsx",
+                {"": "CreateDataRepositoryAssociation"}, "pcs/fsx_data_repository.yaml.j2",
+                file_system_path="/data" if index == 0 else "/export", s3_path=s3_path,
+                export=s3_path == lustre.s3_export, tags=tags)
+        lustre_mounts.append({"path": lustre.mount, "dns_name": "${fsx_lustre.dns_name}",
+                              "mount_name": "${fsx_lustre.mount_name}"})
+
+    add("cluster.yaml", "cluster", spec.name, "pcs", {"": "CreateCluster"}, "pcs/cluster.yaml.j2",
+        name=spec.name, slurm_version=spec.slurm.version, size=decisions.pcs_size(spec),
+        size_limit=decisions.PCS_SIZE_LIMITS[decisions.pcs_size(spec)], subnet_id=subnet,
+        scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting, tags=tags)
+
+    groups = [_login_group(spec)] + [
+        {
+            "name": decisions.compute_resource_name(q, "pcs"),
+            "queue": q.name,
+            "instance_type": q.instance_type,
+            "min_count": min_nodes(q),
+            "max_count": max_nodes(q),
+            "purchase_option": PURCHASE_OPTIONS[q.capacity.type],
+            "reservation_id": q.capacity.reservation_id,
+            "capacity_block": q.capacity.type == "capacity-block",
+            "placement_group": placement_groups.get(q.name),
+            "network_interfaces": decisions.efa_network_interfaces(q),
+            "containers": spec.software.containers,
+        }
+        for q in spec.queues
+    ]
+    for group in groups:
+        user_data = render_text("pcs/user_data.mime.j2", cluster=spec.name, node_group=group["name"],
+                                lustre_mounts=lustre_mounts, containers=group["containers"])
+        add(f"launch-template-{group['name']}.yaml", "launch_template", group["name"], "ec2",
+            {"": "CreateLaunchTemplate"}, "pcs/launch_template.yaml.j2",
+            name=f"{spec.name}-{group['name']}", node_group=group["name"], instance_type=group["instance_type"],
+            key_name=ssh.key_name, root_volume_gib=compute_root_volume_gib(spec),
+            reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
+            placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
+            user_data_base64=base64.b64encode(user_data.encode()).decode(), tags=tags)
+        add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
+            {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
+            name=group["name"], ami_id=spec.image.ami if spec.image else None, subnet_id=subnet,
+            purchase_option=group["purchase_option"], launch_template=group["name"],
+            min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"],
+            tags=tags)
+    for group in groups[1:]:
+        add(f"queue-{group['queue']}.yaml", "queue", group["queue"], "pcs", {"": "CreateQueue"},
+            "pcs/queue.yaml.j2", name=group["queue"], node_group=group["name"], tags=tags)
+    return rendered
+
+
+def _login_group(spec: Spec) -> dict[str, object]:
+    """The head node becomes a static one-node login group: where users ssh in and submit jobs."""
+    return {
+        "name": LOGIN_GROUP,
+        "queue": None,
+        "instance_type": spec.head_node.instance_type,
+        "min_count": 1,
+        "max_count": 1,
+        "purchase_option": "ONDEMAND",
+        "reservation_id": None,
+        "capacity_block": False,
+        "placement_group": None,
+        "network_interfaces": [],
+        "containers": False,
+    }

@@ -1,0 +1,76 @@
+"""Defaults that depend on more than one field: the single place each such choice is made.
+
+Templates never decide; they lay out what these functions return.
+"""
+
+from __future__ import annotations
+
+from fmcluster import catalog
+from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
+
+PCS_SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
+
+
+def efa_enabled(queue: Queue) -> bool:
+    """EFA is on wherever the instance supports it, unless the spec says otherwise."""
+    if queue.efa is not None:
+        return queue.efa
+    facts = catalog.instance(queue.instance_type)
+    return bool(facts and facts.efa_supported)
+
+
+def efa_network_interfaces(queue: Queue) -> list[dict[str, int | bool]]:
+    """The launch template's interfaces: one EFA interface per EFA-capable network card.
+
+    Where card 0 cannot carry EFA (p6-b300), it keeps a plain ENA interface for the security groups
+    and EFA goes on cards 1..N. Returns [] when EFA is off; raises LookupError when the layout is unknown.
+    """
+    if not efa_enabled(queue):
+        return []
+    facts = catalog.instance(queue.instance_type)
+    if facts is None or facts.efa is None:
+        return [{"card": 0, "device": 0, "efa": True}]
+    count = facts.efa_interfaces
+    if count is None:
+        raise LookupError(f"the EFA interface layout of {queue.instance_type} is not in fmcluster's catalog")
+    if facts.efa.network_cards > count:
+        return [{"card": 0, "device": 0, "efa": False}] + [
+            {"card": card, "device": 0, "efa": True} for card in range(1, count + 1)
+        ]
+    return [{"card": card, "device": 0, "efa": True} for card in range(count)]
+
+
+def placement_group_enabled(queue: Queue) -> bool:
+    """auto: on for on-demand and spot; off for ODCRs and Capacity Blocks, which AWS places itself."""
+    if queue.placement_group != "auto":
+        return bool(queue.placement_group)
+    return queue.capacity.type in ("on-demand", "spot") and efa_enabled(queue)
+
+
+def compute_resource_name(queue: Queue, backend: Backend) -> str:
+    """ParallelCluster compute resource / PCS compute node group name."""
+    if queue.compute_resource:
+        return queue.compute_resource
+    if backend == "pcs":
+        return queue.name
+    # p5en.48xlarge -> p5en-48xlarge: valid under ParallelCluster's ^[a-z][a-z0-9-]*$ and short enough.
+    return queue.instance_type.replace(".", "-")[:25]
+
+
+def pcs_size_for(total_nodes: int) -> str | None:
+    for size, limit in PCS_SIZE_LIMITS.items():
+        if total_nodes <= limit:
+            return size
+    return None
+
+
+def pcs_size(spec: Spec) -> str:
+    """The PCS controller size: as written, or the smallest that holds every queue at its maximum."""
+    if spec.pcs.size != "auto":
+        return spec.pcs.size
+    return pcs_size_for(sum(max_nodes(q) for q in spec.queues)) or "LARGE"
+
+
+def is_accelerated(instance_type: str) -> bool:
+    facts = catalog.instance(instance_type)
+    return bool(facts and facts.accelerators)

@@ -1,0 +1,168 @@
+"""The spec: one short YAML file describing a training cluster.
+
+These models hold shape, types and defaults. Rules that need several fields at once, or that mirror
+what AWS would refuse, live in :mod:`fmcluster.spec.rules` so that each can point at its own field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+Backend = Literal["parallelcluster", "pcs"]
+CapacityType = Literal["on-demand", "spot", "reservation", "capacity-block"]
+OperatingSystem = Literal["ubuntu2204", "ubuntu2404", "alinux2023", "rhel9", "rocky9"]
+SlurmVersion = Literal["24.11", "25.05", "25.11"]
+PcsSize = Literal["auto", "SMALL", "MEDIUM", "LARGE"]
+
+RegionName = Annotated[str, StringConstraints(pattern=r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")]
+SubnetId = Annotated[str, StringConstraints(pattern=r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")]
+ReservationId = Annotated[str, StringConstraints(pattern=r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$")]
+AmiId = Annotated[str, StringConstraints(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$")]
+Cidr = Annotated[str, StringConstraints(pattern=r"^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$")]
+MountPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9_./-]*$", max_length=255)]
+S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SshAccess(_Strict):
+    key_name: str | None = Field(None, description="EC2 key pair for the head/login node.")
+    allowed_cidr: Cidr | None = Field(
+        None,
+        description="Network allowed to reach SSH. Never defaults to 0.0.0.0/0: write it to get it. "
+        "Without it, SSH is closed to the outside and SSM Session Manager is the way in.",
+    )
+
+
+class Network(_Strict):
+    subnet_id: SubnetId | None = Field(
+        None,
+        description="Compute subnet, in the Availability Zone that has the capacity. Omitted: the default "
+        "VPC's subnet in an AZ that offers the instance type, found at create time.",
+    )
+    head_subnet_id: SubnetId | None = Field(None, description="Subnet for the head/login node (default: subnet_id).")
+    ssh: SshAccess = Field(default_factory=SshAccess)
+
+
+class HeadNode(_Strict):
+    instance_type: str = "m7i.2xlarge"
+    root_volume_gib: int = Field(200, ge=35, le=16384)
+
+
+class Image(_Strict):
+    ami: AmiId = Field(description="Custom AMI (for example one built from the DLAMI) for all nodes.")
+
+
+class NodeRange(_Strict):
+    min: int = Field(ge=0, le=2048)
+    max: int = Field(ge=1, le=2048)
+
+
+class Capacity(_Strict):
+    type: CapacityType = "on-demand"
+    reservation_id: ReservationId | None = Field(
+        None, description="ODCR or Capacity Block id (cr-…); required for reservation and capacity-block."
+    )
+
+
+class Queue(_Strict):
+    name: str = Field(description="Slurm partition name.")
+    instance_type: str
+    nodes: int | NodeRange = Field(
+        description="Static node count (an integer), or {min, max} for a queue that scales with jobs."
+    )
+    capacity: Capacity = Field(default_factory=Capacity)
+    efa: bool | None = Field(None, description="Default: on wherever the instance type supports EFA.")
+    placement_group: Literal["auto"] | bool = Field(
+        "auto", description="auto: on for on-demand and spot; off for ODCRs and Capacity Blocks (AWS places those)."
+    )
+    gpu_health_checks: bool = True
+    compute_resource: str | None = Field(
+        None,
+        description="Name of the ParallelCluster compute resource or PCS compute node group. Default: derived "
+        "from the instance type (ParallelCluster) or the queue name (PCS).",
+    )
+
+
+class Lustre(_Strict):
+    mount: MountPath = "/fsx"
+    capacity_gib: int = Field(1200, ge=1200, description="1200, 2400, then steps of 2400 GiB.")
+    throughput_per_tib: Literal[125, 250, 500, 1000] = Field(250, description="MB/s per TiB (PERSISTENT_2).")
+    deployment_type: Literal["PERSISTENT_2"] = "PERSISTENT_2"
+    metadata_iops: Literal["auto"] | int = Field(
+        "auto", description="auto, or provisioned metadata IOPS: 1500, 3000, 6000, 12000, then steps of 12000."
+    )
+    s3_import: S3Url | None = Field(None, description="S3 prefix linked as a data repository (lazy load).")
+    s3_export: S3Url | None = None
+    existing_id: Annotated[str, StringConstraints(pattern=r"^fs-[0-9a-f]{8,17}$")] | None = Field(
+        None, description="Mount an existing file system instead of creating one."
+    )
+
+
+class HomeStorage(_Strict):
+    type: Literal["openzfs", "efs"] = "openzfs"
+    mount: MountPath = "/home"
+    capacity_gib: int = Field(256, ge=64, le=524288, description="OpenZFS only.")
+
+
+class Storage(_Strict):
+    lustre: Lustre | None = None
+    home: HomeStorage | None = None
+
+
+class Software(_Strict):
+    containers: bool = Field(True, description="Enroot + Pyxis (and Docker) on compute nodes.")
+    monitoring: bool = Field(False, description="DCGM and EFA exporters for Prometheus.")
+
+
+class SlurmDatabase(_Strict):
+    uri: str = Field(description="host:port of the MySQL/MariaDB accounting database.")
+    user: str
+    password_secret_arn: Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:secretsmanager:.+")]
+
+
+class Slurm(_Strict):
+    version: SlurmVersion = Field("25.11", description="PCS only. 24.11 and 25.05 are past AWS's end of life.")
+    accounting: bool = False
+    database: SlurmDatabase | None = Field(None, description="ParallelCluster only: needed when accounting is on.")
+    scaledown_idle_minutes: int = Field(10, ge=1, le=1440)
+
+
+class Pcs(_Strict):
+    size: PcsSize = Field("auto", description="Controller size, fixed at creation: SMALL ≤32 nodes, MEDIUM ≤512, LARGE ≤2048.")
+
+
+class Workload(_Strict):
+    model_params_b: float = Field(gt=0, le=100_000, description="Model size in billions of parameters.")
+    checkpoint_every_min: float = Field(30, gt=0, le=10_080)
+    tokens_per_second: float | None = Field(None, gt=0)
+    sequence_length: int | None = Field(None, gt=0)
+
+
+class Spec(_Strict):
+    name: str = Field(description="Cluster name, unique per region.")
+    region: RegionName = "us-east-1"
+    backend: Backend = "parallelcluster"
+    network: Network = Field(default_factory=Network)
+    head_node: HeadNode = Field(default_factory=HeadNode)
+    os: OperatingSystem = "ubuntu2204"
+    image: Image | None = None
+    queues: list[Queue] = Field(min_length=1)
+    storage: Storage = Field(default_factory=Storage)
+    software: Software = Field(default_factory=Software)
+    slurm: Slurm = Field(default_factory=Slurm)
+    pcs: Pcs = Field(default_factory=Pcs)
+    workload: Workload | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+def min_nodes(queue: Queue) -> int:
+    return queue.nodes if isinstance(queue.nodes, int) else queue.nodes.min
+
+
+def max_nodes(queue: Queue) -> int:
+    return queue.nodes if isinstance(queue.nodes, int) else queue.nodes.max

@@ -1,0 +1,65 @@
+"""Check rendered request documents against botocore's service models (PCS, EC2, IAM, FSx)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import botocore.session
+from botocore.model import ServiceModel
+
+from fmcluster.render.documents import Document, references, resolve
+from fmcluster.validate.shapes import check_shape
+
+# Well-formed values for ids AWS issues at create time, so documents can be checked before they exist.
+_STAND_INS = {
+    "network.vpc_id": "vpc-0123456789abcdef0",
+    "security_group.id": "sg-0123456789abcdef0",
+    "cluster.id": "pcs_abcdef1234",
+    "instance_profile.arn": "arn:aws:iam::123456789012:instance-profile/aws-pcs/AWSPCS-example",
+    "fsx_lustre.id": "fs-0123456789abcdef0",
+    "fsx_lustre.dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+    "fsx_lustre.mount_name": "abcdefgh",
+}
+_STAND_IN_BY_KIND = {
+    ("launch_template", "id"): "lt-0123456789abcdef0",
+    ("launch_template", "version"): "1",
+    ("compute_node_group", "id"): "pcs_ngabcdef12",
+}
+
+
+def stand_in(reference: str) -> Any:
+    if reference in _STAND_INS:
+        return _STAND_INS[reference]
+    parts = reference.split(".")
+    key = (parts[0], parts[-1])
+    if key in _STAND_IN_BY_KIND:
+        return _STAND_IN_BY_KIND[key]
+    raise KeyError(f"no stand-in for reference ${{{reference}}}")
+
+
+@functools.cache
+def _service_model(service: str) -> ServiceModel:
+    return botocore.session.get_session().get_service_model(service)
+
+
+def check_document(document: Document) -> list[str]:
+    """Problems with one document, as ``Operation: message`` lines; [] when botocore accepts it."""
+    values = {ref: stand_in(ref) for ref in references(document.body)}
+    body = resolve(document.body, values)
+    model = _service_model(document.service)
+    problems: list[str] = []
+    for section, operation in document.operations.items():
+        params = body if section == "" else body.get(section)
+        if params is None:
+            continue
+        for item in params if isinstance(params, list) else [params]:
+            problems.extend(f"{operation}: {p}" for p in check_request(model, operation, item))
+    return problems
+
+
+def check_request(model: ServiceModel, operation: str, params: dict[str, Any]) -> list[str]:
+    """Every constraint of the operation's input shape: what botocore checks (types, required, unknown
+    members) and what it leaves to the service (enums, patterns, lengths, ranges)."""
+    input_shape = model.operation_model(operation).input_shape
+    return [f"{path}: {message}" for path, message in check_shape(input_shape, params)]
