@@ -1,0 +1,127 @@
+"""One boto3 session per command, pointed at AWS or at the sandbox, with an API-call counter.
+
+ParallelCluster's Python API builds its own boto3 clients from the environment, so the target is also
+exported to the process environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ``AWS_DEFAULT_REGION``).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from fmcluster.errors import AwsError, UsageError
+
+_lock = threading.Lock()
+api_calls: collections.Counter[str] = collections.Counter()
+
+
+@dataclass(frozen=True)
+class Target:
+    profile: str | None = None
+    region: str | None = None
+    endpoint_url: str | None = None
+
+    @property
+    def is_sandbox(self) -> bool:
+        if not self.endpoint_url:
+            return False
+        host = urlparse(self.endpoint_url).hostname or ""
+        return host in ("127.0.0.1", "localhost", "::1")
+
+
+_target = Target()
+_sessions: dict[str | None, Any] = {}
+
+
+def configure(profile: str | None, region: str | None, endpoint_url: str | None) -> Target:
+    """Set where every AWS call of this command goes."""
+    global _target
+    endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
+    if endpoint_url and urlparse(endpoint_url).scheme not in ("http", "https"):
+        raise UsageError(f"--endpoint-url {endpoint_url!r} is not an http(s) URL")
+    _target = Target(profile=profile, region=region, endpoint_url=endpoint_url)
+    if endpoint_url:
+        os.environ["AWS_ENDPOINT_URL"] = endpoint_url
+    if profile:
+        os.environ["AWS_PROFILE"] = profile
+    _sessions.clear()
+    return _target
+
+
+def target() -> Target:
+    return _target
+
+
+def region_for(spec_region: str | None) -> str:
+    """--region beats the spec, which beats the environment."""
+    return _target.region or spec_region or os.environ.get("AWS_REGION") or os.environ.get(
+        "AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def session(region: str) -> Any:
+    import boto3
+
+    with _lock:
+        if region not in _sessions:
+            new = boto3.Session(profile_name=_target.profile, region_name=region)
+            new.events.register("before-call.*.*", _count_call)
+            _sessions[region] = new
+        return _sessions[region]
+
+
+def client(service: str, region: str) -> Any:
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "adaptive", "max_attempts": 10}, user_agent_extra="fmcluster",
+                    connect_timeout=10, read_timeout=60)
+    return session(region).client(service, endpoint_url=_target.endpoint_url, config=config)
+
+
+def _count_call(model: Any = None, **_: Any) -> None:
+    if model is not None:
+        with _lock:
+            api_calls[f"{model.service_model.service_name}.{model.name}"] += 1
+
+
+def has_credentials(region: str) -> bool:
+    try:
+        return session(region).get_credentials() is not None
+    except Exception:  # a broken profile counts as no credentials here; the real call will explain
+        return False
+
+
+def describe_error(resource: str, exc: BaseException, hint: str = "") -> AwsError:
+    """Turn a botocore exception into one clear :class:`AwsError`."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "Unknown")
+        message = error.get("Message", str(exc))
+        return AwsError(resource, code, message, hint or _hint_for(code))
+    if isinstance(exc, BotoCoreError):
+        return AwsError(resource, type(exc).__name__, str(exc), hint or _hint_for(type(exc).__name__))
+    return AwsError(resource, type(exc).__name__, str(exc), hint)
+
+
+_HINTS = {
+    "NoCredentialsError": "configure credentials (aws configure, AWS_PROFILE) or use --sandbox for the local sandbox",
+    "EndpointConnectionError": "the endpoint is unreachable: check --endpoint-url, or start it with "
+                               "`fmcluster sandbox start`",
+    "UnauthorizedOperation": "the credentials lack this permission; ask your AWS admin for it",
+    "AccessDeniedException": "the credentials lack this permission; ask your AWS admin for it",
+    "InsufficientInstanceCapacity": "AWS has no capacity for this type in this AZ now: try another AZ, retry "
+                                    "later, or reserve capacity with an EC2 Capacity Block",
+    "ServiceQuotaExceededException": "request a quota increase in the Service Quotas console, or wait for the "
+                                     "other operation to finish",
+    "ThrottlingException": "AWS is rate-limiting this account; re-run the same command to resume",
+    "RequestLimitExceeded": "AWS is rate-limiting this account; re-run the same command to resume",
+}
+
+
+def _hint_for(code: str) -> str:
+    return _HINTS.get(code, "")

@@ -1,0 +1,191 @@
+"""The ``fmcluster`` command. Thin: parse, call the core, render. Heavy imports happen inside commands
+so that ``fmcluster --help`` stays fast."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from fmcluster import __version__
+from fmcluster.errors import FmclusterError
+
+app = typer.Typer(
+    name="fmcluster",
+    help=(
+        "Launch and manage foundation-model training clusters on AWS from one short YAML spec.\n\n"
+        "Start offline: [bold]fmcluster plan configs/quickstart-pcs.yaml[/] shows GPUs, HBM, EFA, storage and "
+        "cost; [bold]fmcluster validate SPEC[/] checks the rendered config with the backend's own rules. "
+        "No AWS account? Add [bold]--sandbox[/] to any command to use a local AWS-compatible endpoint."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+class _State:
+    verbose: bool = False
+
+
+state = _State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"fmcluster {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    profile: Optional[str] = typer.Option(None, "--profile", help="AWS profile to use.", envvar="AWS_PROFILE"),
+    region: Optional[str] = typer.Option(None, "--region", help="AWS region (overrides the spec's region)."),
+    endpoint_url: Optional[str] = typer.Option(
+        None, "--endpoint-url", help="Send every AWS call here (also AWS_ENDPOINT_URL).", envvar="AWS_ENDPOINT_URL"
+    ),
+    sandbox: bool = typer.Option(
+        False, "--sandbox", help="Start (or reuse) the local sandbox and point every AWS call at it."
+    ),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show more detail."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    from fmcluster import aws
+
+    state.verbose = verbose
+    if sandbox:
+        from fmcluster.sandbox import manager
+
+        info = manager.ensure_running()
+        # pcluster.lib and any boto3 client read these, so the whole command talks to the sandbox.
+        os.environ.update(manager.env_vars(info))
+        endpoint_url = info["endpoint_url"]
+    aws.configure(profile, region, endpoint_url)
+
+
+SpecArgument = typer.Argument(..., help="Path to the cluster spec (YAML).", show_default=False)
+
+
+@app.command()
+def schema() -> None:
+    """Print the spec's JSON Schema (for editor completion and checks)."""
+    import json
+
+    from fmcluster.spec.models import Spec
+
+    typer.echo(json.dumps(Spec.model_json_schema(), indent=2))
+
+
+@app.command()
+def render(
+    spec: Path = SpecArgument,
+    output: Optional[Path] = typer.Option(
+        None, "-o", "--output", help="Write the documents into this directory instead of printing them."
+    ),
+) -> None:
+    """Render the backend documents: a ParallelCluster cluster-config.yaml, or the PCS, EC2, IAM and FSx
+    request documents, for review or for use with plain AWS tools.
+
+    Values AWS issues at create time appear as references such as ${security_group.id}.
+    """
+    from fmcluster import ui
+    from fmcluster.render import render as render_spec
+    from fmcluster.render import write_documents
+    from fmcluster.spec import load_spec
+
+    loaded = load_spec(spec)
+    ui.print_warnings(loaded.warnings)
+    rendered = render_spec(loaded.spec, str(spec))
+    for note in rendered.notes:
+        ui.note(note)
+    if output is None:
+        for document in rendered.documents:
+            if len(rendered.documents) > 1:
+                typer.echo(f"--- # {document.filename}")
+            typer.echo(document.text.rstrip("\n"))
+        return
+    for path in write_documents(rendered, output):
+        ui.note(f"wrote {path}")
+
+
+@app.command()
+def validate(spec: Path = SpecArgument) -> None:
+    """Render the spec, then check it with the backend's own rules.
+
+    Offline: ParallelCluster's ClusterSchema and botocore's PCS/EC2/IAM/FSx request shapes. With an AWS
+    endpoint (credentials, --endpoint-url or --sandbox): ParallelCluster's validators through
+    pcluster.lib.create_cluster(dryrun=True), and DescribeInstanceTypes for types outside the catalog.
+    Exit 1 when a check fails.
+    """
+    from fmcluster import ui
+    from fmcluster.validate import run_checks
+
+    results = run_checks(spec)
+    ui.print_check_results(results)
+    if any(result.status == "failed" for result in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def plan(
+    spec: Path = SpecArgument,
+    as_json: bool = typer.Option(False, "--json", help="Print the stable JSON report (see docs/plan-json.md)."),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Also write the checkpoint-time chart as an SVG file."),
+    live_prices: bool = typer.Option(False, "--live-prices", help="Ask the AWS Pricing API instead of the bundled prices."),
+) -> None:
+    """Offline report before anyone pays: per queue GPUs, HBM, EFA and $/hour; Lustre throughput;
+    training-state fit, checkpoint time and all-reduce time for the spec's workload; the bottleneck.
+
+    Example: fmcluster plan configs/p5-odcr-parallelcluster.yaml
+    """
+    from rich.console import Console
+
+    from fmcluster.plan.command import run_plan
+
+    code = run_plan(str(spec), as_json, str(svg) if svg else None, live_prices, Console(), Console(stderr=True))
+    if code:
+        raise typer.Exit(code)
+
+
+def _mount_sandbox() -> None:
+    from fmcluster.sandbox.cli import app as sandbox_app
+
+    app.add_typer(sandbox_app, name="sandbox", help="Run the local AWS-compatible endpoint (EC2, IAM, S3, FSx, "
+                  "CloudFormation, PCS, …) for demos and tests without an AWS account.")
+
+
+_mount_sandbox()
+
+
+def main() -> None:
+    """Entry point: every user-facing failure becomes one message and an exit code, never a traceback."""
+    try:
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except FmclusterError as exc:
+        from fmcluster import ui
+
+        ui.error(str(exc))
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's own usage errors, Exit and Abort
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.stderr.write("aborted\n")
+            sys.exit(130)
+        raise

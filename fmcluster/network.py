@@ -1,0 +1,61 @@
+"""Find where a cluster's nodes go: the spec's subnet, or the default VPC's subnet in an AZ that
+offers every instance type the spec asks for (what a new AWS account, and the sandbox, have)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fmcluster.errors import AwsError, UsageError
+from fmcluster.spec.models import Spec
+
+
+@dataclass(frozen=True)
+class Placement:
+    subnet_id: str
+    vpc_id: str
+    availability_zone: str
+
+
+def instance_types(spec: Spec) -> list[str]:
+    return sorted({spec.head_node.instance_type, *(q.instance_type for q in spec.queues)})
+
+
+def offering_zones(ec2: Any, instance_type: str) -> set[str]:
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [instance_type]}]
+    )
+    return {offer["Location"] for page in pages for offer in page["InstanceTypeOfferings"]}
+
+
+def resolve_placement(spec: Spec, ec2: Any) -> Placement:
+    """Raise :class:`UsageError`/:class:`AwsError` with the fix when no placement works."""
+    from botocore.exceptions import ClientError
+
+    if spec.network.subnet_id:
+        try:
+            subnet = ec2.describe_subnets(SubnetIds=[spec.network.subnet_id])["Subnets"][0]
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            raise AwsError(f"subnet {spec.network.subnet_id}", code, exc.response["Error"]["Message"],
+                           "check network.subnet_id and the region; `aws ec2 describe-subnets` lists yours") from None
+        return Placement(subnet["SubnetId"], subnet["VpcId"], subnet["AvailabilityZone"])
+
+    vpcs = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
+    if not vpcs:
+        raise UsageError(f"the spec names no subnet and region {spec.region} has no default VPC: "
+                         "set network.subnet_id")
+    vpc_id = vpcs[0]["VpcId"]
+    subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]
+    zones: set[str] | None = None
+    for instance_type in instance_types(spec):
+        offered = offering_zones(ec2, instance_type)
+        zones = offered if zones is None else zones & offered
+    candidates = sorted((s for s in subnets if s["AvailabilityZone"] in (zones or set())),
+                        key=lambda s: s["AvailabilityZone"])
+    if not candidates:
+        raise UsageError(f"no Availability Zone of {spec.region} offers all of {', '.join(instance_types(spec))} "
+                         "in the default VPC: set network.subnet_id to a subnet in an AZ with capacity, or split "
+                         "the queues")
+    chosen = candidates[0]
+    return Placement(chosen["SubnetId"], vpc_id, chosen["AvailabilityZone"])

@@ -1,0 +1,1 @@
+"""Local AWS sandbox: moto plus the PCS emulator on one loopback endpoint."""

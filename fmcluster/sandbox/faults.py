@@ -1,0 +1,202 @@
+"""Fault model of the sandbox: latencies, throttling, missing capacity and forced failed statuses.
+
+One ``Faults`` instance per sandbox process, shared by the HTTP server (per-call delays, throttling of
+every service) and the PCS emulator (transition latencies, capacity, forced statuses).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue")
+FAIL_KINDS = ("cluster", "compute_node_group", "queue")
+FAILABLE_STATUSES = (
+    "CREATE_FAILED",
+    "UPDATE_FAILED",
+    "DELETE_FAILED",
+    "SUSPENDING",
+    "SUSPENDED",
+)
+
+
+def _default_latency() -> dict[str, float]:
+    return {kind: 0.0 for kind in LATENCY_KINDS}
+
+
+@dataclass
+class Faults:
+    """Injected behaviour of the sandbox.
+
+    - ``latency``: seconds a PCS resource stays CREATING/UPDATING/DELETING (keys ``pcs.cluster``,
+      ``pcs.compute_node_group``, ``pcs.queue``) and per-call delays ``call.<service>.<Operation>``
+      (``call.<service>.*`` applies to every operation of a service).
+    - ``throttle_rate``: service name (or ``*``) -> probability 0..1 that a call is throttled.
+    - ``insufficient_capacity``: EC2 instance types without capacity.
+    - ``fail_status``: ``"<kind>:<name or id>"`` -> status forced at the end of the matching transition
+      (``CREATE_FAILED`` ends a create, ``UPDATE_FAILED`` an update, ``DELETE_FAILED`` a delete; any
+      other status replaces ``ACTIVE`` at the end of a create).
+    """
+
+    seed: int = 0
+    latency: dict[str, float] = field(default_factory=_default_latency)
+    throttle_rate: dict[str, float] = field(default_factory=dict)
+    insufficient_capacity: set[str] = field(default_factory=set)
+    fail_status: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.RLock()
+        self._check(self.latency, self.throttle_rate, self.fail_status)
+        self.insufficient_capacity = set(self.insufficient_capacity)
+        for kind in LATENCY_KINDS:
+            self.latency.setdefault(kind, 0.0)
+        self._rng = random.Random(self.seed)
+
+    # -- queries ---------------------------------------------------------------------------------
+    def should_throttle(self, service: str) -> bool:
+        """Draw from the seeded RNG; True means answer this call with a throttling error."""
+        with self._lock:
+            rate = self.throttle_rate.get(service, self.throttle_rate.get("*", 0.0))
+            if rate <= 0.0:
+                return False
+            if rate >= 1.0:
+                return True
+            return self._rng.random() < rate
+
+    def call_delay(self, service: str, operation: str) -> float:
+        """Seconds to sleep before answering ``service``'s ``operation``."""
+        with self._lock:
+            exact = self.latency.get(f"call.{service}.{operation}")
+            if exact is not None:
+                return float(exact)
+            return float(self.latency.get(f"call.{service}.*", 0.0))
+
+    def transition_latency(self, kind: str) -> float:
+        """Seconds a PCS resource of ``kind`` (cluster|compute_node_group|queue) stays transitional."""
+        with self._lock:
+            return float(self.latency.get(f"pcs.{kind}", 0.0))
+
+    def has_capacity(self, instance_type: str) -> bool:
+        with self._lock:
+            return instance_type not in self.insufficient_capacity
+
+    def forced_status(self, kind: str, *names: str) -> str | None:
+        """The forced status for a resource of ``kind`` known by any of ``names`` (name or id)."""
+        with self._lock:
+            for name in names:
+                status = self.fail_status.get(f"{kind}:{name}")
+                if status:
+                    return status
+            return None
+
+    # -- changes ---------------------------------------------------------------------------------
+    def update(self, changes: dict[str, Any]) -> None:
+        """Merge ``changes`` (JSON field names of this class).
+
+        ``reset: true`` first restores the defaults. Dict fields merge key by key (a ``null`` value
+        removes the key); ``insufficient_capacity`` is replaced by the given list; ``seed`` re-seeds
+        the RNG. Unknown fields or bad values raise ``ValueError`` and change nothing.
+        """
+        if not isinstance(changes, dict):
+            raise ValueError("fault changes must be a JSON object")
+        unknown = set(changes) - {
+            "reset",
+            "seed",
+            "latency",
+            "throttle_rate",
+            "insufficient_capacity",
+            "fail_status",
+        }
+        if unknown:
+            raise ValueError(f"unknown fault fields: {', '.join(sorted(unknown))}")
+        with self._lock:
+            if changes.get("reset"):
+                seed, latency, throttle, capacity, fail = 0, _default_latency(), {}, set(), {}
+            else:
+                seed = self.seed
+                latency, throttle = dict(self.latency), dict(self.throttle_rate)
+                capacity, fail = set(self.insufficient_capacity), dict(self.fail_status)
+            for name, target in (("latency", latency), ("throttle_rate", throttle), ("fail_status", fail)):
+                value = changes.get(name)
+                if value is None:
+                    continue
+                if not isinstance(value, dict):
+                    raise ValueError(f"{name} must be an object")
+                for key, item in value.items():
+                    if item is None:
+                        target.pop(key, None)
+                    else:
+                        target[key] = item
+            if changes.get("insufficient_capacity") is not None:
+                value = changes["insufficient_capacity"]
+                if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                    raise ValueError("insufficient_capacity must be a list of instance types")
+                capacity = set(value)
+            if "seed" in changes:
+                if not isinstance(changes["seed"], int) or isinstance(changes["seed"], bool):
+                    raise ValueError("seed must be an integer")
+                seed = changes["seed"]
+            self._check(latency, throttle, fail)
+            for kind in LATENCY_KINDS:
+                latency.setdefault(kind, 0.0)
+            self.latency = {k: float(v) for k, v in latency.items()}
+            self.throttle_rate = {k: float(v) for k, v in throttle.items()}
+            self.insufficient_capacity = capacity
+            self.fail_status = fail
+            if "seed" in changes or changes.get("reset"):
+                self.seed = seed
+                self._rng = random.Random(seed)
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "seed": self.seed,
+                "latency": dict(self.latency),
+                "throttle_rate": dict(self.throttle_rate),
+                "insufficient_capacity": sorted(self.insufficient_capacity),
+                "fail_status": dict(self.fail_status),
+            }
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Faults:
+        """Load a JSON or YAML file holding the same fields as ``to_json``."""
+        path = Path(path)
+        text = path.read_text(encoding="utf-8")
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        else:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                import yaml
+
+                data = yaml.safe_load(text) or {}
+        faults = cls()
+        faults.update(data)
+        return faults
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @staticmethod
+    def _check(latency: dict, throttle: dict, fail: dict) -> None:
+        for key, value in latency.items():
+            if not isinstance(key, str) or not (key in LATENCY_KINDS or key.startswith("call.")):
+                raise ValueError(
+                    f"latency key {key!r}: expected one of {LATENCY_KINDS} or 'call.<service>.<Op>'"
+                )
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"latency {key!r} must be a number of seconds >= 0")
+        for key, value in throttle.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"throttle_rate {key!r} must be a probability between 0 and 1")
+        for key, value in fail.items():
+            kind, _, name = str(key).partition(":")
+            if kind not in FAIL_KINDS or not name:
+                raise ValueError(f"fail_status key {key!r} must be '<kind>:<name>' with kind in {FAIL_KINDS}")
+            if value not in FAILABLE_STATUSES:
+                raise ValueError(f"fail_status {key!r}: status must be one of {FAILABLE_STATUSES}")

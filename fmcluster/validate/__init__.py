@@ -1,0 +1,110 @@
+"""``fmcluster validate``: render a spec, then check it with each backend's own rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from fmcluster import aws
+from fmcluster.render import render
+from fmcluster.spec import load_spec
+
+Status = Literal["passed", "failed", "skipped", "warning"]
+
+
+@dataclass
+class CheckResult:
+    name: str
+    status: Status
+    summary: str
+    details: list[str] = field(default_factory=list)
+
+
+def run_checks(spec_path: Path) -> list[CheckResult]:
+    """Every check, in order; those that need AWS are skipped (and say so) when none is reachable."""
+    loaded = load_spec(spec_path)
+    spec = loaded.spec
+    results = [CheckResult("spec", "warning" if loaded.warnings else "passed",
+                           f"{spec_path} loads ({len(spec.queues)} queues, backend {spec.backend})",
+                           [str(w) for w in loaded.warnings])]
+    region = aws.region_for(spec.region)
+    online = bool(aws.target().endpoint_url) or aws.has_credentials(region)
+    placement = None
+    if online:
+        from fmcluster.network import resolve_placement
+
+        try:
+            placement = resolve_placement(spec, aws.client("ec2", region))
+            results.append(CheckResult("subnet", "passed", f"{placement.subnet_id} in {placement.availability_zone}"))
+        except Exception as exc:  # report it as a failed check; the rest can still run
+            results.append(CheckResult("subnet", "failed", _message(exc)))
+    rendered = render(spec, str(spec_path), subnet_id=placement.subnet_id if placement else None)
+    results.append(CheckResult("render", "passed", f"{len(rendered.documents)} documents", rendered.notes))
+
+    if spec.backend == "parallelcluster":
+        results.extend(_parallelcluster_checks(spec.name, rendered, region, online))
+    else:
+        results.append(_botocore_checks(rendered))
+    results.append(_instance_type_check(spec, region, online))
+    return results
+
+
+def _parallelcluster_checks(name: str, rendered, region: str, online: bool) -> list[CheckResult]:
+    from fmcluster.validate.parallelcluster import (
+        SANDBOX_SUPPRESSED_VALIDATORS,
+        check_schema,
+        check_with_validators,
+    )
+
+    document = rendered.documents[0]
+    results = []
+    schema = check_schema(name, document.body, region)
+    results.append(CheckResult("pcluster schema", "failed" if schema.errors else "passed",
+                               "ParallelCluster 3.16 ClusterSchema" + (" rejects the config" if schema.errors else
+                                                                       " accepts the config"), schema.errors))
+    if not online:
+        results.append(CheckResult("pcluster validators", "skipped",
+                                   "no AWS endpoint or credentials (use --sandbox, --endpoint-url or a profile)"))
+        return results
+    sandbox = aws.target().is_sandbox
+    findings = check_with_validators(name, document.text, region, suppress=sandbox)
+    details = [f"{level}: {message}" for level, messages in findings.by_level.items() for message in messages]
+    if sandbox and SANDBOX_SUPPRESSED_VALIDATORS:
+        details += [f"suppressed in the sandbox: {v} ({why})" for v, why in SANDBOX_SUPPRESSED_VALIDATORS.items()]
+    status: Status = "failed" if findings.errors else ("warning" if findings.by_level else "passed")
+    results.append(CheckResult("pcluster validators", status, "create_cluster(dryrun=True)", details))
+    return results
+
+
+def _botocore_checks(rendered) -> CheckResult:
+    from fmcluster.validate.requests import check_document
+
+    problems = [f"{d.filename}: {p}" for d in rendered.documents for p in check_document(d)]
+    services = sorted({d.service for d in rendered.documents})
+    return CheckResult("botocore shapes", "failed" if problems else "passed",
+                       f"{len(rendered.documents)} documents against the {', '.join(services)} models", problems)
+
+
+def _instance_type_check(spec, region: str, online: bool) -> CheckResult:
+    from fmcluster.network import instance_types
+
+    names = instance_types(spec)
+    if not online:
+        return CheckResult("instance types", "skipped", "DescribeInstanceTypes needs an AWS endpoint")
+    from botocore.exceptions import ClientError
+
+    ec2 = aws.client("ec2", region)
+    missing = []
+    for name in names:
+        try:
+            ec2.describe_instance_types(InstanceTypes=[name])
+        except ClientError:
+            missing.append(name)
+    if missing:
+        return CheckResult("instance types", "failed", f"unknown to EC2 in {region}: {', '.join(missing)}")
+    return CheckResult("instance types", "passed", f"DescribeInstanceTypes knows {', '.join(names)}")
+
+
+def _message(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
