@@ -135,7 +135,9 @@ def plan(
     spec: Path = SpecArgument,
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON report (see docs/plan-json.md)."),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Also write the checkpoint-time chart as an SVG file."),
-    live_prices: bool = typer.Option(False, "--live-prices", help="Ask the AWS Pricing API instead of the bundled prices."),
+    live_prices: bool = typer.Option(
+        False, "--live-prices", help="Ask the AWS Pricing API instead of the bundled prices."
+    ),
 ) -> None:
     """Offline report before anyone pays: per queue GPUs, HBM, EFA and $/hour; Lustre throughput;
     training-state fit, checkpoint time and all-reduce time for the spec's workload; the bottleneck.
@@ -149,6 +151,82 @@ def plan(
     code = run_plan(str(spec), as_json, str(svg) if svg else None, live_prices, Console(), Console(stderr=True))
     if code:
         raise typer.Exit(code)
+
+
+@app.command()
+def create(
+    spec: Path = SpecArgument,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before creating."),
+    no_wait: bool = typer.Option(False, "--no-wait", help="Send the requests that need no waiting, then return."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Stop waiting after this many minutes."),
+) -> None:
+    """Create the cluster: check, show the plan, create with live progress.
+
+    Re-running resumes: what exists is adopted, what is missing is created. Ctrl-C stops waiting (exit 130)
+    and everything made so far stays recorded.
+
+    Example: fmcluster --sandbox create configs/quickstart-pcs.yaml --yes
+    """
+    from fmcluster import lifecycle, ui
+    from fmcluster.spec import load_spec
+
+    loaded = load_spec(spec)
+    ui.print_warnings(loaded.warnings)
+    raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout))
+
+
+@app.command()
+def status(
+    name: Optional[str] = typer.Argument(None, help="Cluster name; omit it for a table of all known clusters."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (same shape on both backends)."),
+    watch: bool = typer.Option(False, "--watch", help="Refresh every few seconds until Ctrl-C."),
+    refresh: bool = typer.Option(False, "--refresh", help="Also write what AWS says back into the local state."),
+) -> None:
+    """Show what exists: all known clusters, or one cluster live from AWS (queues, node counts, resources)."""
+    import time
+
+    from fmcluster import lifecycle, ui
+
+    while True:
+        report = lifecycle.status(name, as_json, refresh)
+        if as_json:
+            typer.echo(lifecycle.dump_json(report))
+        else:
+            ui.print_status(report)
+        if not watch:
+            return
+        try:
+            time.sleep(5)
+        except KeyboardInterrupt:
+            return
+
+
+@app.command()
+def scale(
+    target: str = typer.Argument(..., help="Cluster name, or a spec file whose node counts you edited."),
+    counts: Optional[list[str]] = typer.Argument(None, help="QUEUE=N (static) or QUEUE=MIN:MAX (dynamic).",
+                                                 show_default=False),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing."),
+) -> None:
+    """Change node counts per queue; shows the change and checks it first.
+
+    Examples: fmcluster scale quickstart-pcs burst=0:4   ·   fmcluster scale configs/quickstart-pcs.yaml
+    """
+    from fmcluster import lifecycle
+
+    raise typer.Exit(lifecycle.scale(target, counts or [], yes))
+
+
+@app.command()
+def destroy(
+    name: str = typer.Argument(..., help="Cluster name (see `fmcluster status`)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting."),
+    keep_storage: bool = typer.Option(False, "--keep-storage", help="Keep FSx file systems (and their data)."),
+) -> None:
+    """Tear the cluster down in reverse order, then scan for anything still tagged for it (exit 1 if so)."""
+    from fmcluster import lifecycle
+
+    raise typer.Exit(lifecycle.destroy(name, yes, keep_storage))
 
 
 def _mount_sandbox() -> None:
@@ -177,8 +255,17 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as exc:  # click's own usage errors, Exit and Abort
+    except Exception as exc:  # click's own usage errors, Exit and Abort; AWS errors not yet translated
         import click
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if isinstance(exc, (BotoCoreError, ClientError)):
+            from fmcluster import ui
+            from fmcluster.aws import describe_error
+
+            error = describe_error("AWS", exc)
+            ui.error(str(error))
+            sys.exit(error.exit_code)
 
         if isinstance(exc, click.exceptions.Exit):
             sys.exit(exc.exit_code)

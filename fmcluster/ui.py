@@ -69,3 +69,40 @@ def _escape(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+def print_status(report: dict | list) -> None:
+    from rich.table import Table
+
+    console = out_console()
+    if isinstance(report, list):
+        if not report:
+            console.print("no clusters yet: `fmcluster create SPEC` makes one")
+            return
+        table = Table(box=None, header_style="bold")
+        for column in ("name", "backend", "region", "status", "queues", "max nodes", "$/hour"):
+            table.add_column(column)
+        for row in report:
+            cost = f"{row['usd_per_hour']:,.2f}" if row["usd_per_hour"] else "n/a"
+            table.add_row(row["name"], row["backend"], row["region"], row["status"], ", ".join(row["queues"]),
+                          str(row["nodes_max"]), cost)
+        console.print(table)
+        return
+    console.print(f"[bold]{report['name']}[/] ({report['backend']}, {report['region']}): [bold]{report['status']}[/]")
+    for key in ("slurm_endpoint", "head_node", "compute_fleet", "version"):
+        if report.get(key):
+            console.print(f"  {key.replace('_', ' ')}: {report[key]}")
+    queues = Table(box=None, header_style="bold", title="queues", title_justify="left")
+    for column in ("name", "instance type", "min", "max", "running", "status"):
+        queues.add_column(column)
+    for queue in report["queues"]:
+        queues.add_row(queue["name"], str(queue.get("instance_type")), str(queue.get("min")), str(queue.get("max")),
+                       str(queue.get("running_instances", "")), str(queue.get("status")))
+    console.print(queues)
+    resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
+    for column in ("type", "id", "status"):
+        resources.add_column(column)
+    for item in report["resources"]:
+        resources.add_row(item["type"], str(item["id"]), str(item["status"]) + (f" — {item['error']}"
+                                                                              if item.get("error") else ""))
+    console.print(resources)

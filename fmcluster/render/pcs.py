@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
+from fmcluster import catalog
 from fmcluster.render.common import compute_root_volume_gib, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.templates import render_text, render_yaml
@@ -39,7 +41,9 @@ def render_pcs(
     spec_file: str = "spec.yaml",
     subnet_id: str | None = None,
     vpc_id: str | None = None,
+    ami_ids: dict[str, str] | None = None,
 ) -> RenderedDocuments:
+    """``ami_ids`` maps an architecture to the AMI found for it (PCS sample AMIs) when the spec names none."""
     rendered = RenderedDocuments(backend="pcs")
     tags = resource_tags(spec)
     subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
@@ -119,7 +123,7 @@ def render_pcs(
             user_data_base64=base64.b64encode(user_data.encode()).decode(), tags=tags)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
-            name=group["name"], ami_id=spec.image.ami if spec.image else None, subnet_id=subnet,
+            name=group["name"], ami_id=_ami_for(spec, group["instance_type"], ami_ids), subnet_id=subnet,
             purchase_option=group["purchase_option"], launch_template=group["name"],
             min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"],
             tags=tags)
@@ -127,6 +131,21 @@ def render_pcs(
         add(f"queue-{group['queue']}.yaml", "queue", group["queue"], "pcs", {"": "CreateQueue"},
             "pcs/queue.yaml.j2", name=group["queue"], node_group=group["name"], tags=tags)
     return rendered
+
+
+def architecture(instance_type: str) -> str:
+    facts = catalog.instance(instance_type)
+    if facts is not None:
+        return facts.arch
+    family = instance_type.split(".")[0]
+    # Graviton families carry a 'g' after the generation digit (m7g, c7gn, r8g).
+    return "arm64" if re.match(r"^[a-z]+\d+g", family) else "x86_64"
+
+
+def _ami_for(spec: Spec, instance_type: str, ami_ids: dict[str, str] | None) -> str | None:
+    if spec.image is not None:
+        return spec.image.ami
+    return (ami_ids or {}).get(architecture(instance_type))
 
 
 def _login_group(spec: Spec) -> dict[str, object]:

@@ -33,11 +33,14 @@ def efa_network_interfaces(queue: Queue) -> list[dict[str, int | bool]]:
     count = facts.efa_interfaces
     if count is None:
         raise LookupError(f"the EFA interface layout of {queue.instance_type} is not in fmcluster's catalog")
+    # AWS: the primary interface is card 0, device 0; every additional one takes the next card, device 1.
     if facts.efa.network_cards > count:
         return [{"card": 0, "device": 0, "efa": False}] + [
-            {"card": card, "device": 0, "efa": True} for card in range(1, count + 1)
+            {"card": card, "device": 1, "efa": True} for card in range(1, count + 1)
         ]
-    return [{"card": card, "device": 0, "efa": True} for card in range(count)]
+    return [{"card": 0, "device": 0, "efa": True}] + [
+        {"card": card, "device": 1, "efa": True} for card in range(1, count)
+    ]
 
 
 def placement_group_enabled(queue: Queue) -> bool:

@@ -31,6 +31,9 @@ _PATTERN_HINTS = {
     "password_secret_arn": "a Secrets Manager ARN",
 }
 
+# A union member that took the value's type but not its size: its own message says what is wrong.
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
 # Fields typed as a union, with the one sentence that describes every accepted form.
 _UNION_HINTS = {
     "nodes": "expected a node count (a whole number) or a range {min: N, max: M}",
@@ -80,7 +83,7 @@ def _translate(exc: ValidationError, document: PositionedDocument) -> list[SpecP
         elif kind == "missing":
             parent = path[:-1]
             problems.append(document.problem(parent, f"required key '{path[-1]}' is missing"))
-        elif in_union and field_name in _UNION_HINTS:
+        elif in_union and field_name in _UNION_HINTS and kind not in _RANGE_ERRORS:
             problems.append(document.problem(path, f"{_UNION_HINTS[field_name]}, got {_show(given)}"))
         elif kind == "string_pattern_mismatch" and field_name in _PATTERN_HINTS:
             problems.append(document.problem(path, f"expected {_PATTERN_HINTS[field_name]}, got {_show(given)}"))

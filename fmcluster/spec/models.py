@@ -72,7 +72,8 @@ class Capacity(_Strict):
 class Queue(_Strict):
     name: str = Field(description="Slurm partition name.")
     instance_type: str
-    nodes: int | NodeRange = Field(
+    # strict: a quoted '4' or a bare true is a mistake, not a node count.
+    nodes: Annotated[int, Field(strict=True, ge=1, le=2048)] | NodeRange = Field(
         description="Static node count (an integer), or {min, max} for a queue that scales with jobs."
     )
     capacity: Capacity = Field(default_factory=Capacity)
@@ -133,7 +134,9 @@ class Slurm(_Strict):
 
 
 class Pcs(_Strict):
-    size: PcsSize = Field("auto", description="Controller size, fixed at creation: SMALL ≤32 nodes, MEDIUM ≤512, LARGE ≤2048.")
+    size: PcsSize = Field(
+        "auto", description="Controller size, fixed at creation: SMALL ≤32 nodes, MEDIUM ≤512, LARGE ≤2048."
+    )
 
 
 class Workload(_Strict):

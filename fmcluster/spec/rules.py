@@ -80,7 +80,8 @@ def _names(spec: Spec, error: Report, warn: Report) -> None:
     for index, queue in enumerate(spec.queues):
         _check_resource_name(spec, queue.name, ("queues", index, "name"), "queue", error)
         if queue.name in seen_queues:
-            error(("queues", index, "name"), f"queue '{queue.name}' is already defined at queues[{seen_queues[queue.name]}]")
+            first = seen_queues[queue.name]
+            error(("queues", index, "name"), f"queue '{queue.name}' is already defined at queues[{first}]")
         seen_queues.setdefault(queue.name, index)
         group = decisions.compute_resource_name(queue, spec.backend)
         path = ("queues", index, "compute_resource") if queue.compute_resource else ("queues", index, "name")
@@ -170,7 +171,8 @@ def _pcs_limits(spec: Spec, error: Report, warn: Report) -> None:
             error(("storage", "lustre", "metadata_iops"), "ParallelCluster cannot set Lustre metadata IOPS; use "
                                                           "auto, or the pcs backend")
         if len(spec.queues) > PCLUSTER_MAX_QUEUES:
-            error(("queues",), f"{len(spec.queues)} queues; ParallelCluster's Slurm scheduler allows {PCLUSTER_MAX_QUEUES}")
+            error(("queues",), f"{len(spec.queues)} queues; ParallelCluster's Slurm scheduler allows "
+                               f"{PCLUSTER_MAX_QUEUES}")
         return
     # Every queue gets its own node group, and the login node is one more group.
     groups = len(spec.queues) + 1

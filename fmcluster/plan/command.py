@@ -1,0 +1,67 @@
+"""`fmcluster plan SPEC [--json] [--svg FILE] [--live-prices]`: load, compute, print.
+
+The CLI wires this to Typer. A bad spec raises SpecError (the CLI prints it and exits 2); a failed
+price lookup or an unwritable SVG prints one message and returns 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from fmcluster.plan.chart import chart_for, render_svg
+from fmcluster.plan.figures import plan_report
+from fmcluster.plan.prices import LivePriceBook, PriceBook, PriceError, fetch_on_demand
+from fmcluster.plan.report import print_report
+from fmcluster.spec.loader import load_spec
+
+
+def run_plan(
+    spec_path: str,
+    as_json: bool,
+    svg: str | None,
+    live_prices: bool,
+    console_out: Console,
+    console_err: Console,
+) -> int:
+    """Print the plan report for ``spec_path``; return the exit code."""
+    loaded = load_spec(spec_path)
+    for warning in loaded.warnings:
+        console_err.print(f"warning: {warning}", markup=False, highlight=False)
+    spec = loaded.spec
+
+    prices: PriceBook = PriceBook(spec.region)
+    if live_prices:
+        types = [q.instance_type for q in spec.queues] + [spec.head_node.instance_type]
+        try:
+            prices = LivePriceBook(spec.region, fetch_on_demand(types, spec.region))
+        except PriceError as exc:
+            console_err.print(f"error: {exc}", markup=False, highlight=False)
+            return exc.exit_code
+
+    report = plan_report(spec, prices)
+    if as_json:
+        # Console.out writes the text as-is: no wrapping, markup or highlighting to corrupt the JSON.
+        console_out.out(report.to_json(), highlight=False)
+    else:
+        print_report(report, console_out)
+
+    if svg is not None:
+        chart = chart_for(report)
+        if chart is None:
+            console_err.print(
+                "error: --svg: nothing to chart: the spec has no storage.lustre",
+                markup=False,
+                highlight=False,
+            )
+            return 1
+        try:
+            Path(svg).write_text(render_svg(chart), encoding="utf-8")
+        except OSError as exc:
+            console_err.print(
+                f"error: --svg: cannot write {svg}: {exc.strerror or exc}", markup=False, highlight=False
+            )
+            return 1
+        console_err.print(f"wrote {svg}", markup=False, highlight=False)
+    return 0

@@ -1,0 +1,233 @@
+"""Where the plan report's prices come from: the bundled catalog (default) or the AWS Pricing API.
+
+Prices are never guessed. A type the catalog has no price for stays ``None`` and the report shows
+"n/a"; a fallback (a Capacity Block rate instead of On-Demand) is always labelled as such.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fmcluster import catalog
+from fmcluster.catalog import InstanceFacts
+from fmcluster.errors import FmclusterError
+from fmcluster.spec.models import Queue
+
+PRICING_REGION = "us-east-1"  # the Pricing API's own endpoint; it serves every region's prices
+# The Pricing API's EC2 `location` attribute is the region's display name, not its code.
+REGION_LOCATIONS = {
+    "us-east-1": "US East (N. Virginia)",
+    "us-east-2": "US East (Ohio)",
+    "us-west-1": "US West (N. California)",
+    "us-west-2": "US West (Oregon)",
+    "ca-central-1": "Canada (Central)",
+    "eu-west-1": "EU (Ireland)",
+    "eu-west-2": "EU (London)",
+    "eu-west-3": "EU (Paris)",
+    "eu-central-1": "EU (Frankfurt)",
+    "eu-north-1": "EU (Stockholm)",
+    "eu-south-2": "EU (Spain)",
+    "ap-northeast-1": "Asia Pacific (Tokyo)",
+    "ap-northeast-2": "Asia Pacific (Seoul)",
+    "ap-south-1": "Asia Pacific (Mumbai)",
+    "ap-south-2": "Asia Pacific (Hyderabad)",
+    "ap-southeast-1": "Asia Pacific (Singapore)",
+    "ap-southeast-2": "Asia Pacific (Sydney)",
+    "sa-east-1": "South America (Sao Paulo)",
+}
+
+
+class PriceError(FmclusterError):
+    """--live-prices could not get prices; the message says why and how to go on without them."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class QueuePrice:
+    """USD per instance-hour, what kind of price it is, and anything the reader should know about it."""
+
+    usd_per_hour: float | None
+    basis: str | None  # "on-demand" | "capacity-block" | None (unknown)
+    note: str
+    as_of: str | None
+
+
+def _bundled_price(facts: InstanceFacts | None, name: str, capacity_type: str, region: str) -> QueuePrice:
+    if facts is None:
+        return QueuePrice(None, None, f"{name} is not in fmcluster's catalog: no bundled price", None)
+    price = facts.price
+    where = "" if price.region == region else f"; the bundled price is for {price.region}, not {region}"
+    block = price.capacity_block_usd_per_hour
+    block_note = "Capacity Block price"
+    if block is None and price.capacity_block_usd_per_accelerator_hour is not None:
+        # AWS bills Capacity Blocks per accelerator-hour; per instance is that rate x accelerators.
+        block = round(price.capacity_block_usd_per_accelerator_hour * facts.accelerators, 4)
+        block_note = (
+            f"Capacity Block price (${price.capacity_block_usd_per_accelerator_hour}/accelerator-h x "
+            f"{facts.accelerators})"
+        )
+    if capacity_type == "capacity-block" and block is not None:
+        return QueuePrice(block, "capacity-block", block_note + where, price.as_of)
+    if price.usd_per_hour is not None:
+        note = "On-Demand"
+        if capacity_type == "spot":
+            note += " (Spot costs less; Spot prices are not bundled)"
+        elif capacity_type == "capacity-block":
+            note += " (this type's Capacity Block price is not bundled)"
+        return QueuePrice(price.usd_per_hour, "on-demand", note + where, price.as_of)
+    if block is not None:
+        return QueuePrice(
+            block,
+            "capacity-block",
+            f"no On-Demand price in the catalog; {block_note} shown" + where,
+            price.as_of,
+        )
+    return QueuePrice(None, None, "no On-Demand or Capacity Block price in the catalog", price.as_of)
+
+
+class PriceBook:
+    """Bundled catalog prices. ``source`` and ``as_of`` describe where the figures come from."""
+
+    source = "bundled"
+
+    def __init__(self, region: str):
+        self.region = region
+
+    @property
+    def as_of(self) -> str | None:
+        return catalog.price_as_of()
+
+    def instance_price(self, name: str, capacity_type: str = "on-demand") -> QueuePrice:
+        return _bundled_price(catalog.instance(name), name, capacity_type, self.region)
+
+    def queue_price(self, queue: Queue) -> QueuePrice:
+        return self.instance_price(queue.instance_type, queue.capacity.type)
+
+
+class LivePriceBook(PriceBook):
+    """On-Demand prices read from the AWS Pricing API now; Capacity Block rates still come from the
+    catalog (the Pricing API has none)."""
+
+    source = "live"
+
+    def __init__(self, region: str, on_demand: dict[str, float | None]):
+        super().__init__(region)
+        self.on_demand = on_demand
+        self._as_of = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+
+    @property
+    def as_of(self) -> str | None:
+        return self._as_of
+
+    def instance_price(self, name: str, capacity_type: str = "on-demand") -> QueuePrice:
+        bundled = super().instance_price(name, capacity_type)
+        live = self.on_demand.get(name)
+        if capacity_type == "capacity-block" and bundled.basis == "capacity-block":
+            return QueuePrice(
+                bundled.usd_per_hour,
+                bundled.basis,
+                f"{bundled.note} (bundled, as of {bundled.as_of}; the Pricing API has no "
+                "Capacity Block rates)",
+                bundled.as_of,
+            )
+        if live is not None:
+            note = "On-Demand (AWS Pricing API)"
+            if capacity_type == "spot":
+                note += "; Spot costs less"
+            return QueuePrice(live, "on-demand", note, self._as_of)
+        if bundled.basis == "capacity-block":
+            return QueuePrice(
+                bundled.usd_per_hour,
+                bundled.basis,
+                f"no On-Demand price from the AWS Pricing API; {bundled.note} "
+                f"(bundled, as of {bundled.as_of})",
+                bundled.as_of,
+            )
+        return QueuePrice(
+            None,
+            None,
+            f"the AWS Pricing API lists no On-Demand Linux price for {name} in {self.region}",
+            None,
+        )
+
+
+def on_demand_filters(instance_type: str, region: str) -> list[dict[str, str]]:
+    """get_products filters for one shared-tenancy Linux On-Demand instance-hour without extra software."""
+    where = (
+        {"Type": "TERM_MATCH", "Field": "location", "Value": REGION_LOCATIONS[region]}
+        if region in REGION_LOCATIONS
+        else {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}
+    )
+    return [
+        {"Type": "TERM_MATCH", "Field": "instanceType", "Value": instance_type},
+        where,
+        {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
+        {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
+        {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
+        {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
+    ]
+
+
+def parse_on_demand(price_list: Iterable[str | dict[str, Any]]) -> float | None:
+    """The hourly On-Demand USD price in a get_products ``PriceList`` (JSON strings), or None."""
+    for item in price_list:
+        product = json.loads(item) if isinstance(item, str) else item
+        for term in product.get("terms", {}).get("OnDemand", {}).values():
+            for dimension in term.get("priceDimensions", {}).values():
+                usd = dimension.get("pricePerUnit", {}).get("USD")
+                if usd is not None and dimension.get("unit", "Hrs") in ("Hrs", "Hours") and float(usd) > 0:
+                    return float(usd)
+    return None
+
+
+def fetch_on_demand(instance_types: Iterable[str], region: str) -> dict[str, float | None]:
+    """Ask the AWS Pricing API for each type's On-Demand price. Any failure raises :class:`PriceError`."""
+    try:
+        client = _pricing_client()
+        prices: dict[str, float | None] = {}
+        for name in dict.fromkeys(instance_types):
+            response = client.get_products(
+                ServiceCode="AmazonEC2",
+                Filters=on_demand_filters(name, region),
+                FormatVersion="aws_v1",
+                MaxResults=20,
+            )
+            prices[name] = parse_on_demand(response.get("PriceList", []))
+        return prices
+    except PriceError:
+        raise
+    except Exception as exc:  # any failure becomes one clear message, never a traceback
+        raise PriceError(_failure_message(exc)) from None
+
+
+def _pricing_client() -> Any:
+    from botocore.config import Config
+
+    from fmcluster import aws
+
+    # Few retries: a user waiting on an offline report should hear about a dead endpoint quickly.
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 2},
+        connect_timeout=5,
+        read_timeout=30,
+        user_agent_extra="fmcluster",
+    )
+    return aws.session(PRICING_REGION).client(
+        "pricing", endpoint_url=aws.target().endpoint_url, config=config
+    )
+
+
+def _failure_message(exc: BaseException) -> str:
+    from fmcluster import aws
+
+    detail = str(aws.describe_error("AWS Pricing API (pricing.get_products)", exc))
+    bundled = catalog.price_as_of()
+    return (
+        f"--live-prices: could not read prices: {detail}\n"
+        f"  → run without --live-prices to use the bundled prices (as of {bundled})"
+    )

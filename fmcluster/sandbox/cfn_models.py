@@ -1,0 +1,425 @@
+"""CloudFormation resource models moto lacks, as far as ParallelCluster's cluster template needs them.
+
+moto maps a template's resource types to the *direct* subclasses of ``CloudFormationModel`` (see
+``moto.cloudformation.parsing.get_model_map``); a type it does not know is skipped with a warning, and a
+``Fn::GetAtt``/``Ref`` on it then fails the whole stack. Each class below directly subclasses
+``CloudFormationModel`` so moto finds it; :func:`register` makes moto re-scan after import.
+
+The models only do what the sandbox needs to look like AWS from ParallelCluster's side: a physical id,
+the attributes the template reads, and (for ParallelCluster's cleanup custom resource) the side effects
+its Lambda would have on stack deletion.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import quote
+
+from moto.core.common_models import CloudFormationModel
+from moto.moto_api._internal import mock_random
+
+logger = logging.getLogger(__name__)
+
+
+class _SandboxResource:
+    """Shared behaviour: remember the properties, exist immediately, update in place."""
+
+    _attributes: tuple[str, ...] = ()
+
+    def __init__(self, name: str, properties: dict[str, Any], account_id: str, region_name: str, **kwargs):
+        self.name = name
+        self.properties = properties
+        self.account_id = account_id
+        self.region_name = region_name
+        self.stack_id = kwargs.get("StackId", "")
+        self.logical_id = kwargs.get("LogicalId", "")
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.name
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return ""
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr in cls._attributes
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        if attribute_name == "Arn" and "Arn" in self._attributes:
+            return self.arn
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(
+        cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kwargs
+    ):
+        return cls(resource_name, cloudformation_json.get("Properties", {}), account_id, region_name, **kwargs)
+
+    @classmethod
+    def update_from_cloudformation_json(
+        cls, original_resource, new_resource_name: str, cloudformation_json: dict[str, Any], account_id: str,
+        region_name: str,
+    ):
+        original_resource.properties = cloudformation_json.get("Properties", {})
+        return original_resource
+
+    @classmethod
+    def delete_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name) -> None:
+        return None
+
+    def is_created(self) -> bool:
+        return True
+
+
+class CloudWatchAlarm(_SandboxResource, CloudFormationModel):
+    # The head node health alarms: ParallelCluster only reads their Arn (into the composite alarm).
+    _attributes = ("Arn",)
+
+    def __init__(self, name, properties, account_id, region_name, **kwargs):
+        super().__init__(properties.get("AlarmName") or name, properties, account_id, region_name, **kwargs)
+        self.arn = f"arn:aws:cloudwatch:{region_name}:{account_id}:alarm:{self.name}"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudWatch::Alarm"
+
+
+class CloudWatchCompositeAlarm(_SandboxResource, CloudFormationModel):
+    _attributes = ("Arn",)
+
+    def __init__(self, name, properties, account_id, region_name, **kwargs):
+        super().__init__(properties.get("AlarmName") or name, properties, account_id, region_name, **kwargs)
+        self.arn = f"arn:aws:cloudwatch:{region_name}:{account_id}:alarm:{self.name}"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudWatch::CompositeAlarm"
+
+
+class LogsMetricFilter(_SandboxResource, CloudFormationModel):
+    # Metric filters on the cluster log group; nothing reads them back in the sandbox.
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Logs::MetricFilter"
+
+
+class SecurityGroupEgress(_SandboxResource, CloudFormationModel):
+    # Applies the rule to moto's security group so DescribeSecurityGroups looks like AWS.
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::EC2::SecurityGroupEgress"
+
+    @classmethod
+    def create_from_cloudformation_json(
+        cls, resource_name, cloudformation_json, account_id, region_name, **kwargs
+    ):
+        resource = super().create_from_cloudformation_json(
+            resource_name, cloudformation_json, account_id, region_name, **kwargs
+        )
+        resource._authorize()
+        return resource
+
+    def _authorize(self) -> None:
+        from moto.ec2 import ec2_backends
+
+        props = self.properties
+        permission = {
+            "IpProtocol": str(props.get("IpProtocol", "-1")),
+            "FromPort": props.get("FromPort"),
+            "ToPort": props.get("ToPort"),
+        }
+        if props.get("CidrIp"):
+            permission["IpRanges"] = [{"CidrIp": props["CidrIp"]}]
+        elif props.get("CidrIpv6"):
+            permission["Ipv6Ranges"] = [{"CidrIpv6": props["CidrIpv6"]}]
+        elif props.get("DestinationSecurityGroupId"):
+            permission["UserIdGroupPairs"] = [{"GroupId": props["DestinationSecurityGroupId"]}]
+        else:
+            return
+        try:
+            ec2_backends[self.account_id][self.region_name].authorize_security_group_egress(
+                props["GroupId"], [permission]
+            )
+        except Exception as err:  # a duplicate rule is not worth failing a stack for
+            logger.debug("egress rule on %s not applied: %s", props.get("GroupId"), err)
+
+
+class WaitConditionHandle(_SandboxResource, CloudFormationModel):
+    # Ref gives the presigned URL the head node would cfn-signal to when bootstrap finishes.
+    def __init__(self, name, properties, account_id, region_name, **kwargs):
+        super().__init__(name, properties, account_id, region_name, **kwargs)
+        arn = quote(f"{self.stack_id}/{self.logical_id}", safe="")
+        self.url = (
+            f"https://cloudformation-waitcondition-{region_name}.s3.amazonaws.com/{arn}"
+            f"?X-Amz-Signature={mock_random.get_random_hex(32)}"
+        )
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.url
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudFormation::WaitConditionHandle"
+
+
+class WaitCondition(_SandboxResource, CloudFormationModel):
+    # The real head node signals its wait condition once cfn-init/bootstrap succeeds. moto creates the
+    # head node instance (which the wait condition depends on) synchronously and "running", and nothing
+    # runs on it, so the sandbox signals success at creation with the head node's usual payload.
+    _attributes = ("Data",)
+
+    @property
+    def physical_resource_id(self) -> str:
+        return f"{self.stack_id}/{self.logical_id}"
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        if attribute_name == "Data":
+            count = int(self.properties.get("Count", 1) or 1)
+            return json.dumps({str(i + 1): "bootstrap completed (sandbox)" for i in range(count)})
+        return super().get_cfn_attribute(attribute_name)
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudFormation::WaitCondition"
+
+
+class CustomResource(_SandboxResource, CloudFormationModel):
+    """``AWS::CloudFormation::CustomResource`` backed by ParallelCluster's cleanup Lambda.
+
+    moto would invoke the ServiceToken Lambda in Docker (unavailable here). ParallelCluster's template
+    uses three such resources, all on its ``cleanup_resources`` handler, which does nothing on Create
+    and Update and, on Delete, performs the ``Action`` property. The sandbox performs those actions
+    against moto's backends directly. Unknown actions succeed without effect.
+    """
+
+    @property
+    def physical_resource_id(self) -> str:
+        return f"{self.logical_id}-{self.stack_id.rsplit('/', 1)[-1]}"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudFormation::CustomResource"
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return True  # custom resources may return any attribute; these return none
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        return ""
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        action = self.properties.get("Action")
+        handler = {
+            "DELETE_S3_ARTIFACTS": self._delete_s3_artifacts,
+            "TERMINATE_EC2_INSTANCES": self._terminate_instances,
+            "DELETE_DNS_RECORDS": self._delete_dns_records,
+        }.get(action)
+        if handler is not None:
+            try:
+                handler()
+            except Exception as err:  # the real Lambda logs and reports success on cleanup errors too
+                logger.warning("sandbox custom resource %s (%s) failed: %s", self.logical_id, action, err)
+
+    def _delete_s3_artifacts(self) -> None:
+        from moto.s3.models import s3_backends
+
+        backend = s3_backends[self.account_id]["aws"]
+        bucket = self.properties["ResourcesS3Bucket"]
+        prefix = self.properties["ArtifactS3RootDirectory"].rstrip("/") + "/"
+        keys = [key for key in list(backend.get_bucket(bucket).keys.keys()) if key.startswith(prefix)]
+        if keys:
+            backend.delete_objects(bucket, [{"Key": key} for key in keys], bypass_retention=True)
+
+    def _terminate_instances(self) -> None:
+        terminate_compute_nodes(self.account_id, self.region_name, self.properties.get("StackName"))
+
+    def _delete_dns_records(self) -> None:
+        from moto.route53 import route53_backends
+
+        zone_id = self.properties.get("ClusterHostedZone")
+        if not zone_id:
+            return  # the cluster uses an existing hosted zone or none
+        backend = route53_backends[self.account_id]["aws"]
+        zone = backend.get_hosted_zone(zone_id)
+        zone.rrsets = [record for record in zone.rrsets if record.type in ("NS", "SOA")]
+
+
+def normalize_block_device_mappings(ec2_backend, image_id: str | None, mappings: list[dict]) -> list[dict]:
+    """Rewrite block device mappings AWS accepts into the form moto requires.
+
+    * instance-store mappings ({"DeviceName": ..., "VirtualName": "ephemeral0"}, no Ebs) create no EBS
+      volume; moto raises "MissingParameter: ebs" (RunInstances) or KeyError (launch templates): drop.
+    * an Ebs mapping without VolumeSize/SnapshotId takes its size from the AMI's mapping for the same
+      device on AWS; moto raises "MissingParameter: size or snapshotId": use the AMI's snapshot.
+    """
+    ami = ec2_backend.amis.get(image_id) if image_id else None
+    image_snapshots = {ami.root_device_name: ami.ebs_snapshot.id} if ami is not None else {}
+    fixed = []
+    for mapping in mappings or []:
+        if mapping.get("VirtualName") and "Ebs" not in mapping:
+            continue
+        ebs = mapping.get("Ebs")
+        if ebs is not None and not ebs.get("VolumeSize") and not ebs.get("SnapshotId"):
+            snapshot = image_snapshots.get(mapping.get("DeviceName"))
+            extra = {"SnapshotId": snapshot} if snapshot else {"VolumeSize": 8}
+            mapping = {**mapping, "Ebs": {**ebs, **extra}}
+        fixed.append(mapping)
+    return fixed
+
+
+def _create_instance_from_launch_template(account_id: str, region_name: str, properties: dict):
+    """AWS::EC2::Instance whose settings come from a LaunchTemplate (ParallelCluster's head node).
+
+    moto's Instance model reads ImageId etc. from the resource's own properties only (KeyError
+    'ImageId'), and ignores NetworkInterfaces, MetadataOptions and the IamInstanceProfile{Name} form.
+    """
+    from moto.ec2 import ec2_backends
+
+    backend = ec2_backends[account_id][region_name]
+    launch_template = dict(properties["LaunchTemplate"])
+    launch_template["Version"] = str(launch_template.get("Version", "$Default"))
+    data = {**backend._get_template_from_args(launch_template).data, **properties}
+    image_id = data["ImageId"]
+    nics = [{k: v for k, v in nic.items() if v is not None} for nic in data.get("NetworkInterfaces", [])]
+    subnet_id = data.get("SubnetId")
+    for nic in nics:
+        if nic.get("NetworkInterfaceId") and not subnet_id:
+            subnet_id = backend.get_network_interface(nic["NetworkInterfaceId"]).subnet.id
+    reservation = backend.run_instances(
+        image_id=image_id,
+        user_data=data.get("UserData"),
+        count=1,
+        security_group_names=data.get("SecurityGroups", []),
+        security_group_ids=data.get("SecurityGroupIds", []),
+        instance_type=data.get("InstanceType", "m1.small"),
+        is_instance_type_default=not data.get("InstanceType"),
+        subnet_id=subnet_id,
+        key_name=data.get("KeyName"),
+        nics=nics,
+        ebs_optimized=data.get("EbsOptimized", False),
+        metadata_options=data.get("MetadataOptions", {}),
+        launch_template=launch_template,
+        block_device_mappings=normalize_block_device_mappings(
+            backend, image_id, data.get("BlockDeviceMappings", [])
+        ),
+    )
+    instance = reservation.instances[0]
+    for tag in properties.get("Tags", []):
+        instance.add_tag(tag["Key"], tag["Value"])
+    profile = data.get("IamInstanceProfile")
+    if profile:
+        name = profile.get("Name") if isinstance(profile, dict) else profile
+        if name:
+            backend.associate_iam_instance_profile(instance_id=instance.id, iam_instance_profile_name=name)
+    return instance
+
+
+def _support_instances_from_launch_templates() -> None:
+    from moto.ec2.models.instances import Instance
+
+    original = Instance.create_from_cloudformation_json.__func__
+    if getattr(original, "_fmcluster", False):
+        return
+
+    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name,
+                                        **kwargs):
+        properties = cloudformation_json.get("Properties", {})
+        if "LaunchTemplate" in properties and "ImageId" not in properties:
+            return _create_instance_from_launch_template(account_id, region_name, properties)
+        return original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+
+    create_from_cloudformation_json._fmcluster = True
+    Instance.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+
+
+def terminate_compute_nodes(account_id: str, region_name: str, cluster_name: str) -> None:
+    """Terminate a cluster's compute nodes (not its head node), as pcluster's cleanup Lambda does."""
+    from moto.ec2 import ec2_backends
+
+    backend = ec2_backends[account_id][region_name]
+    filters = {
+        "tag:parallelcluster:cluster-name": [cluster_name],
+        "instance-state-name": ["pending", "running", "stopping", "stopped"],
+    }
+    ids = [
+        instance.id
+        for reservation in backend.describe_instances(filters=filters)
+        for instance in reservation.instances
+        if {"key": "parallelcluster:node-type", "value": "HeadNode"} not in _tag_pairs(instance)
+    ]
+    if ids:
+        backend.terminate_instances(ids)
+
+
+def _support_deletions() -> None:
+    """Let stack deletion remove the head node ENI and the cluster's hosted zone, as on AWS.
+
+    moto's NetworkInterface.delete() takes no (account, region) arguments and FakeZone has no delete at
+    all, so both outlived their stack (an "in-use" ENI and a "<cluster>.pcluster." zone).
+    """
+    from moto.ec2.models.elastic_network_interfaces import NetworkInterface
+    from moto.route53.models import FakeZone
+
+    if getattr(NetworkInterface, "_fmcluster", False):
+        return
+
+    def delete_eni(cls, resource_name, cloudformation_json, account_id, region_name) -> None:
+        from moto.ec2 import ec2_backends
+
+        eni = ec2_backends[account_id][region_name].enis.get(resource_name)
+        if eni is None:
+            return
+        instance = getattr(eni, "instance", None)
+        if instance is not None and instance.state != "terminated":
+            raise RuntimeError(f"{resource_name} is attached to {instance.id}")  # retried after the instance
+        eni.delete()
+
+    def delete_zone(cls, resource_name, cloudformation_json, account_id, region_name) -> None:
+        from moto.route53 import route53_backends
+
+        route53_backends[account_id]["aws"].delete_hosted_zone(resource_name)
+
+    NetworkInterface.delete_from_cloudformation_json = classmethod(delete_eni)
+    FakeZone.delete_from_cloudformation_json = classmethod(delete_zone)
+    NetworkInterface._fmcluster = True
+
+
+def _tag_pairs(instance) -> list[dict[str, str]]:
+    return [{"key": tag["key"], "value": tag["value"]} for tag in instance.get_tags()]
+
+
+SANDBOX_MODELS: tuple[type[CloudFormationModel], ...] = (
+    CloudWatchAlarm,
+    CloudWatchCompositeAlarm,
+    LogsMetricFilter,
+    SecurityGroupEgress,
+    WaitConditionHandle,
+    WaitCondition,
+    CustomResource,
+)
+
+
+def register() -> None:
+    """Make moto's CloudFormation parser use the models above. Idempotent."""
+    from moto.cloudformation import parsing
+
+    for model in SANDBOX_MODELS:
+        # moto ignores these two types ("NULL_MODELS"); the head node's Ref/GetAtt needs real objects
+        if model.cloudformation_type() in parsing.NULL_MODELS:
+            parsing.NULL_MODELS.remove(model.cloudformation_type())
+    # the model lists are lru-cached from CloudFormationModel.__subclasses__() on first use
+    parsing.get_model_list.cache_clear()
+    parsing.get_model_map.cache_clear()
+    parsing.get_name_type_map.cache_clear()
+    _support_instances_from_launch_templates()
+    _support_deletions()
+    missing = [m for m in SANDBOX_MODELS if parsing.get_model_map().get(m.cloudformation_type()) is not m]
+    if missing:
+        raise RuntimeError(f"moto did not pick up sandbox CloudFormation models: {missing}")

@@ -1,0 +1,110 @@
+"""EC2 placement groups, which moto 5.2.5 does not implement (its EC2 responses raise NotImplementedError).
+
+Speaks the EC2 query protocol for CreatePlacementGroup, DescribePlacementGroups and DeletePlacementGroup,
+with AWS's error codes, so fmcluster's real boto3 calls run unchanged against the sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from xml.sax.saxutils import escape
+
+ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
+_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
+
+
+@dataclass
+class _Group:
+    name: str
+    group_id: str
+    strategy: str
+    arn: str
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class PlacementGroups:
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, str], dict[str, _Group]] = {}
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._groups.clear()
+
+    def handle(self, action: str, params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
+        with self._lock:
+            groups = self._groups.setdefault((account, region), {})
+            if action == "CreatePlacementGroup":
+                return self._create(groups, params, region, account)
+            if action == "DescribePlacementGroups":
+                return self._describe(groups, params)
+            return self._delete(groups, params)
+
+    def _create(self, groups: dict[str, _Group], params: dict[str, str], region: str, account: str):
+        name = params.get("GroupName") or f"pg-{uuid.uuid4().hex[:8]}"
+        if name in groups:
+            return _error("InvalidPlacementGroup.Duplicate", f"The Placement Group '{name}' already exists.")
+        strategy = params.get("Strategy", "cluster")
+        if strategy not in ("cluster", "spread", "partition"):
+            return _error("InvalidParameterValue", f"Invalid placement group strategy '{strategy}'.")
+        group_id = "pg-" + uuid.uuid4().hex[:17]
+        tags = {}
+        for key, value in params.items():
+            match = re.fullmatch(r"TagSpecification\.\d+\.Tag\.(\d+)\.Key", key)
+            if match:
+                tags[value] = params.get(f"{key[:-4]}.Value", "")
+        group = _Group(name, group_id, strategy, f"arn:aws:ec2:{region}:{account}:placement-group/{name}", tags)
+        groups[name] = group
+        return _ok("CreatePlacementGroupResponse", f"<placementGroup>{_item_body(group)}</placementGroup>")
+
+    def _describe(self, groups: dict[str, _Group], params: dict[str, str]):
+        names = [v for k, v in params.items() if re.fullmatch(r"GroupName\.\d+", k)]
+        ids = [v for k, v in params.items() if re.fullmatch(r"GroupId\.\d+", k)]
+        for name in names:
+            if name not in groups:
+                return _error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
+        selected = [g for g in groups.values() if (not names or g.name in names) and (not ids or g.group_id in ids)]
+        for index in range(1, 50):
+            filter_name = params.get(f"Filter.{index}.Name")
+            if filter_name is None:
+                break
+            values = {v for k, v in params.items() if k.startswith(f"Filter.{index}.Value.")}
+            selected = [g for g in selected if _matches(g, filter_name, values)]
+        items = "".join(f"<item>{_item_body(g)}</item>" for g in selected)
+        return _ok("DescribePlacementGroupsResponse", f"<placementGroupSet>{items}</placementGroupSet>")
+
+    def _delete(self, groups: dict[str, _Group], params: dict[str, str]):
+        name = params.get("GroupName", "")
+        if name not in groups:
+            return _error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
+        del groups[name]
+        return _ok("DeletePlacementGroupResponse", "<return>true</return>")
+
+
+def _matches(group: _Group, filter_name: str, values: set[str]) -> bool:
+    if filter_name.startswith("tag:"):
+        return group.tags.get(filter_name[4:]) in values
+    field_value = {"group-name": group.name, "group-id": group.group_id, "strategy": group.strategy,
+                   "state": "available"}.get(filter_name)
+    return field_value in values if field_value is not None else True
+
+
+def _item_body(group: _Group) -> str:
+    tags = "".join(f"<item><key>{escape(k)}</key><value>{escape(v)}</value></item>" for k, v in group.tags.items())
+    return (f"<groupName>{escape(group.name)}</groupName><state>available</state>"
+            f"<strategy>{group.strategy}</strategy><groupId>{group.group_id}</groupId>"
+            f"<groupArn>{group.arn}</groupArn><tagSet>{tags}</tagSet>")
+
+
+def _ok(root: str, inner: str) -> tuple[int, dict, bytes]:
+    body = f'<{root} xmlns="{_NS}"><requestId>{uuid.uuid4()}</requestId>{inner}</{root}>'
+    return 200, {"Content-Type": "text/xml"}, body.encode()
+
+
+def _error(code: str, message: str) -> tuple[int, dict, bytes]:
+    body = (f"<Response><Errors><Error><Code>{code}</Code><Message>{escape(message)}</Message></Error></Errors>"
+            f"<RequestID>{uuid.uuid4()}</RequestID></Response>")
+    return 400, {"Content-Type": "text/xml"}, body.encode()

@@ -1,0 +1,212 @@
+"""What fmcluster remembers between commands: clusters, their spec, each resource's id and status, an
+event log, and a per-cluster lock. SQLite in WAL mode under the state dir (``FMCLUSTER_HOME``).
+
+AWS stays the source of truth; this is the index that lets a re-run resume and ``destroy`` find things.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fmcluster.errors import FmclusterError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS clusters (
+    name TEXT NOT NULL, region TEXT NOT NULL, backend TEXT NOT NULL, spec TEXT NOT NULL,
+    spec_path TEXT, status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    PRIMARY KEY (name, region));
+CREATE TABLE IF NOT EXISTS resources (
+    cluster TEXT NOT NULL, region TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
+    id TEXT, status TEXT NOT NULL, outputs TEXT NOT NULL DEFAULT '{}', updated_at REAL NOT NULL,
+    PRIMARY KEY (cluster, region, kind, key));
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, cluster TEXT NOT NULL, region TEXT NOT NULL, at REAL NOT NULL,
+    resource TEXT NOT NULL, event TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS locks (
+    cluster TEXT NOT NULL, region TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,
+    command TEXT NOT NULL, acquired_at REAL NOT NULL, PRIMARY KEY (cluster, region));
+"""
+
+
+def home() -> Path:
+    override = os.environ.get("FMCLUSTER_HOME")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("fmcluster"))
+
+
+@dataclass
+class ClusterRecord:
+    name: str
+    region: str
+    backend: str
+    spec: str
+    spec_path: str | None
+    status: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass
+class ResourceRecord:
+    kind: str
+    key: str
+    id: str | None
+    status: str
+    outputs: dict[str, Any]
+
+
+class LockHeld(FmclusterError):
+    exit_code = 1
+
+
+class StateStore:
+    """Thread-safe: the engine records from worker threads."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or home() / "state.db"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # clusters
+    def save_cluster(self, name: str, region: str, backend: str, spec: str, spec_path: str | None,
+                     status: str) -> None:
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO clusters VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(name, region) DO UPDATE SET "
+                "backend=excluded.backend, spec=excluded.spec, spec_path=excluded.spec_path, "
+                "status=excluded.status, updated_at=excluded.updated_at",
+                (name, region, backend, spec, spec_path, status, now, now))
+
+    def set_cluster_status(self, name: str, region: str, status: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE clusters SET status=?, updated_at=? WHERE name=? AND region=?",
+                       (status, time.time(), name, region))
+
+    def cluster(self, name: str, region: str | None = None) -> ClusterRecord | None:
+        with self._lock:
+            if region:
+                row = self._db.execute("SELECT * FROM clusters WHERE name=? AND region=?", (name, region)).fetchone()
+            else:
+                row = self._db.execute("SELECT * FROM clusters WHERE name=? ORDER BY updated_at DESC",
+                                       (name,)).fetchone()
+        return ClusterRecord(*row) if row else None
+
+    def clusters(self) -> list[ClusterRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM clusters ORDER BY name").fetchall()
+        return [ClusterRecord(*row) for row in rows]
+
+    def forget_cluster(self, name: str, region: str) -> None:
+        with self._tx() as db:
+            for table in ("clusters", "resources"):
+                column = "name" if table == "clusters" else "cluster"
+                db.execute(f"DELETE FROM {table} WHERE {column}=? AND region=?", (name, region))
+
+    # resources
+    def record_resource(self, cluster: str, region: str, kind: str, key: str, resource_id: str | None,
+                        status: str, outputs: dict[str, Any] | None = None) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO resources VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(cluster, region, kind, key) DO UPDATE "
+                "SET id=COALESCE(excluded.id, resources.id), status=excluded.status, "
+                "outputs=CASE WHEN excluded.outputs='{}' THEN resources.outputs ELSE excluded.outputs END, "
+                "updated_at=excluded.updated_at",
+                (cluster, region, kind, key, resource_id, status, json.dumps(outputs or {}), time.time()))
+
+    def resources(self, cluster: str, region: str) -> list[ResourceRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT kind, key, id, status, outputs FROM resources WHERE cluster=? AND "
+                                    "region=? ORDER BY rowid", (cluster, region)).fetchall()
+        return [ResourceRecord(kind, key, rid, status, json.loads(outputs)) for kind, key, rid, status, outputs in rows]
+
+    def forget_resource(self, cluster: str, region: str, kind: str, key: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM resources WHERE cluster=? AND region=? AND kind=? AND key=?",
+                       (cluster, region, kind, key))
+
+    # events
+    def log_event(self, cluster: str, region: str, resource: str, event: str, detail: str = "") -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO events (cluster, region, at, resource, event, detail) VALUES (?,?,?,?,?,?)",
+                       (cluster, region, time.time(), resource, event, detail))
+
+    def events(self, cluster: str, region: str, limit: int = 50) -> list[tuple[float, str, str, str]]:
+        with self._lock:
+            rows = self._db.execute("SELECT at, resource, event, detail FROM events WHERE cluster=? AND region=? "
+                                    "ORDER BY seq DESC LIMIT ?", (cluster, region, limit)).fetchall()
+        return list(reversed(rows))
+
+    # locks
+    def acquire_lock(self, cluster: str, region: str, command: str) -> None:
+        """Take the cluster's lock, or refuse naming the holder. A dead holder's lock is taken over."""
+        host = socket.gethostname()
+        with self._tx() as db:
+            row = db.execute("SELECT pid, host, command, acquired_at FROM locks WHERE cluster=? AND region=?",
+                             (cluster, region)).fetchone()
+            if row:
+                pid, holder_host, holder_command, since = row
+                if pid != os.getpid() and (holder_host != host or _alive(pid)):
+                    raise LockHeld(
+                        f"cluster {cluster} is busy: `{holder_command}` (pid {pid} on {holder_host}) has held "
+                        f"its lock for {int(time.time() - since)} s. Wait for it to finish, or stop it first.")
+            db.execute("INSERT OR REPLACE INTO locks VALUES (?,?,?,?,?,?)",
+                       (cluster, region, os.getpid(), host, command, time.time()))
+
+    def release_lock(self, cluster: str, region: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM locks WHERE cluster=? AND region=? AND pid=?", (cluster, region, os.getpid()))
+
+    @contextmanager
+    def locked(self, cluster: str, region: str, command: str) -> Iterator[None]:
+        self.acquire_lock(cluster, region, command)
+        try:
+            yield
+        finally:
+            self.release_lock(cluster, region)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped) holds no lock.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True

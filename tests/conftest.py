@@ -1,0 +1,36 @@
+"""Shared fixtures: one sandbox (local AWS endpoint) per test session, over real HTTPS."""
+
+from __future__ import annotations
+
+import pytest
+
+try:
+    from sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
+except ImportError:  # tests/ imported as a package
+    from tests.sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    """The session's sandbox: ``.endpoint_url``, ``.ca_bundle``, ``.env``, ``.client()``, ``.faults()``."""
+    proc, sbx = start_sandbox(tmp_path_factory.mktemp("fmcluster-home"))
+    try:
+        yield sbx
+    finally:
+        stop_sandbox(proc)
+
+
+@pytest.fixture(autouse=True)
+def _reset_sandbox_faults(request: pytest.FixtureRequest):
+    """After each test that used the sandbox, restore default faults and any quota it changed."""
+    yield
+    if "sandbox" in request.fixturenames:
+        request.getfixturevalue("sandbox").reset_between_tests()
+
+
+@pytest.fixture
+def sandbox_env(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Point this process's environment (boto3, fmcluster in-process) at the sandbox."""
+    for key, value in sandbox.env.items():
+        monkeypatch.setenv(key, value)
+    return sandbox.env

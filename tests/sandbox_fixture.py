@@ -1,0 +1,149 @@
+"""Start the fmcluster sandbox for the test session, the way a user would, and talk to it over HTTP.
+
+The sandbox runs as ``python -m fmcluster.sandbox.server --port 0 --home <tmp>`` in a subprocess (same
+process group as pytest, so Ctrl-C stops it too); it picks a free loopback port and writes it to
+``<home>/sandbox/sandbox.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+START_TIMEOUT = 60.0
+
+
+@dataclass
+class Sandbox:
+    endpoint_url: str
+    ca_bundle: str | None
+    home: Path
+    pid: int
+    _touched_quota_regions: set[str] = field(default_factory=set)
+    _sessions: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for a subprocess that must use the sandbox (merge into ``os.environ``)."""
+        env = {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+            "FMCLUSTER_HOME": str(self.home),
+            # never read the ~/.aws of whoever runs the tests
+            "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        }
+        if self.ca_bundle:
+            env["AWS_CA_BUNDLE"] = self.ca_bundle
+        return env
+
+    def client(self, service: str, region: str = "us-east-1", **config: Any):
+        """A boto3 client for *service* pointed at the sandbox; ``config`` goes to botocore Config."""
+        import boto3
+        from botocore.config import Config
+
+        session = self._sessions.get(region)
+        if session is None:  # one session per region: loading service models is the slow part
+            session = self._sessions[region] = boto3.session.Session(
+                aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region
+            )
+        return session.client(
+            service,
+            endpoint_url=self.endpoint_url,
+            verify=self.ca_bundle or False,
+            config=Config(**config) if config else None,
+        )
+
+    # -- control routes --------------------------------------------------------------------------
+    def control(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            self.endpoint_url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        ctx = ssl.create_default_context(cafile=self.ca_bundle) if self.ca_bundle else None
+        with urllib.request.urlopen(req, timeout=30, context=ctx) as resp:
+            return json.loads(resp.read())
+
+    def faults(self, changes: dict) -> dict:
+        """Merge fault changes (``{"reset": true}`` restores defaults); return the new faults."""
+        return self.control("POST", "/_fmcluster/faults", changes)
+
+    def quotas(self, changes: dict) -> dict:
+        """Set service quotas, e.g. ``{"region": "us-east-1", "L-417A185B": 0}``."""
+        self._touched_quota_regions.add(changes.get("region", "us-east-1"))
+        return self.control("POST", "/_fmcluster/quotas", changes)
+
+    def health(self) -> dict:
+        return self.control("GET", "/_fmcluster/health")
+
+    def reset_between_tests(self) -> None:
+        self.faults({"reset": True})
+        for region in sorted(self._touched_quota_regions):
+            self.control("POST", "/_fmcluster/quotas", {"region": region, "reset": True})
+        self._touched_quota_regions.clear()
+
+
+def _health(endpoint: str, ca_bundle: str | None) -> dict | None:
+    ctx = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else None
+    try:
+        with urllib.request.urlopen(f"{endpoint}/_fmcluster/health", timeout=2, context=ctx) as resp:
+            return json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
+
+
+def start_sandbox(home: Path, *extra_args: str) -> tuple[subprocess.Popen, Sandbox]:
+    """Run the sandbox server in a subprocess with *home* as FMCLUSTER_HOME; wait until healthy."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["FMCLUSTER_HOME"] = str(home)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    log = open(home / "sandbox-test.log", "ab")  # the child keeps its own copy
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fmcluster.sandbox.server", "--port", "0", "--home", str(home), "--quiet",
+         *extra_args],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    log.close()
+    state = home / "sandbox" / "sandbox.json"
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"sandbox exited with {proc.returncode}:\n{(home / 'sandbox-test.log').read_text()}"
+            )
+        try:
+            info = json.loads(state.read_text())
+        except (OSError, ValueError):
+            info = None
+        if info and info.get("pid") == proc.pid:
+            answer = _health(info["endpoint_url"], info.get("ca_bundle"))
+            if answer and answer.get("pid") == proc.pid:
+                return proc, Sandbox(info["endpoint_url"], info.get("ca_bundle"), home, proc.pid)
+        time.sleep(0.05)
+    stop_sandbox(proc)
+    raise RuntimeError(f"sandbox not healthy after {START_TIMEOUT} s; see {home / 'sandbox-test.log'}")
+
+
+def stop_sandbox(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
