@@ -28,9 +28,12 @@ def backend_for(name: str) -> ModuleType:
         from fmcluster.backends import pcs
 
         return pcs
-    from fmcluster.backends import parallelcluster
-
-    return parallelcluster
+    # The ParallelCluster lifecycle (pcluster.lib on this engine) is not built yet; say so plainly.
+    raise UsageError(
+        "create, scale, status and destroy support backend: pcs so far. For a ParallelCluster spec, "
+        "`fmcluster render SPEC -o DIR` writes cluster-config.yaml for `pcluster create-cluster`, and "
+        "`fmcluster validate SPEC` checks it with ParallelCluster's own validators."
+    )
 
 
 @dataclass

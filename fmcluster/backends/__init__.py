@@ -1,0 +1,1 @@
+"""Backends: turn a spec into the resources the engine reconciles."""
