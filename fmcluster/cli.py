@@ -243,6 +243,8 @@ def main() -> None:
     """Entry point: every user-facing failure becomes one message and an exit code, never a traceback."""
     try:
         code = app(standalone_mode=False)
+        if code == 130:  # Typer turns Ctrl-C outside the engine into exit 130 before we see it
+            sys.stderr.write("interrupted; re-run the same command to continue\n")
         if isinstance(code, int) and code:
             sys.exit(code)
     except FmclusterError as exc:

@@ -260,7 +260,8 @@ class Engine:
                 return current or Observed(observed.id, "gone", "gone")
             if current.phase == "failed" and not deleting:
                 return current
-            if current.phase == "failed" and deleting:
+            # A resource that failed to create can still be deleted: only a failed delete stops teardown.
+            if deleting and current.status.upper().startswith("DELETE_FAILED"):
                 raise EngineFailed(f"{resource.name} could not be deleted: {current.status} {current.detail}")
             waited = time.monotonic() - started
             deadline = time.monotonic() + self.poll.interval(waited)
