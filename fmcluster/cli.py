@@ -72,7 +72,10 @@ SpecArgument = typer.Argument(..., help="Path to the cluster spec (YAML).", show
 
 @app.command()
 def schema() -> None:
-    """Print the spec's JSON Schema (for editor completion and checks)."""
+    """Print the spec's JSON Schema (for editor completion and checks).
+
+    Example: fmcluster schema > fmcluster.schema.json
+    """
     import json
 
     from fmcluster.spec.models import Spec
@@ -91,6 +94,8 @@ def render(
     request documents, for review or for use with plain AWS tools.
 
     Values AWS issues at create time appear as references such as ${security_group.id}.
+
+    Example: fmcluster render configs/p5-odcr-parallelcluster.yaml -o rendered/
     """
     from fmcluster import ui
     from fmcluster.render import render as render_spec
@@ -120,6 +125,8 @@ def validate(spec: Path = SpecArgument) -> None:
     endpoint (credentials, --endpoint-url or --sandbox): ParallelCluster's validators through
     pcluster.lib.create_cluster(dryrun=True), and DescribeInstanceTypes for types outside the catalog.
     Exit 1 when a check fails.
+
+    Example: fmcluster --sandbox validate configs/quickstart-parallelcluster.yaml
     """
     from fmcluster import ui
     from fmcluster.validate import run_checks
@@ -159,6 +166,9 @@ def create(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before creating."),
     no_wait: bool = typer.Option(False, "--no-wait", help="Send the requests that need no waiting, then return."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Stop waiting after this many minutes."),
+    no_rollback: bool = typer.Option(
+        False, "--no-rollback", help="ParallelCluster: keep a failed stack for debugging instead of rolling back."
+    ),
 ) -> None:
     """Create the cluster: check, show the plan, create with live progress.
 
@@ -172,7 +182,7 @@ def create(
 
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
-    raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout))
+    raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback))
 
 
 @app.command()
@@ -182,7 +192,10 @@ def status(
     watch: bool = typer.Option(False, "--watch", help="Refresh every few seconds until Ctrl-C."),
     refresh: bool = typer.Option(False, "--refresh", help="Also write what AWS says back into the local state."),
 ) -> None:
-    """Show what exists: all known clusters, or one cluster live from AWS (queues, node counts, resources)."""
+    """Show what exists: all known clusters, or one cluster live from AWS (queues, node counts, resources).
+
+    Example: fmcluster status quickstart-pcs --json
+    """
     import time
 
     from fmcluster import lifecycle, ui
@@ -223,7 +236,10 @@ def destroy(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting."),
     keep_storage: bool = typer.Option(False, "--keep-storage", help="Keep FSx file systems (and their data)."),
 ) -> None:
-    """Tear the cluster down in reverse order, then scan for anything still tagged for it (exit 1 if so)."""
+    """Tear the cluster down in reverse order, then scan for anything still tagged for it (exit 1 if so).
+
+    Example: fmcluster destroy quickstart-pcs --yes
+    """
     from fmcluster import lifecycle
 
     raise typer.Exit(lifecycle.destroy(name, yes, keep_storage))
@@ -232,11 +248,28 @@ def destroy(
 def _mount_sandbox() -> None:
     from fmcluster.sandbox.cli import app as sandbox_app
 
-    app.add_typer(sandbox_app, name="sandbox", help="Run the local AWS-compatible endpoint (EC2, IAM, S3, FSx, "
-                  "CloudFormation, PCS, …) for demos and tests without an AWS account.")
+    app.add_typer(sandbox_app, name="sandbox")
 
 
 _mount_sandbox()
+
+
+def _click_exception_types() -> tuple[type[BaseException], ...]:
+    """Typer ≥ 0.2x carries its own copy of click; older ones use click itself. Catch whichever is live."""
+    types: list[type[BaseException]] = []
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+
+        types.append(TyperClickException)
+    except ImportError:
+        pass
+    try:
+        from click import ClickException
+
+        types.append(ClickException)
+    except ImportError:
+        pass
+    return tuple(types)
 
 
 def main() -> None:
@@ -257,8 +290,15 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as exc:  # click's own usage errors, Exit and Abort; AWS errors not yet translated
-        import click
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        sys.exit(130)
+    except _click_exception_types() as exc:  # usage errors: bad flag, missing argument, unknown command
+        exc.show()  # type: ignore[attr-defined]
+        sys.exit(getattr(exc, "exit_code", 2))
+    except Exception as exc:  # AWS errors a command did not translate still get one clear line
         from botocore.exceptions import BotoCoreError, ClientError
 
         if isinstance(exc, (BotoCoreError, ClientError)):
@@ -268,13 +308,4 @@ def main() -> None:
             error = describe_error("AWS", exc)
             ui.error(str(error))
             sys.exit(error.exit_code)
-
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.stderr.write("aborted\n")
-            sys.exit(130)
         raise

@@ -62,6 +62,8 @@ class Resource(ABC):
     depends_on: tuple[str, ...] = ()
     # A resource kept by ``destroy --keep-storage``.
     is_storage: bool = False
+    # Deleted together with the resource it depends on (a ParallelCluster compute fleet with its stack).
+    owned_by_parent: bool = False
 
     @property
     def name(self) -> str:
@@ -238,6 +240,10 @@ class Engine:
         self._emit(Event(resource.name, "done", observed.status, observed.id or ""))
 
     def _remove(self, resource: Resource) -> None:
+        if resource.owned_by_parent:
+            self.store.forget_resource(self.ctx.cluster, self.ctx.region, resource.kind, resource.key)
+            self._emit(Event(resource.name, "done", "removed", f"goes with {', '.join(resource.depends_on)}"))
+            return
         record = self._record_for(resource)
         observed = resource.read(self.ctx, record.id if record else None)
         if observed is None or observed.phase == "gone":
@@ -253,7 +259,7 @@ class Engine:
     def _wait(self, resource: Resource, observed: Observed, until: tuple[Phase, ...],
               deleting: bool = False) -> Observed:
         started = time.monotonic()
-        last_status = observed.status
+        last_seen = (observed.status, observed.detail)
         current: Observed | None = observed
         while True:
             if current is None or current.phase in until:
@@ -269,9 +275,10 @@ class Engine:
                 self._check_stop()
                 time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
             current = resource.read(self.ctx, observed.id)
-            if current is not None and current.status != last_status:
-                last_status = current.status
-                self._save(resource, current)
+            if current is not None and (current.status, current.detail) != last_seen:
+                if current.status != last_seen[0]:
+                    self._save(resource, current)
+                last_seen = (current.status, current.detail)
                 self._emit(Event(resource.name, "progress", current.status, current.detail))
 
     # records

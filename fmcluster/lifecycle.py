@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,12 +28,9 @@ def backend_for(name: str) -> ModuleType:
         from fmcluster.backends import pcs
 
         return pcs
-    # The ParallelCluster lifecycle (pcluster.lib on this engine) is not built yet; say so plainly.
-    raise UsageError(
-        "create, scale, status and destroy support backend: pcs so far. For a ParallelCluster spec, "
-        "`fmcluster render SPEC -o DIR` writes cluster-config.yaml for `pcluster create-cluster`, and "
-        "`fmcluster validate SPEC` checks it with ParallelCluster's own validators."
-    )
+    from fmcluster.backends import parallelcluster
+
+    return parallelcluster
 
 
 @dataclass
@@ -45,6 +42,7 @@ class Session:
     region: str
     store: StateStore
     ctx: Context
+    backend_options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def open(cls, spec: Spec, spec_file: str, store: StateStore | None = None) -> Session:
@@ -77,7 +75,8 @@ class Session:
         extra = {}
         if self.spec.backend == "pcs" and self.spec.image is None:
             extra["ami_ids"] = self.backend.find_sample_amis(self.spec, self.ctx.client("ec2"))
-        return self.backend.build_resources(self.spec, self.placement(), self.generation(), self.spec_file, **extra)
+        return self.backend.build_resources(self.spec, self.placement(), self.generation(), self.spec_file,
+                                            **extra, **self.backend_options)
 
 
 def load_record(store: StateStore, name: str, region: str | None) -> ClusterRecord:
@@ -127,10 +126,13 @@ def run_engine(session: Session, title: str, action: str, resources: list[Resour
 
 
 # create --------------------------------------------------------------------------------------------
-def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None) -> int:
+def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None,
+           rollback: bool = True) -> int:
     from fmcluster import ui
 
     session = Session.open(spec, spec_file)
+    if spec.backend == "parallelcluster":
+        session.backend_options["rollback"] = rollback
     backend = session.backend
     if hasattr(backend, "check_requirements"):
         backend.check_requirements()

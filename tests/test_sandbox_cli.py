@@ -6,9 +6,11 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -120,11 +122,20 @@ def test_stale_state_file_is_replaced(home: Path):
         assert info["running"] is False and info["pid"] == bystander.pid
         assert cli(home, "env").returncode == 1
 
-        started = cli(home, "start", "--port", "0")
+        # (and start with an initial faults file while at it)
+        faults = home / "faults.json"
+        faults.write_text(json.dumps({"insufficient_capacity": ["p5.48xlarge"], "throttle_rate": {"iam": 1}}))
+        started = cli(home, "start", "--port", "0", "--faults", str(faults))
         assert started.returncode == 0, started.stderr
         info = status_json(home)
         assert info["running"] is True and info["pid"] != bystander.pid
         assert bystander.poll() is None, "start must never signal a process that is not a sandbox"
+
+        ctx = ssl.create_default_context(cafile=info["ca_bundle"])
+        with urllib.request.urlopen(info["endpoint_url"] + "/_fmcluster/faults", context=ctx) as resp:
+            current = json.loads(resp.read())
+        assert current["insufficient_capacity"] == ["p5.48xlarge"]
+        assert current["throttle_rate"] == {"iam": 1.0}
     finally:
         bystander.kill()
         bystander.wait()
@@ -145,23 +156,9 @@ def test_bad_input_is_one_clear_line(home: Path):
         assert word in out.stdout
 
 
-def test_start_with_faults_file(home: Path):
-    faults = home / "faults.json"
-    faults.write_text(json.dumps({"insufficient_capacity": ["p5.48xlarge"], "throttle_rate": {"iam": 1.0}}))
-    out = cli(home, "start", "--port", "0", "--faults", str(faults))
-    assert out.returncode == 0, out.stderr
-    info = status_json(home)
-    import ssl
-    import urllib.request
-
-    ctx = ssl.create_default_context(cafile=info["ca_bundle"])
-    with urllib.request.urlopen(info["endpoint_url"] + "/_fmcluster/faults", context=ctx) as resp:
-        current = json.loads(resp.read())
-    assert current["insufficient_capacity"] == ["p5.48xlarge"]
-    assert current["throttle_rate"] == {"iam": 1.0}
-
-
 def test_foreground_runs_until_interrupted(home: Path):
+    from fmcluster.sandbox import manager
+
     proc = subprocess.Popen(
         [sys.executable, "-c", SANDBOX_CLI, "--port", "0"],
         env=_env(home),
@@ -173,7 +170,7 @@ def test_foreground_runs_until_interrupted(home: Path):
         deadline = time.monotonic() + 60
         info = None
         while time.monotonic() < deadline:
-            info = status_json(home) if (home / "sandbox" / "sandbox.json").exists() else None
+            info = manager.status(home)
             if info and info["running"]:
                 break
             assert proc.poll() is None, proc.communicate()[1]

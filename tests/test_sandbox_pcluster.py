@@ -52,8 +52,12 @@ def _raises(pc_call, exception_name: str, **kwargs):
 def test_pcluster_dryrun_passes_every_validator(pc, sandbox):
     config = minimal_config(default_subnet(sandbox.client("ec2")))
     content = _raises(
-        pc.create_cluster, "DryrunOperationException",
-        cluster_name="pc-dryrun", cluster_configuration=config, region=REGION, dryrun=True,
+        pc.create_cluster,
+        "DryrunOperationException",
+        cluster_name="pc-dryrun",
+        cluster_configuration=config,
+        region=REGION,
+        dryrun=True,
     )
     levels = {m.type: m.level for m in content.validation_messages or []}
     assert all(level != "ERROR" for level in levels.values()), levels
@@ -100,8 +104,12 @@ def test_pcluster_cluster_lifecycle(pc, sandbox):
     # Scale up: raising MaxCount is a live update.
     bigger = with_counts(config, min_count=0, max_count=4)
     content = _raises(
-        pc.update_cluster, "DryrunOperationException",
-        cluster_name=name, cluster_configuration=bigger, region=REGION, dryrun=True,
+        pc.update_cluster,
+        "DryrunOperationException",
+        cluster_name=name,
+        cluster_configuration=bigger,
+        region=REGION,
+        dryrun=True,
     )
     assert [(c.parameter, c.requested_value) for c in content.change_set] == [
         ("Scheduling.SlurmQueues[train].ComputeResources[c5l].MaxCount", "4")
@@ -113,15 +121,19 @@ def test_pcluster_cluster_lifecycle(pc, sandbox):
     # Scale down: shrinking MaxCount needs the compute fleet stopped first.
     smaller = with_counts(config, min_count=0, max_count=1)
     content = _raises(
-        pc.update_cluster, "UpdateClusterBadRequestException",
-        cluster_name=name, cluster_configuration=smaller, region=REGION,
+        pc.update_cluster,
+        "UpdateClusterBadRequestException",
+        cluster_name=name,
+        cluster_configuration=smaller,
+        region=REGION,
     )
     assert any("stop" in (e.message or "").lower() for e in content.update_validation_errors or []), content
     stop = pc.update_compute_fleet(cluster_name=name, status="STOP_REQUESTED", region=REGION)
     assert stop["status"] == "STOP_REQUESTED"
     fleet = wait_for(
         lambda: pc.describe_compute_fleet(cluster_name=name, region=REGION)["status"],
-        lambda s: s == "STOPPED", timeout=30,
+        lambda s: s == "STOPPED",
+        timeout=30,
     )
     assert fleet == "STOPPED"
     pc.update_cluster(cluster_name=name, cluster_configuration=smaller, region=REGION)
@@ -129,7 +141,8 @@ def test_pcluster_cluster_lifecycle(pc, sandbox):
     pc.update_compute_fleet(cluster_name=name, status="START_REQUESTED", region=REGION)
     wait_for(
         lambda: pc.describe_compute_fleet(cluster_name=name, region=REGION)["status"],
-        lambda s: s == "RUNNING", timeout=30,
+        lambda s: s == "RUNNING",
+        timeout=30,
     )
 
     events = pc.get_cluster_stack_events(cluster_name=name, region=REGION)["events"]
@@ -151,13 +164,14 @@ def test_pcluster_cluster_lifecycle(pc, sandbox):
     assert summaries and {s["StackStatus"] for s in summaries} == {"DELETE_COMPLETE"}
     states = {
         i["State"]["Name"]
-        for r in ec2.describe_instances(
-            Filters=[{"Name": "tag:parallelcluster:cluster-name", "Values": [name]}]
-        )["Reservations"]
+        for r in ec2.describe_instances(Filters=[{"Name": "tag:parallelcluster:cluster-name", "Values": [name]}])[
+            "Reservations"
+        ]
         for i in r["Instances"]
     }
     assert states == {"terminated"}
     assert not [
-        n for n in ec2.describe_network_interfaces()["NetworkInterfaces"]
+        n
+        for n in ec2.describe_network_interfaces()["NetworkInterfaces"]
         if any(t["Key"] == "parallelcluster:cluster-name" and t["Value"] == name for t in n.get("TagSet", []))
     ]

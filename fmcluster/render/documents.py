@@ -7,11 +7,15 @@ documents can be checked against botocore's models offline.
 
 from __future__ import annotations
 
+import base64
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 REFERENCE = re.compile(r"\$\{([a-z_]+(?:\.[A-Za-z0-9_-]+)*)\}")
+# A value written as {Fn::Base64: text} is sent base64-encoded, after the references inside the text are
+# filled (EC2 launch template user data): encoding at render time would hide those references.
+BASE64 = "Fn::Base64"
 # Placeholder for a subnet the spec leaves to create time (the default VPC's subnet in a suitable AZ).
 SUBNET_TO_RESOLVE = "subnet-00000000000000000"
 
@@ -67,6 +71,8 @@ def resolve(value: Any, values: dict[str, Any]) -> Any:
             return values[whole.group(1)]
         return REFERENCE.sub(lambda m: str(values[m.group(1)]), value)
     if isinstance(value, dict):
+        if set(value) == {BASE64}:
+            return base64.b64encode(str(resolve(value[BASE64], values)).encode()).decode()
         return {key: resolve(item, values) for key, item in value.items()}
     if isinstance(value, list):
         return [resolve(item, values) for item in value]

@@ -109,8 +109,8 @@ def render_parallelcluster(
         },
         slurm={
             "scaledown_idle_minutes": spec.slurm.scaledown_idle_minutes,
-            # TERMINATE lets scale-downs apply without stopping the whole fleet (jobs on removed nodes end).
-            "queue_update_strategy": "TERMINATE",
+            # DRAIN lets running jobs finish; a shrink then needs a compute-fleet stop, which `scale` asks about.
+            "queue_update_strategy": "DRAIN",
             "database": spec.slurm.database,
         },
         queues=queues,

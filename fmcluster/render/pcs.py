@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 
@@ -120,7 +119,7 @@ def render_pcs(
             key_name=ssh.key_name, root_volume_gib=compute_root_volume_gib(spec),
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
-            user_data_base64=base64.b64encode(user_data.encode()).decode(), tags=tags)
+            user_data=user_data, tags=tags)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
             name=group["name"], ami_id=_ami_for(spec, group["instance_type"], ami_ids), subnet_id=subnet,

@@ -63,7 +63,11 @@ class _SandboxResource:
 
     @classmethod
     def update_from_cloudformation_json(
-        cls, original_resource, new_resource_name: str, cloudformation_json: dict[str, Any], account_id: str,
+        cls,
+        original_resource,
+        new_resource_name: str,
+        cloudformation_json: dict[str, Any],
+        account_id: str,
         region_name: str,
     ):
         original_resource.properties = cloudformation_json.get("Properties", {})
@@ -116,9 +120,7 @@ class SecurityGroupEgress(_SandboxResource, CloudFormationModel):
         return "AWS::EC2::SecurityGroupEgress"
 
     @classmethod
-    def create_from_cloudformation_json(
-        cls, resource_name, cloudformation_json, account_id, region_name, **kwargs
-    ):
+    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         resource = super().create_from_cloudformation_json(
             resource_name, cloudformation_json, account_id, region_name, **kwargs
         )
@@ -306,9 +308,7 @@ def _create_instance_from_launch_template(account_id: str, region_name: str, pro
         ebs_optimized=data.get("EbsOptimized", False),
         metadata_options=data.get("MetadataOptions", {}),
         launch_template=launch_template,
-        block_device_mappings=normalize_block_device_mappings(
-            backend, image_id, data.get("BlockDeviceMappings", [])
-        ),
+        block_device_mappings=normalize_block_device_mappings(backend, image_id, data.get("BlockDeviceMappings", [])),
     )
     instance = reservation.instances[0]
     for tag in properties.get("Tags", []):
@@ -328,8 +328,7 @@ def _support_instances_from_launch_templates() -> None:
     if getattr(original, "_fmcluster", False):
         return
 
-    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name,
-                                        **kwargs):
+    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         properties = cloudformation_json.get("Properties", {})
         if "LaunchTemplate" in properties and "ImageId" not in properties:
             return _create_instance_from_launch_template(account_id, region_name, properties)

@@ -68,7 +68,7 @@ def _parallelcluster_checks(name: str, rendered, region: str, online: bool) -> l
                                    "no AWS endpoint or credentials (use --sandbox, --endpoint-url or a profile)"))
         return results
     sandbox = aws.target().is_sandbox
-    findings = check_with_validators(name, document.text, region, suppress=sandbox)
+    findings = check_with_validators(name, document.body, region, suppress=sandbox)
     details = [f"{level}: {message}" for level, messages in findings.by_level.items() for message in messages]
     if sandbox and SANDBOX_SUPPRESSED_VALIDATORS:
         details += [f"suppressed in the sandbox: {v} ({why})" for v, why in SANDBOX_SUPPRESSED_VALIDATORS.items()]

@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 # Validators that need AWS state the sandbox cannot emulate. Each is named with the reason; nothing else
 # is suppressed, so every other validator's verdict stands.
 SANDBOX_SUPPRESSED_VALIDATORS: dict[str, str] = {}
@@ -58,7 +56,7 @@ def check_schema(cluster_name: str, config: dict[str, Any], region: str) -> Pclu
     return findings
 
 
-def check_with_validators(cluster_name: str, config_text: str, region: str, suppress: bool) -> PclusterFindings:
+def check_with_validators(cluster_name: str, config: dict[str, Any], region: str, suppress: bool) -> PclusterFindings:
     """Run every ParallelCluster validator through ``pcluster.lib.create_cluster(dryrun=True)``.
 
     Needs an AWS endpoint (real, or the sandbox). ``suppress`` drops only the validators listed in
@@ -73,7 +71,7 @@ def check_with_validators(cluster_name: str, config_text: str, region: str, supp
         try:
             pc.create_cluster(
                 cluster_name=cluster_name,
-                cluster_configuration=config_text,
+                cluster_configuration=config,  # a str would be read as a file path
                 region=region,
                 suppress_validators=suppressed,
                 validation_failure_level="WARNING",
@@ -109,7 +107,3 @@ def _flatten(messages: Any, prefix: str = "") -> list[str]:
     if isinstance(messages, list):
         return [line for m in messages for line in _flatten(m, prefix)]
     return [f"{prefix.rstrip('.')}: {messages}"]
-
-
-def config_text(config: dict[str, Any]) -> str:
-    return yaml.safe_dump(config, sort_keys=False)

@@ -1,0 +1,375 @@
+"""ParallelCluster 3 backend, through ParallelCluster's own Python API ``pcluster.lib`` (never the
+``pcluster`` command). The cluster is one CloudFormation stack that ParallelCluster builds; its compute
+fleet is a second resource, so a scale that had to stop the fleet starts it again through the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fmcluster.engine import Context, EngineFailed, Observed, Resource
+from fmcluster.errors import AwsError, FmclusterError
+from fmcluster.network import Placement
+from fmcluster.render.parallelcluster import render_parallelcluster
+from fmcluster.spec.models import Spec, max_nodes, min_nodes
+
+_PHASES = {
+    "CREATE_IN_PROGRESS": "pending", "UPDATE_IN_PROGRESS": "pending", "DELETE_IN_PROGRESS": "pending",
+    "CREATE_COMPLETE": "ready", "UPDATE_COMPLETE": "ready", "CREATE_FAILED": "failed",
+    "UPDATE_FAILED": "failed", "DELETE_FAILED": "failed",
+}
+# STOPPED is settled (ready); ``differs`` then asks for the fleet to be started again.
+_FLEET_PHASES = {"RUNNING": "ready", "STOPPED": "ready", "STOP_REQUESTED": "pending",
+                 "STOPPING": "pending", "START_REQUESTED": "pending", "STARTING": "pending",
+                 "PROTECTED": "failed", "ENABLED": "ready", "DISABLED": "pending", "UNKNOWN": "pending"}
+
+
+class NodeJsMissing(FmclusterError):
+    exit_code = 1
+
+
+def check_requirements() -> None:
+    """ParallelCluster synthesises its CloudFormation template with the CDK, which runs on Node.js."""
+    node = shutil.which("node")
+    if node is None:
+        raise NodeJsMissing("ParallelCluster needs Node.js to build the cluster's CloudFormation template, and "
+                            "`node` is not on PATH. Install Node.js 18 or newer (e.g. `apt-get install nodejs`), "
+                            "then re-run. Nothing was created.")
+    try:
+        subprocess.run([node, "--version"], capture_output=True, check=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise NodeJsMissing(f"`node --version` failed ({exc}); ParallelCluster needs a working Node.js") from None
+
+
+@contextmanager
+def _pcluster() -> Iterator[Any]:
+    """pcluster.lib, with its root-logger chatter kept out of the user's terminal."""
+    import asyncio
+
+    import pcluster.lib as pc
+
+    _quiet_cdk_preload()
+    # The engine calls from worker threads; ParallelCluster's CDK step (jsii) wants an event loop there.
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield pc
+    finally:
+        logging.disable(previous)
+
+
+def _quiet_cdk_preload() -> None:
+    """pcluster preloads the CDK in a background thread; if the command ends first (say, a config that
+    fails validation), that thread dies noisily at exit. Its failure changes nothing: keep it off screen."""
+    import threading
+
+    previous = threading.excepthook
+    if getattr(previous, "_fmcluster", False):
+        return
+
+    def hook(args: Any) -> None:
+        if args.thread is not None and "import_cdk" in args.thread.name:
+            return
+        previous(args)
+
+    hook._fmcluster = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+def _content(exc: Exception) -> Any:
+    return getattr(exc, "content", None)
+
+
+def _api_error(resource: str, exc: Exception, hint: str = "") -> FmclusterError:
+    """A pcluster.lib exception as one message, ParallelCluster's validation findings grouped by level."""
+    content = _content(exc)
+    if content is None:
+        from fmcluster.aws import describe_error
+
+        return describe_error(resource, exc, hint)
+    lines = [getattr(content, "message", None) or type(exc).__name__]
+    findings = (getattr(content, "configuration_validation_errors", None) or []) + \
+        (getattr(content, "update_validation_errors", None) or [])
+    by_level: dict[str, list[str]] = {}
+    for item in findings:
+        text = getattr(item, "message", str(item))
+        where = getattr(item, "parameter", None)
+        by_level.setdefault(str(getattr(item, "level", "ERROR") or "ERROR"), []).append(
+            f"{getattr(item, 'type', '') or where or ''}: {text}".strip(": "))
+    for level in ("ERROR", "WARNING", "INFO"):
+        for text in by_level.get(level, []):
+            lines.append(f"{level}: {text}")
+    return AwsError(resource, type(exc).__name__.removesuffix("Exception"), "\n".join(lines), hint)
+
+
+def _failure_detail(pc: Any, name: str, region: str, described: dict[str, Any]) -> str:
+    parts = [f"{f.get('failureCode')}: {f.get('failureReason')}" for f in described.get("failures") or []]
+    try:
+        events = pc.get_cluster_stack_events(cluster_name=name, region=region)["events"]
+    except Exception:  # the stack may already be rolling back or gone; the failures above still stand
+        events = []
+    failed = [e for e in events if str(e.get("resourceStatus", "")).endswith("FAILED")][:5]
+    parts += [f"{e.get('logicalResourceId')} {e.get('resourceStatus')}: {e.get('resourceStatusReason', '')}"
+              for e in failed]
+    return "; ".join(parts)
+
+
+def _latest_event(pc: Any, name: str, region: str) -> str:
+    try:
+        events = pc.get_cluster_stack_events(cluster_name=name, region=region)["events"]
+    except Exception:  # progress detail only; never fail a poll over it
+        return ""
+    if not events:
+        return ""
+    newest = events[0]
+    return f"{newest.get('logicalResourceId')} {newest.get('resourceStatus')}"
+
+
+class PclusterCluster(Resource):
+    kind = "pcluster_cluster"
+
+    def __init__(self, spec: Spec, config: dict[str, Any], rollback: bool, applied: Spec | None,
+                 stop_fleet_for_update: bool = False):
+        self.key = spec.name
+        self.spec = spec
+        self.config = config
+        self.rollback = rollback
+        self.applied = applied
+        self.stop_fleet_for_update = stop_fleet_for_update
+
+    def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        with _pcluster() as pc:
+            try:
+                described = pc.describe_cluster(cluster_name=self.key, region=ctx.region)
+            except Exception as exc:
+                if type(exc).__name__ == "NotFoundException":
+                    return None
+                raise _api_error(self.name, exc) from None
+            status = described["cloudFormationStackStatus"]
+            phase = _PHASES.get(status, "pending")
+            if "ROLLBACK" in status:
+                phase = "pending" if status.endswith("IN_PROGRESS") and status.startswith("UPDATE") else "failed"
+            if phase == "failed":
+                detail = _failure_detail(pc, self.key, ctx.region, described)
+                detail += ("; keep a failed stack for debugging with `fmcluster create SPEC --no-rollback`"
+                           if self.rollback else "")
+            else:
+                detail = _latest_event(pc, self.key, ctx.region) if phase == "pending" else ""
+            head = described.get("headNode") or {}
+            outputs = {"cluster.head_node_ip": head.get("publicIpAddress") or head.get("privateIpAddress"),
+                       "cluster.fleet": described.get("computeFleetStatus")}
+            return Observed(described.get("cloudformationStackArn"), status, phase, outputs, detail)
+
+    def create(self, ctx: Context) -> Observed:
+        with _pcluster() as pc:
+            try:
+                created = pc.create_cluster(cluster_name=self.key, cluster_configuration=self.config,
+                                            region=ctx.region, rollback_on_failure=self.rollback)
+            except Exception as exc:
+                if type(exc).__name__ == "ConflictException":  # a previous run got this far: attach to it
+                    return self.read(ctx, None) or Observed(None, "CREATE_IN_PROGRESS", "pending")
+                raise _api_error(self.name, exc, "fix the spec and re-run; nothing was created") from None
+        cluster = created["cluster"]
+        return Observed(cluster.get("cloudformationStackArn"), cluster.get("cloudFormationStackStatus",
+                                                                           "CREATE_IN_PROGRESS"), "pending")
+
+    def differs(self, ctx: Context, observed: Observed) -> str | None:
+        if self.applied is None:
+            return None
+        changes = [f"{new.name} {min_nodes(old)}..{max_nodes(old)} → {min_nodes(new)}..{max_nodes(new)}"
+                   for old, new in zip(self.applied.queues, self.spec.queues, strict=False)
+                   if (min_nodes(old), max_nodes(old)) != (min_nodes(new), max_nodes(new))]
+        return ", ".join(changes) or None
+
+    def update(self, ctx: Context, observed: Observed) -> Observed:
+        with _pcluster() as pc:
+            if self.stop_fleet_for_update:
+                set_fleet(pc, self.key, ctx.region, "STOP_REQUESTED", "STOPPED")
+            try:
+                pc.update_cluster(cluster_name=self.key, cluster_configuration=self.config, region=ctx.region)
+            except Exception as exc:
+                raise _api_error(self.name, exc) from None
+        return Observed(observed.id, "UPDATE_IN_PROGRESS", "pending")
+
+    def delete(self, ctx: Context, observed: Observed) -> None:
+        with _pcluster() as pc:
+            try:
+                pc.delete_cluster(cluster_name=self.key, region=ctx.region)
+            except Exception as exc:
+                if type(exc).__name__ != "NotFoundException":
+                    raise _api_error(self.name, exc) from None
+
+
+class ComputeFleet(Resource):
+    """The cluster's compute fleet: RUNNING when the engine is done. Deleted with the cluster."""
+
+    kind = "compute_fleet"
+    owned_by_parent = True
+
+    def __init__(self, name: str):
+        self.key = name
+        self.depends_on = (f"pcluster_cluster:{name}",)
+
+    def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        with _pcluster() as pc:
+            try:
+                status = pc.describe_compute_fleet(cluster_name=self.key, region=ctx.region)["status"]
+            except Exception as exc:
+                if type(exc).__name__ == "NotFoundException":
+                    return None
+                raise _api_error(self.name, exc) from None
+        return Observed(self.key, status, _FLEET_PHASES.get(status, "pending"))
+
+    def create(self, ctx: Context) -> Observed:
+        raise EngineFailed(f"{self.name}: the cluster has no compute fleet yet")
+
+    def differs(self, ctx: Context, observed: Observed) -> str | None:
+        return "start the stopped compute fleet" if observed.status == "STOPPED" else None
+
+    def update(self, ctx: Context, observed: Observed) -> Observed:
+        with _pcluster() as pc:
+            try:
+                pc.update_compute_fleet(cluster_name=self.key, status="START_REQUESTED", region=ctx.region)
+            except Exception as exc:
+                raise _api_error(self.name, exc) from None
+        return Observed(self.key, "START_REQUESTED", "pending")
+
+    def delete(self, ctx: Context, observed: Observed) -> None:
+        """Goes with the cluster's stack."""
+
+
+def set_fleet(pc: Any, name: str, region: str, request: str, until: str, timeout: float = 1800) -> None:
+    """Request a compute-fleet state change and wait for it (ParallelCluster's fleet-stop dance)."""
+    try:
+        pc.update_compute_fleet(cluster_name=name, status=request, region=region)
+    except Exception as exc:
+        raise _api_error(f"compute_fleet:{name}", exc) from None
+    deadline = time.monotonic() + timeout
+    waited = 0.0
+    while time.monotonic() < deadline:
+        if pc.describe_compute_fleet(cluster_name=name, region=region)["status"] == until:
+            return
+        pause = max(0.5, min(10.0, waited * 0.15))
+        time.sleep(pause)
+        waited += pause
+    raise EngineFailed(f"compute fleet of {name} did not reach {until} within {timeout / 60:.0f} min")
+
+
+def render_config(spec: Spec, placement: Placement, spec_file: str) -> dict[str, Any]:
+    """The parsed config: pcluster.lib reads a *string* argument as a file path, so it gets the mapping."""
+    return render_parallelcluster(spec, spec_file, subnet_id=placement.subnet_id).documents[0].body
+
+
+def build_resources(spec: Spec, placement: Placement, generation: str, spec_file: str = "spec.yaml",
+                    applied: Spec | None = None, rollback: bool = True,
+                    stop_fleet_for_update: bool = False) -> list[Resource]:
+    if spec.storage.home is not None and spec.storage.home.type == "openzfs":
+        raise FmclusterError("an OpenZFS /home needs fmcluster to create the file system before ParallelCluster "
+                             "mounts it, which this version does not do yet: use storage.home.type: efs "
+                             "(ParallelCluster creates EFS itself)")
+    cluster = PclusterCluster(spec, render_config(spec, placement, spec_file), rollback, applied,
+                              stop_fleet_for_update)
+    return [cluster, ComputeFleet(spec.name)]
+
+
+def scale(session: Any, old_spec: Spec, new_spec: Spec, yes: bool) -> None:
+    """ParallelCluster's update rules: show its change set; shrinking needs the compute fleet stopped."""
+    from fmcluster import ui
+    from fmcluster.lifecycle import confirm, run_engine
+
+    placement = session.placement()
+    config = render_config(new_spec, placement, session.spec_file)
+    needs_stop = False
+    with _pcluster() as pc:
+        try:
+            pc.update_cluster(cluster_name=new_spec.name, cluster_configuration=config, region=session.region,
+                              dryrun=True)
+        except Exception as exc:
+            content = _content(exc)
+            name = type(exc).__name__
+            if name == "DryrunOperationException":
+                for change in getattr(content, "change_set", None) or []:
+                    ui.note(f"ParallelCluster change: {change.parameter}: {change.current_value} → "
+                            f"{change.requested_value}")
+            elif name == "UpdateClusterBadRequestException" and any(
+                    "stop" in (e.message or "").lower() for e in getattr(content, "update_validation_errors", [])
+                    or []):
+                needs_stop = True
+            else:
+                raise _api_error(f"pcluster_cluster:{new_spec.name}", exc) from None
+    if needs_stop:
+        ui.warning("this change needs the compute fleet stopped first (ParallelCluster's update rules): "
+                   "running jobs are ended, then the fleet is started again after the update")
+        confirm(f"Stop the compute fleet of {new_spec.name}, update, and start it again?", yes)
+    else:
+        ui.note("ParallelCluster applies this change live (no fleet stop)")
+        confirm(f"Apply these changes to {new_spec.name}?", yes)
+    resources = build_resources(new_spec, placement, session.generation(), session.spec_file, applied=old_spec,
+                                stop_fleet_for_update=needs_stop)
+    run_engine(session, f"Scaling {new_spec.name}", "apply", resources)
+
+
+def describe(session: Any) -> dict[str, Any]:
+    """describe_cluster + describe_cluster_instances, in the backend-neutral shape of DESIGN §3."""
+    spec: Spec = session.spec
+    region = session.region
+    report: dict[str, Any] = {"name": spec.name, "backend": "parallelcluster", "region": region,
+                              "status": "NOT_FOUND", "queues": [], "resources": []}
+    with _pcluster() as pc:
+        try:
+            described = pc.describe_cluster(cluster_name=spec.name, region=region)
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundException":
+                return report
+            raise _api_error(f"pcluster_cluster:{spec.name}", exc) from None
+        instances = pc.describe_cluster_instances(cluster_name=spec.name, region=region).get("instances", [])
+    report["status"] = described["clusterStatus"]
+    report["cloudformation_stack_status"] = described["cloudFormationStackStatus"]
+    report["compute_fleet"] = described.get("computeFleetStatus")
+    report["version"] = described.get("version")
+    head = described.get("headNode") or {}
+    if head:
+        report["head_node"] = (f"{head.get('instanceId')} {head.get('state')} "
+                               f"{head.get('publicIpAddress') or head.get('privateIpAddress') or ''}").strip()
+    report["resources"].append({"type": "pcluster_cluster", "key": spec.name,
+                                "id": described.get("cloudformationStackArn"),
+                                "status": described["cloudFormationStackStatus"]})
+    for instance in instances:
+        report["resources"].append({"type": f"instance:{instance.get('nodeType', '').lower()}", "key": "",
+                                    "id": instance.get("instanceId"), "status": instance.get("state")})
+    for queue in spec.queues:
+        running = sum(1 for i in instances if i.get("queueName") == queue.name and i.get("state") == "running")
+        report["queues"].append({"name": queue.name, "instance_type": queue.instance_type,
+                                 "min": min_nodes(queue), "max": max_nodes(queue),
+                                 "status": described.get("computeFleetStatus"), "running_instances": running})
+    return report
+
+
+def leftovers(session: Any) -> list[str]:
+    """What a deleted ParallelCluster cluster could leave: its stack, its instances."""
+    left = []
+    cloudformation = session.ctx.client("cloudformation")
+    try:
+        stack = cloudformation.describe_stacks(StackName=session.spec.name)["Stacks"][0]
+        if stack["StackStatus"] != "DELETE_COMPLETE":
+            left.append(f"CloudFormation stack {session.spec.name} ({stack['StackStatus']})")
+    except Exception as exc:  # ValidationError: the stack does not exist, which is what we want
+        if "does not exist" not in str(exc):
+            raise
+    ec2 = session.ctx.client("ec2")
+    reservations = ec2.describe_instances(Filters=[
+        {"Name": "tag:parallelcluster:cluster-name", "Values": [session.spec.name]},
+        {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}])["Reservations"]
+    left += [f"EC2 instance {i['InstanceId']} (ParallelCluster node)" for r in reservations for i in r["Instances"]]
+    return left

@@ -1,0 +1,48 @@
+"""``fmcluster preflight``: check the account before creating anything, and say how to fix what is wrong.
+
+Each check returns :class:`fmcluster.validate.CheckResult` items; a failed one carries AWS's code and
+message, and a detail line starting with ``fix: ``. An AWS error inside a check is a failed result,
+never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from fmcluster.preflight.capacity import check_quotas, check_reservations
+from fmcluster.preflight.checks import (
+    check_buckets,
+    check_credentials,
+    check_key_pair,
+    check_offerings,
+    check_parallelcluster,
+    check_pcs,
+    check_subnet,
+)
+from fmcluster.preflight.common import FIX, Context
+from fmcluster.spec.models import Spec
+from fmcluster.validate import CheckResult
+
+__all__ = ["FIX", "CheckResult", "preflight_failed", "run_preflight"]
+
+
+def run_preflight(spec: Spec, region: str, client: Callable[[str], Any]) -> list[CheckResult]:
+    """Every preflight check, in order. ``client(service)`` returns a boto3 client for ``region``."""
+    ctx = Context(spec=spec, region=region, client=client)
+    results = check_credentials(ctx)
+    if preflight_failed(results):
+        results.append(CheckResult("aws checks", "skipped", "need working credentials and endpoint first"))
+    else:
+        for check in (check_subnet, check_offerings, check_quotas, check_reservations, check_key_pair,
+                      check_buckets):
+            results += check(ctx)
+        if spec.backend == "pcs":
+            results += check_pcs(ctx)
+    if spec.backend == "parallelcluster":
+        results += check_parallelcluster(ctx)
+    return results
+
+
+def preflight_failed(results: Iterable[CheckResult]) -> bool:
+    return any(result.status == "failed" for result in results)

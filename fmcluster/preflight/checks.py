@@ -1,0 +1,314 @@
+"""Preflight checks of the account, the network, the SSH key, the S3 bucket and the backend's tools.
+
+Capacity (quotas, reservations) lives in :mod:`fmcluster.preflight.capacity`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+from fmcluster.errors import AwsError, UsageError
+from fmcluster.preflight.common import Context, aws_code, aws_failure, fix, guarded
+from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_size
+from fmcluster.spec.models import max_nodes
+from fmcluster.validate import CheckResult
+
+#: AWS CDK (which ParallelCluster runs to synthesize its stack) supports Node.js 18 and later.
+MIN_NODE_MAJOR = 18
+
+
+@guarded("credentials", "sts:GetCallerIdentity")
+def check_credentials(ctx: Context) -> list[CheckResult]:
+    identity = ctx.aws("sts").get_caller_identity()
+    ctx.account = identity["Account"]
+    return [CheckResult("credentials", "passed", f"account {identity['Account']} in {ctx.region}",
+                        [f"as {identity.get('Arn', '?')}"])]
+
+
+def check_subnet(ctx: Context) -> list[CheckResult]:
+    """The compute subnet (and the head node's): exists, its AZ; without one, the default VPC's pick."""
+    from fmcluster.network import resolve_placement
+
+    spec = ctx.spec
+    ec2 = ctx.aws("ec2")
+    named = spec.network.subnet_id
+    try:
+        placement = resolve_placement(spec, ec2)
+    except AwsError as exc:
+        return [aws_failure("subnet", f"subnet {named}", exc,
+                            f"set network.subnet_id to a subnet of your VPC in {ctx.region} "
+                            f"(`aws ec2 describe-subnets --region {ctx.region}` lists them), or remove it to use "
+                            "the default VPC")]
+    except UsageError as exc:
+        message, _, remedy = str(exc).rpartition(": ")
+        return [CheckResult("subnet", "failed", message or str(exc), [fix(remedy)] if message else [])]
+    except Exception as exc:  # botocore errors from the default-VPC lookup
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if not isinstance(exc, (ClientError, BotoCoreError)):
+            raise
+        return [aws_failure("subnet", "default VPC", exc)]
+    ctx.placement = placement
+    ctx.head_zone = placement.availability_zone
+    subnet = ec2.describe_subnets(SubnetIds=[placement.subnet_id])["Subnets"][0]
+    where = f"{placement.subnet_id} in {placement.availability_zone} ({placement.vpc_id})"
+    if named:
+        results = [CheckResult("subnet", "passed", where)]
+    else:
+        results = [CheckResult("subnet", "passed", f"no subnet in the spec: the default VPC's {where} will be used",
+                               [f"it is the first AZ that offers {', '.join(_types(ctx))}; set network.subnet_id "
+                                "to choose another"])]
+    results += _subnet_addresses(ctx, subnet)
+    if spec.network.head_subnet_id:
+        results += _head_subnet(ctx)
+    return results
+
+
+def _types(ctx: Context) -> list[str]:
+    return sorted({ctx.spec.head_node.instance_type, *(q.instance_type for q in ctx.spec.queues)})
+
+
+def _subnet_addresses(ctx: Context, subnet: dict) -> list[CheckResult]:
+    """Every EFA interface takes an address: a p5 node with 32 of them needs 32 IPs of the subnet."""
+    needed = 0 if ctx.spec.network.head_subnet_id else 1
+    for queue in ctx.spec.queues:
+        try:
+            per_node = max(1, len(efa_network_interfaces(queue)))
+        except LookupError:
+            per_node = 1
+        needed += per_node * max_nodes(queue)
+    available = subnet.get("AvailableIpAddressCount")
+    if available is None or available >= needed:
+        return []
+    return [CheckResult("subnet addresses", "failed",
+                        f"{subnet['SubnetId']} has {available} free IPv4 addresses; the nodes need {needed} "
+                        "(one per network interface, EFA interfaces included)",
+                        [fix(f"use a larger subnet (at least {needed} free addresses) in "
+                             f"{subnet['AvailabilityZone']}, or lower the queues' max nodes")])]
+
+
+@guarded("head subnet")
+def _head_subnet(ctx: Context) -> list[CheckResult]:
+    head_id = ctx.spec.network.head_subnet_id
+    try:
+        head = ctx.aws("ec2").describe_subnets(SubnetIds=[head_id])["Subnets"][0]
+    except Exception as exc:
+        from botocore.exceptions import ClientError
+
+        if not isinstance(exc, ClientError):
+            raise
+        return [aws_failure("head subnet", f"subnet {head_id}", exc,
+                            "check network.head_subnet_id and the region")]
+    ctx.head_zone = head["AvailabilityZone"]
+    if ctx.placement and head["VpcId"] != ctx.placement.vpc_id:
+        return [CheckResult("head subnet", "failed",
+                            f"{head_id} is in {head['VpcId']}, the compute subnet in {ctx.placement.vpc_id}",
+                            [fix(f"choose a head subnet in {ctx.placement.vpc_id}")])]
+    return [CheckResult("head subnet", "passed", f"{head_id} in {head['AvailabilityZone']} ({head['VpcId']})")]
+
+
+def check_offerings(ctx: Context) -> list[CheckResult]:
+    """Each instance type is offered in the AZ its nodes go to; if not, where it is."""
+    if ctx.placement is None:
+        return [CheckResult("instance types", "skipped", "needs the subnet's Availability Zone (see the subnet check)")]
+    zones = {q.instance_type: ctx.placement.availability_zone for q in ctx.spec.queues}
+    zones.setdefault(ctx.spec.head_node.instance_type, ctx.head_zone or ctx.placement.availability_zone)
+    return [result for instance_type, zone in sorted(zones.items()) for result in _offering(ctx, instance_type, zone)]
+
+
+def _offering(ctx: Context, instance_type: str, zone: str) -> list[CheckResult]:
+    from fmcluster.network import offering_zones
+
+    name = f"offering {instance_type}"
+
+    @guarded(name, f"{instance_type} in {zone}")
+    def run(ctx: Context) -> list[CheckResult]:
+        ec2 = ctx.aws("ec2")
+        offers = ec2.describe_instance_type_offerings(
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": [instance_type]}, {"Name": "location", "Values": [zone]}],
+        )["InstanceTypeOfferings"]
+        if offers:
+            return [CheckResult(name, "passed", f"offered in {zone}")]
+        elsewhere = sorted(offering_zones(ec2, instance_type))
+        if not elsewhere:
+            return [CheckResult(name, "failed", f"{instance_type} is not offered in any AZ of {ctx.region}",
+                                [fix(f"choose a region that offers {instance_type} (`aws ec2 "
+                                     f"describe-instance-type-offerings --location-type availability-zone "
+                                     f"--filters Name=instance-type,Values={instance_type} --region REGION`), "
+                                     "or another instance type")])]
+        return [CheckResult(name, "failed", f"{instance_type} is not offered in {zone}",
+                            [f"offered in: {', '.join(elsewhere)}",
+                             fix(f"use a subnet in {' or '.join(elsewhere)} (network.subnet_id), "
+                                 "where your capacity is")])]
+
+    return run(ctx)
+
+
+@guarded("key pair")
+def check_key_pair(ctx: Context) -> list[CheckResult]:
+    key = ctx.spec.network.ssh.key_name
+    if not key:
+        return []
+    try:
+        pair = ctx.aws("ec2").describe_key_pairs(KeyNames=[key])["KeyPairs"][0]
+    except Exception as exc:
+        from botocore.exceptions import ClientError
+
+        if not isinstance(exc, ClientError):
+            raise
+        return [aws_failure("key pair", f"key pair {key}", exc,
+                            f"create or import it (`aws ec2 create-key-pair --key-name {key} --region {ctx.region}`, "
+                            f"or `aws ec2 import-key-pair`), or fix network.ssh.key_name")]
+    return [CheckResult("key pair", "passed", f"{key} exists ({pair.get('KeyType', 'rsa')})")]
+
+
+def check_buckets(ctx: Context) -> list[CheckResult]:
+    lustre = ctx.spec.storage.lustre
+    if lustre is None:
+        return []
+    urls = [(field, url) for field, url in (("s3_import", lustre.s3_import), ("s3_export", lustre.s3_export)) if url]
+    results: list[CheckResult] = []
+    seen: set[str] = set()
+    for field, url in urls:
+        bucket = url[len("s3://"):].split("/", 1)[0]
+        if bucket not in seen:
+            seen.add(bucket)
+            results += _bucket(ctx, field, bucket)
+    return results
+
+
+def _bucket(ctx: Context, field: str, bucket: str) -> list[CheckResult]:
+    from botocore.exceptions import ClientError
+
+    name = f"bucket {bucket}"
+    where = f"storage.lustre.{field}"
+
+    @guarded(name, f"s3://{bucket}")
+    def run(ctx: Context) -> list[CheckResult]:
+        try:
+            answer = ctx.aws("s3").head_bucket(Bucket=bucket)
+        except ClientError as exc:
+            code = aws_code(exc)
+            if code in ("404", "NoSuchBucket", "NotFound"):
+                return [CheckResult(name, "failed", f"s3://{bucket} ({where}) does not exist",
+                                    [f"AWS said {code}",
+                                     fix(f"create it (`aws s3 mb s3://{bucket} --region {ctx.region}`) or fix "
+                                         f"{where}")])]
+            if code in ("403", "AccessDenied", "Forbidden"):
+                return [CheckResult(name, "failed", f"s3://{bucket} ({where}) exists but these credentials may "
+                                    "not read it", [f"AWS said {code}",
+                                                    fix(f"allow s3:ListBucket and s3:GetObject on {bucket}, or "
+                                                        "use a bucket of this account")])]
+            raise
+        bucket_region = answer.get("BucketRegion") or answer.get("ResponseMetadata", {}).get(
+            "HTTPHeaders", {}).get("x-amz-bucket-region")
+        if bucket_region and bucket_region != ctx.region:
+            return [CheckResult(name, "failed", f"s3://{bucket} is in {bucket_region}, the cluster in {ctx.region}",
+                                [fix(f"FSx for Lustre links buckets of its own region only: use a bucket in "
+                                     f"{ctx.region} for {where}")])]
+        return [CheckResult(name, "passed", f"s3://{bucket} exists" + (f" in {bucket_region}" if bucket_region
+                                                                       else ""))]
+
+    return run(ctx)
+
+
+@guarded("pcs", "pcs:ListClusters")
+def check_pcs(ctx: Context) -> list[CheckResult]:
+    """The controller size holds every queue at its maximum; other clusters, and one CREATING at a time."""
+    spec = ctx.spec
+    total = sum(max_nodes(q) for q in spec.queues)
+    size = pcs_size(spec)
+    limit = PCS_SIZE_LIMITS.get(size, 0)
+    results = []
+    if total > limit:
+        bigger = next((s for s, cap in PCS_SIZE_LIMITS.items() if cap >= total), None)
+        results.append(CheckResult("pcs size", "failed", f"{size} holds {limit} nodes; the queues reach {total}",
+                                   [fix(f"set pcs.size: {bigger}" if bigger else
+                                        f"lower the queues' max nodes to {max(PCS_SIZE_LIMITS.values())} in total")]))
+    else:
+        results.append(CheckResult("pcs size", "passed", f"{size} holds {limit} nodes; the queues reach {total}"))
+
+    pcs = ctx.aws("pcs")
+    clusters: list[dict] = []
+    token = None
+    while True:
+        page = pcs.list_clusters(**({"nextToken": token} if token else {}))
+        clusters += page.get("clusters", [])
+        token = page.get("nextToken")
+        if not token:
+            break
+    details = [f"{c['name']}: {c['status']}" for c in clusters]
+    if any(c["name"] == spec.name for c in clusters):
+        details.append(f"a PCS cluster named {spec.name} exists already: create resumes it when fmcluster made it")
+    quota_details, quota_failed = _pcs_cluster_quota(ctx, len(clusters), spec.name in {c["name"] for c in clusters})
+    details += quota_details
+    creating = [c["name"] for c in clusters if c.get("status") == "CREATING" and c["name"] != spec.name]
+    summary = f"{len(clusters)} PCS cluster(s) in {ctx.region}"
+    if quota_failed:
+        results.append(CheckResult("pcs clusters", "failed", summary, details))
+    elif creating:
+        details.append(f"PCS creates one cluster per region at a time: {', '.join(creating)} is CREATING, so "
+                       "create will wait for it")
+        results.append(CheckResult("pcs clusters", "warning", summary + f", {len(creating)} CREATING", details))
+    else:
+        results.append(CheckResult("pcs clusters", "passed", summary, details))
+    return results
+
+
+def _pcs_cluster_quota(ctx: Context, count: int, exists: bool) -> tuple[list[str], bool]:
+    """Compare with the PCS clusters-per-Region quota when Service Quotas lists one (optional extra)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        quotas = ctx.aws("service-quotas").list_service_quotas(ServiceCode="pcs").get("Quotas", [])
+    except (ClientError, BotoCoreError) as exc:
+        return [f"PCS quotas not read from Service Quotas ({aws_code(exc)})"], False
+    for quota in quotas:
+        quota_name = quota.get("QuotaName", "")
+        if re.search(r"\bclusters?\b", quota_name, re.I) and "node" not in quota_name.lower():
+            value = int(quota.get("Value", 0))
+            needed = count + (0 if exists else 1)
+            line = f"quota {quota_name} ({quota.get('QuotaCode')}): {value}, needed {needed}"
+            if needed > value:
+                return [line, fix(f"delete an unused PCS cluster, or request an increase of {quota_name} to "
+                                  f"{needed} in the Service Quotas console")], True
+            return [line], False
+    return [], False
+
+
+def check_parallelcluster(ctx: Context) -> list[CheckResult]:
+    """ParallelCluster's Python package and Node.js (its CDK synthesis runs on node)."""
+    results = []
+    try:
+        from pcluster.utils import get_installed_version
+
+        results.append(CheckResult("parallelcluster", "passed", f"aws-parallelcluster {get_installed_version()}"))
+    except Exception as exc:  # ImportError, or a broken install
+        results.append(CheckResult("parallelcluster", "failed", f"aws-parallelcluster is not usable: {exc}",
+                                   [fix("pip install 'aws-parallelcluster>=3.16' into fmcluster's environment")]))
+    node = shutil.which("node")
+    if node is None:
+        results.append(CheckResult("node.js", "failed", "Node.js is not on PATH; ParallelCluster's create needs it",
+                                   [fix(f"install Node.js {MIN_NODE_MAJOR} or later (e.g. `nvm install --lts`, or "
+                                        "your OS package) and put `node` on PATH")]))
+        return results
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=15).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        results.append(CheckResult("node.js", "failed", f"{node} --version failed: {exc}",
+                                   [fix(f"reinstall Node.js {MIN_NODE_MAJOR} or later")]))
+        return results
+    match = re.match(r"v?(\d+)", version)
+    if not match:
+        results.append(CheckResult("node.js", "failed", f"{node} --version printed {version!r}",
+                                   [fix(f"reinstall Node.js {MIN_NODE_MAJOR} or later")]))
+    elif int(match.group(1)) < MIN_NODE_MAJOR:
+        results.append(CheckResult("node.js", "warning", f"Node.js {version} at {node}",
+                                   [f"AWS CDK supports Node.js {MIN_NODE_MAJOR} and later",
+                                    fix(f"upgrade Node.js to {MIN_NODE_MAJOR} or later")]))
+    else:
+        results.append(CheckResult("node.js", "passed", f"Node.js {version} at {node}"))
+    return results

@@ -1,0 +1,77 @@
+"""What every preflight check shares: the context it reads, and how an AWS refusal becomes a result."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fmcluster.network import Placement
+from fmcluster.spec.models import Spec
+from fmcluster.validate import CheckResult
+
+FIX = "fix: "
+
+
+def fix(text: str) -> str:
+    """A detail line that tells the user what to do; the UI and tests find it by its prefix."""
+    return FIX + text
+
+
+@dataclass
+class Context:
+    """The spec, where it goes, and what the earlier checks learned (account, placement)."""
+
+    spec: Spec
+    region: str
+    client: Callable[[str], Any]
+    account: str | None = None
+    placement: Placement | None = None
+    head_zone: str | None = None
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def aws(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.client(service)
+        return self._clients[service]
+
+
+def aws_failure(name: str, resource: str, exc: BaseException, fix_text: str = "") -> CheckResult:
+    """A failed result carrying AWS's own code and message, and the fix."""
+    from fmcluster.aws import describe_error
+    from fmcluster.errors import AwsError
+
+    error = exc if isinstance(exc, AwsError) else describe_error(resource, exc)
+    details = [f"AWS said {error.code}: {error.aws_message}"]
+    hint = fix_text or error.hint
+    if hint:
+        details.append(fix(hint))
+    return CheckResult(name, "failed", f"{resource}: {error.code}: {error.aws_message}", details)
+
+
+def aws_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", type(exc).__name__))
+
+
+def guarded(name: str, resource: str = "") -> Callable:
+    """Run a check; an AWS error (or an fmcluster error from a helper) becomes one failed result."""
+
+    def wrap(check: Callable[[Context], list[CheckResult]]) -> Callable[[Context], list[CheckResult]]:
+        @functools.wraps(check)
+        def run(ctx: Context) -> list[CheckResult]:
+            from botocore.exceptions import BotoCoreError, ClientError
+
+            from fmcluster.errors import FmclusterError
+
+            try:
+                return check(ctx)
+            except (ClientError, BotoCoreError, FmclusterError) as exc:
+                if isinstance(exc, FmclusterError) and not hasattr(exc, "code"):
+                    return [CheckResult(name, "failed", str(exc).split("\n")[0], [])]
+                return [aws_failure(name, resource or name, exc)]
+
+        return run
+
+    return wrap

@@ -1,0 +1,445 @@
+"""Rendering: every example renders, the backends' own checkers accept the output (and do reject a broken
+document), and the rendered documents carry the best-practice defaults of DESIGN.md §2."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fmcluster.render import RenderedDocuments, render
+from fmcluster.render.common import CLUSTER_TAG, SSH_CLOSED_CIDR
+from fmcluster.render.documents import Document, references, resolve
+from fmcluster.render.templates import render_text
+from fmcluster.spec import load_spec
+from fmcluster.spec.models import Spec
+from fmcluster.validate.parallelcluster import check_schema
+from fmcluster.validate.requests import check_document, stand_in
+
+pytestmark = pytest.mark.filterwarnings("ignore:The .default. argument to fields is deprecated")
+
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+CONFIG_IDS = [p.stem for p in CONFIGS]
+
+
+def _load(path: Path) -> Spec:
+    return load_spec(path).spec
+
+
+def _render_text(tmp_path: Path, text: str) -> tuple[Spec, RenderedDocuments]:
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    spec = _load(path)
+    return spec, render(spec, str(path))
+
+
+def _by_backend(backend: str) -> list[Path]:
+    return [p for p in CONFIGS if yaml.safe_load(p.read_text())["backend"] == backend]
+
+
+PC_CONFIGS = _by_backend("parallelcluster")
+PCS_CONFIGS = _by_backend("pcs")
+
+
+def _config(stem: str) -> Path:
+    return next(p for p in CONFIGS if p.stem == stem)
+
+
+def test_examples_exist() -> None:
+    assert len(CONFIGS) >= 6
+    assert PC_CONFIGS and PCS_CONFIGS
+
+
+# --- every example renders and passes the backend's own checks -----------------------------------
+
+@pytest.mark.parametrize("path", CONFIGS, ids=CONFIG_IDS)
+def test_example_renders(path: Path) -> None:
+    spec = _load(path)
+    rendered = render(spec, str(path))
+    assert rendered.backend == spec.backend
+    assert rendered.documents
+    for document in rendered.documents:
+        assert document.text.strip()
+        assert yaml.safe_load(document.text) == document.body
+    assert len({(d.kind, d.key) for d in rendered.documents}) == len(rendered.documents)
+    assert len({d.filename for d in rendered.documents}) == len(rendered.documents)
+
+
+@pytest.mark.parametrize("path", PC_CONFIGS, ids=[p.stem for p in PC_CONFIGS])
+def test_parallelcluster_schema_accepts(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pcluster.schemas.cluster_schema import ClusterSchema
+
+    spec = _load(path)
+    config = render(spec, str(path)).one("pcluster_cluster").body
+    monkeypatch.setenv("AWS_DEFAULT_REGION", spec.region)
+    findings = check_schema(spec.name, copy.deepcopy(config), spec.region)
+    assert findings.errors == []
+    # The same, straight through ParallelCluster 3.16's schema: raises on any error.
+    cluster = ClusterSchema(cluster_name=spec.name).load(copy.deepcopy(config))
+    assert cluster.scheduling.queues
+
+
+def test_parallelcluster_schema_rejects_a_broken_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _load(_config("quickstart-parallelcluster"))
+    config = copy.deepcopy(render(spec).one("pcluster_cluster").body)
+    config["Scheduling"]["SlurmQueues"][0]["ComputeResources"][0]["MinCount"] = "x"
+    config["Scheduling"]["SlurmQueues"][0]["CapacityType"] = "CHEAP"
+    monkeypatch.setenv("AWS_DEFAULT_REGION", spec.region)
+    findings = check_schema(spec.name, config, spec.region)
+    text = "\n".join(findings.errors)
+    assert "MinCount" in text and "CapacityType" in text
+
+
+@pytest.mark.parametrize("path", PCS_CONFIGS, ids=[p.stem for p in PCS_CONFIGS])
+def test_pcs_documents_pass_botocore_shapes(path: Path) -> None:
+    rendered = render(_load(path), str(path))
+    for document in rendered.documents:
+        assert check_document(document) == [], document.filename
+
+
+def _corrupt(document: Document, change) -> Document:
+    body = copy.deepcopy(document.body)
+    change(body)
+    return dataclasses.replace(document, body=body)
+
+
+def _pcs_rendered() -> RenderedDocuments:
+    return render(_load(_config("quickstart-pcs")))
+
+
+@pytest.mark.parametrize(("kind", "key", "change", "expected"), [
+    ("compute_node_group", "gpu", lambda b: b["scalingConfiguration"].__setitem__("minInstanceCount", "x"),
+     "minInstanceCount"),
+    ("compute_node_group", "gpu", lambda b: b.__setitem__("purchaseOption", "CHEAP"), "purchaseOption"),
+    ("compute_node_group", "gpu", lambda b: b.pop("subnetIds"), "subnetIds"),
+    ("compute_node_group", "gpu", lambda b: b.__setitem__("colour", "blue"), "colour"),
+    ("cluster", "", lambda b: b.pop("clusterName"), "clusterName"),
+    ("cluster", "", lambda b: b.__setitem__("size", "HUGE"), "size"),
+    ("queue", "gpu", lambda b: b.__setitem__("queueName", "x" * 100), "queueName"),
+    ("launch_template", "gpu", lambda b: b["LaunchTemplateData"]["MetadataOptions"].__setitem__("HttpTokens", 1),
+     "HttpTokens"),
+    ("security_group", "cluster", lambda b: b["create"].pop("GroupName"), "GroupName"),
+], ids=["min-x", "purchase-option", "no-subnets", "unknown-member", "no-cluster-name", "size", "long-queue-name",
+        "http-tokens-type", "no-group-name"])
+def test_botocore_check_can_fail(kind: str, key: str, change, expected: str) -> None:
+    rendered = _pcs_rendered()
+    document = rendered.one(kind, key)
+    assert check_document(document) == []
+    problems = check_document(_corrupt(document, change))
+    assert problems, f"{kind} corrupted by {expected} still passes"
+    assert any(expected in p for p in problems), problems
+
+
+# --- best-practice defaults in the PCS documents ----------------------------------------------------
+
+PCS_QUEUE = """\
+name: efa-layout
+backend: pcs
+network: {{subnet_id: subnet-0123456789abcdef0}}
+queues:
+  - name: train
+    instance_type: {instance_type}
+    nodes: 2
+"""
+
+
+@pytest.mark.parametrize(("instance_type", "efa", "card0_efa"), [
+    ("p5.48xlarge", 32, True),
+    ("p5e.48xlarge", 32, True),
+    ("p5en.48xlarge", 16, True),
+    ("p6-b200.48xlarge", 8, True),
+    ("p6-b300.48xlarge", 16, False),
+    ("p4d.24xlarge", 4, True),
+    ("trn2.48xlarge", 16, True),
+    ("p5.4xlarge", 1, True),
+])
+def test_pcs_efa_interfaces_per_instance_type(tmp_path: Path, instance_type: str, efa: int, card0_efa: bool) -> None:
+    _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type=instance_type))
+    data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
+    nics = data["NetworkInterfaces"]
+    assert "SecurityGroupIds" not in data
+    assert sum(1 for n in nics if n.get("InterfaceType") == "efa") == efa
+    cards = [n["NetworkCardIndex"] for n in nics]
+    assert cards == list(range(len(nics)))  # one interface per card, in order
+    primary = nics[0]
+    assert (primary["NetworkCardIndex"], primary["DeviceIndex"]) == (0, 0)
+    assert (primary.get("InterfaceType") == "efa") is card0_efa
+    assert len(nics) == efa + (0 if card0_efa else 1)
+    # AWS: every additional interface takes the next card and device index 1.
+    assert all(n["DeviceIndex"] == 1 for n in nics[1:])
+    # Every interface carries the cluster security group (else it gets the VPC's default group).
+    assert all(n["Groups"] == ["${security_group.id}"] for n in nics)
+    assert all(n["DeleteOnTermination"] is True for n in nics)
+    for document in rendered.documents:
+        assert check_document(document) == [], document.filename
+
+
+def test_pcs_efa_off_uses_security_group_ids(tmp_path: Path) -> None:
+    _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type="p5.48xlarge") + "    efa: false\n")
+    data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
+    assert "NetworkInterfaces" not in data
+    assert data["SecurityGroupIds"] == ["${security_group.id}"]
+    assert "Placement" not in data  # no EFA: no cluster placement group either
+    assert not rendered.by_kind("placement_group")
+
+
+@pytest.mark.parametrize("path", PCS_CONFIGS, ids=[p.stem for p in PCS_CONFIGS])
+def test_pcs_launch_templates_are_hardened(path: Path) -> None:
+    rendered = render(_load(path), str(path))
+    templates = rendered.by_kind("launch_template")
+    assert {t.key for t in templates} == {"login"} | {q.name for q in _load(path).queues}
+    for document in templates:
+        data = document.body["LaunchTemplateData"]
+        assert data["MetadataOptions"]["HttpTokens"] == "required"
+        assert data["MetadataOptions"]["HttpEndpoint"] == "enabled"
+        for mapping in data["BlockDeviceMappings"]:
+            assert mapping["Ebs"]["Encrypted"] is True
+        assert ("NetworkInterfaces" in data) != ("SecurityGroupIds" in data)
+        user_data = _user_data(document)
+        assert user_data.startswith("Content-Type: multipart/mixed")
+        assert "#!/bin/bash" in user_data and "${" + "fsx_lustre" not in user_data
+
+
+def test_pcs_capacity_block_layout() -> None:
+    spec = _load(_config("p6-b300-capacity-block-pcs"))
+    rendered = render(spec)
+    queue = spec.queues[0]
+    group = rendered.one("compute_node_group", "train").body
+    assert group["purchaseOption"] == "CAPACITY_BLOCK"
+    scaling = group["scalingConfiguration"]
+    assert scaling["minInstanceCount"] == scaling["maxInstanceCount"] == queue.nodes
+    data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"]["MarketType"] == "capacity-block"
+    target = data["CapacityReservationSpecification"]["CapacityReservationTarget"]
+    assert target["CapacityReservationId"] == queue.capacity.reservation_id
+    assert "Placement" not in data
+    assert not rendered.by_kind("placement_group")
+
+
+def test_pcs_placement_group_for_on_demand_efa_queue() -> None:
+    rendered = render(_load(_config("p6-b200-pcs")))
+    groups = rendered.by_kind("placement_group")
+    assert [g.key for g in groups] == ["train"]  # the c7i CPU queue has no EFA: no placement group
+    assert groups[0].body["Strategy"] == "cluster"
+    data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
+    assert data["Placement"]["GroupName"] == groups[0].body["GroupName"]
+    assert "Placement" not in rendered.one("launch_template", "cpu").body["LaunchTemplateData"]
+    assert rendered.one("compute_node_group", "train").body["purchaseOption"] == "ONDEMAND"
+
+
+def test_pcs_reservation_has_no_placement_group(tmp_path: Path) -> None:
+    _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type="p5.48xlarge")
+                               + "    capacity: {type: reservation, reservation_id: cr-0123456789abcdef0}\n")
+    assert not rendered.by_kind("placement_group")
+    data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
+    assert "Placement" not in data and "InstanceMarketOptions" not in data
+    assert rendered.one("compute_node_group", "train").body["purchaseOption"] == "ONDEMAND"
+
+
+def test_pcs_lustre_is_persistent_2() -> None:
+    rendered = render(_load(_config("p6-b200-pcs")))
+    fsx = rendered.one("fsx_lustre").body
+    assert fsx["FileSystemType"] == "LUSTRE"
+    assert fsx["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_2"
+    assert fsx["LustreConfiguration"]["MetadataConfiguration"] == {"Mode": "USER_PROVISIONED", "Iops": 6000}
+    assert fsx["StorageCapacity"] == 2400
+
+
+def test_pcs_size_and_login_group() -> None:
+    rendered = render(_load(_config("quickstart-pcs")))
+    cluster = rendered.one("cluster").body
+    assert cluster["size"] == "SMALL"
+    assert cluster["scheduler"] == {"type": "SLURM", "version": "25.11"}
+    login = rendered.one("compute_node_group", "login").body
+    assert login["scalingConfiguration"] == {"minInstanceCount": 1, "maxInstanceCount": 1}
+    assert {q.key for q in rendered.by_kind("queue")} == {"gpu", "burst"}  # the login group has no queue
+
+
+@pytest.mark.parametrize("path", PCS_CONFIGS, ids=[p.stem for p in PCS_CONFIGS])
+def test_pcs_ssh_never_open_unless_written(path: Path) -> None:
+    spec = _load(path)
+    ingress = render(spec).one("security_group").body["ingress"]["IpPermissions"]
+    cidrs = [r["CidrIp"] for rule in ingress for r in rule.get("IpRanges", [])]
+    assert "0.0.0.0/0" not in cidrs
+    assert cidrs == ([spec.network.ssh.allowed_cidr] if spec.network.ssh.allowed_cidr else [])
+
+
+def test_pcs_ssh_open_when_written(tmp_path: Path) -> None:
+    _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type="p5.48xlarge").replace(
+        "network: {", "network: {ssh: {allowed_cidr: 0.0.0.0/0}, "))
+    ingress = rendered.one("security_group").body["ingress"]["IpPermissions"]
+    assert [r["CidrIp"] for rule in ingress for r in rule.get("IpRanges", [])] == ["0.0.0.0/0"]
+
+
+# --- best-practice defaults in the ParallelCluster config --------------------------------------------
+
+def _pc_config(path: Path) -> tuple[Spec, dict[str, Any]]:
+    spec = _load(path)
+    return spec, render(spec, str(path)).one("pcluster_cluster").body
+
+
+@pytest.mark.parametrize("path", PC_CONFIGS, ids=[p.stem for p in PC_CONFIGS])
+def test_parallelcluster_defaults(path: Path) -> None:
+    spec, config = _pc_config(path)
+    assert config["Imds"]["ImdsSupport"] == "v2.0"
+    head = config["HeadNode"]
+    assert head["LocalStorage"]["RootVolume"]["Encrypted"] is True
+    assert head["Imds"]["Secured"] is True
+    allowed = head["Ssh"]["AllowedIps"]
+    assert allowed != "0.0.0.0/0"
+    assert allowed == (spec.network.ssh.allowed_cidr or SSH_CLOSED_CIDR)
+    for queue_spec, queue in zip(spec.queues, config["Scheduling"]["SlurmQueues"], strict=True):
+        assert queue["Name"] == queue_spec.name
+        assert queue["JobExclusiveAllocation"] is True
+        assert queue["ComputeSettings"]["LocalStorage"]["RootVolume"]["Encrypted"] is True
+        assert queue["HealthChecks"]["Gpu"]["Enabled"] is True  # every example queue is a GPU queue
+        resource = queue["ComputeResources"][0]
+        assert resource["Efa"]["Enabled"] is True
+        assert resource["Efa"]["GdrSupport"] is True
+    for storage in config.get("SharedStorage", []):
+        if storage["StorageType"] == "FsxLustre" and "FileSystemId" not in storage["FsxLustreSettings"]:
+            assert storage["FsxLustreSettings"]["DeploymentType"] == "PERSISTENT_2"
+
+
+def test_parallelcluster_capacity_block() -> None:
+    spec, config = _pc_config(_config("p5en-capacity-block-parallelcluster"))
+    queue = config["Scheduling"]["SlurmQueues"][0]
+    assert queue["CapacityType"] == "CAPACITY_BLOCK"
+    assert queue["CapacityReservationTarget"]["CapacityReservationId"] == spec.queues[0].capacity.reservation_id
+    resource = queue["ComputeResources"][0]
+    assert resource["MinCount"] == resource["MaxCount"] == 8
+    assert queue["Networking"]["PlacementGroup"]["Enabled"] is False
+
+
+def test_parallelcluster_reservation_has_no_placement_group() -> None:
+    _, config = _pc_config(_config("p5-odcr-parallelcluster"))
+    queue = config["Scheduling"]["SlurmQueues"][0]
+    assert queue["CapacityType"] == "ONDEMAND"
+    assert queue["CapacityReservationTarget"]["CapacityReservationId"] == "cr-0123456789abcdef0"
+    assert queue["Networking"]["PlacementGroup"]["Enabled"] is False
+    lustre = next(s for s in config["SharedStorage"] if s["StorageType"] == "FsxLustre")
+    assert lustre["FsxLustreSettings"]["DeploymentType"] == "PERSISTENT_2"
+    assert lustre["FsxLustreSettings"]["StorageCapacity"] == 4800
+
+
+def test_parallelcluster_on_demand_efa_queue_gets_placement_group() -> None:
+    _, config = _pc_config(_config("quickstart-parallelcluster"))
+    queue = config["Scheduling"]["SlurmQueues"][0]
+    assert queue["CapacityType"] == "ONDEMAND"
+    assert "CapacityReservationTarget" not in queue
+    assert queue["Networking"]["PlacementGroup"]["Enabled"] is True
+    assert queue["ComputeResources"][0]["MinCount"] == 0
+    assert queue["ComputeResources"][0]["MaxCount"] == 2
+    assert config["HeadNode"]["Ssh"]["AllowedIps"] == SSH_CLOSED_CIDR
+
+
+def test_parallelcluster_ssh_open_only_when_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, rendered = _render_text(tmp_path, "name: open\nbackend: parallelcluster\nnetwork:\n"
+                                  "  ssh: {allowed_cidr: 0.0.0.0/0, key_name: 'my key: 1'}\n"
+                                  "queues:\n  - {name: train, instance_type: p5.48xlarge, nodes: 2}\n")
+    config = rendered.one("pcluster_cluster").body
+    assert config["HeadNode"]["Ssh"] == {"KeyName": "my key: 1", "AllowedIps": "0.0.0.0/0"}
+    monkeypatch.setenv("AWS_DEFAULT_REGION", spec.region)
+    assert check_schema(spec.name, config, spec.region).errors == []
+
+
+def test_parallelcluster_gpu_health_checks_off_without_gpus(tmp_path: Path) -> None:
+    _, rendered = _render_text(tmp_path, "name: cpu\nbackend: parallelcluster\n"
+                               "queues:\n  - {name: cpu, instance_type: c7i.8xlarge, nodes: 2}\n")
+    queue = rendered.one("pcluster_cluster").body["Scheduling"]["SlurmQueues"][0]
+    assert queue["HealthChecks"]["Gpu"]["Enabled"] is False
+    assert queue["ComputeResources"][0]["Efa"]["Enabled"] is False
+    assert queue["Networking"]["PlacementGroup"]["Enabled"] is False
+
+
+def test_free_text_values_are_quoted(tmp_path: Path) -> None:
+    """A key name or database user YAML would read as another type (or as syntax) stays a string."""
+    text = ("name: quoted\nbackend: parallelcluster\nnetwork:\n  ssh: {key_name: 'yes'}\n"
+            "queues:\n  - {name: train, instance_type: p5.48xlarge, nodes: 2}\n"
+            "slurm:\n  accounting: true\n  database: {uri: 'db.example.com:3306', user: 'on', "
+            "password_secret_arn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:slurm # db'}\n")
+    _, rendered = _render_text(tmp_path, text)
+    config = rendered.one("pcluster_cluster").body
+    assert config["HeadNode"]["Ssh"]["KeyName"] == "yes"
+    database = config["Scheduling"]["SlurmSettings"]["Database"]
+    assert database == {"Uri": "db.example.com:3306", "UserName": "on",
+                        "PasswordSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:slurm # db"}
+    _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type="p5.48xlarge").replace(
+        "network: {", "network: {ssh: {key_name: 'no'}, "))
+    assert rendered.one("launch_template", "train").body["LaunchTemplateData"]["KeyName"] == "no"
+
+
+# --- tags on every resource ---------------------------------------------------------------------------
+
+def _tag_sets(value: Any) -> list[dict[str, str]]:
+    """Every tag collection in a document: EC2/IAM/FSx/pcluster ``Tags`` lists and PCS ``tags`` maps."""
+    found: list[dict[str, str]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "Tags" and isinstance(item, list):
+                found.append({t["Key"]: t["Value"] for t in item})
+            elif key == "tags" and isinstance(item, dict):
+                found.append(dict(item))
+            else:
+                found.extend(_tag_sets(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_tag_sets(item))
+    return found
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=CONFIG_IDS)
+def test_every_resource_is_tagged(path: Path) -> None:
+    spec = _load(path)
+    for document in render(spec).documents:
+        tag_sets = _tag_sets(document.body)
+        assert tag_sets, f"{document.filename} has no tags"
+        for tags in tag_sets:
+            assert tags[CLUSTER_TAG] == spec.name, document.filename
+            for key, value in spec.tags.items():
+                assert tags[key] == value, document.filename
+        if document.kind == "launch_template":
+            kinds = [t["ResourceType"] for t in document.body["TagSpecifications"]]
+            kinds += [t["ResourceType"] for t in document.body["LaunchTemplateData"]["TagSpecifications"]]
+            assert kinds == ["launch-template", "instance"]
+        if document.kind == "instance_profile":
+            assert len(tag_sets) == 2  # the role and the instance profile
+
+
+# --- references ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PCS_CONFIGS, ids=[p.stem for p in PCS_CONFIGS])
+def test_references_name_documents(path: Path) -> None:
+    rendered = render(_load(path))
+    kinds = {d.kind for d in rendered.documents} | {"network"}
+    for document in rendered.documents:
+        for reference in references(document.body):
+            assert reference.split(".")[0] in kinds, f"{document.filename}: ${{{reference}}}"
+
+
+def _user_data(document: Document, values: dict[str, str] | None = None) -> str:
+    """The launch template's user data as EC2 receives it: references filled, then base64-decoded."""
+    body = resolve(document.body, values or {ref: stand_in(ref) for ref in references(document.body)})
+    return base64.b64decode(body["LaunchTemplateData"]["UserData"]).decode()
+
+
+def test_user_data_references_are_filled_before_encoding() -> None:
+    """The Lustre mount in the node bootstrap names the file system AWS creates: its references must be
+    visible to references()/resolve() (so the engine fills them), not hidden inside base64."""
+    rendered = render(_load(_config("p6-b200-pcs")))
+    for document in rendered.by_kind("launch_template"):
+        assert {"fsx_lustre.dns_name", "fsx_lustre.mount_name"} <= references(document.body)
+        values = {ref: stand_in(ref) for ref in references(document.body)}
+        values |= {"fsx_lustre.dns_name": "fs-1.fsx.example", "fsx_lustre.mount_name": "mnt1"}
+        user_data = _user_data(document, values)
+        assert '"${LUSTRE_DNS_0:-fs-1.fsx.example}@tcp:/mnt1 /fsx lustre' in user_data
+        assert "${fsx_lustre" not in user_data
+        assert user_data == render_text("pcs/user_data.mime.j2", cluster="b200-pcs", node_group=document.key,
+                                        lustre_mounts=[{"path": "/fsx", "dns_name": "fs-1.fsx.example",
+                                                        "mount_name": "mnt1"}],
+                                        containers=document.key != "login")

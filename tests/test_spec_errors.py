@@ -1,0 +1,340 @@
+"""Bad specs: every one is a SpecError with its exact position, and through the CLI exit 2 and no traceback.
+
+Positions below are 1-based (line, column), counted by hand from the YAML text of each case.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fmcluster.errors import SpecError
+from fmcluster.spec import load_spec
+
+FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
+
+# A valid queue block (lines 4-7 when it follows "name:", "backend:" and "queues:" lines).
+QUEUE = """\
+  - name: train
+    instance_type: p5.48xlarge
+    nodes: 2
+"""
+PC = "name: demo\nbackend: parallelcluster\nqueues:\n" + QUEUE  # 6 lines
+PCS = "name: demo\nbackend: pcs\nqueues:\n" + QUEUE  # 6 lines
+
+
+def _many_queues(count: int, nodes: int = 1) -> str:
+    lines = [f"  - {{name: q{i:02d}, instance_type: p5.48xlarge, nodes: {nodes}}}" for i in range(count)]
+    return "name: demo\nbackend: pcs\nqueues:\n" + "\n".join(lines) + "\n"
+
+
+# (id, YAML text, line, column, path, message fragment)
+CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
+    # --- YAML structure -------------------------------------------------------------------------
+    ("top-level-list", "- name: demo\n- backend: pcs\n", 1, 1, "", "not a list"),
+    ("top-level-scalar", "just some words\n", 1, 1, "", "not a single value"),
+    ("yaml-syntax", "name: demo\nregion: us-east-1: x\n", 2, 18, "", "mapping values are not allowed here"),
+    ("yaml-unclosed-flow", "name: demo\nqueues:\n  - nodes: [1, 2\n", 4, 1, "", "expected ',' or ']'"),
+    ("yaml-tab", "name: demo\n\tbackend: pcs\n", 2, 1, "", "found character '\\t'"),
+    ("duplicate-key", "name: a\nbackend: pcs\nname: b\nqueues:\n" + QUEUE, 3, 1, "name", "duplicate key"),
+    ("duplicate-nested-key", PCS.replace("    nodes: 2\n", "    nodes: 2\n    nodes: 3\n"), 7, 5,
+     "queues[0].nodes", "duplicate key"),
+    ("merge-key", "base: &b {nodes: 2}\nname: demo\nqueues:\n  - <<: *b\n    name: x\n", 4, 5, "queues[0]",
+     "merge keys"),
+    ("missing-queues", "name: demo\nbackend: pcs\n", 1, 1, "", "required key 'queues' is missing"),
+    ("missing-queue-instance-type", "name: demo\nqueues:\n  - name: train\n    nodes: 2\n", 3, 5, "queues[0]",
+     "required key 'instance_type' is missing"),
+    # --- unknown keys and wrong types -----------------------------------------------------------
+    ("unknown-top-key", PC + "tag: {team: x}\n", 7, 1, "tag", "unknown key 'tag' (did you mean 'tags'?)"),
+    ("unknown-head-node-key", "name: demo\nhead_node: {instance_typ: m7i.large}\nqueues:\n" + QUEUE, 2, 13,
+     "head_node.instance_typ", "unknown key 'instance_typ' (did you mean 'instance_type'?)"),
+    ("unknown-queue-key", "name: demo\nqueues:\n  - name: train\n    instance_typ: p5.48xlarge\n    nodes: 2\n",
+     4, 5, "queues[0].instance_typ", "(did you mean 'instance_type'?)"),
+    ("unknown-key-no-match", PC + "zzz: 1\n", 7, 1, "zzz", "allowed here: name, region, backend"),
+    ("nodes-word", PC.replace("nodes: 2", "nodes: sixteen"), 6, 12, "queues[0].nodes",
+     "expected a node count (a whole number) or a range {min: N, max: M}, got 'sixteen'"),
+    ("nodes-list", PC.replace("nodes: 2", "nodes: [1, 2]"), 6, 12, "queues[0].nodes", "got a list"),
+    ("root-volume-word", PC + "head_node: {root_volume_gib: big}\n", 7, 30, "head_node.root_volume_gib",
+     "unable to parse string as an integer, got 'big'"),
+    ("root-volume-small", PC + "head_node:\n  root_volume_gib: 10\n", 8, 20, "head_node.root_volume_gib",
+     "greater than or equal to 35"),
+    ("backend-typo", "name: demo\nbackend: pcluster\nqueues:\n" + QUEUE, 2, 10, "backend",
+     "(did you mean 'parallelcluster'?)"),
+    ("os-typo", PC + "os: ubuntu22\n", 7, 5, "os", "(did you mean 'ubuntu2204'?)"),
+    ("capacity-type-typo", PC + "    capacity: {type: capacity_block}\n", 7, 22, "queues[0].capacity.type",
+     "(did you mean 'capacity-block'?)"),
+    ("region-bad", PC + "region: us-east\n", 7, 9, "region", "an AWS region name like us-east-1"),
+    ("workload-negative", PC + "workload: {model_params_b: -1}\n", 7, 28, "workload.model_params_b",
+     "greater than 0"),
+    # --- instance types and EFA -----------------------------------------------------------------
+    ("instance-typo", PC.replace("p5.48xlarge", "p5.48xlarg"), 5, 20, "queues[0].instance_type",
+     "unknown instance type 'p5.48xlarg' (did you mean 'p5.48xlarge'?)"),
+    ("head-instance-typo", PC + "head_node: {instance_type: m7i.xlarg}\n", 7, 28, "head_node.instance_type",
+     "unknown instance type 'm7i.xlarg'"),
+    ("pcs-efa-layout-unknown", PCS.replace("p5.48xlarge", "p6e-gb200.36xlarge"), 4, 5, "queues[0].efa",
+     "EFA interface layout of p6e-gb200.36xlarge is not in fmcluster's catalog"),
+    # --- storage --------------------------------------------------------------------------------
+    ("lustre-3000", PC + "storage:\n  lustre: {capacity_gib: 3000}\n", 8, 26, "storage.lustre.capacity_gib",
+     "3000 GiB is not a size FSx for Lustre offers: 1200, 2400, then steps of 2400 (nearest: 2400 or 4800)"),
+    ("lustre-1300", PC + "storage:\n  lustre:\n    capacity_gib: 1300\n", 9, 19, "storage.lustre.capacity_gib",
+     "(nearest: 1200 or 2400)"),
+    ("lustre-small", PC + "storage:\n  lustre: {capacity_gib: 100}\n", 8, 26, "storage.lustre.capacity_gib",
+     "greater than or equal to 1200"),
+    ("metadata-iops-5000", PCS + "storage:\n  lustre:\n    capacity_gib: 2400\n    metadata_iops: 5000\n", 10, 20,
+     "storage.lustre.metadata_iops", "5000 is not a metadata IOPS level FSx offers"),
+    ("metadata-iops-word", PCS + "storage:\n  lustre: {metadata_iops: lots}\n", 8, 27,
+     "storage.lustre.metadata_iops", "expected auto or a number of IOPS"),
+    ("metadata-iops-parallelcluster", PC + "storage:\n  lustre: {metadata_iops: 6000}\n", 8, 27,
+     "storage.lustre.metadata_iops", "ParallelCluster cannot set Lustre metadata IOPS"),
+    ("home-on-lustre-mount", PC + "storage:\n  lustre: {mount: /fsx}\n  home: {mount: /fsx}\n", 9, 17,
+     "storage.home.mount", "already the Lustre mount point"),
+    # --- capacity -------------------------------------------------------------------------------
+    ("capacity-block-scales",
+     PC.replace("nodes: 2", "nodes: {min: 0, max: 4}")
+     + "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n",
+     6, 12, "queues[0].nodes", "a Capacity Block queue cannot scale: min (0) must equal max (4)"),
+    ("capacity-block-no-id", PC + "    capacity: {type: capacity-block}\n", 7, 15, "queues[0].capacity",
+     "capacity type 'capacity-block' needs reservation_id"),
+    ("reservation-no-id", PC + "    capacity:\n      type: reservation\n", 8, 7, "queues[0].capacity",
+     "capacity type 'reservation' needs reservation_id"),
+    ("on-demand-with-id", PC + "    capacity: {type: on-demand, reservation_id: cr-0123456789abcdef0}\n", 7, 49,
+     "queues[0].capacity.reservation_id", "reservation_id is only used with capacity type"),
+    ("capacity-block-placement-group",
+     PC + "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n    placement_group: true\n",
+     8, 22, "queues[0].placement_group", "Capacity Blocks are already placed by AWS"),
+    ("reservation-id-bad", PC + "    capacity: {type: reservation, reservation_id: cr-12}\n", 7, 51,
+     "queues[0].capacity.reservation_id", "a capacity reservation id like cr-0123456789abcdef0"),
+    ("min-above-max", PC.replace("nodes: 2", "nodes: {min: 4, max: 2}"), 6, 18, "queues[0].nodes.min",
+     "min (4) is larger than max (2)"),
+    # --- PCS limits -----------------------------------------------------------------------------
+    ("pcs-11-queues", _many_queues(11), 13, 5, "queues[9]",
+     "11 queues make 12 compute node groups (one per queue plus the login group); PCS allows 10"),
+    ("pcs-small-exceeded", PCS.replace("nodes: 2", "nodes: 40") + "pcs: {size: SMALL}\n", 7, 13, "pcs.size",
+     "SMALL manages at most 32 nodes, and the queues add up to 40; use pcs.size MEDIUM"),
+    ("pcs-large-exceeded",
+     "name: demo\nbackend: pcs\nqueues:\n  - {name: a, instance_type: p5.48xlarge, nodes: 2000}\n"
+     "  - {name: b, instance_type: p5.48xlarge, nodes: 1000}\n",
+     4, 3, "queues", "3000 nodes in all; a PCS cluster manages at most 2048 (size LARGE)"),
+    ("queue-nodes-above-2048", PC.replace("nodes: 2", "nodes: 3000"), 6, 12, "queues[0].nodes",
+     "less than or equal to 2048, got 3000"),
+    ("queue-nodes-zero", PC.replace("nodes: 2", "nodes: 0"), 6, 12, "queues[0].nodes",
+     "greater than or equal to 1, got 0"),
+    ("queue-nodes-quoted", PC.replace("nodes: 2", "nodes: '4'"), 6, 12, "queues[0].nodes",
+     "expected a node count (a whole number) or a range {min: N, max: M}, got '4'"),
+    ("queue-nodes-bool", PC.replace("nodes: 2", "nodes: true"), 6, 12, "queues[0].nodes", "got True"),
+    ("range-max-above-2048", PC.replace("nodes: 2", "nodes: {min: 0, max: 4096}"), 6, 26, "queues[0].nodes.max",
+     "less than or equal to 2048"),
+    ("pcs-size-on-parallelcluster", PC + "pcs: {size: LARGE}\n", 7, 13, "pcs.size",
+     "pcs.size is for the pcs backend"),
+    # --- names ----------------------------------------------------------------------------------
+    ("pc-name-digit", PC.replace("name: demo", "name: 1demo"), 1, 7, "name",
+     "ParallelCluster cluster names start with a letter"),
+    ("pc-name-61", PC.replace("name: demo", "name: " + "a" * 61), 1, 7, "name",
+     "is 61 characters; ParallelCluster allows 60"),
+    ("pc-name-41-with-accounting",
+     PC.replace("name: demo", "name: " + "a" * 41)
+     + "slurm:\n  accounting: true\n  database: {uri: 'db:3306', user: slurm,"
+     " password_secret_arn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:x'}\n",
+     1, 7, "name", "ParallelCluster allows 40 with Slurm accounting"),
+    ("pcs-name-2", PCS.replace("name: demo", "name: ab"), 1, 7, "name", "'ab' is 2 characters; PCS allows 3 to 40"),
+    ("pcs-name-pcs_", PCS.replace("name: demo", "name: pcs_demo"), 1, 7, "name", "do not start with 'pcs_'"),
+    ("pc-queue-uppercase", PC.replace("name: train", "name: Train"), 4, 11, "queues[0].name",
+     "'Train': ParallelCluster queue names start with a lowercase letter"),
+    ("pc-queue-26", PC.replace("name: train", "name: " + "q" * 26), 4, 11, "queues[0].name",
+     "is 26 characters; ParallelCluster allows 25"),
+    ("pcs-node-group-underscore", PCS + "    compute_resource: train_nodes\n", 7, 23, "queues[0].compute_resource",
+     "'train_nodes': PCS compute resource names start with a letter"),
+    ("duplicate-queue", PC + QUEUE, 7, 11, "queues[1].name", "queue 'train' is already defined at queues[0]"),
+    ("pcs-queue-login", PCS.replace("name: train", "name: login"), 4, 11, "queues[0].name",
+     "'login' is the login node group's name"),
+    # --- Slurm ----------------------------------------------------------------------------------
+    ("pcs-slurm-24.11", PCS + "slurm: {version: '24.11'}\n", 7, 18, "slurm.version",
+     "Slurm 24.11 reached its end of life on AWS PCS"),
+    ("pcs-slurm-unknown", PCS + "slurm: {version: '23.02'}\n", 7, 18, "slurm.version", "must be '24.11', '25.05'"),
+    ("pc-slurm-version", PC + "slurm:\n  version: '25.11'\n", 8, 12, "slurm.version",
+     "ParallelCluster ships its own Slurm"),
+    ("pc-accounting-no-database", PC + "slurm: {accounting: true}\n", 7, 21, "slurm.accounting",
+     "ParallelCluster needs a database for Slurm accounting"),
+    # --- tags and network -----------------------------------------------------------------------
+    ("tag-aws-prefix", PC + "tags:\n  team: research\n  aws:owner: me\n", 9, 14, "tags.aws:owner",
+     "tag keys starting with 'aws:' are reserved by AWS"),
+    ("tag-fmcluster-prefix", PC + "tags: {'fmcluster:cluster': other}\n", 7, 29, "tags.fmcluster:cluster",
+     "reserved: fmcluster uses them"),
+    ("subnet-bad", PC + "network: {subnet_id: subnet-xyz}\n", 7, 22, "network.subnet_id",
+     "expected a subnet id like subnet-0123456789abcdef0, got 'subnet-xyz'"),
+    ("cidr-300", PC + "network:\n  ssh: {allowed_cidr: 300.1.1.1/24}\n", 8, 23, "network.ssh.allowed_cidr",
+     "'300.1.1.1/24' is not a network address"),
+    ("cidr-word", PC + "network:\n  ssh: {allowed_cidr: everywhere}\n", 8, 23, "network.ssh.allowed_cidr",
+     "an IPv4 CIDR like 203.0.113.0/24"),
+]
+
+# Cases run through the installed command as well (exit code 2, position on stderr, no traceback).
+SUBPROCESS_CASES = {
+    "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
+    "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
+    "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300",
+}
+
+
+def _write(tmp_path: Path, content: str | bytes, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def _offline_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({
+        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "NO_COLOR": "1",
+        "COLUMNS": "250",
+    })
+    return env
+
+
+def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([FMCLUSTER, *args], capture_output=True, text=True, env=_offline_env(tmp_path),
+                          cwd=tmp_path, timeout=120)
+
+
+def _flat(text: str) -> str:
+    """Undo line wrapping, so a message can be matched whatever the terminal width."""
+    return " ".join(text.split())
+
+
+def _problem(error: SpecError, path: str):
+    matches = [p for p in error.problems if p.path == path]
+    assert matches, f"no problem at {path!r}; got {[str(p) for p in error.problems]}"
+    return matches[0]
+
+
+def test_cases_have_unique_ids() -> None:
+    ids = [case[0] for case in CASES]
+    assert len(ids) == len(set(ids))
+    assert len(CASES) >= 30
+    assert SUBPROCESS_CASES <= set(ids)
+
+
+@pytest.mark.parametrize(("text", "line", "column", "path", "fragment"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_bad_spec_is_located(tmp_path: Path, text: str, line: int, column: int, path: str, fragment: str) -> None:
+    spec = _write(tmp_path, text)
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    problem = _problem(caught.value, path)
+    assert problem.file == str(spec)
+    assert (problem.line, problem.column) == (line, column), str(problem)
+    assert fragment in problem.message, str(problem)
+    assert caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in SUBPROCESS_CASES], ids=lambda c: c[0])
+@pytest.mark.parametrize("command", ["render", "validate"])
+def test_bad_spec_through_cli(tmp_path: Path, command: str, case: tuple) -> None:
+    _, text, line, column, _path, fragment = case
+    spec = _write(tmp_path, text)
+    result = run_cli(tmp_path, command, str(spec))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{spec}:{line}:{column}:" in result.stderr
+    assert fragment in _flat(result.stderr)
+    assert result.stdout == "" or command == "validate"
+
+
+# --- files that are not specs at all: no position, still one message and exit 2 --------------------
+
+def _random_text_bytes() -> bytes:
+    return bytes(b for b in random.Random(1).randbytes(512) if b)  # no NUL: exercises the UTF-8 check
+
+
+UNREADABLE: list[tuple[str, bytes | None, str]] = [
+    ("missing-file", None, "no such file"),
+    ("empty-file", b"", "is empty"),
+    ("blank-file", b"   \n\n", "is empty"),
+    ("comment-only", b"# nothing here yet\n", "is empty"),
+    ("binary-bytes", b"\x7fELF\x02\x01\x01\x00\x00\x00", "is a binary file"),
+    ("random-bytes", random.Random(1).randbytes(512), "is a binary file"),
+    ("random-bytes-no-nul", _random_text_bytes(), "is not UTF-8 text"),
+    ("latin-1", "name: café\n".encode("latin-1"), "is not UTF-8 text (bad byte at offset 9)"),
+    ("too-big", b"# " + b"x" * 1_100_000 + b"\n", "a spec is a short YAML file"),
+]
+
+
+@pytest.mark.parametrize(("content", "fragment"), [c[1:] for c in UNREADABLE], ids=[c[0] for c in UNREADABLE])
+def test_unreadable_file(tmp_path: Path, content: bytes | None, fragment: str) -> None:
+    spec = tmp_path / "spec.yaml"
+    if content is not None:
+        spec.write_bytes(content)
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    problem = caught.value.problems[0]
+    assert (problem.file, problem.line, problem.column) == (str(spec), None, None)
+    assert fragment in problem.message
+
+
+@pytest.mark.parametrize("case", ["missing-file", "empty-file", "binary-bytes", "random-bytes-no-nul", "latin-1"])
+def test_unreadable_file_through_cli(tmp_path: Path, case: str) -> None:
+    _, content, fragment = next(c for c in UNREADABLE if c[0] == case)
+    spec = tmp_path / "spec.yaml"
+    if content is not None:
+        spec.write_bytes(content)
+    result = run_cli(tmp_path, "render", str(spec))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{spec}: {fragment}" in _flat(result.stderr)
+
+
+def test_directory_is_not_a_spec(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "validate", str(tmp_path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "is a directory" in result.stderr
+
+
+def test_every_problem_is_reported(tmp_path: Path) -> None:
+    """Several mistakes in one file are all listed, each with its own position."""
+    spec = _write(tmp_path, PCS.replace("name: demo", "name: ab") + "slurm: {version: '24.11'}\n"
+                  "tags: {'aws:x': y}\n")
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    where = {p.path: (p.line, p.column) for p in caught.value.problems}
+    assert where == {"name": (1, 7), "slurm.version": (7, 18), "tags.aws:x": (8, 17)}
+
+
+# --- warnings: not errors, but still located ---------------------------------------------------------
+
+def test_efa_on_type_outside_catalog_warns(tmp_path: Path) -> None:
+    """Every catalog instance type supports EFA, so 'EFA on an instance without it' can only be asked of a
+    type outside the catalog: fmcluster cannot know, and warns at the efa key instead of failing."""
+    from fmcluster import catalog
+
+    assert all(catalog.instance(name).efa_supported for name in catalog.instance_names())
+    spec = _write(tmp_path, PC.replace("p5.48xlarge", "m7i.large") + "    efa: true\n")
+    loaded = load_spec(spec)
+    warnings = {w.path: w for w in loaded.warnings}
+    assert (warnings["queues[0].efa"].line, warnings["queues[0].efa"].column) == (7, 10)
+    assert "EFA support of 'm7i.large' is unknown" in warnings["queues[0].efa"].message
+    assert (warnings["queues[0].instance_type"].line, warnings["queues[0].instance_type"].column) == (5, 20)
+
+
+def test_open_ssh_warns(tmp_path: Path) -> None:
+    spec = _write(tmp_path, PC + "network:\n  ssh: {allowed_cidr: 0.0.0.0/0}\n")
+    loaded = load_spec(spec)
+    assert [(w.path, w.line, w.column) for w in loaded.warnings] == [("network.ssh.allowed_cidr", 8, 23)]
+
+
+def test_warning_printed_by_render(tmp_path: Path) -> None:
+    spec = _write(tmp_path, PC.replace("p5.48xlarge", "m7i.large") + "    efa: true\n")
+    result = run_cli(tmp_path, "render", str(spec))
+    assert result.returncode == 0, result.stderr
+    assert f"warning: {spec}:7:10:" in result.stderr
