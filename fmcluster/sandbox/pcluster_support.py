@@ -29,17 +29,6 @@ SEEDED_ARCHITECTURES = ("x86_64", "arm64")
 # The account that publishes ParallelCluster's official AMIs.
 PCLUSTER_AMI_OWNER_ID = "247102896272"
 
-# ParallelCluster validators that fail only because moto cannot emulate what they check, to pass as
-# create_cluster(suppress_validators=[f"type:{name}" ...]). With the extensions below every validator
-# run by create_cluster(dryrun=True) passes for Slurm configs with ubuntu2204/alinux2023 on x86_64/arm64,
-# EFA + placement group (p5.48xlarge), FSx Lustre, EBS, EFS, login nodes and key pairs, so none is
-# suppressed. (Before the fixes, HeadNodeLaunchTemplateValidator/ComputeResourceLaunchTemplateValidator
-# failed on moto's block-device checks and KeyPairValidator on a missing KeyType; both are fixed here.)
-# Not a validator and not suppressible: CapacityType CAPACITY_BLOCK with a CapacityReservationTarget
-# makes pcluster call DescribeCapacityReservations while loading the config, which moto does not
-# implement (HTTP 500, "Invalid cluster configuration: Unable to parse response").
-SUPPRESSED_VALIDATORS: tuple[tuple[str, str, str], ...] = ()
-
 logger = logging.getLogger(__name__)
 _install_lock = threading.Lock()
 _installed = False

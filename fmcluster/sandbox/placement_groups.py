@@ -12,8 +12,9 @@ import uuid
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
+from fmcluster.sandbox.ec2_query import error, ok, tag_set
+
 ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
-_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 
 
 @dataclass
@@ -46,10 +47,10 @@ class PlacementGroups:
     def _create(self, groups: dict[str, _Group], params: dict[str, str], region: str, account: str):
         name = params.get("GroupName") or f"pg-{uuid.uuid4().hex[:8]}"
         if name in groups:
-            return _error("InvalidPlacementGroup.Duplicate", f"The Placement Group '{name}' already exists.")
+            return error("InvalidPlacementGroup.Duplicate", f"The Placement Group '{name}' already exists.")
         strategy = params.get("Strategy", "cluster")
         if strategy not in ("cluster", "spread", "partition"):
-            return _error("InvalidParameterValue", f"Invalid placement group strategy '{strategy}'.")
+            return error("InvalidParameterValue", f"Invalid placement group strategy '{strategy}'.")
         group_id = "pg-" + uuid.uuid4().hex[:17]
         tags = {}
         for key, value in params.items():
@@ -58,14 +59,14 @@ class PlacementGroups:
                 tags[value] = params.get(f"{key[:-4]}.Value", "")
         group = _Group(name, group_id, strategy, f"arn:aws:ec2:{region}:{account}:placement-group/{name}", tags)
         groups[name] = group
-        return _ok("CreatePlacementGroupResponse", f"<placementGroup>{_item_body(group)}</placementGroup>")
+        return ok("CreatePlacementGroupResponse", f"<placementGroup>{_item_body(group)}</placementGroup>")
 
     def _describe(self, groups: dict[str, _Group], params: dict[str, str]):
         names = [v for k, v in params.items() if re.fullmatch(r"GroupName\.\d+", k)]
         ids = [v for k, v in params.items() if re.fullmatch(r"GroupId\.\d+", k)]
         for name in names:
             if name not in groups:
-                return _error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
+                return error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
         selected = [g for g in groups.values() if (not names or g.name in names) and (not ids or g.group_id in ids)]
         for index in range(1, 50):
             filter_name = params.get(f"Filter.{index}.Name")
@@ -74,14 +75,14 @@ class PlacementGroups:
             values = {v for k, v in params.items() if k.startswith(f"Filter.{index}.Value.")}
             selected = [g for g in selected if _matches(g, filter_name, values)]
         items = "".join(f"<item>{_item_body(g)}</item>" for g in selected)
-        return _ok("DescribePlacementGroupsResponse", f"<placementGroupSet>{items}</placementGroupSet>")
+        return ok("DescribePlacementGroupsResponse", f"<placementGroupSet>{items}</placementGroupSet>")
 
     def _delete(self, groups: dict[str, _Group], params: dict[str, str]):
         name = params.get("GroupName", "")
         if name not in groups:
-            return _error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
+            return error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
         del groups[name]
-        return _ok("DeletePlacementGroupResponse", "<return>true</return>")
+        return ok("DeletePlacementGroupResponse", "<return>true</return>")
 
 
 def _matches(group: _Group, filter_name: str, values: set[str]) -> bool:
@@ -93,18 +94,6 @@ def _matches(group: _Group, filter_name: str, values: set[str]) -> bool:
 
 
 def _item_body(group: _Group) -> str:
-    tags = "".join(f"<item><key>{escape(k)}</key><value>{escape(v)}</value></item>" for k, v in group.tags.items())
     return (f"<groupName>{escape(group.name)}</groupName><state>available</state>"
             f"<strategy>{group.strategy}</strategy><groupId>{group.group_id}</groupId>"
-            f"<groupArn>{group.arn}</groupArn><tagSet>{tags}</tagSet>")
-
-
-def _ok(root: str, inner: str) -> tuple[int, dict, bytes]:
-    body = f'<{root} xmlns="{_NS}"><requestId>{uuid.uuid4()}</requestId>{inner}</{root}>'
-    return 200, {"Content-Type": "text/xml"}, body.encode()
-
-
-def _error(code: str, message: str) -> tuple[int, dict, bytes]:
-    body = (f"<Response><Errors><Error><Code>{code}</Code><Message>{escape(message)}</Message></Error></Errors>"
-            f"<RequestID>{uuid.uuid4()}</RequestID></Response>")
-    return 400, {"Content-Type": "text/xml"}, body.encode()
+            f"<groupArn>{group.arn}</groupArn>{tag_set(group.tags)}")

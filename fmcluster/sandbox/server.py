@@ -32,6 +32,12 @@ Control routes (JSON in, JSON out; not AWS APIs):
 ``POST /_fmcluster/quotas``
     ``{"region": "us-east-1", "L-417A185B": 0}`` sets quota values (``"service_code"`` defaults to
     ``ec2``, ``"account"`` to 123456789012); ``{"reset": true}`` restores the seeded values.
+``POST /_fmcluster/capacity-reservations``
+    seed an ODCR or a Capacity Block as AWS would hold it (moto has no capacity reservations; the sandbox
+    serves Create/Describe/CancelCapacityReservation itself), e.g. ``{"instance_type": "p5en.48xlarge",
+    "availability_zone": "us-east-1a", "count": 8, "type": "capacity-block", "state": "active",
+    "start": "2026-12-01T00:00:00Z", "end": "2026-12-15T00:00:00Z", "reservation_id": "cr-0123456789abcdef0"}``;
+    answers ``{"reservation_id": ...}``.
 ``POST /_fmcluster/reset``
     forget every resource: moto's state (default VPCs come back on next use), the PCS emulator's
     clusters, and quota changes. Faults are kept (reset them with ``POST /_fmcluster/faults
@@ -388,7 +394,10 @@ def _install_pcluster_support() -> bool:
     return True
 
 
+# EC2 actions moto 5.2.5 does not implement, served by the sandbox's own modules.
 PLACEMENT_GROUP_ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
+CAPACITY_RESERVATION_ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations",
+                                "CancelCapacityReservation")
 
 
 class SandboxApp:
@@ -397,6 +406,7 @@ class SandboxApp:
     def __init__(self, faults: Any = None, *, pcluster_support: bool | None = None):
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
+        from fmcluster.sandbox.capacity_reservations import CapacityReservations
         from fmcluster.sandbox.placement_groups import PlacementGroups
 
         # A real account has AWS's managed policies (AmazonSSMManagedInstanceCore, …) to attach.
@@ -404,6 +414,7 @@ class SandboxApp:
         self.faults = faults if faults is not None else load_faults(None)
         self.moto = DomainDispatcherApplication(create_backend_app)
         self.placement_groups = PlacementGroups()
+        self.capacity_reservations = CapacityReservations()
         from fmcluster.sandbox import pcs_amis
 
         pcs_amis.install()
@@ -457,6 +468,7 @@ class SandboxApp:
         with self._pcs_lock:
             self.pcs = _make_pcs(self.faults)
         self.placement_groups.reset()
+        self.capacity_reservations.reset()
 
     # -- control routes ------------------------------------------------------------------------
     def _control(self, environ, start_response):
@@ -481,6 +493,11 @@ class SandboxApp:
                 qs = parse_qs(environ.get("QUERY_STRING", ""))
                 region = qs.get("region", ["us-east-1"])[0]
                 return self._json(start_response, 200, get_quotas(region, qs.get("account", [None])[0]))
+            if path == "/_fmcluster/capacity-reservations" and method == "POST":
+                from moto.core import DEFAULT_ACCOUNT_ID
+
+                account = str(payload.pop("account", None) or DEFAULT_ACCOUNT_ID)
+                return self._json(start_response, 200, self.capacity_reservations.seed(payload, account))
             if path == "/_fmcluster/reset" and method == "POST":
                 self.reset_state()
                 return self._json(start_response, 200, {"ok": True})
@@ -512,6 +529,7 @@ class SandboxApp:
             with self._pcs_lock:
                 self.pcs = _make_pcs(self.faults)
             self.placement_groups.reset()
+            self.capacity_reservations.reset()
             return self.moto(environ, start_response)
 
         target = environ.get("HTTP_X_AMZ_TARGET", "")
@@ -551,6 +569,10 @@ class SandboxApp:
         if service == "ec2" and operation in PLACEMENT_GROUP_ACTIONS:
             account = self._account(environ, access_key)
             answer = self.placement_groups.handle(operation, params, region, account)
+            return self._respond(start_response, *answer)
+        if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
+            account = self._account(environ, access_key)
+            answer = self.capacity_reservations.handle(operation, params, region, account)
             return self._respond(start_response, *answer)
         return self.moto(environ, start_response)
 
