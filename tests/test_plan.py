@@ -340,8 +340,11 @@ def test_plan_json_on_every_config_matches_the_catalog(config: Path) -> None:
             facts.hbm_tbps_per_accelerator * facts.accelerator.count * nodes
         )
         assert facts.efa is not None
-        assert queue["efa_gbps_total"] == facts.efa.gbps * nodes
-        assert queue["efa_version"] == facts.efa.version
+        if spec_queue.get("efa") is False:  # EFA turned off in the spec: no EFA figures
+            assert queue["efa_gbps_total"] is None
+        else:
+            assert queue["efa_gbps_total"] == facts.efa.gbps * nodes
+            assert queue["efa_version"] == facts.efa.version
         if facts.price.usd_per_hour is not None and queue["price_basis"] == "on-demand":
             assert queue["usd_per_hour"] == pytest.approx(facts.price.usd_per_hour * nodes)
     if raw.get("workload"):
