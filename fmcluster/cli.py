@@ -169,6 +169,11 @@ def create(
     no_rollback: bool = typer.Option(
         False, "--no-rollback", help="ParallelCluster: keep a failed stack for debugging instead of rolling back."
     ),
+    skip_preflight: bool = typer.Option(False, "--skip-preflight", help="Do not run the preflight checks first."),
+    retry_capacity: float = typer.Option(
+        0, "--retry-capacity", min=0, metavar="MIN",
+        help="On InsufficientInstanceCapacity, keep retrying (with backoff) for up to MIN minutes.",
+    ),
 ) -> None:
     """Create the cluster: check, show the plan, create with live progress.
 
@@ -182,7 +187,25 @@ def create(
 
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
-    raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback))
+    raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback,
+                                      skip_preflight=skip_preflight, retry_capacity_min=retry_capacity))
+
+
+@app.command()
+def preflight(spec: Path = SpecArgument) -> None:
+    """Check the account before creating anything: credentials, subnet and AZ, instance-type offerings,
+    vCPU quotas, capacity reservations and Capacity Blocks, key pair, S3 bucket, PCS limits, ParallelCluster
+    and Node.js. Each failure comes with its fix; exit 1 when any check fails. `create` runs this first.
+
+    Example: fmcluster --sandbox preflight configs/quickstart-pcs.yaml
+    """
+    from fmcluster import lifecycle, ui
+    from fmcluster.spec import load_spec
+
+    loaded = load_spec(spec)
+    ui.print_warnings(loaded.warnings)
+    if not lifecycle.preflight(loaded.spec, to_stdout=True):
+        raise typer.Exit(1)
 
 
 @app.command()

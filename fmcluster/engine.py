@@ -216,6 +216,12 @@ class Engine:
     def _ensure(self, resource: Resource, wait: bool) -> None:
         record = self._record_for(resource)
         observed = resource.read(self.ctx, record.id if record else None)
+        if observed is not None and observed.phase == "failed" and not resource.owned_by_parent:
+            # A failed create is not worth keeping: delete it and start over (how a re-run converges).
+            self._emit(Event(resource.name, "started", observed.status, "replacing the failed resource"))
+            resource.delete(self.ctx, observed)
+            self._wait(resource, observed, until=("gone",), deleting=True)
+            observed = None
         if observed is None or observed.phase == "gone":
             self._emit(Event(resource.name, "started", detail="creating"))
             observed = resource.create(self.ctx)

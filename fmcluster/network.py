@@ -1,5 +1,7 @@
 """Find where a cluster's nodes go: the spec's subnet, or the default VPC's subnet in an AZ that
-offers every instance type the spec asks for (what a new AWS account, and the sandbox, have)."""
+offers every instance type the spec asks for (what a new AWS account, and the sandbox, have) — the AZ of
+the spec's capacity reservations / Capacity Blocks when they share one, as reserved capacity is usable
+only there."""
 
 from __future__ import annotations
 
@@ -28,8 +30,30 @@ def offering_zones(ec2: Any, instance_type: str) -> set[str]:
     return {offer["Location"] for page in pages for offer in page["InstanceTypeOfferings"]}
 
 
+def reservation_zone(spec: Spec, ec2: Any) -> str | None:
+    """The one AZ every queue's reservation is in; None when no queue has one, they span AZs, or the
+    lookup fails (unknown id, no permission: preflight reports the bad reservation)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    ids = sorted({q.capacity.reservation_id for q in spec.queues if q.capacity.reservation_id})
+    if not ids:
+        return None
+    try:
+        found = ec2.describe_capacity_reservations(CapacityReservationIds=ids)["CapacityReservations"]
+    except (ClientError, BotoCoreError, ResponseParserError):
+        return None
+    zones = {r.get("AvailabilityZone") for r in found}
+    if len(zones) != 1 or {r.get("CapacityReservationId") for r in found} != set(ids):
+        return None
+    return zones.pop()
+
+
 def resolve_placement(spec: Spec, ec2: Any) -> Placement:
-    """Raise :class:`UsageError`/:class:`AwsError` with the fix when no placement works."""
+    """Raise :class:`UsageError`/:class:`AwsError` with the fix when no placement works.
+
+    Without a subnet in the spec: the default VPC's subnet in the reservations' AZ (see
+    :func:`reservation_zone`) when that AZ offers every type, else in the first AZ that does."""
     from botocore.exceptions import ClientError
 
     if spec.network.subnet_id:
@@ -57,5 +81,6 @@ def resolve_placement(spec: Spec, ec2: Any) -> Placement:
         raise UsageError(f"no Availability Zone of {spec.region} offers all of {', '.join(instance_types(spec))} "
                          "in the default VPC: set network.subnet_id to a subnet in an AZ with capacity, or split "
                          "the queues")
-    chosen = candidates[0]
+    reserved = reservation_zone(spec, ec2)
+    chosen = next((s for s in candidates if s["AvailabilityZone"] == reserved), candidates[0])
     return Placement(chosen["SubnetId"], vpc_id, chosen["AvailabilityZone"])

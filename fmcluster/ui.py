@@ -51,18 +51,22 @@ def print_warnings(problems: Iterable[SpecProblem]) -> None:
 _MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "skipped": "[dim]–[/]", "warning": "[yellow]![/]"}
 
 
-def print_check_results(results: Iterable[CheckResult]) -> None:
+def print_check_results(results: Iterable[CheckResult], console: Console | None = None) -> None:
+    """One table: check, result and details, and the fix for each failure."""
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("")
     table.add_column("check")
     table.add_column("result")
+    table.add_column("fix")
     for result in results:
-        table.add_row(_MARKS[result.status], result.name, _escape(result.summary))
+        fixes = [d[len("fix: "):] for d in result.details if d.startswith("fix: ")]
+        table.add_row(_MARKS[result.status], result.name, _escape(result.summary), _escape("\n".join(fixes)))
         for detail in result.details:
-            table.add_row("", "", f"[dim]{_escape(detail)}[/]")
-    out_console().print(table)
+            if not detail.startswith("fix: "):
+                table.add_row("", "", f"[dim]{_escape(detail)}[/]", "")
+    (console or out_console()).print(table)
 
 
 def _escape(text: str) -> str:

@@ -299,8 +299,9 @@ def test_parallelcluster_defaults(path: Path) -> None:
         assert queue["ComputeSettings"]["LocalStorage"]["RootVolume"]["Encrypted"] is True
         assert queue["HealthChecks"]["Gpu"]["Enabled"] is True  # every example queue is a GPU queue
         resource = queue["ComputeResources"][0]
-        assert resource["Efa"]["Enabled"] is True
-        assert resource["Efa"]["GdrSupport"] is True
+        assert resource["Efa"]["Enabled"] is (queue_spec.efa is not False)  # on unless the spec turns it off
+        if queue_spec.efa is not False:
+            assert resource["Efa"]["GdrSupport"] is True
     for storage in config.get("SharedStorage", []):
         if storage["StorageType"] == "FsxLustre" and "FileSystemId" not in storage["FsxLustreSettings"]:
             assert storage["FsxLustreSettings"]["DeploymentType"] == "PERSISTENT_2"
@@ -327,8 +328,10 @@ def test_parallelcluster_reservation_has_no_placement_group() -> None:
     assert lustre["FsxLustreSettings"]["StorageCapacity"] == 4800
 
 
-def test_parallelcluster_on_demand_efa_queue_gets_placement_group() -> None:
-    _, config = _pc_config(_config("quickstart-parallelcluster"))
+def test_parallelcluster_on_demand_efa_queue_gets_placement_group(tmp_path: Path) -> None:
+    spec, rendered = _render_text(tmp_path, "name: od\nbackend: parallelcluster\n"
+                                  "queues:\n  - {name: gpu, instance_type: p5.4xlarge, nodes: {min: 0, max: 2}}\n")
+    config = rendered.one("pcluster_cluster").body
     queue = config["Scheduling"]["SlurmQueues"][0]
     assert queue["CapacityType"] == "ONDEMAND"
     assert "CapacityReservationTarget" not in queue
@@ -336,6 +339,13 @@ def test_parallelcluster_on_demand_efa_queue_gets_placement_group() -> None:
     assert queue["ComputeResources"][0]["MinCount"] == 0
     assert queue["ComputeResources"][0]["MaxCount"] == 2
     assert config["HeadNode"]["Ssh"]["AllowedIps"] == SSH_CLOSED_CIDR
+
+
+def test_parallelcluster_queue_without_efa_has_no_placement_group() -> None:
+    _, config = _pc_config(_config("quickstart-parallelcluster"))
+    queue = config["Scheduling"]["SlurmQueues"][0]
+    assert queue["ComputeResources"][0]["Efa"]["Enabled"] is False
+    assert queue["Networking"]["PlacementGroup"]["Enabled"] is False
 
 
 def test_parallelcluster_ssh_open_only_when_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -437,7 +447,7 @@ def test_user_data_references_are_filled_before_encoding() -> None:
         values = {ref: stand_in(ref) for ref in references(document.body)}
         values |= {"fsx_lustre.dns_name": "fs-1.fsx.example", "fsx_lustre.mount_name": "mnt1"}
         user_data = _user_data(document, values)
-        assert '"${LUSTRE_DNS_0:-fs-1.fsx.example}@tcp:/mnt1 /fsx lustre' in user_data
+        assert '"fs-1.fsx.example@tcp:/mnt1 /fsx lustre' in user_data
         assert "${fsx_lustre" not in user_data
         assert user_data == render_text("pcs/user_data.mime.j2", cluster="b200-pcs", node_group=document.key,
                                         lustre_mounts=[{"path": "/fsx", "dns_name": "fs-1.fsx.example",

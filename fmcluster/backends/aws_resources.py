@@ -240,6 +240,57 @@ class FsxLustre(Resource):
                 raise
 
 
+class FsxDataRepository(Resource):
+    """A Lustre ↔ S3 link (lazy load from ``s3_import``, export to ``s3_export``)."""
+
+    kind = "fsx_data_repository"
+    is_storage = True
+
+    def __init__(self, document: Document, token: str):
+        self.key = document.key
+        self.document = document
+        self.token = token
+        self.depends_on = ("fsx_lustre:lustre",)
+
+    def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        fsx = ctx.client("fsx")
+        if known_id:  # recorded by an earlier run (teardown reads it before the file system)
+            try:
+                found = fsx.describe_data_repository_associations(AssociationIds=[known_id])["Associations"]
+            except ClientError as exc:
+                if error_code(exc) != "DataRepositoryAssociationNotFound":
+                    raise
+                found = []
+        else:
+            file_system = ctx.values.get("fsx_lustre.id")
+            if not file_system:
+                return None
+            found = fsx.describe_data_repository_associations(
+                Filters=[{"Name": "file-system-id", "Values": [file_system]}])["Associations"]
+        for association in found:
+            if association["DataRepositoryPath"] == self.document.body["DataRepositoryPath"] and \
+                    association.get("FileSystemPath") == self.document.body["FileSystemPath"]:
+                state = association.get("Lifecycle", "AVAILABLE")
+                phase = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "FAILED": "failed",
+                         "MISCONFIGURED": "failed"}.get(state, "pending")
+                return Observed(association["AssociationId"], state, phase, {},
+                                association.get("FailureDetails", {}).get("Message", ""))
+        return None
+
+    def create(self, ctx: Context) -> Observed:
+        association = ctx.client("fsx").create_data_repository_association(
+            ClientRequestToken=self.token, **ctx.resolve(self.document.body))["Association"]
+        return Observed(association["AssociationId"], association.get("Lifecycle", "CREATING"), "pending")
+
+    def delete(self, ctx: Context, observed: Observed) -> None:
+        try:
+            ctx.client("fsx").delete_data_repository_association(AssociationId=observed.id,
+                                                                 DeleteDataInFileSystem=False)
+        except ClientError as exc:
+            if error_code(exc) != "DataRepositoryAssociationNotFound":
+                raise
+
+
 def _tolerate(call: Any, *codes: str) -> None:
     try:
         call()

@@ -12,6 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.backends.aws_resources import (
+    FsxDataRepository,
     FsxLustre,
     InstanceProfile,
     LaunchTemplate,
@@ -195,6 +196,8 @@ def build_resources(spec: Spec, placement: Placement, generation: str, spec_file
     for document in rendered.by_kind("fsx_lustre"):
         resources.append(FsxLustre(document, spec.name, ("security_group:cluster",),
                                    client_token(spec, generation, "fsx_lustre")[:36]))
+    for document in rendered.by_kind("fsx_data_repository"):
+        resources.append(FsxDataRepository(document, client_token(spec, generation, f"dra/{document.key}")[:36]))
     lustre = ("fsx_lustre:lustre",) if rendered.by_kind("fsx_lustre") else ()
     for document in rendered.by_kind("launch_template"):
         group = next((d for d in rendered.by_kind("placement_group") if f"placement_group.{d.key}"

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from fmcluster import catalog
-from fmcluster.preflight.common import Context, aws_code, aws_failure, fix, guarded
+from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.spec.models import Queue, max_nodes
 from fmcluster.validate import CheckResult
 
@@ -111,7 +111,7 @@ def _vcpus(ctx: Context, types: list[str]) -> dict[str, int]:
 
 
 def _quota(ctx: Context, code: str, need: _Need, notes: list[str]) -> CheckResult:
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
     quotas = ctx.aws("service-quotas")
     label = QUOTA_NAMES.get(code, code)
@@ -124,7 +124,7 @@ def _quota(ctx: Context, code: str, need: _Need, notes: list[str]) -> CheckResul
             if aws_code(exc) != "NoSuchResourceException":
                 raise
             quota = quotas.get_aws_default_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]
-    except (ClientError, BotoCoreError) as exc:
+    except aws_errors() as exc:
         return aws_failure(name, f"quota {code} ({label})", exc)
     label = quota.get("QuotaName") or label
     value = float(quota.get("Value", 0))
@@ -212,27 +212,17 @@ def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckR
     elif not block and kind == "capacity-block":
         failures.append(f"{rid} is a Capacity Block, not an On-Demand Capacity Reservation")
         fixes.append(f"set queues[{index}].capacity.type: capacity-block (and nodes: {total}, fixed)")
-    if cr.get("InstanceType") and cr["InstanceType"] != queue.instance_type:
-        failures.append(f"{rid} reserves {cr['InstanceType']}, the queue asks for {queue.instance_type}")
-        fixes.append(f"set queues[{index}].instance_type: {cr['InstanceType']}, or use a reservation of "
-                     f"{queue.instance_type}")
-    zone = cr.get("AvailabilityZone")
-    if ctx.placement is None:
-        details.append("the subnet's AZ is unknown (see the subnet check), so the AZ was not compared")
-    elif zone and zone != ctx.placement.availability_zone:
-        failures.append(f"{rid} is in {zone}, the subnet {ctx.placement.subnet_id} in "
-                        f"{ctx.placement.availability_zone}")
-        fixes.append(f"set network.subnet_id to a subnet in {zone}: reserved capacity is usable only in its AZ")
-
     expired = state == "expired" or (end is not None and cr.get("EndDateType") != "unlimited" and end <= now)
     if expired:
         failures.append(f"{rid} ended {_when(end)}" if end else f"{rid} has expired")
-        fixes.append("buy a new Capacity Block (`aws ec2 describe-capacity-block-offerings --instance-type "
-                     f"{queue.instance_type} --instance-count {nodes} --capacity-duration-hours 24`, then "
-                     "`aws ec2 purchase-capacity-block`) and put its id in "
-                     f"queues[{index}].capacity.reservation_id" if block else
-                     "create a new reservation (`aws ec2 create-capacity-reservation`) or set "
-                     f"queues[{index}].capacity.type: on-demand")
+        if block:
+            fixes.append("buy a new Capacity Block (`aws ec2 describe-capacity-block-offerings --instance-type "
+                         f"{queue.instance_type} --instance-count {nodes} --capacity-duration-hours 24`, then "
+                         "`aws ec2 purchase-capacity-block`) and put its id in "
+                         f"queues[{index}].capacity.reservation_id")
+        else:
+            fixes.append("create a new reservation (`aws ec2 create-capacity-reservation`) or set "
+                         f"queues[{index}].capacity.type: on-demand")
     elif state in ("cancelled", "cancelling", "failed", "payment-failed", "unsupported", "unavailable"):
         failures.append(f"{rid} is {state}")
         fixes.append(f"use another {what}" + (_buy_block(queue) if block else
@@ -241,6 +231,18 @@ def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckR
         warnings.append(f"{rid} is {state}; it starts {_when(start)}: nodes launch from then on")
     elif state != "active":
         warnings.append(f"{rid} is {state}")
+
+    if cr.get("InstanceType") and cr["InstanceType"] != queue.instance_type:
+        failures.append(f"{rid} reserves {cr['InstanceType']}, the queue asks for {queue.instance_type}")
+        fixes.append(f"set queues[{index}].instance_type: {cr['InstanceType']}, or use a reservation of "
+                     f"{queue.instance_type}")
+    zone = cr.get("AvailabilityZone")
+    if ctx.placement is None:
+        details.append("the subnet's AZ is unknown (see the subnet check), so the AZ was not compared")
+    elif zone and zone != ctx.placement.availability_zone:
+        failures.append(f"{rid} is in {zone}, but the subnet {ctx.placement.subnet_id} is in "
+                        f"{ctx.placement.availability_zone}")
+        fixes.append(f"set network.subnet_id to a subnet in {zone}: reserved capacity is usable only in its AZ")
 
     if total < nodes:
         failures.append(f"{rid} holds {total} instances, queue {queue.name} goes up to {nodes}")
@@ -252,7 +254,8 @@ def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckR
         hours = (end - now).total_seconds() / 3600
         details.append(f"{hours:.1f} hours left; instances stop at {_when(end)}")
 
-    details += failures + warnings + [fix(text) for text in fixes]
+    findings = failures + warnings
+    details += findings[1:] + [fix(text) for text in fixes]
     if failures:
         return CheckResult(name, "failed", failures[0], details)
     if warnings:

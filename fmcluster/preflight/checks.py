@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 from fmcluster.errors import AwsError, UsageError
-from fmcluster.preflight.common import Context, aws_code, aws_failure, fix, guarded
+from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_size
 from fmcluster.spec.models import max_nodes
 from fmcluster.validate import CheckResult
@@ -44,11 +44,7 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
     except UsageError as exc:
         message, _, remedy = str(exc).rpartition(": ")
         return [CheckResult("subnet", "failed", message or str(exc), [fix(remedy)] if message else [])]
-    except Exception as exc:  # botocore errors from the default-VPC lookup
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        if not isinstance(exc, (ClientError, BotoCoreError)):
-            raise
+    except aws_errors() as exc:  # from the default-VPC lookup
         return [aws_failure("subnet", "default VPC", exc)]
     ctx.placement = placement
     ctx.head_zone = placement.availability_zone
@@ -91,14 +87,12 @@ def _subnet_addresses(ctx: Context, subnet: dict) -> list[CheckResult]:
 
 @guarded("head subnet")
 def _head_subnet(ctx: Context) -> list[CheckResult]:
+    from botocore.exceptions import ClientError
+
     head_id = ctx.spec.network.head_subnet_id
     try:
         head = ctx.aws("ec2").describe_subnets(SubnetIds=[head_id])["Subnets"][0]
-    except Exception as exc:
-        from botocore.exceptions import ClientError
-
-        if not isinstance(exc, ClientError):
-            raise
+    except ClientError as exc:
         return [aws_failure("head subnet", f"subnet {head_id}", exc,
                             "check network.head_subnet_id and the region")]
     ctx.head_zone = head["AvailabilityZone"]
@@ -141,24 +135,21 @@ def _offering(ctx: Context, instance_type: str, zone: str) -> list[CheckResult]:
                                      "or another instance type")])]
         return [CheckResult(name, "failed", f"{instance_type} is not offered in {zone}",
                             [f"offered in: {', '.join(elsewhere)}",
-                             fix(f"use a subnet in {' or '.join(elsewhere)} (network.subnet_id), "
-                                 "where your capacity is")])]
+                             fix(f"set network.subnet_id to a subnet in {' or '.join(elsewhere)}")])]
 
     return run(ctx)
 
 
 @guarded("key pair")
 def check_key_pair(ctx: Context) -> list[CheckResult]:
+    from botocore.exceptions import ClientError
+
     key = ctx.spec.network.ssh.key_name
     if not key:
         return []
     try:
         pair = ctx.aws("ec2").describe_key_pairs(KeyNames=[key])["KeyPairs"][0]
-    except Exception as exc:
-        from botocore.exceptions import ClientError
-
-        if not isinstance(exc, ClientError):
-            raise
+    except ClientError as exc:
         return [aws_failure("key pair", f"key pair {key}", exc,
                             f"create or import it (`aws ec2 create-key-pair --key-name {key} --region {ctx.region}`, "
                             f"or `aws ec2 import-key-pair`), or fix network.ssh.key_name")]
@@ -260,11 +251,9 @@ def check_pcs(ctx: Context) -> list[CheckResult]:
 
 def _pcs_cluster_quota(ctx: Context, count: int, exists: bool) -> tuple[list[str], bool]:
     """Compare with the PCS clusters-per-Region quota when Service Quotas lists one (optional extra)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
     try:
         quotas = ctx.aws("service-quotas").list_service_quotas(ServiceCode="pcs").get("Quotas", [])
-    except (ClientError, BotoCoreError) as exc:
+    except aws_errors() as exc:
         return [f"PCS quotas not read from Service Quotas ({aws_code(exc)})"], False
     for quota in quotas:
         quota_name = quota.get("QuotaName", "")

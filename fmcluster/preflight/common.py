@@ -43,11 +43,18 @@ def aws_failure(name: str, resource: str, exc: BaseException, fix_text: str = ""
     from fmcluster.errors import AwsError
 
     error = exc if isinstance(exc, AwsError) else describe_error(resource, exc)
-    details = [f"AWS said {error.code}: {error.aws_message}"]
     hint = fix_text or error.hint
-    if hint:
-        details.append(fix(hint))
-    return CheckResult(name, "failed", f"{resource}: {error.code}: {error.aws_message}", details)
+    message = error.aws_message.strip().split("\n")[0]  # an unparseable answer carries its whole body
+    return CheckResult(name, "failed", f"{resource}: AWS said {error.code}: {message}",
+                       [fix(hint)] if hint else [])
+
+
+def aws_errors() -> tuple[type[BaseException], ...]:
+    """What boto3 raises when AWS (or the endpoint) says no or cannot be understood."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    return ClientError, BotoCoreError, ResponseParserError
 
 
 def aws_code(exc: BaseException) -> str:
@@ -61,13 +68,11 @@ def guarded(name: str, resource: str = "") -> Callable:
     def wrap(check: Callable[[Context], list[CheckResult]]) -> Callable[[Context], list[CheckResult]]:
         @functools.wraps(check)
         def run(ctx: Context) -> list[CheckResult]:
-            from botocore.exceptions import BotoCoreError, ClientError
-
             from fmcluster.errors import FmclusterError
 
             try:
                 return check(ctx)
-            except (ClientError, BotoCoreError, FmclusterError) as exc:
+            except (*aws_errors(), FmclusterError) as exc:
                 if isinstance(exc, FmclusterError) and not hasattr(exc, "code"):
                     return [CheckResult(name, "failed", str(exc).split("\n")[0], [])]
                 return [aws_failure(name, resource or name, exc)]

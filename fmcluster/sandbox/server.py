@@ -398,6 +398,9 @@ def _install_pcluster_support() -> bool:
 PLACEMENT_GROUP_ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
 CAPACITY_RESERVATION_ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations",
                                 "CancelCapacityReservation")
+FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
+FSX_DRA_OPERATIONS = ("CreateDataRepositoryAssociation", "DescribeDataRepositoryAssociations",
+                      "DeleteDataRepositoryAssociation")
 
 
 class SandboxApp:
@@ -415,6 +418,10 @@ class SandboxApp:
         self.moto = DomainDispatcherApplication(create_backend_app)
         self.placement_groups = PlacementGroups()
         self.capacity_reservations = CapacityReservations()
+        from fmcluster.sandbox import fsx_extras
+
+        fsx_extras.install()
+        self.data_repositories = fsx_extras.DataRepositoryAssociations()
         from fmcluster.sandbox import pcs_amis
 
         pcs_amis.install()
@@ -469,6 +476,7 @@ class SandboxApp:
             self.pcs = _make_pcs(self.faults)
         self.placement_groups.reset()
         self.capacity_reservations.reset()
+        self.data_repositories.reset()
 
     # -- control routes ------------------------------------------------------------------------
     def _control(self, environ, start_response):
@@ -530,6 +538,7 @@ class SandboxApp:
                 self.pcs = _make_pcs(self.faults)
             self.placement_groups.reset()
             self.capacity_reservations.reset()
+            self.data_repositories.reset()
             return self.moto(environ, start_response)
 
         target = environ.get("HTTP_X_AMZ_TARGET", "")
@@ -569,6 +578,10 @@ class SandboxApp:
         if service == "ec2" and operation in PLACEMENT_GROUP_ACTIONS:
             account = self._account(environ, access_key)
             answer = self.placement_groups.handle(operation, params, region, account)
+            return self._respond(start_response, *answer)
+        if target.startswith(FSX_TARGET_PREFIX) and operation in FSX_DRA_OPERATIONS:
+            account = self._account(environ, access_key)
+            answer = self.data_repositories.handle(operation, _read_body(environ), region, account)
             return self._respond(start_response, *answer)
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
             account = self._account(environ, access_key)

@@ -1,0 +1,151 @@
+"""What moto 5.2.5's FSx lacks and fmcluster relies on, as AWS documents it:
+
+* file systems report ``Lifecycle`` (moto omits it), a Lustre ``MountName`` (clients mount
+  ``dns@tcp:/mountname``) and an OpenZFS ``RootVolumeId`` (ParallelCluster mounts volumes, not file
+  systems);
+* ``ClientRequestToken`` makes CreateFileSystem idempotent, as on AWS;
+* data repository associations (Lustre ↔ S3): Create/Describe/DeleteDataRepositoryAssociation, served
+  by the sandbox itself (FSx speaks awsJson1_1 under the ``AWSSimbaAPIService_v20180301`` target).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from typing import Any
+
+
+def install() -> None:
+    """Patch moto's FSx models once per process."""
+    from moto.fsx import models
+
+    if getattr(models.FileSystem.to_dict, "_fmcluster", False):
+        return
+    original_to_dict = models.FileSystem.to_dict
+    original_create = models.FSxBackend.create_file_system
+
+    def to_dict(self: Any) -> dict[str, Any]:
+        result = original_to_dict(self)
+        result.setdefault("Lifecycle", "AVAILABLE")
+        digest = hashlib.sha256(self.file_system_id.encode()).hexdigest()
+        if self.file_system_type == "LUSTRE":
+            lustre = dict(result.get("LustreConfiguration") or {})
+            lustre.setdefault("MountName", digest[:8])
+            result["LustreConfiguration"] = lustre
+        if self.file_system_type == "OPENZFS":
+            openzfs = dict(result.get("OpenZFSConfiguration") or {})
+            openzfs.setdefault("RootVolumeId", f"fsvol-{digest[:17]}")
+            result["OpenZFSConfiguration"] = openzfs
+        return result
+
+    def create_file_system(self: Any, client_request_token: str, *args: Any, **kwargs: Any) -> Any:
+        tokens = self.__dict__.setdefault("_fmcluster_tokens", {})
+        if client_request_token and client_request_token in tokens:
+            existing = self.file_systems.get(tokens[client_request_token])
+            if existing is not None:
+                return existing
+        file_system = original_create(self, client_request_token, *args, **kwargs)
+        if client_request_token:
+            tokens[client_request_token] = file_system.file_system_id
+        return file_system
+
+    to_dict._fmcluster = True  # type: ignore[attr-defined]
+    models.FileSystem.to_dict = to_dict
+    models.FSxBackend.create_file_system = create_file_system
+
+
+class DataRepositoryAssociations:
+    """Lustre ↔ S3 links; each becomes AVAILABLE ``settle_seconds`` after it is created."""
+
+    def __init__(self, settle_seconds: float = 0.5) -> None:
+        self._associations: dict[str, dict[str, Any]] = {}
+        self._tokens: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self.settle_seconds = settle_seconds
+
+    def reset(self) -> None:
+        with self._lock:
+            self._associations.clear()
+            self._tokens.clear()
+
+    def handle(self, operation: str, body: bytes, region: str, account: str) -> tuple[int, dict, bytes]:
+        try:
+            request = json.loads(body or b"{}")
+        except json.JSONDecodeError:
+            return _error("BadRequest", "the body is not JSON")
+        with self._lock:
+            if operation == "CreateDataRepositoryAssociation":
+                return self._create(request, region, account)
+            if operation == "DescribeDataRepositoryAssociations":
+                return self._describe(request, region, account)
+            return self._delete(request, region, account)
+
+    def _create(self, request: dict[str, Any], region: str, account: str):
+        from moto.fsx.models import fsx_backends
+
+        token = request.get("ClientRequestToken")
+        if token and token in self._tokens:
+            return _ok({"Association": self._view(self._associations[self._tokens[token]])})
+        fs_id = request.get("FileSystemId", "")
+        if fs_id not in fsx_backends[account][region].file_systems:
+            return _error("FileSystemNotFound", f"File system '{fs_id}' does not exist.")
+        for field in ("FileSystemId", "DataRepositoryPath"):
+            if not request.get(field):
+                return _error("BadRequest", f"{field} is required")
+        association_id = "dra-" + uuid.uuid4().hex[:17]
+        association = {
+            "AssociationId": association_id,
+            "ResourceARN": f"arn:aws:fsx:{region}:{account}:association/{fs_id}/{association_id}",
+            "FileSystemId": fs_id,
+            "FileSystemPath": request.get("FileSystemPath", "/"),
+            "DataRepositoryPath": request["DataRepositoryPath"],
+            "BatchImportMetaDataOnCreate": bool(request.get("BatchImportMetaDataOnCreate", False)),
+            "S3": request.get("S3", {}),
+            "Tags": request.get("Tags", []),
+            "CreationTime": time.time(),
+            "_created": time.monotonic(),
+            "_region": region, "_account": account, "_deleting": False,
+        }
+        self._associations[association_id] = association
+        if token:
+            self._tokens[token] = association_id
+        return _ok({"Association": self._view(association)})
+
+    def _describe(self, request: dict[str, Any], region: str, account: str):
+        ids = request.get("AssociationIds") or []
+        mine = [a for a in self._associations.values() if a["_region"] == region and a["_account"] == account]
+        for wanted in ids:
+            if wanted not in {a["AssociationId"] for a in mine}:
+                return _error("DataRepositoryAssociationNotFound", f"Association '{wanted}' does not exist.")
+        selected = [a for a in mine if not ids or a["AssociationId"] in ids]
+        for item in request.get("Filters") or []:
+            if item.get("Name") == "file-system-id":
+                selected = [a for a in selected if a["FileSystemId"] in item.get("Values", [])]
+        return _ok({"Associations": [self._view(a) for a in selected]})
+
+    def _delete(self, request: dict[str, Any], region: str, account: str):
+        association = self._associations.get(request.get("AssociationId", ""))
+        if association is None or association["_region"] != region:
+            return _error("DataRepositoryAssociationNotFound", f"Association '{request.get('AssociationId')}' "
+                                                               "does not exist.")
+        del self._associations[association["AssociationId"]]
+        return _ok({"AssociationId": association["AssociationId"], "Lifecycle": "DELETING",
+                    "DeleteDataInFileSystem": bool(request.get("DeleteDataInFileSystem", False))})
+
+    def _view(self, association: dict[str, Any]) -> dict[str, Any]:
+        settled = time.monotonic() - association["_created"] >= self.settle_seconds
+        view = {k: v for k, v in association.items() if not k.startswith("_")}
+        view["Lifecycle"] = "AVAILABLE" if settled else "CREATING"
+        return view
+
+
+def _ok(payload: dict[str, Any]) -> tuple[int, dict, bytes]:
+    return 200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(payload).encode()
+
+
+def _error(code: str, message: str) -> tuple[int, dict, bytes]:
+    body = json.dumps({"__type": code, "Message": message}).encode()
+    return 400, {"Content-Type": "application/x-amz-json-1.1", "x-amzn-ErrorType": code}, body

@@ -1,0 +1,59 @@
+"""End-to-end, PCS with FSx for Lustre: the file system and its S3 link are created before the nodes,
+the nodes' user data mounts the real file system, and ``destroy --keep-storage`` keeps exactly the
+storage (a later plain ``destroy`` removes it)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+import yaml
+
+try:
+    from test_lifecycle_pcs import Cli, _ok
+except ImportError:  # tests/ imported as a package
+    from tests.test_lifecycle_pcs import Cli, _ok
+
+
+@pytest.fixture
+def cli(sandbox, tmp_path):
+    cli = Cli(sandbox, tmp_path)
+    data = yaml.safe_load(cli.spec.read_text())
+    data["queues"] = [{"name": "gpu", "instance_type": "p5.4xlarge", "nodes": 1}]
+    data["storage"] = {"lustre": {"capacity_gib": 1200, "throughput_per_tib": 250,
+                                  "s3_import": "s3://training-data/tokens"}}
+    cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    yield cli
+    cli.run("destroy", cli.name, "--yes")
+
+
+def _lustre(sandbox, name: str) -> list[dict]:
+    return [fs for fs in sandbox.client("fsx").describe_file_systems()["FileSystems"]
+            if {"Key": "fmcluster:cluster", "Value": name} in fs.get("Tags", [])]
+
+
+def test_lustre_is_linked_mounted_and_kept_on_request(cli, sandbox):
+    _ok(cli.create())
+    [file_system] = _lustre(sandbox, cli.name)
+    assert file_system["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_2"
+    links = sandbox.client("fsx").describe_data_repository_associations(
+        Filters=[{"Name": "file-system-id", "Values": [file_system["FileSystemId"]]}])["Associations"]
+    assert [link["DataRepositoryPath"] for link in links] == ["s3://training-data/tokens"]
+
+    ec2 = sandbox.client("ec2")
+    template = ec2.describe_launch_templates(LaunchTemplateNames=[f"{cli.name}-gpu"])["LaunchTemplates"][0]
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])[
+        "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    user_data = base64.b64decode(data["UserData"]).decode()
+    mount = file_system["LustreConfiguration"]["MountName"]
+    assert f"{file_system['DNSName']}@tcp:/{mount} /fsx lustre" in user_data
+    assert "${" not in user_data
+
+    kept = _ok(cli.run("destroy", cli.name, "--yes", "--keep-storage"))
+    assert "keep" in kept.stderr
+    assert len(_lustre(sandbox, cli.name)) == 1
+    assert not cli.inventory()["clusters"]
+
+    _ok(cli.destroy())
+    assert _lustre(sandbox, cli.name) == []
+    cli.assert_nothing_left()
