@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.errors import FmclusterError
+from fmcluster.processes import pid_alive
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS clusters (
@@ -177,7 +178,7 @@ class StateStore:
                              (cluster, region)).fetchone()
             if row:
                 pid, holder_host, holder_command, since = row
-                if pid != os.getpid() and (holder_host != host or _alive(pid)):
+                if pid != os.getpid() and (holder_host != host or pid_alive(pid)):
                     raise LockHeld(
                         f"cluster {cluster} is busy: `{holder_command}` (pid {pid} on {holder_host}) has held "
                         f"its lock for {int(time.time() - since)} s. Wait for it to finish, or stop it first.")
@@ -196,17 +197,3 @@ class StateStore:
         finally:
             self.release_lock(cluster, region)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) holds no lock.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True

@@ -63,7 +63,9 @@ class Sandbox:
             service,
             endpoint_url=self.endpoint_url,
             verify=self.ca_bundle or False,
-            config=Config(**config) if config else None,
+            # The tests' own look-ups must see through injected throttling; a test that wants raw errors
+            # passes retries={"max_attempts": 1}.
+            config=Config(**{"retries": {"mode": "standard", "max_attempts": 10}, **config}),
         )
 
     # -- control routes --------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """``fmcluster.preflight``: every bad case fails with its fix; a good spec passes.
 
-Everything runs real boto3 against the sandbox, with one exception: moto 5.2.5 has no capacity
-reservations (EC2 ``DescribeCapacityReservations`` and ``CreateCapacityReservation`` answer HTTP 500),
-so the reservation and Capacity Block cases feed recorded DescribeCapacityReservations answers,
-checked against botocore's EC2 output shape, through :class:`RecordedReservations` — the sandbox's EC2
-client with that one operation replaced.
+Everything runs real boto3 against the sandbox over HTTP, reservations included: On-Demand Capacity
+Reservations are made with ``ec2.create_capacity_reservation``, and Capacity Blocks (which cannot be bought
+in a sandbox), expired and future ones through the control route ``POST /_fmcluster/capacity-reservations``.
+Each test uses its own reservation ids, and cancels the ODCRs it made (AWS cannot cancel a Capacity
+Block; a seeded one stays behind under an id no other test uses).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import datetime as dt
 import uuid
 
 import pytest
-from botocore.exceptions import ClientError
 
 from fmcluster.preflight import FIX, preflight_failed, run_preflight
 from fmcluster.spec.models import Spec
@@ -78,7 +77,11 @@ def test_good_spec_passes_every_check(sandbox, backend):
                          {"name": "spot", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 1},
                           "capacity": {"type": "spot"}}],
                  storage={"lustre": {"s3_import": f"s3://{bucket}/data"}})
-    results = _run(sandbox, spec)
+    try:
+        results = _run(sandbox, spec)
+    finally:
+        ec2.delete_key_pair(KeyName=key)
+        s3.delete_bucket(Bucket=bucket)
     assert not preflight_failed(results), [(r.name, r.summary, r.details) for r in results if r.status != "passed"]
     assert all(r.status == "passed" for r in results), [(r.name, r.status, r.summary) for r in results]
     names = {r.name for r in results}
@@ -142,175 +145,184 @@ def test_low_vcpu_quota_fails_with_the_increase_to_request(sandbox):
     assert set(_failed(results)) == {"vcpu quota L-417A185B"}
 
 
-def test_reserved_queues_do_not_count_against_the_on_demand_quota(sandbox):
+def test_reserved_queues_do_not_count_against_the_on_demand_quota(sandbox, reservations):
     sandbox.quotas({"region": REGION, "L-417A185B": 0})
+    rid = reservations.block()
     subnet = _default_subnet(sandbox, "us-east-1a")
     spec = _spec(network={"subnet_id": subnet},
                  queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
-                          "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}])
-    ec2 = RecordedReservations(sandbox.client("ec2", REGION),
-                               {"cr-0123456789abcdef0": _reservation("cr-0123456789abcdef0", kind="capacity-block")})
-    results = _run(sandbox, spec, ec2)
+                          "capacity": {"type": "capacity-block", "reservation_id": rid}}])
+    results = _run(sandbox, spec)
     assert not preflight_failed(results), [(r.name, r.summary) for r in results if r.status == "failed"]
     assert "vcpu quota L-417A185B" not in {r.name for r in results}
     standard = _by_name(results, "vcpu quota L-1216C47A")
     assert any("does not count against the On-Demand vCPU quota" in d for d in standard.details)
 
 
-# --- capacity reservations and Capacity Blocks (recorded answers: moto has none) ----------------------
+# --- capacity reservations and Capacity Blocks (the sandbox's own EC2 emulation) ---------------------
 
-def _epoch(value):
-    """botocore parses EC2 timestamps to datetime; check_shape wants the wire's epoch numbers."""
-    if isinstance(value, dt.datetime):
-        return value.timestamp()
-    if isinstance(value, dict):
-        return {k: _epoch(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_epoch(v) for v in value]
-    return value
+class Reservations:
+    """Makes ODCRs (CreateCapacityReservation) and seeds Capacity Blocks (control route) in the sandbox,
+    each with a fresh id; :meth:`cancel_all` cancels the ODCRs afterwards."""
 
+    def __init__(self, sandbox):
+        self._sandbox = sandbox
+        self._ec2 = sandbox.client("ec2", REGION)
+        self.made: list[str] = []
 
-def _reservation(rid, *, instance_type="p5.48xlarge", zone="us-east-1a", total=2, available=None, state="active",
-                 kind="default", start=None, end=None) -> dict:
-    """A DescribeCapacityReservations answer as boto3 returns it, checked against botocore's EC2 model."""
-    import botocore.session
+    def odcr(self, *, instance_type="p5.48xlarge", zone="us-east-1a", count=2) -> str:
+        made = self._ec2.create_capacity_reservation(
+            InstanceType=instance_type, InstancePlatform="Linux/UNIX", AvailabilityZone=zone, InstanceCount=count,
+            InstanceMatchCriteria="targeted")["CapacityReservation"]
+        self.made.append(made["CapacityReservationId"])
+        return made["CapacityReservationId"]
 
-    from fmcluster.validate.shapes import check_shape
+    def block(self, *, instance_type="p5.48xlarge", zone="us-east-1a", count=2, state="active", kind="capacity-block",
+              start: dt.datetime | None = None, end: dt.datetime | None = None, available: int | None = None) -> str:
+        start = start or NOW - dt.timedelta(hours=1)
+        if end is None and kind == "capacity-block":
+            end = start + dt.timedelta(days=1)
+        payload = {"instance_type": instance_type, "availability_zone": zone, "count": count, "type": kind,
+                   "state": state, "start": start.isoformat(), "region": REGION,
+                   "reservation_id": unknown_rid()}
+        if end is not None:
+            payload["end"] = end.isoformat()
+        if available is not None:
+            payload["available"] = available
+        rid = self._sandbox.control("POST", "/_fmcluster/capacity-reservations", payload)["reservation_id"]
+        if kind != "capacity-block":
+            self.made.append(rid)
+        return rid
 
-    entry = {
-        "CapacityReservationId": rid,
-        "OwnerId": "123456789012",
-        "CapacityReservationArn": f"arn:aws:ec2:{REGION}:123456789012:capacity-reservation/{rid}",
-        "AvailabilityZoneId": "use1-az6",
-        "InstanceType": instance_type,
-        "InstancePlatform": "Linux/UNIX",
-        "AvailabilityZone": zone,
-        "Tenancy": "default",
-        "TotalInstanceCount": total,
-        "AvailableInstanceCount": total if available is None else available,
-        "EbsOptimized": True,
-        "EphemeralStorage": False,
-        "State": state,
-        "StartDate": start or NOW - dt.timedelta(hours=1),
-        "EndDateType": "limited" if kind == "capacity-block" or end else "unlimited",
-        "InstanceMatchCriteria": "targeted",
-        "CreateDate": NOW - dt.timedelta(days=2),
-        "Tags": [],
-        "ReservationType": kind,
-    }
-    if kind == "capacity-block":
-        entry["EndDate"] = end or NOW + dt.timedelta(hours=23)
-        entry["CapacityBlockId"] = "cb-0123456789abcdef0"
-    elif end:
-        entry["EndDate"] = end
-    answer = {"CapacityReservations": [entry]}
-    model = botocore.session.get_session().get_service_model("ec2")
-    shape = model.operation_model("DescribeCapacityReservations").output_shape
-    assert check_shape(shape, _epoch(answer), is_input=False) == []
-    return answer
+    def cancel_all(self) -> None:
+        for rid in self.made:
+            if self._ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"][0][
+                    "State"] == "active":
+                self._ec2.cancel_capacity_reservation(CapacityReservationId=rid)
 
 
-class RecordedReservations:
-    """The sandbox's EC2 client, but DescribeCapacityReservations answers from recordings.
-
-    Used ONLY for reservation cases: moto 5.2.5 has no capacity reservations at all (HTTP 500).
-    An id without a recording gets AWS's InvalidCapacityReservationId.NotFound error.
-    """
-
-    def __init__(self, real, answers: dict[str, dict]):
-        self._real = real
-        self._answers = answers
-
-    def describe_capacity_reservations(self, CapacityReservationIds):  # noqa: N803 (boto3's keyword)
-        (rid,) = CapacityReservationIds
-        if rid not in self._answers:
-            raise ClientError({"Error": {"Code": "InvalidCapacityReservationId.NotFound",
-                                         "Message": f"The Capacity Reservation ID '{rid}' does not exist"}},
-                              "DescribeCapacityReservations")
-        return self._answers[rid]
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
+def unknown_rid() -> str:
+    """A reservation id no other test uses (AWS's form: cr- and 17 hex digits)."""
+    return "cr-" + uuid.uuid4().hex[:17]
 
 
-RID = "cr-0123456789abcdef0"
+@pytest.fixture
+def reservations(sandbox):
+    made = Reservations(sandbox)
+    try:
+        yield made
+    finally:
+        made.cancel_all()
 
 
-def _reserved(sandbox, answer: dict | None, *, kind="capacity-block", nodes=2, instance_type="p5.48xlarge",
-              zone="us-east-1a"):
+def _reserved(sandbox, rid: str, *, kind="capacity-block", nodes=2, instance_type="p5.48xlarge", zone="us-east-1a"):
     spec = _spec(network={"subnet_id": _default_subnet(sandbox, zone)},
                  queues=[{"name": "train", "instance_type": instance_type, "nodes": nodes,
-                          "capacity": {"type": kind, "reservation_id": RID}}])
-    ec2 = RecordedReservations(sandbox.client("ec2", REGION), {RID: answer} if answer else {})
-    results = _run(sandbox, spec, ec2)
+                          "capacity": {"type": kind, "reservation_id": rid}}])
+    results = _run(sandbox, spec)
     return results, _by_name(results, "reservation train")
 
 
-def test_good_capacity_block_passes(sandbox):
-    results, check = _reserved(sandbox, _reservation(RID, kind="capacity-block"))
+def test_good_capacity_block_passes(sandbox, reservations):
+    rid = reservations.block()
+    results, check = _reserved(sandbox, rid)
     assert check.status == "passed", check
+    assert check.summary == f"Capacity Block {rid}: 2 × p5.48xlarge in us-east-1a, active"
+    assert any(d.endswith("hours left; instances stop at "
+                          f"{(NOW + dt.timedelta(hours=23)).strftime('%Y-%m-%d %H:%M UTC')}") for d in check.details)
     assert not preflight_failed(results)
 
 
-def test_good_odcr_passes(sandbox):
-    _, check = _reserved(sandbox, _reservation(RID, total=4), kind="reservation", nodes=4)
+def test_good_odcr_passes(sandbox, reservations):
+    rid = reservations.odcr(count=4)
+    _, check = _reserved(sandbox, rid, kind="reservation", nodes=4)
     assert check.status == "passed", check
+    assert check.summary == f"capacity reservation {rid}: 4 × p5.48xlarge in us-east-1a, active"
 
 
 def test_unknown_reservation_fails(sandbox):
-    _, check = _reserved(sandbox, None)
+    rid = unknown_rid()
+    _, check = _reserved(sandbox, rid)
     assert check.status == "failed"
     assert "InvalidCapacityReservationId.NotFound" in check.summary
     assert any("queues[0].capacity.reservation_id" in f and "describe-capacity-reservations" in f
                for f in _fixes(check))
 
 
-def test_too_small_reservation_fails(sandbox):
-    _, check = _reserved(sandbox, _reservation(RID, total=2), kind="reservation", nodes=4)
+def test_too_small_reservation_fails(sandbox, reservations):
+    rid = reservations.odcr(count=2)
+    _, check = _reserved(sandbox, rid, kind="reservation", nodes=4)
     assert check.status == "failed"
-    assert check.summary == f"{RID} holds 2 instances, queue train goes up to 4"
+    assert check.summary == f"{rid} holds 2 instances, queue train goes up to 4"
     assert "set queues[0].nodes to at most 2, or reserve 4 instances" in _fixes(check)
 
 
-def test_capacity_block_queue_pointing_at_an_odcr_fails(sandbox):
-    _, check = _reserved(sandbox, _reservation(RID, kind="default"), kind="capacity-block")
+def test_busy_reservation_warns(sandbox, reservations):
+    rid = reservations.block(kind="default", count=4, available=1)
+    _, check = _reserved(sandbox, rid, kind="reservation", nodes=4)
+    assert check.status == "warning", check
+    assert check.summary.startswith(f"{rid} has 1 of 4 instances free now")
+
+
+def test_cancelled_reservation_fails(sandbox, reservations):
+    rid = reservations.odcr(count=2)
+    sandbox.client("ec2", REGION).cancel_capacity_reservation(CapacityReservationId=rid)
+    _, check = _reserved(sandbox, rid, kind="reservation")
+    assert check.status == "failed"
+    assert check.summary == f"{rid} is cancelled"
+    assert any("create-capacity-reservation" in f for f in _fixes(check))
+
+
+def test_capacity_block_queue_pointing_at_an_odcr_fails(sandbox, reservations):
+    _, check = _reserved(sandbox, reservations.odcr(), kind="capacity-block")
     assert check.status == "failed"
     assert "is an On-Demand Capacity Reservation, not a Capacity Block" in check.summary
     assert any("capacity.type: reservation" in f for f in _fixes(check))
 
 
-def test_odcr_queue_pointing_at_a_capacity_block_fails(sandbox):
-    _, check = _reserved(sandbox, _reservation(RID, kind="capacity-block"), kind="reservation")
+def test_odcr_queue_pointing_at_a_capacity_block_fails(sandbox, reservations):
+    _, check = _reserved(sandbox, reservations.block(), kind="reservation")
     assert check.status == "failed"
     assert "is a Capacity Block" in check.summary
     assert any("capacity.type: capacity-block" in f for f in _fixes(check))
 
 
-def test_reservation_of_another_type_or_zone_fails(sandbox):
-    _, check = _reserved(sandbox, _reservation(RID, instance_type="p5en.48xlarge", zone="us-east-1c"),
-                         kind="reservation")
+def test_reservation_of_another_type_or_zone_fails(sandbox, reservations):
+    rid = reservations.odcr(instance_type="p5en.48xlarge", zone="us-east-1c")
+    _, check = _reserved(sandbox, rid, kind="reservation")
     assert check.status == "failed"
     fixes = _fixes(check)
     assert "set queues[0].instance_type: p5en.48xlarge, or use a reservation of p5.48xlarge" in fixes
     assert any("subnet in us-east-1c" in f for f in fixes)
 
 
-def test_expired_capacity_block_fails_with_how_to_buy_a_new_one(sandbox):
-    answer = _reservation(RID, kind="capacity-block", state="expired", start=NOW - dt.timedelta(days=2),
-                          end=NOW - dt.timedelta(days=1))
-    _, check = _reserved(sandbox, answer)
+def test_expired_capacity_block_fails_with_how_to_buy_a_new_one(sandbox, reservations):
+    rid = reservations.block(state="expired", start=NOW - dt.timedelta(days=2), end=NOW - dt.timedelta(days=1))
+    _, check = _reserved(sandbox, rid)
     assert check.status == "failed"
-    assert check.summary.startswith(f"{RID} ended ")
+    assert check.summary == f"{rid} ended {(NOW - dt.timedelta(days=1)).strftime('%Y-%m-%d %H:%M UTC')}"
     assert any("buy a new Capacity Block" in f and "describe-capacity-block-offerings" in f for f in _fixes(check))
 
 
-def test_future_capacity_block_warns_with_its_start(sandbox):
+def test_future_capacity_block_warns_with_its_start(sandbox, reservations):
     start = NOW + dt.timedelta(hours=5)
-    answer = _reservation(RID, kind="capacity-block", state="scheduled", start=start, end=start + dt.timedelta(days=1))
-    results, check = _reserved(sandbox, answer)
+    rid = reservations.block(state="scheduled", start=start, end=start + dt.timedelta(days=1))
+    results, check = _reserved(sandbox, rid)
     assert check.status == "warning"
     assert start.strftime("%Y-%m-%d %H:%M UTC") in check.summary
     assert not preflight_failed(results)
+
+
+def test_unknown_reservation_through_the_real_sandbox_is_a_failed_check_not_an_exception(sandbox):
+    # No subnet in the spec either: placement's own reservation lookup must fall back quietly too.
+    rid = unknown_rid()
+    spec = _spec(queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                          "capacity": {"type": "capacity-block", "reservation_id": rid}}])
+    results = _run(sandbox, spec)
+    assert _by_name(results, "subnet").status == "passed"
+    check = _by_name(results, "reservation train")
+    assert check.status == "failed"
+    assert check.summary.startswith(f"Capacity Block {rid}: AWS said InvalidCapacityReservationId.NotFound: ")
 
 
 # --- PCS and ParallelCluster -------------------------------------------------------------------------
@@ -345,3 +357,32 @@ def test_unreachable_endpoint_is_a_failed_check_not_an_exception():
     assert [r.status for r in results] == ["failed", "skipped"]
     assert "EndpointConnectionError" in results[0].summary
     assert any("--endpoint-url" in f for f in _fixes(results[0]))
+
+
+def test_a_creating_pcs_cluster_is_a_warning(sandbox):
+    # Its own region, so the CREATING cluster left behind blocks no other test's create.
+    region = "eu-west-1"
+    sandbox.faults({"latency": {"pcs.cluster": 60}})
+    subnet = sandbox.client("ec2", region).describe_subnets()["Subnets"][0]["SubnetId"]
+    other = f"pf-busy-{uuid.uuid4().hex[:6]}"
+    sandbox.client("pcs", region).create_cluster(clusterName=other, scheduler={"type": "SLURM", "version": "25.11"},
+                                                 size="SMALL", networking={"subnetIds": [subnet]})
+    spec = _spec(region=region)
+    results = run_preflight(spec, region, lambda service: sandbox.client(service, region))
+    clusters = _by_name(results, "pcs clusters")
+    assert clusters.status == "warning"
+    assert any(f"{other} is CREATING, so create will wait" in d for d in clusters.details)
+
+
+def test_head_subnet_in_another_vpc_fails(sandbox):
+    ec2 = sandbox.client("ec2", REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
+    head = ec2.create_subnet(VpcId=vpc, CidrBlock="10.77.1.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+    spec = _spec(network={"subnet_id": _default_subnet(sandbox, "us-east-1a"), "head_subnet_id": head})
+    try:
+        check = _failed(_run(sandbox, spec))["head subnet"]
+    finally:
+        ec2.delete_subnet(SubnetId=head)
+        ec2.delete_vpc(VpcId=vpc)
+    assert f"{head} is in {vpc}" in check.summary
+    assert any(f.startswith("choose a head subnet in vpc-") for f in _fixes(check))

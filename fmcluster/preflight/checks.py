@@ -54,8 +54,8 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
         results = [CheckResult("subnet", "passed", where)]
     else:
         results = [CheckResult("subnet", "passed", f"no subnet in the spec: the default VPC's {where} will be used",
-                               [f"it is the first AZ that offers {', '.join(_types(ctx))}; set network.subnet_id "
-                                "to choose another"])]
+                               [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity "
+                                "reservations, when they share one AZ); set network.subnet_id to choose another"])]
     results += _subnet_addresses(ctx, subnet)
     if spec.network.head_subnet_id:
         results += _head_subnet(ctx)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.errors import FmclusterError, UsageError
+from fmcluster.processes import pid_alive
 
 DEFAULT_PORT = 8787
 START_TIMEOUT = 60.0
@@ -56,25 +57,6 @@ def log_path(home: Path | None = None) -> Path:
 
 
 # -- small helpers -----------------------------------------------------------------------------------
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie child of ours is not alive
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                return False
-    except (OSError, IndexError):
-        pass
-    return True
 
 
 def is_sandbox_process(pid: int) -> bool:

@@ -107,20 +107,9 @@ def seed_region(account_id: str, region: str) -> None:
 
 
 def _hook_ami_loading() -> None:
-    # moto builds each region's EC2 backend lazily and loads its default AMIs in
-    # AmiBackend._load_amis; seeding from there covers every account and region without a list.
-    from moto.ec2.models.amis import AmiBackend
+    from fmcluster.sandbox.ami_seeding import add_seeder
 
-    original = AmiBackend._load_amis
-    if getattr(original, "_fmcluster", False):
-        return
-
-    def _load_amis(self) -> None:
-        original(self)
-        _seed_amis(self)
-
-    _load_amis._fmcluster = True
-    AmiBackend._load_amis = _load_amis
+    add_seeder(_seed_amis)
 
 
 def _normalize_run_instances_mappings() -> None:

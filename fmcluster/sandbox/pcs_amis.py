@@ -36,15 +36,6 @@ def seed(ami_backend) -> None:
 
 def install() -> None:
     """Seed every EC2 backend moto creates (moto builds them lazily, per account and region)."""
-    from moto.ec2.models.amis import AmiBackend
+    from fmcluster.sandbox.ami_seeding import add_seeder
 
-    original = AmiBackend._load_amis
-    if getattr(original, "_fmcluster_pcs", False):
-        return
-
-    def _load_amis(self) -> None:
-        original(self)
-        seed(self)
-
-    _load_amis._fmcluster_pcs = True
-    AmiBackend._load_amis = _load_amis
+    add_seeder(seed)
