@@ -8,6 +8,7 @@ state store, so re-running after Ctrl-C, a crash or ``kill -9`` converges.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -64,10 +65,20 @@ class Resource(ABC):
     is_storage: bool = False
     # Deleted together with the resource it depends on (a ParallelCluster compute fleet with its stack).
     owned_by_parent: bool = False
+    # The id of a failed predecessor this resource replaces: creates must then use a new client token,
+    # or the service would hand back the failed (now deleted) one.
+    superseded: str | None = None
 
     @property
     def name(self) -> str:
         return f"{self.kind}:{self.key}"
+
+    def create_token(self, token: str) -> str:
+        """The idempotency token for this create: ``token``, unless this replaces a failed predecessor,
+        whose token would make the service hand back the failed (deleted) resource."""
+        if self.superseded is None:
+            return token
+        return hashlib.sha256(f"{token}/{self.superseded}".encode()).hexdigest()[: len(token)]
 
     @abstractmethod
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
@@ -120,7 +131,8 @@ class PollPolicy:
 
     minimum: float = 0.2
     maximum: float = 10.0
-    growth: float = 0.15
+    # Each poll waits 10% of the time waited so far: a wait ends at most ~10% after the resource is ready.
+    growth: float = 0.10
 
     def interval(self, waited: float) -> float:
         return max(self.minimum, min(self.maximum, waited * self.growth))
@@ -221,6 +233,7 @@ class Engine:
             self._emit(Event(resource.name, "started", observed.status, "replacing the failed resource"))
             resource.delete(self.ctx, observed)
             self._wait(resource, observed, until=("gone",), deleting=True)
+            resource.superseded = observed.id
             observed = None
         if observed is None or observed.phase == "gone":
             self._emit(Event(resource.name, "started", detail="creating"))
@@ -268,6 +281,9 @@ class Engine:
         last_seen = (observed.status, observed.detail)
         current: Observed | None = observed
         while True:
+            if current is None and "gone" not in until:
+                raise EngineFailed(f"{resource.name} vanished while being created (deleted outside fmcluster?); "
+                                   "re-run the same command to create it again")
             if current is None or current.phase in until:
                 return current or Observed(observed.id, "gone", "gone")
             if current.phase == "failed" and not deleting:

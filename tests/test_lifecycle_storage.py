@@ -10,9 +10,11 @@ import pytest
 import yaml
 
 try:
-    from test_lifecycle_pcs import Cli, _ok
+    from lifecycle_fixture import PcsCli as Cli
+    from lifecycle_fixture import _ok
 except ImportError:  # tests/ imported as a package
-    from tests.test_lifecycle_pcs import Cli, _ok
+    from tests.lifecycle_fixture import PcsCli as Cli
+    from tests.lifecycle_fixture import _ok
 
 
 @pytest.fixture
@@ -33,6 +35,9 @@ def _lustre(sandbox, name: str) -> list[dict]:
 
 
 def test_lustre_is_linked_mounted_and_kept_on_request(cli, sandbox):
+    s3 = sandbox.client("s3")
+    if "training-data" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+        s3.create_bucket(Bucket="training-data")  # preflight checks that the import bucket exists
     _ok(cli.create())
     [file_system] = _lustre(sandbox, cli.name)
     assert file_system["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_2"

@@ -228,7 +228,7 @@ class FsxLustre(Resource):
         }, fs.get("FailureDetails", {}).get("Message", ""))
 
     def create(self, ctx: Context) -> Observed:
-        fs = ctx.client("fsx").create_file_system(ClientRequestToken=self.token,
+        fs = ctx.client("fsx").create_file_system(ClientRequestToken=self.create_token(self.token),
                                                   **ctx.resolve(self.document.body))["FileSystem"]
         return Observed(fs["FileSystemId"], fs.get("Lifecycle", "CREATING"), "pending")
 
@@ -279,7 +279,7 @@ class FsxDataRepository(Resource):
 
     def create(self, ctx: Context) -> Observed:
         association = ctx.client("fsx").create_data_repository_association(
-            ClientRequestToken=self.token, **ctx.resolve(self.document.body))["Association"]
+            ClientRequestToken=self.create_token(self.token), **ctx.resolve(self.document.body))["Association"]
         return Observed(association["AssociationId"], association.get("Lifecycle", "CREATING"), "pending")
 
     def delete(self, ctx: Context, observed: Observed) -> None:

@@ -6,8 +6,6 @@ fleet is a second resource, so a scale that had to stop the fleet starts it agai
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +14,7 @@ from typing import Any
 from fmcluster.engine import Context, EngineFailed, Observed, Resource
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.network import Placement
+from fmcluster.nodejs import quiet_jsii_banner
 from fmcluster.render.parallelcluster import render_parallelcluster
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 
@@ -30,21 +29,11 @@ _FLEET_PHASES = {"RUNNING": "ready", "STOPPED": "ready", "STOP_REQUESTED": "pend
                  "PROTECTED": "failed", "ENABLED": "ready", "DISABLED": "pending", "UNKNOWN": "pending"}
 
 
-class NodeJsMissing(FmclusterError):
-    exit_code = 1
-
-
 def check_requirements() -> None:
     """ParallelCluster synthesises its CloudFormation template with the CDK, which runs on Node.js."""
-    node = shutil.which("node")
-    if node is None:
-        raise NodeJsMissing("ParallelCluster needs Node.js to build the cluster's CloudFormation template, and "
-                            "`node` is not on PATH. Install Node.js 18 or newer (e.g. `apt-get install nodejs`), "
-                            "then re-run. Nothing was created.")
-    try:
-        subprocess.run([node, "--version"], capture_output=True, check=True, timeout=20)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise NodeJsMissing(f"`node --version` failed ({exc}); ParallelCluster needs a working Node.js") from None
+    from fmcluster.nodejs import find_node
+
+    find_node()
 
 
 @contextmanager
@@ -55,6 +44,7 @@ def _pcluster() -> Iterator[Any]:
     import pcluster.lib as pc
 
     _quiet_cdk_preload()
+    quiet_jsii_banner()
     # The engine calls from worker threads; ParallelCluster's CDK step (jsii) wants an event loop there.
     try:
         asyncio.get_event_loop_policy().get_event_loop()

@@ -38,6 +38,7 @@ def client_token(spec: Spec, generation: str, resource: str) -> str:
     return hashlib.sha256(f"{spec.region}/{spec.name}/{generation}/{resource}".encode()).hexdigest()[:40]
 
 
+
 def _error_info(item: dict[str, Any]) -> str:
     return "; ".join(f"{e.get('code', '')}: {e.get('message', '')}" for e in item.get("errorInfo") or [])
 
@@ -65,7 +66,8 @@ class PcsCluster(Resource):
                         _error_info(cluster))
 
     def create(self, ctx: Context) -> Observed:
-        cluster = ctx.client("pcs").create_cluster(clientToken=self.token, **ctx.resolve(self.document.body))["cluster"]
+        cluster = ctx.client("pcs").create_cluster(clientToken=self.create_token(self.token),
+                                                   **ctx.resolve(self.document.body))["cluster"]
         return Observed(cluster["id"], cluster["status"], _PHASES.get(cluster["status"], "pending"),
                         {"cluster.id": cluster["id"]})
 
@@ -107,7 +109,7 @@ class PcsNodeGroup(Resource):
 
     def create(self, ctx: Context) -> Observed:
         group = ctx.client("pcs").create_compute_node_group(
-            clientToken=self.token, **ctx.resolve(self.document.body))["computeNodeGroup"]
+            clientToken=self.create_token(self.token), **ctx.resolve(self.document.body))["computeNodeGroup"]
         return Observed(group["id"], group["status"], _PHASES.get(group["status"], "pending"))
 
     def differs(self, ctx: Context, observed: Observed) -> str | None:
@@ -156,7 +158,8 @@ class PcsQueue(Resource):
                         {f"queue.{self.key}.id": queue["id"]}, _error_info(queue))
 
     def create(self, ctx: Context) -> Observed:
-        queue = ctx.client("pcs").create_queue(clientToken=self.token, **ctx.resolve(self.document.body))["queue"]
+        queue = ctx.client("pcs").create_queue(clientToken=self.create_token(self.token),
+                                               **ctx.resolve(self.document.body))["queue"]
         return Observed(queue["id"], queue["status"], _PHASES.get(queue["status"], "pending"))
 
     def delete(self, ctx: Context, observed: Observed) -> None:
@@ -235,13 +238,14 @@ def describe(session: Any) -> dict[str, Any]:
     report["slurm_endpoint"] = ", ".join(f"{e.get('privateIpAddress')}:{e.get('port')}" for e in endpoints) or None
     report["resources"].append({"type": "cluster", "key": spec.name, "id": cluster["id"], "status": cluster["status"]})
     groups = {}
+    running: dict[str, int] = {}
     for summary in pcs.list_compute_node_groups(clusterIdentifier=cluster["id"])["computeNodeGroups"]:
         group = pcs.get_compute_node_group(clusterIdentifier=cluster["id"],
                                            computeNodeGroupIdentifier=summary["id"])["computeNodeGroup"]
         groups[group["id"]] = group
-        running = _running_instances(ctx, group["id"])
+        running[group["id"]] = _running_instances(ctx, group["id"])
         report["resources"].append({"type": "compute_node_group", "key": group["name"], "id": group["id"],
-                                    "status": group["status"], "running_instances": running,
+                                    "status": group["status"], "running_instances": running[group["id"]],
                                     "error": _error_info(group) or None})
     types = {q.name: q.instance_type for q in spec.queues}
     for summary in pcs.list_queues(clusterIdentifier=cluster["id"])["queues"]:
@@ -255,7 +259,7 @@ def describe(session: Any) -> dict[str, Any]:
             "name": queue["name"], "instance_type": types.get(queue["name"]),
             "min": scaling.get("minInstanceCount"), "max": scaling.get("maxInstanceCount"),
             "status": queue["status"], "node_group_status": (group or {}).get("status"),
-            "running_instances": _running_instances(ctx, group["id"]) if group else 0,
+            "running_instances": running.get(group["id"], 0) if group else 0,
         })
     return report
 

@@ -6,17 +6,15 @@ Capacity (quotas, reservations) lives in :mod:`fmcluster.preflight.capacity`.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 from fmcluster.errors import AwsError, UsageError
+from fmcluster.nodejs import MIN_NODE_MAJOR, NodeJsProblem, find_node
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_size
 from fmcluster.spec.models import max_nodes
 from fmcluster.validate import CheckResult
 
 #: AWS CDK (which ParallelCluster runs to synthesize its stack) supports Node.js 18 and later.
-MIN_NODE_MAJOR = 18
 
 
 @guarded("credentials", "sts:GetCallerIdentity")
@@ -278,25 +276,17 @@ def check_parallelcluster(ctx: Context) -> list[CheckResult]:
     except Exception as exc:  # ImportError, or a broken install
         results.append(CheckResult("parallelcluster", "failed", f"aws-parallelcluster is not usable: {exc}",
                                    [fix("pip install 'aws-parallelcluster>=3.16' into fmcluster's environment")]))
-    node = shutil.which("node")
-    if node is None:
-        results.append(CheckResult("node.js", "failed", "Node.js is not on PATH; ParallelCluster's create needs it",
+    try:
+        node, version, major = find_node()
+    except NodeJsProblem as exc:
+        results.append(CheckResult("node.js", "failed", str(exc).split(";")[0],
                                    [fix(f"install Node.js {MIN_NODE_MAJOR} or later (e.g. `nvm install --lts`, or "
                                         "your OS package) and put `node` on PATH")]))
         return results
-    try:
-        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=15).stdout.strip()
-    except (OSError, subprocess.SubprocessError) as exc:
-        results.append(CheckResult("node.js", "failed", f"{node} --version failed: {exc}",
-                                   [fix(f"reinstall Node.js {MIN_NODE_MAJOR} or later")]))
-        return results
-    match = re.match(r"v?(\d+)", version)
-    if not match:
-        results.append(CheckResult("node.js", "failed", f"{node} --version printed {version!r}",
-                                   [fix(f"reinstall Node.js {MIN_NODE_MAJOR} or later")]))
-    elif int(match.group(1)) < MIN_NODE_MAJOR:
+    if major < MIN_NODE_MAJOR:
         results.append(CheckResult("node.js", "warning", f"Node.js {version} at {node}",
-                                   [f"AWS CDK supports Node.js {MIN_NODE_MAJOR} and later",
+                                   [f"Node.js {major} is past its end of life; ParallelCluster's CDK still runs on "
+                                    "it, but jsii supports only maintained releases",
                                     fix(f"upgrade Node.js to {MIN_NODE_MAJOR} or later")]))
     else:
         results.append(CheckResult("node.js", "passed", f"Node.js {version} at {node}"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -171,11 +172,78 @@ class WaitConditionHandle(_SandboxResource, CloudFormationModel):
         return "AWS::CloudFormation::WaitConditionHandle"
 
 
+# What ParallelCluster's head node sends with its FAILURE signal when cfn-init fails (error_exit in
+# pcluster/resources/head_node/user_data.sh, when no /var/log/parallelcluster/bootstrap_error_msg exists).
+HEAD_NODE_BOOTSTRAP_ERROR = (
+    "Failed to bootstrap the head node. Please check /var/log/cfn-init.log and /var/log/chef-client.log in the "
+    "head node or in CloudWatch logs. Please refer to https://docs.aws.amazon.com/parallelcluster/latest/ug/"
+    "troubleshooting-v3.html#troubleshooting-v3-get-logs for more details on ParallelCluster logs."
+)
+
+
+class WaitConditionFailed(Exception):
+    """A wait condition received a FAILURE signal; the message is CloudFormation's event reason."""
+
+    def __init__(self, unique_id: str, message: str, physical_resource_id: str = ""):
+        super().__init__(f"WaitCondition received failed message: '{message}' for uniqueId: {unique_id}")
+        self.message = str(self)
+        self.unique_id = unique_id
+        self.physical_resource_id = physical_resource_id
+
+
+def _no_failure(stack_name: str) -> bool:
+    return False
+
+
+_head_node_fails: Callable[[str], bool] = _no_failure
+
+
+def set_head_node_failure_check(check: Callable[[str], bool] | None) -> None:
+    """``check(stack_name)`` says whether that stack's head node fails to bootstrap (sandbox faults)."""
+    global _head_node_fails
+    _head_node_fails = check or _no_failure
+
+
+def _stack_name(stack_id: str) -> str:
+    # arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>
+    parts = stack_id.split(":stack/", 1)[-1].split("/")
+    return parts[0] if parts else ""
+
+
+def _head_node_id(account_id: str, region_name: str, cluster_name: str) -> str:
+    from moto.ec2 import ec2_backends
+
+    filters = {
+        "tag:parallelcluster:cluster-name": [cluster_name],
+        "tag:parallelcluster:node-type": ["HeadNode"],
+        "instance-state-name": ["pending", "running"],
+    }
+    reservations = ec2_backends[account_id][region_name].describe_instances(filters=filters)
+    ids = [instance.id for reservation in reservations for instance in reservation.instances]
+    return ids[-1] if ids else "i-00000000000000000"
+
+
 class WaitCondition(_SandboxResource, CloudFormationModel):
     # The real head node signals its wait condition once cfn-init/bootstrap succeeds. moto creates the
     # head node instance (which the wait condition depends on) synchronously and "running", and nothing
-    # runs on it, so the sandbox signals success at creation with the head node's usual payload.
+    # runs on it, so the sandbox signals success at creation with the head node's usual payload, or, when
+    # the sandbox's faults say this stack's head node fails (``pcluster_stack:<name>``), the FAILURE
+    # signal its user data sends: creating the resource then raises WaitConditionFailed.
     _attributes = ("Data",)
+
+    @classmethod
+    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+        resource = super().create_from_cloudformation_json(
+            resource_name, cloudformation_json, account_id, region_name, **kwargs
+        )
+        stack_name = _stack_name(resource.stack_id)
+        if stack_name and _head_node_fails(stack_name):
+            raise WaitConditionFailed(
+                _head_node_id(account_id, region_name, stack_name),
+                HEAD_NODE_BOOTSTRAP_ERROR,
+                resource.physical_resource_id,
+            )
+        return resource
 
     @property
     def physical_resource_id(self) -> str:

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue")
-FAIL_KINDS = ("cluster", "compute_node_group", "queue")
+FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack")
+# Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name).
+CREATE_ONLY_KINDS = ("pcluster_stack",)
 FAILABLE_STATUSES = (
     "CREATE_FAILED",
     "UPDATE_FAILED",
@@ -39,7 +41,11 @@ class Faults:
     - ``insufficient_capacity``: EC2 instance types without capacity.
     - ``fail_status``: ``"<kind>:<name or id>"`` -> status forced at the end of the matching transition
       (``CREATE_FAILED`` ends a create, ``UPDATE_FAILED`` an update, ``DELETE_FAILED`` a delete; any
-      other status replaces ``ACTIVE`` at the end of a create).
+      other status replaces ``ACTIVE`` at the end of a create). PCS kinds: ``cluster``,
+      ``compute_node_group``, ``queue``. ``"pcluster_stack:<cluster name>": "CREATE_FAILED"`` (the only
+      status for that kind) makes ParallelCluster's stack for that cluster fail as a head-node bootstrap
+      failure does: its wait condition receives a FAILURE signal, then the stack goes ``CREATE_FAILED`` or
+      rolls back, as the CreateStack asked (see :mod:`fmcluster.sandbox.pcluster_support`).
     """
 
     seed: int = 0
@@ -200,3 +206,5 @@ class Faults:
                 raise ValueError(f"fail_status key {key!r} must be '<kind>:<name>' with kind in {FAIL_KINDS}")
             if value not in FAILABLE_STATUSES:
                 raise ValueError(f"fail_status {key!r}: status must be one of {FAILABLE_STATUSES}")
+            if kind in CREATE_ONLY_KINDS and value != "CREATE_FAILED":
+                raise ValueError(f"fail_status {key!r}: the only status for {kind} is CREATE_FAILED")

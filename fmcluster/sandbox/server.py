@@ -386,11 +386,11 @@ def _make_pcs(faults: Any) -> Any:
     return PcsEmulator(faults)
 
 
-def _install_pcluster_support() -> bool:
+def _install_pcluster_support(faults: Any = None) -> bool:
     if importlib.util.find_spec("fmcluster.sandbox.pcluster_support") is None:
         return False
     mod = importlib.import_module("fmcluster.sandbox.pcluster_support")
-    mod.install()
+    mod.install(faults)
     return True
 
 
@@ -428,7 +428,7 @@ class SandboxApp:
         self.pcs = _make_pcs(self.faults)
         install_service_quotas()
         self.pcluster_support = (
-            _install_pcluster_support() if pcluster_support is None else pcluster_support
+            _install_pcluster_support(self.faults) if pcluster_support is None else pcluster_support
         )
         self.port: int | None = None
         self.endpoint_url: str | None = None

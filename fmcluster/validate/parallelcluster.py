@@ -33,6 +33,9 @@ class PclusterFindings:
 @contextlib.contextmanager
 def _quiet_pcluster() -> Iterator[None]:
     # ParallelCluster logs to the root logger while it loads; the findings are what matter to the user.
+    from fmcluster.nodejs import quiet_jsii_banner
+
+    quiet_jsii_banner()
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:

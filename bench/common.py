@@ -1,0 +1,140 @@
+"""What the sandbox benchmarks share: a private sandbox, the CLI's environment, and a leftover scan."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TAG = "fmcluster:cluster"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fmcluster_exe() -> list[str]:
+    exe = BIN / "fmcluster"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "fmcluster"]
+
+
+@dataclass
+class Sandbox:
+    """A background sandbox with its own FMCLUSTER_HOME (started through fmcluster.sandbox.manager)."""
+
+    home: Path
+    info: dict[str, Any] = field(default_factory=dict)
+    _session: Any = None
+
+    def start(self) -> Sandbox:
+        from fmcluster.sandbox import manager
+
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.info = manager.start(port=free_port(), home=self.home)
+        return self
+
+    def stop(self) -> None:
+        from fmcluster.sandbox import manager
+
+        manager.stop(home=self.home)
+
+    @property
+    def env(self) -> dict[str, str]:
+        from fmcluster.sandbox import manager
+
+        return {**manager.env_vars(self.info), "AWS_CONFIG_FILE": os.devnull,
+                "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+
+    def cli_env(self, cli_home: Path) -> dict[str, str]:
+        """Environment for a CLI subprocess: pointed at this sandbox, state under *cli_home*, no colours."""
+        return {**os.environ, **self.env, "FMCLUSTER_HOME": str(cli_home), "NO_COLOR": "1", "COLUMNS": "200",
+                "PYTHONUNBUFFERED": "1"}
+
+    def control(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.info["endpoint_url"] + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        context = ssl.create_default_context(cafile=self.info["ca_bundle"]) if self.info.get("ca_bundle") else None
+        with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+            return json.loads(answer.read() or b"{}")
+
+    def faults(self, changes: dict) -> dict:
+        return self.control("POST", "/_fmcluster/faults", changes)
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        if self._session is None:
+            self._session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                                                  region_name="us-east-1")
+        from botocore.config import Config
+
+        # the scan runs while the sandbox throttles 20 % of calls: retry like a patient client
+        return self._session.client(service, endpoint_url=self.info["endpoint_url"],
+                                    verify=self.info.get("ca_bundle") or False,
+                                    config=Config(retries={"mode": "standard", "max_attempts": 20}))
+
+    # what the sandbox holds for one cluster --------------------------------------------------------
+    def inventory(self, name: str) -> dict[str, list[str]]:
+        """Live resources tagged (or named) for cluster *name*, as readable strings per kind."""
+        ec2, pcs, cfn = self.client("ec2"), self.client("pcs"), self.client("cloudformation")
+        tag = [{"Name": f"tag:{TAG}", "Values": [name]}]
+        inventory: dict[str, list[str]] = {}
+        instances = set()
+        for filters in (tag, [{"Name": "tag:parallelcluster:cluster-name", "Values": [name]}]):
+            instances |= {f"{i['InstanceId']} {i['State']['Name']}"
+                          for r in ec2.describe_instances(Filters=filters)["Reservations"]
+                          for i in r["Instances"] if i["State"]["Name"] != "terminated"}
+        inventory["instances"] = sorted(instances)
+        inventory["security_groups"] = [g["GroupName"] for g in
+                                        ec2.describe_security_groups(Filters=tag)["SecurityGroups"]]
+        inventory["launch_templates"] = [t["LaunchTemplateName"] for t in
+                                         ec2.describe_launch_templates(Filters=tag)["LaunchTemplates"]]
+        inventory["placement_groups"] = [g["GroupName"] for g in
+                                         ec2.describe_placement_groups(Filters=tag)["PlacementGroups"]
+                                         if g.get("State") not in ("deleted",)]
+        clusters = [c for c in pcs.list_clusters()["clusters"] if c["name"] == name]
+        inventory["pcs_clusters"] = [f"{c['name']} {c['id']} {c['status']}" for c in clusters]
+        groups, queues = [], []
+        for cluster in clusters:
+            groups += [g["name"] for g in pcs.list_compute_node_groups(clusterIdentifier=cluster["id"])[
+                "computeNodeGroups"]]
+            queues += [q["name"] for q in pcs.list_queues(clusterIdentifier=cluster["id"])["queues"]]
+        inventory["pcs_node_groups"], inventory["pcs_queues"] = groups, queues
+        stacks = []
+        for page in cfn.get_paginator("list_stacks").paginate():
+            for stack in page["StackSummaries"]:
+                if stack["StackStatus"] != "DELETE_COMPLETE" and (
+                        stack["StackName"] == name or stack["StackName"].startswith(f"{name}-")):
+                    stacks.append(f"{stack['StackName']} {stack['StackStatus']}")
+        inventory["cfn_stacks"] = stacks
+        return inventory
+
+
+def duplicates(inventory: dict[str, list[str]]) -> dict[str, list[str]]:
+    """More than one PCS cluster, security group, launch template or stack of the same name."""
+    found = {}
+    keyed = {"pcs_clusters": lambda s: s.split()[0], "security_groups": str, "launch_templates": str,
+             "cfn_stacks": lambda s: s.split()[0], "pcs_node_groups": str, "pcs_queues": str}
+    for kind, key in keyed.items():
+        counts = Counter(key(item) for item in inventory.get(kind, []))
+        extra = [f"{item} x{n}" for item, n in counts.items() if n > 1]
+        if extra:
+            found[kind] = extra
+    return found
+
+
+def run(argv: list[str], env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)

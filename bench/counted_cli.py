@@ -1,0 +1,101 @@
+"""Run the fmcluster CLI in this process and, at exit, write what it asked of AWS to a JSON file.
+
+    python bench/counted_cli.py OUT.json fmcluster-args...
+
+Nothing is added to fmcluster: this wrapper replaces ``fmcluster.aws._count_call`` (the handler each new
+boto3 session registers for ``before-call``) with one that also records a timestamp, and registers two
+more botocore handlers on every session it creates: ``before-send`` (every HTTP attempt, retries included)
+and ``needs-retry`` (to count throttling answers); it also records every engine event the progress view
+gets (same monotonic clock). The file holds::
+
+    {"api_calls": {"service.Op": n}, "calls": [[t, "service.Op"]], "attempts": [[t, "service.Op"]],
+     "events": [[t, resource, kind, status]], "throttled": n, "t0": monotonic at start,
+     "error_answers": n (4xx/5xx answers seen, a 404 on a read included)}
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import sys
+import threading
+import time
+
+THROTTLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
+                  "TooManyRequestsException", "RequestThrottled", "SlowDown", "RequestThrottledException"}
+
+
+def main() -> None:
+    out, args = sys.argv[1], sys.argv[2:]
+    from fmcluster import aws
+
+    lock = threading.Lock()
+    record: dict = {"calls": [], "attempts": [], "events": [], "throttled": 0, "error_answers": 0,
+                    "t0": time.monotonic()}
+    original_count = aws._count_call
+    original_session = aws.session
+
+    def count_call(model=None, **kwargs):
+        original_count(model=model, **kwargs)
+        if model is not None:
+            with lock:
+                record["calls"].append([time.monotonic(), f"{model.service_model.service_name}.{model.name}"])
+
+    def before_send(request=None, event_name="", **_):
+        parts = event_name.split(".")
+        with lock:
+            record["attempts"].append([time.monotonic(), ".".join(parts[1:3])])
+
+    def needs_retry(response=None, **_):
+        if response is None:
+            return None
+        parsed = response[1] if isinstance(response, tuple) and len(response) > 1 else {}
+        code = (parsed or {}).get("Error", {}).get("Code", "")
+        with lock:
+            if code in THROTTLE_CODES:
+                record["throttled"] += 1
+            http = response[0] if isinstance(response, tuple) else None
+            if http is not None and getattr(http, "status_code", 200) >= 400:
+                record["error_answers"] += 1
+        return None
+
+    registered: set[int] = set()
+
+    def session(region):
+        new = original_session(region)
+        with lock:
+            if id(new) not in registered:
+                registered.add(id(new))
+                new.events.register("before-send.*.*", before_send)
+                new.events.register("needs-retry.*.*", needs_retry)
+        return new
+
+    aws._count_call = count_call
+    aws.session = session
+
+    from fmcluster import progress
+
+    original_handle = progress.ProgressView.handle
+
+    def handle(self, event):
+        with lock:
+            record["events"].append([event.at, event.resource, event.kind, event.status])
+        return original_handle(self, event)
+
+    progress.ProgressView.handle = handle
+
+    def dump() -> None:
+        with lock:
+            data = {**record, "api_calls": dict(aws.api_calls)}
+        with open(out, "w") as fh:
+            json.dump(data, fh)
+
+    atexit.register(dump)
+    sys.argv = ["fmcluster", *args]
+    from fmcluster.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
