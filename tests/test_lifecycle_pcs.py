@@ -7,84 +7,22 @@ own home. Faults are reset after every test by conftest's autouse fixture.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
-import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-QUICKSTART = REPO_ROOT / "configs" / "quickstart-pcs.yaml"
-TAG = "fmcluster:cluster"
+try:
+    from lifecycle_fixture import PcsCli, _ok, _wait_for_line, cli_fixture
+except ImportError:  # tests/ imported as a package
+    from tests.lifecycle_fixture import PcsCli, _ok, _wait_for_line, cli_fixture
+
 # create takes ~4 s with these (cluster 2 s, then node groups 1 s, then queues 0.5 s, plus polling)
 SLOW = {"latency": {"pcs.cluster": 2.0, "pcs.compute_node_group": 1.0, "pcs.queue": 0.5}}
 
 
-def _fmcluster() -> list[str]:
-    exe = Path(sys.executable).with_name("fmcluster")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("fmcluster")
-    return [found] if found else [sys.executable, "-m", "fmcluster"]
-
-
-class Cli:
-    """Runs ``fmcluster`` with a private state home, pointed at the sandbox."""
-
-    def __init__(self, sandbox, tmp_path: Path):
-        self.sandbox = sandbox
-        self.name = f"e2e-{uuid.uuid4().hex[:8]}"
-        self.home = tmp_path / "state"
-        self.env = {**os.environ, **sandbox.env, "FMCLUSTER_HOME": str(self.home), "NO_COLOR": "1",
-                    "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
-        data = yaml.safe_load(QUICKSTART.read_text())
-        data["name"] = self.name
-        self.spec = tmp_path / "spec.yaml"
-        self.spec.write_text(yaml.safe_dump(data, sort_keys=False))
-
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([*_fmcluster(), *args], env=self.env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-
-    def popen(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([*_fmcluster(), *args], env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-
-    def create(self) -> subprocess.CompletedProcess:
-        return self.run("create", str(self.spec), "--yes")
-
-    def destroy(self) -> subprocess.CompletedProcess:
-        return self.run("destroy", self.name, "--yes")
-
-    # what the sandbox holds for this cluster ------------------------------------------------------
-    def inventory(self) -> dict:
-        ec2 = self.sandbox.client("ec2")
-        pcs = self.sandbox.client("pcs")
-        tag = [{"Name": f"tag:{TAG}", "Values": [self.name]}]
-        instances = [i for r in ec2.describe_instances(Filters=tag)["Reservations"] for i in r["Instances"]
-                     if i["State"]["Name"] not in ("terminated", "shutting-down")]
-        sgs = ec2.describe_security_groups(Filters=tag)["SecurityGroups"]
-        lts = ec2.describe_launch_templates(Filters=tag)["LaunchTemplates"]
-        clusters = [c for c in pcs.list_clusters()["clusters"] if c["name"] == self.name]
-        groups, queues = [], []
-        for cluster in clusters:
-            groups += pcs.list_compute_node_groups(clusterIdentifier=cluster["id"])["computeNodeGroups"]
-            queues += pcs.list_queues(clusterIdentifier=cluster["id"])["queues"]
-        return {"instances": instances, "security_groups": sgs, "launch_templates": lts, "clusters": clusters,
-                "node_groups": groups, "queues": queues}
-
-    def assert_nothing_left(self) -> None:
-        inv = self.inventory()
-        left = {kind: items for kind, items in inv.items() if items}
-        assert not left, f"still present for {self.name}: {left}"
-
+class Cli(PcsCli):
     def assert_exactly_one_of_each(self) -> None:
         inv = self.inventory()
         assert len(inv["clusters"]) == 1, inv["clusters"]
@@ -98,35 +36,7 @@ class Cli:
         assert all(n == 1 for n in queue_names.values()), queue_names
 
 
-def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 60) -> list[str]:
-    """Read the child's stderr until a line contains *pattern*; return the lines read."""
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        if pattern in line:
-            return lines
-    pytest.fail(f"never saw {pattern!r} on stderr:\n{''.join(lines)}")
-
-
-def _ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.CompletedProcess:
-    assert result.returncode == code, (
-        f"exit {result.returncode} (wanted {code})\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
-
-
-@pytest.fixture
-def cli(sandbox, tmp_path):
-    cli = Cli(sandbox, tmp_path)
-    yield cli
-    sandbox.faults({"reset": True})
-    # best-effort cleanup so one failing test leaves nothing for the next
-    if cli.inventory()["clusters"] or (cli.home / "state.db").exists():
-        cli.run("destroy", cli.name, "--yes")
+cli = cli_fixture(Cli)
 
 
 # 1 ------------------------------------------------------------------------------------------------

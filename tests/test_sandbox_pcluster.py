@@ -175,3 +175,161 @@ def test_pcluster_cluster_lifecycle(pc, sandbox):
         for n in ec2.describe_network_interfaces()["NetworkInterfaces"]
         if any(t["Key"] == "parallelcluster:cluster-name" and t["Value"] == name for t in n.get("TagSet", []))
     ]
+
+
+# -- failed stacks ----------------------------------------------------------------------------------------
+def _events(pc, name):
+    return pc.get_cluster_stack_events(cluster_name=name, region=REGION)["events"]
+
+
+def _delete_and_wait(pc, sandbox, name):
+    deleted = pc.delete_cluster(cluster_name=name, region=REGION)
+    assert deleted["cluster"]["clusterStatus"] == "DELETE_IN_PROGRESS"
+
+    def gone():
+        try:
+            return _stack_status(pc, name)
+        except Exception as err:  # pcluster raises NotFoundException once the stack is deleted
+            return type(err).__name__
+
+    assert wait_for(gone, lambda s: "PROGRESS" not in s, timeout=30) == "NotFoundException"
+    ec2 = sandbox.client("ec2")
+    live = [
+        i["InstanceId"]
+        for r in ec2.describe_instances(
+            Filters=[
+                {"Name": "tag:parallelcluster:cluster-name", "Values": [name]},
+                {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
+            ]
+        )["Reservations"]
+        for i in r["Instances"]
+    ]
+    assert live == []
+
+
+@pytest.mark.parametrize("rollback", [False, True], ids=["no-rollback", "rollback"])
+def test_pcluster_stack_fault_fails_head_node_bootstrap(pc, sandbox, rollback):
+    name = f"pc-bootfail-{'rb' if rollback else 'keep'}"
+    sandbox.faults({"fail_status": {f"pcluster_stack:{name}": "CREATE_FAILED"}})
+    config = minimal_config(default_subnet(sandbox.client("ec2")))
+    created = pc.create_cluster(
+        cluster_name=name, cluster_configuration=config, region=REGION, rollback_on_failure=rollback
+    )
+    assert created["cluster"]["clusterStatus"] == "CREATE_IN_PROGRESS"  # CreateStack itself succeeds
+
+    final = "ROLLBACK_COMPLETE" if rollback else "CREATE_FAILED"
+    assert wait_for(lambda: _stack_status(pc, name), lambda s: s == final or "PROGRESS" not in s) == final
+    described = pc.describe_cluster(cluster_name=name, region=REGION)
+    assert described["clusterStatus"] == "CREATE_FAILED"
+    assert described["failures"] == [
+        {"failureCode": "HeadNodeBootstrapFailure", "failureReason": "Failed to bootstrap the head node."}
+    ]
+
+    events = _events(pc, name)
+    [wait] = [e for e in events if e["resourceType"] == "AWS::CloudFormation::WaitCondition"]
+    assert wait["resourceStatus"] == "CREATE_FAILED"
+    assert wait["resourceStatusReason"].startswith("WaitCondition received failed message: 'Failed to bootstrap")
+    assert wait["resourceStatusReason"].split("uniqueId: ")[1].startswith("i-")
+    stack_statuses = [e["resourceStatus"] for e in events if e["logicalResourceId"] == name][::-1]
+    if rollback:
+        assert stack_statuses == ["CREATE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS", "ROLLBACK_COMPLETE"]
+    else:
+        assert stack_statuses == ["CREATE_IN_PROGRESS", "CREATE_FAILED"]
+    failed = next(e for e in events if e["logicalResourceId"] == name and e["resourceStatus"] != "ROLLBACK_COMPLETE")
+    assert f"failed to create: [{wait['logicalResourceId']}]" in failed["resourceStatusReason"]
+
+    stack = sandbox.client("cloudformation").describe_stacks(StackName=name)["Stacks"][0]
+    assert stack["DisableRollback"] is (not rollback)
+    head = pc.describe_cluster_instances(cluster_name=name, region=REGION)["instances"]
+    # a kept stack keeps its head node for debugging; a rollback removes it
+    assert [i["nodeType"] for i in head] == ([] if rollback else ["HeadNode"])
+
+    _delete_and_wait(pc, sandbox, name)
+
+
+def test_resource_error_fails_the_stack_instead_of_http_500(pc, sandbox):
+    # A resource the template names already exists (ParallelCluster's fleet-status table): on AWS the stack
+    # fails with that resource's CREATE_FAILED event; describe_cluster reports the general failure code.
+    name = "pc-tablefail"
+    ddb = sandbox.client("dynamodb")
+    table = f"parallelcluster-{name}"
+    ddb.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "Id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "Id", "KeyType": "HASH"}],
+    )
+    try:
+        config = minimal_config(default_subnet(sandbox.client("ec2")))
+        pc.create_cluster(cluster_name=name, cluster_configuration=config, region=REGION, rollback_on_failure=False)
+        assert wait_for(lambda: _stack_status(pc, name), lambda s: "PROGRESS" not in s) == "CREATE_FAILED"
+        described = pc.describe_cluster(cluster_name=name, region=REGION)  # again: no lazy re-creation
+        assert described["failures"] == [
+            {"failureCode": "ClusterCreationFailure", "failureReason": "Failed to create the cluster."}
+        ]
+        failed = [e for e in _events(pc, name) if e["resourceStatus"] == "CREATE_FAILED"]
+        assert [(e["resourceType"], e["logicalResourceId"] == name) for e in failed] == [
+            ("AWS::CloudFormation::Stack", True),
+            ("AWS::DynamoDB::Table", False),
+        ]
+        assert f"Table already exists: {table}" in failed[1]["resourceStatusReason"]
+        _delete_and_wait(pc, sandbox, name)
+        assert ddb.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE"  # not the stack's
+    finally:
+        ddb.delete_table(TableName=table)
+
+
+@pytest.mark.parametrize("disable_rollback", [True, False])
+def test_resource_error_while_moto_builds_the_stack(sandbox, disable_rollback):
+    # moto creates the resources an exported output references before create_resources (export checks);
+    # an error there must fail the stack too, not answer CreateStack with HTTP 500.
+    import json
+
+    name = f"cfn-exportfail-{int(disable_rollback)}"
+    ddb = sandbox.client("dynamodb")
+    table = f"{name}-table"
+    ddb.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "Id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "Id", "KeyType": "HASH"}],
+    )
+    template = {
+        "Resources": {
+            "Table": {
+                "Type": "AWS::DynamoDB::Table",
+                "Properties": {
+                    "TableName": table,
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "AttributeDefinitions": [{"AttributeName": "Id", "AttributeType": "S"}],
+                    "KeySchema": [{"AttributeName": "Id", "KeyType": "HASH"}],
+                },
+            }
+        },
+        "Outputs": {"TableArn": {"Value": {"Fn::GetAtt": ["Table", "Arn"]}, "Export": {"Name": f"{name}-arn"}}},
+    }
+    cfn = sandbox.client("cloudformation")
+    try:
+        cfn.create_stack(StackName=name, TemplateBody=json.dumps(template), DisableRollback=disable_rollback)
+        final = "CREATE_FAILED" if disable_rollback else "ROLLBACK_COMPLETE"
+        status = wait_for(
+            lambda: cfn.describe_stacks(StackName=name)["Stacks"][0]["StackStatus"],
+            lambda s: "PROGRESS" not in s,
+            timeout=20,
+            every=0.2,
+        )
+        assert status == final
+        events = cfn.describe_stack_events(StackName=name)["StackEvents"]
+        [table_event] = [e for e in events if e["LogicalResourceId"] == "Table"]
+        assert table_event["ResourceStatus"] == "CREATE_FAILED"
+        assert "Table already exists" in table_event["ResourceStatusReason"]
+        assert "Outputs" not in cfn.describe_stacks(StackName=name)["Stacks"][0]
+        cfn.delete_stack(StackName=name)
+        wait_for(
+            lambda: [s["StackStatus"] for s in cfn.list_stacks()["StackSummaries"] if s["StackName"] == name],
+            lambda s: s == ["DELETE_COMPLETE"],
+            timeout=20,
+            every=0.2,
+        )
+    finally:
+        ddb.delete_table(TableName=table)
