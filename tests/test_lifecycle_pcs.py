@@ -183,6 +183,37 @@ def test_insufficient_capacity_fails_clearly_and_destroy_cleans_up(cli, sandbox)
     cli.assert_nothing_left()
 
 
+def test_after_capacity_returns_a_rerun_replaces_the_failed_node_groups(cli, sandbox):
+    sandbox.faults({"insufficient_capacity": ["p5.4xlarge"]})
+    failed = _ok(cli.create(), code=1)
+    text = failed.stderr + failed.stdout
+    assert "InsufficientInstanceCapacity" in text
+    assert "Capacity Block" in text and "--retry-capacity" in text  # the ways out, named
+    sandbox.faults({"reset": True})
+
+    _ok(cli.create())  # the failed node groups are deleted and created afresh (new client tokens)
+    assert cli.status()["status"] == "ACTIVE"
+    cli.assert_exactly_one_of_each()
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
+def test_retry_capacity_waits_for_capacity_with_a_countdown(cli, sandbox):
+    import threading
+
+    sandbox.faults({"insufficient_capacity": ["p5.4xlarge"]})
+    # Capacity "comes back" while fmcluster waits to retry (its first back-off is 15 s).
+    timer = threading.Timer(5, lambda: sandbox.faults({"reset": True}))
+    timer.start()
+    try:
+        result = _ok(cli.create("--retry-capacity", "5"))
+    finally:
+        timer.cancel()
+    assert "attempt 2" in result.stderr, result.stderr  # it failed once, waited, and went again
+    cli.assert_exactly_one_of_each()
+    _ok(cli.destroy())
+
+
 # 7 ------------------------------------------------------------------------------------------------
 def test_unknown_cluster(cli):
     _ok(cli.create())
