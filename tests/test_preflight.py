@@ -83,7 +83,9 @@ def test_good_spec_passes_every_check(sandbox, backend):
         ec2.delete_key_pair(KeyName=key)
         s3.delete_bucket(Bucket=bucket)
     assert not preflight_failed(results), [(r.name, r.summary, r.details) for r in results if r.status != "passed"]
-    assert all(r.status == "passed" for r in results), [(r.name, r.status, r.summary) for r in results]
+    # Node.js older than the maintained lines (this machine has 20) is a warning, never a failure.
+    assert all(r.status == "passed" or r.name == "node.js" for r in results), \
+        [(r.name, r.status, r.summary) for r in results]
     names = {r.name for r in results}
     assert {"credentials", "subnet", "offering p5.48xlarge", "offering m7i.2xlarge", "vcpu quota L-417A185B",
             "vcpu quota L-7212CCBC", "vcpu quota L-1216C47A", "key pair", f"bucket {bucket}"} <= names
@@ -336,12 +338,12 @@ def test_pcs_size_too_small_fails(sandbox):
 
 
 def test_missing_node_fails_for_parallelcluster(sandbox, monkeypatch):
-    import fmcluster.preflight.checks as checks
+    import fmcluster.nodejs as nodejs
 
-    monkeypatch.setattr(checks.shutil, "which", lambda name: None)
+    monkeypatch.setattr(nodejs.shutil, "which", lambda name: None)
     node = _failed(_run(sandbox, _spec(backend="parallelcluster")))["node.js"]
     assert "Node.js is not on PATH" in node.summary
-    assert any("install Node.js 18 or later" in f for f in _fixes(node))
+    assert any(f"install Node.js {nodejs.MIN_NODE_MAJOR} or later" in f for f in _fixes(node))
 
 
 def test_unreachable_endpoint_is_a_failed_check_not_an_exception():
