@@ -199,17 +199,20 @@ def test_after_capacity_returns_a_rerun_replaces_the_failed_node_groups(cli, san
 
 
 def test_retry_capacity_waits_for_capacity_with_a_countdown(cli, sandbox):
-    import threading
-
     sandbox.faults({"insufficient_capacity": ["p5.4xlarge"]})
-    # Capacity "comes back" while fmcluster waits to retry (its first back-off is 15 s).
-    timer = threading.Timer(5, lambda: sandbox.faults({"reset": True}))
-    timer.start()
+    proc = cli.popen("create", str(cli.spec), "--yes", "--retry-capacity", "5")
     try:
-        result = _ok(cli.create("--retry-capacity", "5"))
+        # Capacity "comes back" once the first attempt has failed; fmcluster waits 15 s, then goes again.
+        seen = _wait_for_line(proc, "CREATE_FAILED")
+        sandbox.faults({"reset": True})
+        out, err = proc.communicate(timeout=180)
     finally:
-        timer.cancel()
-    assert "attempt 2" in result.stderr, result.stderr  # it failed once, waited, and went again
+        if proc.poll() is None:
+            proc.kill()
+    err = "".join(seen) + err
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert "attempt 2" in err, err  # it failed once, waited, and went again
     cli.assert_exactly_one_of_each()
     _ok(cli.destroy())
 
