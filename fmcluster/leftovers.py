@@ -51,4 +51,6 @@ def scan(session: Session, keep_storage: bool = False) -> list[str]:
 
 
 def _storage_uses(session: Session) -> bool:
-    return session.spec.storage.lustre is not None
+    """Whether kept storage still holds a security group (FSx keeps its network interfaces)."""
+    storage = session.spec.storage
+    return storage.lustre is not None or (storage.home is not None and storage.home.type == "openzfs")

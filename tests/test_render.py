@@ -19,7 +19,7 @@ from fmcluster.render.templates import render_text
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 from fmcluster.validate.parallelcluster import check_schema
-from fmcluster.validate.requests import check_document, stand_in
+from fmcluster.validate.requests import check_document, stand_in, with_stand_ins
 
 pytestmark = pytest.mark.filterwarnings("ignore:The .default. argument to fields is deprecated")
 
@@ -75,7 +75,8 @@ def test_parallelcluster_schema_accepts(path: Path, monkeypatch: pytest.MonkeyPa
     from pcluster.schemas.cluster_schema import ClusterSchema
 
     spec = _load(path)
-    config = render(spec, str(path)).one("pcluster_cluster").body
+    # Ids issued at create time (the OpenZFS root volume) are references here; fill them as validate does.
+    config = with_stand_ins(render(spec, str(path)).one("pcluster_cluster").body)
     monkeypatch.setenv("AWS_DEFAULT_REGION", spec.region)
     findings = check_schema(spec.name, copy.deepcopy(config), spec.region)
     assert findings.errors == []

@@ -193,8 +193,29 @@ class InstanceProfile(Resource):
         _tolerate(lambda: iam.delete_role(RoleName=self.role_name), "NoSuchEntity")
 
 
-class FsxLustre(Resource):
-    kind = "fsx_lustre"
+class NfsSecurityGroup(SecurityGroup):
+    """The security group of a file system fmcluster creates for NFS clients in the VPC (OpenZFS): its
+    ingress comes from the VPC's CIDR blocks, looked up at create time. Kept with the file system."""
+
+    is_storage = True
+
+    def create(self, ctx: Context) -> Observed:
+        vpc = ctx.client("ec2").describe_vpcs(VpcIds=[self.vpc_id])["Vpcs"][0]
+        blocks = [a["CidrBlock"] for a in vpc.get("CidrBlockAssociationSet") or []
+                  if a.get("CidrBlockState", {}).get("State", "associated") == "associated"] or [vpc["CidrBlock"]]
+        ctx.publish({"network.vpc_ip_ranges": [{"CidrIp": block, "Description": "NFS clients in the VPC"}
+                                               for block in dict.fromkeys(blocks)]})
+        return super().create(ctx)
+
+
+_FSX_PHASES = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "UPDATING": "ready",
+               "FAILED": "failed", "MISCONFIGURED": "failed"}
+
+
+class _FsxFileSystem(Resource):
+    """An FSx file system found by its ``fmcluster:cluster`` tag and type; created with a client token."""
+
+    file_system_type = ""
     is_storage = True
 
     def __init__(self, document: Document, cluster: str, depends_on: tuple[str, ...], token: str):
@@ -204,13 +225,16 @@ class FsxLustre(Resource):
         self.depends_on = depends_on
         self.token = token
 
+    def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
     def _find(self, ctx: Context, known_id: str | None) -> dict[str, Any] | None:
         fsx = ctx.client("fsx")
         for page in fsx.get_paginator("describe_file_systems").paginate():
             for fs in page["FileSystems"]:
                 tags = {t["Key"]: t["Value"] for t in fs.get("Tags", [])}
                 if fs["FileSystemId"] == known_id or (tags.get("fmcluster:cluster") == self.cluster
-                                                      and fs["FileSystemType"] == "LUSTRE"):
+                                                      and fs["FileSystemType"] == self.file_system_type):
                     return fs
         return None
 
@@ -219,25 +243,51 @@ class FsxLustre(Resource):
         if fs is None:
             return None
         state = fs.get("Lifecycle", "AVAILABLE")
-        phase = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "UPDATING": "ready",
-                 "FAILED": "failed", "MISCONFIGURED": "failed"}.get(state, "pending")
-        lustre = fs.get("LustreConfiguration", {})
-        return Observed(fs["FileSystemId"], state, phase, {
-            "fsx_lustre.id": fs["FileSystemId"], "fsx_lustre.dns_name": fs.get("DNSName", ""),
-            "fsx_lustre.mount_name": lustre.get("MountName", ""),
-        }, fs.get("FailureDetails", {}).get("Message", ""))
+        return Observed(fs["FileSystemId"], state, _FSX_PHASES.get(state, "pending"), self._outputs(fs),
+                        fs.get("FailureDetails", {}).get("Message", ""))
 
     def create(self, ctx: Context) -> Observed:
         fs = ctx.client("fsx").create_file_system(ClientRequestToken=self.create_token(self.token),
                                                   **ctx.resolve(self.document.body))["FileSystem"]
         return Observed(fs["FileSystemId"], fs.get("Lifecycle", "CREATING"), "pending")
 
+    def _delete_options(self) -> dict[str, Any]:
+        return {}
+
     def delete(self, ctx: Context, observed: Observed) -> None:
         try:
-            ctx.client("fsx").delete_file_system(FileSystemId=observed.id)
+            ctx.client("fsx").delete_file_system(FileSystemId=observed.id, **self._delete_options())
         except ClientError as exc:
             if error_code(exc) != "FileSystemNotFound":
                 raise
+
+
+class FsxLustre(_FsxFileSystem):
+    kind = "fsx_lustre"
+    file_system_type = "LUSTRE"
+
+    def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
+        lustre = fs.get("LustreConfiguration", {})
+        return {"fsx_lustre.id": fs["FileSystemId"], "fsx_lustre.dns_name": fs.get("DNSName", ""),
+                "fsx_lustre.mount_name": lustre.get("MountName", "")}
+
+
+class FsxOpenZfs(_FsxFileSystem):
+    """An FSx for OpenZFS file system (a cluster's /home). ParallelCluster mounts its root volume."""
+
+    kind = "fsx_openzfs"
+    file_system_type = "OPENZFS"
+
+    def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
+        openzfs = fs.get("OpenZFSConfiguration", {})
+        return {"fsx_openzfs.id": fs["FileSystemId"], "fsx_openzfs.dns_name": fs.get("DNSName", ""),
+                "fsx_openzfs.root_volume_id": openzfs.get("RootVolumeId", "")}
+
+    def _delete_options(self) -> dict[str, Any]:
+        # `destroy` means the data goes (`--keep-storage` keeps the file system): no final backup left behind
+        # untracked and billing; child volumes and snapshots go with the file system.
+        return {"OpenZFSConfiguration": {"SkipFinalBackup": True,
+                                         "Options": ["DELETE_CHILD_VOLUMES_AND_SNAPSHOTS"]}}
 
 
 class FsxDataRepository(Resource):

@@ -15,6 +15,7 @@ from fmcluster.engine import Context, EngineFailed, Observed, Resource
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.network import Placement
 from fmcluster.nodejs import quiet_jsii_banner
+from fmcluster.render.documents import RenderedDocuments, references
 from fmcluster.render.parallelcluster import render_parallelcluster
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 
@@ -127,16 +128,26 @@ def _latest_event(pc: Any, name: str, region: str) -> str:
 
 
 class PclusterCluster(Resource):
+    """The ParallelCluster cluster. Its config may refer to what fmcluster creates first (``${fsx_openzfs.
+    root_volume_id}``): references are filled from the engine's values when the config is sent."""
+
     kind = "pcluster_cluster"
 
     def __init__(self, spec: Spec, config: dict[str, Any], rollback: bool, applied: Spec | None,
-                 stop_fleet_for_update: bool = False):
+                 stop_fleet_for_update: bool = False, depends_on: tuple[str, ...] = ()):
         self.key = spec.name
         self.spec = spec
         self.config = config
         self.rollback = rollback
         self.applied = applied
         self.stop_fleet_for_update = stop_fleet_for_update
+        self.depends_on = depends_on
+
+    def resolved_config(self, ctx: Context) -> dict[str, Any]:
+        missing = sorted(ref for ref in references(self.config) if ref not in ctx.values)
+        if missing:
+            raise EngineFailed(f"{self.name}: the config needs {', '.join(missing)}, which nothing has provided yet")
+        return ctx.resolve(self.config)
 
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
         with _pcluster() as pc:
@@ -164,7 +175,7 @@ class PclusterCluster(Resource):
     def create(self, ctx: Context) -> Observed:
         with _pcluster() as pc:
             try:
-                created = pc.create_cluster(cluster_name=self.key, cluster_configuration=self.config,
+                created = pc.create_cluster(cluster_name=self.key, cluster_configuration=self.resolved_config(ctx),
                                             region=ctx.region, rollback_on_failure=self.rollback)
             except Exception as exc:
                 if type(exc).__name__ == "ConflictException":  # a previous run got this far: attach to it
@@ -187,7 +198,8 @@ class PclusterCluster(Resource):
             if self.stop_fleet_for_update:
                 set_fleet(pc, self.key, ctx.region, "STOP_REQUESTED", "STOPPED")
             try:
-                pc.update_cluster(cluster_name=self.key, cluster_configuration=self.config, region=ctx.region)
+                pc.update_cluster(cluster_name=self.key, cluster_configuration=self.resolved_config(ctx),
+                                  region=ctx.region)
             except Exception as exc:
                 raise _api_error(self.name, exc) from None
         return Observed(observed.id, "UPDATE_IN_PROGRESS", "pending")
@@ -256,21 +268,48 @@ def set_fleet(pc: Any, name: str, region: str, request: str, until: str, timeout
     raise EngineFailed(f"compute fleet of {name} did not reach {until} within {timeout / 60:.0f} min")
 
 
+def render_documents(spec: Spec, placement: Placement, spec_file: str) -> RenderedDocuments:
+    return render_parallelcluster(spec, spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id)
+
+
 def render_config(spec: Spec, placement: Placement, spec_file: str) -> dict[str, Any]:
-    """The parsed config: pcluster.lib reads a *string* argument as a file path, so it gets the mapping."""
-    return render_parallelcluster(spec, spec_file, subnet_id=placement.subnet_id).documents[0].body
+    """The parsed config: pcluster.lib reads a *string* argument as a file path, so it gets the mapping.
+    It may still hold references to what fmcluster creates first (see :class:`PclusterCluster`)."""
+    return render_documents(spec, placement, spec_file).one("pcluster_cluster").body
 
 
 def build_resources(spec: Spec, placement: Placement, generation: str, spec_file: str = "spec.yaml",
                     applied: Spec | None = None, rollback: bool = True,
                     stop_fleet_for_update: bool = False) -> list[Resource]:
-    if spec.storage.home is not None and spec.storage.home.type == "openzfs":
-        raise FmclusterError("an OpenZFS /home needs fmcluster to create the file system before ParallelCluster "
-                             "mounts it, which this version does not do yet: use storage.home.type: efs "
-                             "(ParallelCluster creates EFS itself)")
-    cluster = PclusterCluster(spec, render_config(spec, placement, spec_file), rollback, applied,
-                              stop_fleet_for_update)
-    return [cluster, ComputeFleet(spec.name)]
+    """[OpenZFS security group, OpenZFS file system] (for an OpenZFS /home: ParallelCluster only mounts
+    one), then the cluster, rendered with the file system's root volume once it exists, and its fleet."""
+    from fmcluster.backends.aws_resources import FsxOpenZfs, NfsSecurityGroup
+    from fmcluster.backends.pcs import client_token
+
+    rendered = render_documents(spec, placement, spec_file)
+    resources: list[Resource] = []
+    cluster_depends: tuple[str, ...] = ()
+    for document in rendered.by_kind("fsx_openzfs"):
+        group = NfsSecurityGroup(rendered.one("security_group", "fsx_openzfs"), placement.vpc_id)
+        file_system = FsxOpenZfs(document, spec.name, (group.name,),
+                                 client_token(spec, generation, f"fsx_openzfs/{document.key}")[:36])
+        resources += [group, file_system]
+        cluster_depends += (file_system.name,)
+    cluster = PclusterCluster(spec, rendered.one("pcluster_cluster").body, rollback, applied, stop_fleet_for_update,
+                              depends_on=cluster_depends)
+    return [*resources, cluster, ComputeFleet(spec.name)]
+
+
+def _storage_values(session: Any, resources: list[Resource]) -> dict[str, Any]:
+    """Outputs of the storage the cluster's config refers to, read from AWS (``scale`` runs no engine first)."""
+    values: dict[str, Any] = {}
+    for resource in resources:
+        if resource.is_storage:
+            observed = resource.read(session.ctx, None)
+            if observed is None:
+                raise EngineFailed(f"{resource.name} no longer exists: re-run `fmcluster create` to recreate it")
+            values.update(observed.outputs)
+    return values
 
 
 def scale(session: Any, old_spec: Spec, new_spec: Spec, yes: bool) -> None:
@@ -279,7 +318,13 @@ def scale(session: Any, old_spec: Spec, new_spec: Spec, yes: bool) -> None:
     from fmcluster.lifecycle import confirm, run_engine
 
     placement = session.placement()
-    config = render_config(new_spec, placement, session.spec_file)
+    planned = build_resources(new_spec, placement, session.generation(), session.spec_file)
+    cluster = next(r for r in planned if isinstance(r, PclusterCluster))
+    config = cluster.config
+    if references(config):
+        from fmcluster.render.documents import resolve
+
+        config = resolve(config, _storage_values(session, planned))
     needs_stop = False
     with _pcluster() as pc:
         try:

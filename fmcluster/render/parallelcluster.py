@@ -20,17 +20,33 @@ CAPACITY_TYPES = {
     "reservation": "ONDEMAND",
     "capacity-block": "CAPACITY_BLOCK",
 }
-# ParallelCluster cannot create an OpenZFS file system, only mount a volume; fmcluster creates it first.
-OPENZFS_VOLUME_TO_CREATE = "fsvol-00000000000000000"
+# ParallelCluster cannot create an OpenZFS file system, only mount a volume; fmcluster creates it first and
+# fills this reference with its root volume's id at create time (``validate`` uses a stand-in offline).
+OPENZFS_ROOT_VOLUME = "${fsx_openzfs.root_volume_id}"
+# SINGLE_AZ_2: the current single-AZ generation (160-10240 MB/s, NVMe read cache), in the compute subnet's AZ.
+OPENZFS_DEPLOYMENT_TYPE = "SINGLE_AZ_2"
+# What AWS accepts for SINGLE_AZ_2 / MULTI_AZ_1 (botocore's CreateFileSystemOpenZFSConfiguration docs).
+OPENZFS_THROUGHPUT_STEPS = (160, 320, 640, 1280, 2560, 3840, 5120, 7680, 10240)
+# NFS ports an OpenZFS client needs (FSx OpenZFS guide, "Managing file system access"; ParallelCluster's FSX_PORTS).
+OPENZFS_NFS_PORT_RANGES = ((111, 111), (2049, 2049), (20001, 20003))
+OPENZFS_NFS_EXPORT_OPTIONS = ["rw", "crossmnt", "no_root_squash"]
+
+
+def openzfs_throughput_mbps(spec: Spec) -> int:
+    """/home holds code, environments and small files (checkpoints go to Lustre): the smallest step serves a
+    small cluster; many nodes starting jobs at once (imports, venvs) get the next."""
+    nodes = sum(max_nodes(queue) for queue in spec.queues)
+    return OPENZFS_THROUGHPUT_STEPS[0] if nodes < 32 else OPENZFS_THROUGHPUT_STEPS[1]
 
 
 def render_parallelcluster(
     spec: Spec,
     spec_file: str = "spec.yaml",
     subnet_id: str | None = None,
-    openzfs_volume_id: str | None = None,
+    vpc_id: str | None = None,
 ) -> RenderedDocuments:
-    """Render the cluster configuration. ``subnet_id`` fills a subnet the spec left to create time."""
+    """Render the cluster configuration (first), then the requests for what fmcluster creates before it (an
+    OpenZFS /home and its security group). ``subnet_id`` fills a subnet the spec left to create time."""
     rendered = RenderedDocuments(backend="parallelcluster")
     compute_subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
     if compute_subnet == SUBNET_TO_RESOLVE:
@@ -83,11 +99,10 @@ def render_parallelcluster(
     home = spec.storage.home
     if home is not None:
         if home.type == "openzfs":
-            volume = openzfs_volume_id or OPENZFS_VOLUME_TO_CREATE
-            if volume == OPENZFS_VOLUME_TO_CREATE:
-                rendered.notes.append("ParallelCluster mounts OpenZFS but cannot create it: fmcluster creates the "
-                                      f"file system first ({OPENZFS_VOLUME_TO_CREATE} stands in for its root volume)")
-            shared_storage.append({"kind": "openzfs", "name": "home", "mount": home.mount, "volume_id": volume})
+            rendered.notes.append("ParallelCluster mounts OpenZFS but cannot create it: fmcluster creates the "
+                                  f"file system first and fills {OPENZFS_ROOT_VOLUME} with its root volume")
+            shared_storage.append({"kind": "openzfs", "name": "home", "mount": home.mount,
+                                   "volume_id": OPENZFS_ROOT_VOLUME})
         else:
             shared_storage.append({"kind": "efs", "name": "home", "mount": home.mount, "deletion_policy": "Retain"})
 
@@ -122,4 +137,29 @@ def render_parallelcluster(
         filename="cluster-config.yaml", kind="pcluster_cluster", key=spec.name, service="pcluster",
         operations={"": "create_cluster"}, text=text, body=body,
     ))
+    if home is not None and home.type == "openzfs":
+        _render_openzfs(rendered, spec, compute_subnet, vpc_id)
     return rendered
+
+
+def _render_openzfs(rendered: RenderedDocuments, spec: Spec, subnet_id: str, vpc_id: str | None) -> None:
+    home = spec.storage.home
+    assert home is not None
+    tags = resource_tags(spec)
+    ports = [str(low) if low == high else f"{low}-{high}" for low, high in OPENZFS_NFS_PORT_RANGES]
+    text, body = render_yaml(
+        "parallelcluster/fsx_openzfs_security_group.yaml.j2", name=f"{spec.name}-fsx-openzfs", cluster=spec.name,
+        vpc_id=vpc_id or "${network.vpc_id}", ports=ports, port_ranges=OPENZFS_NFS_PORT_RANGES, tags=tags)
+    rendered.documents.append(Document(
+        filename="fsx-openzfs-security-group.yaml", kind="security_group", key="fsx_openzfs", service="ec2",
+        operations={"create": "CreateSecurityGroup", "ingress": "AuthorizeSecurityGroupIngress",
+                    "egress": "AuthorizeSecurityGroupEgress"}, text=text, body=body))
+    throughput = openzfs_throughput_mbps(spec)
+    text, body = render_yaml(
+        "parallelcluster/fsx_openzfs.yaml.j2", deployment_type=OPENZFS_DEPLOYMENT_TYPE, mount=home.mount,
+        capacity_gib=home.capacity_gib, throughput_mbps=throughput, backup_retention_days=7, subnet_id=subnet_id,
+        nfs_exports=[{"clients": "*", "options": OPENZFS_NFS_EXPORT_OPTIONS}],
+        tags={**tags, "Name": f"{spec.name}-home"})
+    rendered.documents.append(Document(
+        filename="fsx-openzfs.yaml", kind="fsx_openzfs", key="home", service="fsx",
+        operations={"": "CreateFileSystem"}, text=text, body=body))

@@ -4,6 +4,9 @@
   ``dns@tcp:/mountname``) and an OpenZFS ``RootVolumeId`` (ParallelCluster mounts volumes, not file
   systems);
 * ``ClientRequestToken`` makes CreateFileSystem idempotent, as on AWS;
+* a file system lives in a VPC through network interfaces that carry its security groups (``VpcId``,
+  ``NetworkInterfaceIds``): ParallelCluster's ``ExistingFsxNetworkingValidator`` reads their rules;
+* ``DescribeVolumes`` for the root volume of each OpenZFS file system (what ParallelCluster mounts);
 * data repository associations (Lustre ↔ S3): Create/Describe/DeleteDataRepositoryAssociation, served
   by the sandbox itself (FSx speaks awsJson1_1 under the ``AWSSimbaAPIService_v20180301`` target).
 """
@@ -26,10 +29,17 @@ def install() -> None:
         return
     original_to_dict = models.FileSystem.to_dict
     original_create = models.FSxBackend.create_file_system
+    original_delete = models.FSxBackend.delete_file_system
 
     def to_dict(self: Any) -> dict[str, Any]:
         result = original_to_dict(self)
         result.setdefault("Lifecycle", "AVAILABLE")
+        network = self.__dict__.get("_fmcluster_network") or {}
+        if network.get("vpc_id"):
+            result.setdefault("VpcId", network["vpc_id"])
+        if network.get("enis"):
+            result.setdefault("NetworkInterfaceIds", list(network["enis"]))
+        result.setdefault("OwnerId", self.resource_arn.split(":")[4])
         digest = hashlib.sha256(self.file_system_id.encode()).hexdigest()
         if self.file_system_type == "LUSTRE":
             lustre = dict(result.get("LustreConfiguration") or {})
@@ -37,7 +47,7 @@ def install() -> None:
             result["LustreConfiguration"] = lustre
         if self.file_system_type == "OPENZFS":
             openzfs = dict(result.get("OpenZFSConfiguration") or {})
-            openzfs.setdefault("RootVolumeId", f"fsvol-{digest[:17]}")
+            openzfs.setdefault("RootVolumeId", root_volume_id(self.file_system_id))
             result["OpenZFSConfiguration"] = openzfs
         return result
 
@@ -50,11 +60,101 @@ def install() -> None:
         file_system = original_create(self, client_request_token, *args, **kwargs)
         if client_request_token:
             tokens[client_request_token] = file_system.file_system_id
+        _attach_network(self, file_system)
         return file_system
+
+    def delete_file_system(self: Any, file_system_id: str, *args: Any, **kwargs: Any) -> Any:
+        file_system = self.file_systems.get(file_system_id)
+        answer = original_delete(self, file_system_id, *args, **kwargs)
+        if file_system is not None:
+            _detach_network(self, file_system)
+        return answer
 
     to_dict._fmcluster = True  # type: ignore[attr-defined]
     models.FileSystem.to_dict = to_dict
     models.FSxBackend.create_file_system = create_file_system
+    models.FSxBackend.delete_file_system = delete_file_system
+
+
+def _ec2(fsx_backend: Any) -> Any:
+    from moto.ec2.models import ec2_backends
+
+    return ec2_backends[fsx_backend.account_id][fsx_backend.region_name]
+
+
+def _attach_network(fsx_backend: Any, file_system: Any) -> None:
+    """One network interface per subnet (the preferred one for a single-AZ file system), with the file
+    system's security groups, as FSx makes them."""
+    ec2 = _ec2(fsx_backend)
+    enis, vpc_id = [], None
+    for subnet_id in (file_system.subnet_ids or [])[:2]:
+        try:
+            subnet = ec2.get_subnet(subnet_id)
+        except Exception:  # an unknown subnet: moto accepted it; leave the file system without an interface
+            continue
+        vpc_id = subnet.vpc_id
+        eni = ec2.create_network_interface(subnet, None, group_ids=list(file_system.security_group_ids or []),
+                                           description=f"ENI for FSx file system {file_system.file_system_id}")
+        enis.append(eni.id)
+    file_system.__dict__["_fmcluster_network"] = {"vpc_id": vpc_id, "enis": enis}
+
+
+def _detach_network(fsx_backend: Any, file_system: Any) -> None:
+    ec2 = _ec2(fsx_backend)
+    for eni_id in (file_system.__dict__.get("_fmcluster_network") or {}).get("enis", []):
+        try:
+            ec2.delete_network_interface(eni_id)
+        except Exception:  # already gone
+            pass
+
+
+def root_volume_id(file_system_id: str) -> str:
+    return f"fsvol-{hashlib.sha256(file_system_id.encode()).hexdigest()[:17]}"
+
+
+def describe_volumes(body: bytes, region: str, account: str) -> tuple[int, dict, bytes]:
+    """DescribeVolumes over the root volumes of OpenZFS file systems (moto has no volumes)."""
+    from moto.fsx.models import fsx_backends
+
+    try:
+        request = json.loads(body or b"{}")
+    except json.JSONDecodeError:
+        return _error("BadRequest", "the body is not JSON")
+    backend = fsx_backends[account][region]
+    volumes = {}
+    for file_system in backend.file_systems.values():
+        if file_system.file_system_type != "OPENZFS":
+            continue
+        described = file_system.to_dict()
+        openzfs = described.get("OpenZFSConfiguration") or {}
+        root = openzfs.get("RootVolumeId") or root_volume_id(file_system.file_system_id)
+        settings = openzfs.get("RootVolumeConfiguration") or {}
+        volumes[root] = {
+            "FileSystemId": file_system.file_system_id,
+            "VolumeId": root,
+            "Name": "fsx",
+            "VolumeType": "OPENZFS",
+            "Lifecycle": "AVAILABLE",
+            "ResourceARN": f"arn:aws:fsx:{region}:{account}:volume/{file_system.file_system_id}/{root}",
+            "Tags": described.get("Tags", []),
+            "OpenZFSConfiguration": {
+                "VolumePath": "/fsx",
+                "DataCompressionType": settings.get("DataCompressionType", "NONE"),
+                "RecordSizeKiB": settings.get("RecordSizeKiB", 128),
+                "ReadOnly": bool(settings.get("ReadOnly", False)),
+                "NfsExports": settings.get("NfsExports", []),
+                "CopyTagsToSnapshots": bool(settings.get("CopyTagsToSnapshots", False)),
+            },
+        }
+    wanted = request.get("VolumeIds") or []
+    for volume_id in wanted:
+        if volume_id not in volumes:
+            return _error("VolumeNotFound", f"Volume '{volume_id}' does not exist.")
+    selected = [v for k, v in volumes.items() if not wanted or k in wanted]
+    for item in request.get("Filters") or []:
+        if item.get("Name") == "file-system-id":
+            selected = [v for v in selected if v["FileSystemId"] in item.get("Values", [])]
+    return _ok({"Volumes": selected})
 
 
 class DataRepositoryAssociations:

@@ -431,6 +431,11 @@ class SandboxApp:
             account = self._account(environ, access_key)
             answer = self.data_repositories.handle(operation, _read_body(environ), region, account)
             return self._respond(start_response, *answer)
+        if target.startswith(FSX_TARGET_PREFIX) and operation == "DescribeVolumes":  # moto has no FSx volumes
+            from fmcluster.sandbox.fsx_extras import describe_volumes
+
+            account = self._account(environ, access_key)
+            return self._respond(start_response, *describe_volumes(_read_body(environ), region, account))
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
             account = self._account(environ, access_key)
             answer = self.capacity_reservations.handle(operation, params, region, account)

@@ -56,20 +56,27 @@ def _parallelcluster_checks(name: str, rendered, region: str, online: bool) -> l
         check_schema,
         check_with_validators,
     )
+    from fmcluster.validate.requests import with_stand_ins
 
-    document = rendered.documents[0]
+    document = rendered.one("pcluster_cluster")
     results = []
-    schema = check_schema(name, document.body, region)
+    # References (the OpenZFS root volume fmcluster creates first) take well-formed stand-ins for the schema.
+    schema = check_schema(name, with_stand_ins(document.body), region)
     results.append(CheckResult("pcluster schema", "failed" if schema.errors else "passed",
                                "ParallelCluster 3.16 ClusterSchema" + (" rejects the config" if schema.errors else
                                                                        " accepts the config"), schema.errors))
+    requests = [d for d in rendered.documents if d is not document]
+    if requests:  # what fmcluster creates before the cluster (an OpenZFS /home), against botocore's models
+        results.append(_botocore_checks(rendered, requests))
     if not online:
         results.append(CheckResult("pcluster validators", "skipped",
                                    "no AWS endpoint or credentials (use --sandbox, --endpoint-url or a profile)"))
         return results
     sandbox = aws.target().is_sandbox
-    findings = check_with_validators(name, document.body, region, suppress=sandbox)
+    config, notes = _config_for_validators(name, document.body, region)
+    findings = check_with_validators(name, config, region, suppress=sandbox)
     details = [f"{level}: {message}" for level, messages in findings.by_level.items() for message in messages]
+    details += notes
     if sandbox and SANDBOX_SUPPRESSED_VALIDATORS:
         details += [f"suppressed in the sandbox: {v} ({why})" for v, why in SANDBOX_SUPPRESSED_VALIDATORS.items()]
     status: Status = "failed" if findings.errors else ("warning" if findings.by_level else "passed")
@@ -77,13 +84,44 @@ def _parallelcluster_checks(name: str, rendered, region: str, online: bool) -> l
     return results
 
 
-def _botocore_checks(rendered) -> CheckResult:
+def _config_for_validators(name: str, config: dict, region: str) -> tuple[dict, list[str]]:
+    """The config ParallelCluster's validators can judge: an OpenZFS /home that fmcluster already created
+    for this cluster is filled in; one it has yet to create is left out (its validators read the live file
+    system, which does not exist before ``create``), and the details say so."""
+    from fmcluster.render.common import CLUSTER_TAG
+    from fmcluster.render.documents import references, resolve
+
+    refs = references(config)
+    if not refs:
+        return config, []
+    values: dict[str, str] = {}
+    if "fsx_openzfs.root_volume_id" in refs:
+        fsx = aws.client("fsx", region)
+        for page in fsx.get_paginator("describe_file_systems").paginate():
+            for fs in page["FileSystems"]:
+                tags = {t["Key"]: t["Value"] for t in fs.get("Tags", [])}
+                if tags.get(CLUSTER_TAG) == name and fs["FileSystemType"] == "OPENZFS" and \
+                        fs.get("Lifecycle") not in ("DELETING", "FAILED"):
+                    values["fsx_openzfs.root_volume_id"] = fs["OpenZFSConfiguration"]["RootVolumeId"]
+    if set(refs) <= set(values):
+        return resolve(config, values), [f"OpenZFS /home: the existing root volume {values[r]}" for r in sorted(refs)
+                                         if r == "fsx_openzfs.root_volume_id"]
+    storage = [s for s in config.get("SharedStorage") or [] if not references(s)]
+    trimmed = {k: v for k, v in config.items() if k != "SharedStorage"}
+    if storage:
+        trimmed["SharedStorage"] = storage
+    return trimmed, ["not judged by ParallelCluster yet: SharedStorage that fmcluster creates at create time "
+                     "(the OpenZFS /home; its CreateFileSystem request is checked against botocore's FSx model)"]
+
+
+def _botocore_checks(rendered, documents=None) -> CheckResult:
     from fmcluster.validate.requests import check_document
 
-    problems = [f"{d.filename}: {p}" for d in rendered.documents for p in check_document(d)]
-    services = sorted({d.service for d in rendered.documents})
+    documents = rendered.documents if documents is None else documents
+    problems = [f"{d.filename}: {p}" for d in documents for p in check_document(d)]
+    services = sorted({d.service for d in documents})
     return CheckResult("botocore shapes", "failed" if problems else "passed",
-                       f"{len(rendered.documents)} documents against the {', '.join(services)} models", problems)
+                       f"{len(documents)} documents against the {', '.join(services)} models", problems)
 
 
 def _instance_type_check(spec, region: str, online: bool) -> CheckResult:

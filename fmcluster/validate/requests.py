@@ -20,6 +20,10 @@ _STAND_INS = {
     "fsx_lustre.id": "fs-0123456789abcdef0",
     "fsx_lustre.dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
     "fsx_lustre.mount_name": "abcdefgh",
+    "fsx_openzfs.id": "fs-0123456789abcdef1",
+    "fsx_openzfs.root_volume_id": "fsvol-0123456789abcdef0",
+    "fsx_openzfs.dns_name": "fs-0123456789abcdef1.fsx.us-east-1.amazonaws.com",
+    "network.vpc_ip_ranges": [{"CidrIp": "172.31.0.0/16", "Description": "the VPC"}],
 }
 _STAND_IN_BY_KIND = {
     ("launch_template", "id"): "lt-0123456789abcdef0",
@@ -43,10 +47,14 @@ def _service_model(service: str) -> ServiceModel:
     return botocore.session.get_session().get_service_model(service)
 
 
+def with_stand_ins(body: Any) -> Any:
+    """``body`` with every reference filled by its stand-in."""
+    return resolve(body, {ref: stand_in(ref) for ref in references(body)})
+
+
 def check_document(document: Document) -> list[str]:
     """Problems with one document, as ``Operation: message`` lines; [] when botocore accepts it."""
-    values = {ref: stand_in(ref) for ref in references(document.body)}
-    body = resolve(document.body, values)
+    body = with_stand_ins(document.body)
     model = _service_model(document.service)
     problems: list[str] = []
     for section, operation in document.operations.items():
