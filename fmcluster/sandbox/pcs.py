@@ -840,16 +840,8 @@ class PcsEmulator:
         cluster = self._active_cluster(p["clusterIdentifier"], account, region, "create a compute node group")
         name = p["computeNodeGroupName"]
         groups = self._all("compute_node_group", account, region, cluster.id)
-        for other in groups:
-            if other.name == name:
-                raise conflict("compute_node_group", other.id, f"Compute node group {name} already exists")
-        if len(groups) >= MAX_NODE_GROUPS:
-            raise quota(
-                f"Cluster {cluster.name} already has {MAX_NODE_GROUPS} compute node groups",
-                "cluster",
-                cluster.id,
-                "L-NODE-GROUPS-PER-CLUSTER",
-            )
+        _check_new_member(cluster, groups, name, "compute_node_group", "Compute node group", "compute node groups",
+                          MAX_NODE_GROUPS, "L-NODE-GROUPS-PER-CLUSTER")
         spec = {k: copy.deepcopy(p[k]) for k in self.NODE_GROUP_FIELDS if p.get(k) is not None}
         spec.setdefault("purchaseOption", "ONDEMAND")
         spec.setdefault(
@@ -935,16 +927,7 @@ class PcsEmulator:
         cluster = self._active_cluster(p["clusterIdentifier"], account, region, "create a queue")
         name = p["queueName"]
         queues = self._all("queue", account, region, cluster.id)
-        for other in queues:
-            if other.name == name:
-                raise conflict("queue", other.id, f"Queue {name} already exists")
-        if len(queues) >= MAX_QUEUES:
-            raise quota(
-                f"Cluster {cluster.name} already has {MAX_QUEUES} queues",
-                "cluster",
-                cluster.id,
-                "L-QUEUES-PER-CLUSTER",
-            )
+        _check_new_member(cluster, queues, name, "queue", "Queue", "queues", MAX_QUEUES, "L-QUEUES-PER-CLUSTER")
         spec = {
             "computeNodeGroupConfigurations": self._queue_configs(
                 p.get("computeNodeGroupConfigurations") or [], cluster, account, region
@@ -1033,3 +1016,13 @@ class PcsEmulator:
                     ),
                 }
         raise PcsError("AccessDeniedException", "The EC2 instance isn't present.")
+
+
+def _check_new_member(cluster: Any, siblings: list[Any], name: str, kind: str, label: str, plural: str,
+                      limit: int, quota_code: str) -> None:
+    """A cluster's node groups and queues: names are unique within it, and PCS caps how many it holds."""
+    for other in siblings:
+        if other.name == name:
+            raise conflict(kind, other.id, f"{label} {name} already exists")
+    if len(siblings) >= limit:
+        raise quota(f"Cluster {cluster.name} already has {limit} {plural}", "cluster", cluster.id, quota_code)
