@@ -51,7 +51,7 @@ def main_options(
     sandbox: bool = typer.Option(
         False, "--sandbox", help="Start (or reuse) the local sandbox and point every AWS call at it."
     ),
-    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show more detail."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print the AWS API calls the command made."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     from fmcluster import aws
@@ -295,8 +295,21 @@ def _click_exception_types() -> tuple[type[BaseException], ...]:
     return tuple(types)
 
 
+def _report_api_calls() -> None:
+    if not state.verbose or "fmcluster.aws" not in sys.modules:
+        return
+    from fmcluster import aws, ui
+
+    calls = sorted(aws.api_calls.items(), key=lambda item: (-item[1], item[0]))
+    ui.note(f"{sum(aws.api_calls.values())} AWS API calls" + (": " + ", ".join(f"{op} {n}" for op, n in calls)
+                                                              if calls else ""))
+
+
 def main() -> None:
     """Entry point: every user-facing failure becomes one message and an exit code, never a traceback."""
+    import atexit
+
+    atexit.register(_report_api_calls)
     try:
         code = app(standalone_mode=False)
         if code == 130:  # Typer turns Ctrl-C outside the engine into exit 130 before we see it

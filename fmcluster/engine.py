@@ -170,6 +170,8 @@ class Engine:
         self._deadline = deadline
         self._errors = {}
         failed_names: set[str] = set()
+        # Resources left for a later run (--no-wait), and those that wait on them: not failures.
+        deferred: set[str] = set()
 
         def worker(resource: Resource) -> None:
             try:
@@ -177,12 +179,17 @@ class Engine:
                     while not finished[dependency].wait(0.05):
                         self._check_stop()
                     if dependency in failed_names:
-                        self._emit(Event(resource.name, "skipped", detail=f"waits for {dependency}, which failed"))
+                        why = "not ready yet (--no-wait)" if dependency in deferred else "which failed"
+                        if dependency in deferred:
+                            deferred.add(resource.name)
+                        self._emit(Event(resource.name, "skipped", detail=f"waits for {dependency}, {why}"))
                         failed_names.add(resource.name)
                         return
                 work(resource, {})
             except _Stop:
                 failed_names.add(resource.name)
+                if not self.stop.is_set():
+                    deferred.add(resource.name)
             except FmclusterError as exc:
                 failed_names.add(resource.name)
                 self._errors[resource.name] = exc

@@ -198,6 +198,18 @@ def test_after_capacity_returns_a_rerun_replaces_the_failed_node_groups(cli, san
     cli.assert_nothing_left()
 
 
+def test_no_wait_sends_what_needs_no_waiting_and_a_rerun_finishes(cli, sandbox):
+    sandbox.faults(SLOW)
+    sent = _ok(cli.create("--no-wait"))
+    assert "--no-wait" in sent.stderr and "re-run" in sent.stderr, sent.stderr
+    assert len(cli.inventory()["clusters"]) == 1  # the cluster was requested, nothing waited for it
+    _ok(cli.create())
+    assert cli.status()["status"] == "ACTIVE"
+    cli.assert_exactly_one_of_each()
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
 def test_retry_capacity_waits_for_capacity_with_a_countdown(cli, sandbox):
     sandbox.faults({"insufficient_capacity": ["p5.4xlarge"]})
     proc = cli.popen("create", str(cli.spec), "--yes", "--retry-capacity", "5")
