@@ -198,6 +198,14 @@ def test_after_capacity_returns_a_rerun_replaces_the_failed_node_groups(cli, san
     cli.assert_nothing_left()
 
 
+def test_scale_is_held_to_the_size_the_cluster_was_created_with(cli):
+    _ok(cli.create())  # 3 nodes at most: created SMALL (≤ 32)
+    refused = _ok(cli.run("scale", cli.name, "gpu=40", "--yes"), code=2)
+    assert "SMALL" in refused.stderr and "fixed at creation" in refused.stderr, refused.stderr
+    assert {q["name"]: q["max"] for q in cli.status()["queues"]}["gpu"] == 1  # nothing was sent to AWS
+    _ok(cli.destroy())
+
+
 def test_no_wait_sends_what_needs_no_waiting_and_a_rerun_finishes(cli, sandbox):
     sandbox.faults(SLOW)
     sent = _ok(cli.create("--no-wait"))

@@ -7,6 +7,7 @@ from pathlib import Path
 from fmcluster import aws
 from fmcluster.errors import UsageError
 from fmcluster.lifecycle.session import Session, confirm, load_record, run_engine, spec_of, spec_text
+from fmcluster.spec.decisions import pcs_size
 from fmcluster.spec.models import NodeRange, max_nodes, min_nodes
 from fmcluster.state import StateStore
 
@@ -54,16 +55,18 @@ def scale(target: str, assignments: list[str], yes: bool) -> int:
                 raise UsageError(f"cluster {target} has no queue '{queue}'; its queues: {', '.join(sorted(known))}")
         queues = [q.model_copy(update={"nodes": counts[q.name]}) if q.name in counts else q for q in old_spec.queues]
         new_spec = old_spec.model_copy(update={"queues": queues})
-    problems = []
-    for queue in new_spec.queues:
-        problems += [f"{queue.name}: {p}" for p in
-                     rules.queue_problems_for_counts(new_spec, queue, min_nodes(queue), max_nodes(queue))]
+    if new_spec.backend == "pcs":
+        # A PCS cluster's size is fixed when it is created: hold the new counts to that size, not to the
+        # size the new counts would pick.
+        new_spec = new_spec.model_copy(update={"pcs": new_spec.pcs.model_copy(update={"size": pcs_size(old_spec)})})
+    changed = [(old, new) for old, new in zip(old_spec.queues, new_spec.queues, strict=False)
+               if (min_nodes(old), max_nodes(old)) != (min_nodes(new), max_nodes(new))]
+    problems = [f"{new.name}: {problem}" for _, new in changed
+                for problem in rules.queue_problems_for_counts(new_spec, new, min_nodes(new), max_nodes(new))]
     if problems:
         raise UsageError("cannot scale:\n" + "\n".join(problems))
-    changes = []
-    for old, new in zip(old_spec.queues, new_spec.queues, strict=False):
-        if (min_nodes(old), max_nodes(old)) != (min_nodes(new), max_nodes(new)):
-            changes.append((new.name, f"{min_nodes(old)}..{max_nodes(old)}", f"{min_nodes(new)}..{max_nodes(new)}"))
+    changes = [(new.name, f"{min_nodes(old)}..{max_nodes(old)}", f"{min_nodes(new)}..{max_nodes(new)}")
+               for old, new in changed]
     if not changes:
         ui.note("node counts already match; nothing to do")
         return 0
