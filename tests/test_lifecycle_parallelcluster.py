@@ -155,3 +155,32 @@ def test_validate_runs_pcluster_validators_against_the_sandbox(cli):
     assert mark in ("✓", "!"), line
     assert "create_cluster(dryrun=True)" in line, line
     assert "no AWS endpoint or credentials" not in text, text
+
+
+# 6 ------------------------------------------------------------------------------------------------
+def test_compute_nodes_that_outlive_the_stack_are_terminated(sandbox, sandbox_env, tmp_path, monkeypatch):
+    """No stack, but a compute node of the cluster still runs (a node launched after ParallelCluster's own
+    cleanup): the teardown step finds it and ends it through pcluster.lib's delete_cluster_instances."""
+    from fmcluster import aws
+    from fmcluster.backends import parallelcluster
+    from fmcluster.lifecycle import Session
+    from fmcluster.spec.models import Spec
+    from fmcluster.state import StateStore
+
+    name = f"orphan-{time.time_ns() % 10**8}"
+    ec2 = sandbox.client("ec2")
+    subnet = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"][0]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    orphan = ec2.run_instances(ImageId=image, InstanceType="c5.large", MinCount=1, MaxCount=1,
+                               SubnetId=subnet["SubnetId"], TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                                   {"Key": "parallelcluster:cluster-name", "Value": name},
+                                   {"Key": "parallelcluster:node-type", "Value": "Compute"}]}])["Instances"][0]
+    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
+    aws.configure(None, None, sandbox.endpoint_url)
+    spec = Spec.model_validate({"name": name, "queues": [{"name": "gpu", "instance_type": "c5.large", "nodes": 1}]})
+    session = Session.open(spec, "spec.yaml", StateStore(tmp_path / "state.db"))
+    assert parallelcluster.leftovers(session)  # the orphan is seen
+    parallelcluster.after_teardown(session, yes=True)
+    state = ec2.describe_instances(InstanceIds=[orphan["InstanceId"]])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] == "terminated"
+    assert parallelcluster.leftovers(session) == []

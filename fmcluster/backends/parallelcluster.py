@@ -408,3 +408,25 @@ def leftovers(session: Any) -> list[str]:
         {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}])["Reservations"]
     left += [f"EC2 instance {i['InstanceId']} (ParallelCluster node)" for r in reservations for i in r["Instances"]]
     return left
+
+
+def after_teardown(session: Any, yes: bool) -> None:
+    """The stack is gone; compute nodes it launched can outlive it (a failed delete, a node launched late).
+    Offer ParallelCluster's own ``delete_cluster_instances(force=True)`` for them."""
+    from fmcluster import ui
+    from fmcluster.lifecycle import confirm
+
+    orphans = [item for item in leftovers(session) if item.startswith("EC2 instance")]
+    if not orphans:
+        return
+    ui.warning(f"the stack of {session.spec.name} is gone but {len(orphans)} of its instances still run: "
+               + ", ".join(item.split()[2] for item in orphans))
+    confirm("Terminate them with ParallelCluster's delete_cluster_instances?", yes)
+    with _pcluster() as pc:
+        try:
+            pc.delete_cluster_instances(cluster_name=session.spec.name, region=session.region, force=True)
+        except Exception as exc:
+            raise _api_error(f"pcluster_cluster:{session.spec.name}", exc) from None
+    ec2 = session.ctx.client("ec2")
+    ids = [item.split()[2] for item in orphans]
+    ec2.get_waiter("instance_terminated").wait(InstanceIds=ids, WaiterConfig={"Delay": 2, "MaxAttempts": 150})

@@ -26,6 +26,8 @@ def destroy(name: str, yes: bool, keep_storage: bool) -> int:
     with store.locked(name, session.region, f"fmcluster destroy {name}"):
         store.set_cluster_status(name, session.region, "DELETING")
         run_engine(session, f"Destroying {name}", "destroy", doomed)
+        if hasattr(session.backend, "after_teardown"):
+            session.backend.after_teardown(session, yes)
         left = scan(session, keep_storage=keep_storage)
         if left:
             store.set_cluster_status(name, session.region, "DELETE_INCOMPLETE")
