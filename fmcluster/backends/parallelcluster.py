@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -82,8 +82,10 @@ def _content(exc: Exception) -> Any:
     return getattr(exc, "content", None)
 
 
-def _api_error(resource: str, exc: Exception, hint: str = "") -> FmclusterError:
-    """A pcluster.lib exception as one message, ParallelCluster's validation findings grouped by level."""
+def _api_error(resource: str, exc: Exception, hint: str = "",
+               locate: Callable[[str], str | None] | None = None) -> FmclusterError:
+    """A pcluster.lib exception as one message, ParallelCluster's validation findings grouped by level,
+    each with the spec position it is about where ``locate`` can tell."""
     content = _content(exc)
     if content is None:
         from fmcluster.aws import describe_error
@@ -100,7 +102,8 @@ def _api_error(resource: str, exc: Exception, hint: str = "") -> FmclusterError:
             f"{getattr(item, 'type', '') or where or ''}: {text}".strip(": "))
     for level in ("ERROR", "WARNING", "INFO"):
         for text in by_level.get(level, []):
-            lines.append(f"{level}: {text}")
+            where = locate(text) if locate else None
+            lines.append(f"{level}: {text}" + (f"\n    ← {where}" if where else ""))
     return AwsError(resource, type(exc).__name__.removesuffix("Exception"), "\n".join(lines), hint)
 
 
@@ -134,7 +137,8 @@ class PclusterCluster(Resource):
     kind = "pcluster_cluster"
 
     def __init__(self, spec: Spec, config: dict[str, Any], rollback: bool, applied: Spec | None,
-                 stop_fleet_for_update: bool = False, depends_on: tuple[str, ...] = ()):
+                 stop_fleet_for_update: bool = False, depends_on: tuple[str, ...] = (),
+                 locate: Callable[[str], str | None] | None = None):
         self.key = spec.name
         self.spec = spec
         self.config = config
@@ -142,6 +146,7 @@ class PclusterCluster(Resource):
         self.applied = applied
         self.stop_fleet_for_update = stop_fleet_for_update
         self.depends_on = depends_on
+        self.locate = locate
 
     def resolved_config(self, ctx: Context) -> dict[str, Any]:
         missing = sorted(ref for ref in references(self.config) if ref not in ctx.values)
@@ -180,7 +185,8 @@ class PclusterCluster(Resource):
             except Exception as exc:
                 if type(exc).__name__ == "ConflictException":  # a previous run got this far: attach to it
                     return self.read(ctx, None) or Observed(None, "CREATE_IN_PROGRESS", "pending")
-                raise _api_error(self.name, exc, "fix the spec and re-run; nothing was created") from None
+                raise _api_error(self.name, exc, "fix the spec and re-run; nothing was created",
+                                 self.locate) from None
         cluster = created["cluster"]
         return Observed(cluster.get("cloudformationStackArn"), cluster.get("cloudFormationStackStatus",
                                                                            "CREATE_IN_PROGRESS"), "pending")
@@ -280,7 +286,8 @@ def render_config(spec: Spec, placement: Placement, spec_file: str) -> dict[str,
 
 def build_resources(spec: Spec, placement: Placement, generation: str, spec_file: str = "spec.yaml",
                     applied: Spec | None = None, rollback: bool = True,
-                    stop_fleet_for_update: bool = False) -> list[Resource]:
+                    stop_fleet_for_update: bool = False,
+                    locate: Callable[[str], str | None] | None = None) -> list[Resource]:
     """[OpenZFS security group, OpenZFS file system] (for an OpenZFS /home: ParallelCluster only mounts
     one), then the cluster, rendered with the file system's root volume once it exists, and its fleet."""
     from fmcluster.backends.aws_resources import FsxOpenZfs, NfsSecurityGroup
@@ -296,7 +303,7 @@ def build_resources(spec: Spec, placement: Placement, generation: str, spec_file
         resources += [group, file_system]
         cluster_depends += (file_system.name,)
     cluster = PclusterCluster(spec, rendered.one("pcluster_cluster").body, rollback, applied, stop_fleet_for_update,
-                              depends_on=cluster_depends)
+                              depends_on=cluster_depends, locate=locate)
     return [*resources, cluster, ComputeFleet(spec.name)]
 
 

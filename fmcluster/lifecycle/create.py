@@ -27,6 +27,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
     session = Session.open(spec, spec_file)
     if spec.backend == "parallelcluster":
         session.backend_options["rollback"] = rollback
+        session.backend_options["locate"] = _locator(spec_file)
     if not skip_preflight and not preflight(session.spec):
         raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
                               "`--skip-preflight` goes ahead anyway")
@@ -146,3 +147,15 @@ def _print_plan(spec: Spec, session: Session, resources: list[Resource], recorde
     if cost:
         console.print(f"  compute at the queues' maximum: [bold]${cost:,.2f}/hour[/] "
                       f"(bundled on-demand prices as of {catalog.price_as_of()})")
+
+
+def _locator(spec_file: str):
+    """Messages from the backend → the spec line they are about (None when the file is gone)."""
+    from fmcluster.spec import load_spec
+    from fmcluster.spec.trace import locate
+
+    try:
+        loaded = load_spec(spec_file)
+    except FmclusterError:
+        return None
+    return lambda message: locate(loaded, message)

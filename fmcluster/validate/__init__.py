@@ -43,14 +43,15 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
     results.append(CheckResult("render", "passed", f"{len(rendered.documents)} documents", rendered.notes))
 
     if spec.backend == "parallelcluster":
-        results.extend(_parallelcluster_checks(spec.name, rendered, region, online))
+        results.extend(_parallelcluster_checks(loaded, rendered, region, online))
     else:
         results.append(_botocore_checks(rendered))
     results.append(_instance_type_check(spec, region, online))
     return results
 
 
-def _parallelcluster_checks(name: str, rendered, region: str, online: bool) -> list[CheckResult]:
+def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list[CheckResult]:
+    from fmcluster.spec.trace import locate
     from fmcluster.validate.parallelcluster import (
         SANDBOX_SUPPRESSED_VALIDATORS,
         check_schema,
@@ -58,6 +59,7 @@ def _parallelcluster_checks(name: str, rendered, region: str, online: bool) -> l
     )
     from fmcluster.validate.requests import with_stand_ins
 
+    name = loaded.spec.name
     document = rendered.one("pcluster_cluster")
     results = []
     # References (the OpenZFS root volume fmcluster creates first) take well-formed stand-ins for the schema.
@@ -75,7 +77,11 @@ def _parallelcluster_checks(name: str, rendered, region: str, online: bool) -> l
     sandbox = aws.target().is_sandbox
     config, notes = _config_for_validators(name, document.body, region)
     findings = check_with_validators(name, config, region, suppress=sandbox)
-    details = [f"{level}: {message}" for level, messages in findings.by_level.items() for message in messages]
+    details = []
+    for level, messages in findings.by_level.items():
+        for message in messages:
+            where = locate(loaded, message)
+            details.append(f"{level}: {message}" + (f" ← {where}" if where else ""))
     details += notes
     if sandbox and SANDBOX_SUPPRESSED_VALIDATORS:
         details += [f"suppressed in the sandbox: {v} ({why})" for v, why in SANDBOX_SUPPRESSED_VALIDATORS.items()]
