@@ -152,13 +152,13 @@ class Engine:
     def apply(self, resources: list[Resource], wait: bool = True, timeout: float | None = None) -> None:
         """Create what is missing, update what differs. With ``wait=False``, make every call that needs no
         waiting and return; a later ``apply`` finishes the rest."""
-        self._run(resources, lambda r, done: self._ensure(r, wait), timeout, forward=True)
+        self._run(resources, lambda resource: self._ensure(resource, wait), timeout, forward=True)
 
     def destroy(self, resources: list[Resource], timeout: float | None = None) -> None:
-        self._run(resources, lambda r, done: self._remove(r), timeout, forward=False)
+        self._run(resources, self._remove, timeout, forward=False)
 
     # scheduling
-    def _run(self, resources: list[Resource], work: Callable[[Resource, dict], None], timeout: float | None,
+    def _run(self, resources: list[Resource], work: Callable[[Resource], None], timeout: float | None,
              forward: bool) -> None:
         names = {r.name for r in resources}
         finished: dict[str, threading.Event] = {r.name: threading.Event() for r in resources}
@@ -185,7 +185,7 @@ class Engine:
                         self._emit(Event(resource.name, "skipped", detail=f"waits for {dependency}, {why}"))
                         failed_names.add(resource.name)
                         return
-                work(resource, {})
+                work(resource)
             except _Stop:
                 failed_names.add(resource.name)
                 if not self.stop.is_set():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fmcluster import aws, catalog
-from fmcluster.engine import Interrupted, Resource
+from fmcluster.engine import Interrupted, Resource, TimedOut
 from fmcluster.errors import FmclusterError
 from fmcluster.lifecycle.session import PreflightFailed, Session, confirm, run_engine, spec_text, usd_per_hour
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
@@ -42,12 +42,16 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         resources = session.resources()
         recorded = {(r.kind, r.key) for r in store.resources(spec.name, session.region)}
         _print_plan(spec, session, resources, recorded)
-        confirm(f"Create cluster {spec.name} ({spec.backend}, {session.region})?", yes)
+        try:
+            confirm(f"Create cluster {spec.name} ({spec.backend}, {session.region})?", yes)
+        except FmclusterError:
+            if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
+                store.forget_cluster(spec.name, session.region)
+            raise
         store.save_cluster(spec.name, session.region, spec.backend, spec_text(spec), spec_file, "CREATING")
         try:
             _apply_with_capacity_retries(session, resources, wait, timeout_min, retry_capacity_min)
-        except Interrupted:
-            ui.error("interrupted: everything created so far is recorded.")
+        except (Interrupted, TimedOut):
             ui.note(f"resume with: fmcluster create {spec_file} --yes")
             raise
         except FmclusterError:
