@@ -25,13 +25,6 @@ class Target:
     region: str | None = None
     endpoint_url: str | None = None
 
-    @property
-    def is_sandbox(self) -> bool:
-        if not self.endpoint_url:
-            return False
-        host = urlparse(self.endpoint_url).hostname or ""
-        return host in ("127.0.0.1", "localhost", "::1")
-
 
 _target = Target()
 _sessions: dict[str | None, Any] = {}

@@ -6,6 +6,7 @@ Each finds itself by name or tag before creating, so a re-run after a crash adop
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -225,8 +226,9 @@ class _FsxFileSystem(Resource):
         self.depends_on = depends_on
         self.token = token
 
+    @abstractmethod
     def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        """The values other documents refer to (``${fsx_lustre.dns_name}``, …)."""
 
     def _find(self, ctx: Context, known_id: str | None) -> dict[str, Any] | None:
         fsx = ctx.client("fsx")

@@ -278,12 +278,6 @@ def render_documents(spec: Spec, placement: Placement, spec_file: str) -> Render
     return render_parallelcluster(spec, spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id)
 
 
-def render_config(spec: Spec, placement: Placement, spec_file: str) -> dict[str, Any]:
-    """The parsed config: pcluster.lib reads a *string* argument as a file path, so it gets the mapping.
-    It may still hold references to what fmcluster creates first (see :class:`PclusterCluster`)."""
-    return render_documents(spec, placement, spec_file).one("pcluster_cluster").body
-
-
 def build_resources(spec: Spec, placement: Placement, generation: str, spec_file: str = "spec.yaml",
                     applied: Spec | None = None, rollback: bool = True,
                     stop_fleet_for_update: bool = False,

@@ -232,12 +232,6 @@ class InstanceFacts(_Frozen):
         return self.price.usd_per_hour
 
     @property
-    def usd_per_accelerator_hour(self) -> float | None:
-        if self.price.usd_per_hour is None:
-            return None
-        return self.price.usd_per_hour / self.accelerators
-
-    @property
     def is_ultraserver_only(self) -> bool:
         return bool(self.ultraserver and self.ultraserver.only_sold_as_ultraserver)
 

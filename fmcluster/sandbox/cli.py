@@ -53,13 +53,6 @@ def _fail(error: FmclusterError) -> None:
     raise typer.Exit(error.exit_code)
 
 
-def _env_hint(info: dict) -> str:
-    return (
-        f"fmcluster sandbox: {info['endpoint_url']} (pid {info['pid']})\n"
-        f'  point tools at it:  eval "$(fmcluster sandbox env)"'
-    )
-
-
 @app.callback()
 def main(
     ctx: typer.Context,

@@ -109,13 +109,6 @@ def _seed_amis(ami_backend) -> None:
         )
 
 
-def seed_region(account_id: str, region: str) -> None:
-    """Seed one account/region explicitly (install() already does it lazily for every backend)."""
-    from moto.ec2 import ec2_backends
-
-    _seed_amis(ec2_backends[account_id][region])
-
-
 def _hook_ami_loading() -> None:
     from fmcluster.sandbox.ami_seeding import add_seeder
 

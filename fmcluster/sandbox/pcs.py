@@ -182,12 +182,6 @@ class PcsEmulator:
         headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": str(uuid.uuid4())}
         return 200, headers, json.dumps(result).encode()
 
-    def tick(self) -> None:
-        """Advance every resource whose transition is due (the server may call this on any request)."""
-        with self._lock:
-            self._advance()
-
-    # -- idempotency -----------------------------------------------------------------------------
     def _idempotent(self, operation: str, params: dict, region: str, account: str, handler: Callable) -> dict:
         token = params.get("clientToken")
         if not token:
@@ -544,16 +538,7 @@ class PcsEmulator:
 
     # -- views -------------------------------------------------------------------------------------
     def _view(self, res: Resource) -> dict[str, Any]:
-        base = {
-            "name": res.name,
-            "id": res.id,
-            "arn": res.arn,
-            "createdAt": res.created_at,
-            "modifiedAt": res.modified_at,
-            "status": res.status,
-        }
-        if res.cluster_id:
-            base["clusterId"] = res.cluster_id
+        base = self._summary(res)
         spec = copy.deepcopy(res.spec)
         if res.kind == "cluster":
             base.update(

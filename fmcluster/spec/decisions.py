@@ -72,8 +72,3 @@ def pcs_size(spec: Spec) -> str:
     if spec.pcs.size != "auto":
         return spec.pcs.size
     return pcs_size_for(sum(max_nodes(q) for q in spec.queues)) or "LARGE"
-
-
-def is_accelerated(instance_type: str) -> bool:
-    facts = catalog.instance(instance_type)
-    return bool(facts and facts.accelerators)

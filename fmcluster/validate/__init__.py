@@ -53,7 +53,6 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
 def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list[CheckResult]:
     from fmcluster.spec.trace import locate
     from fmcluster.validate.parallelcluster import (
-        SANDBOX_SUPPRESSED_VALIDATORS,
         check_schema,
         check_with_validators,
     )
@@ -74,17 +73,14 @@ def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list
         results.append(CheckResult("pcluster validators", "skipped",
                                    "no AWS endpoint or credentials (use --sandbox, --endpoint-url or a profile)"))
         return results
-    sandbox = aws.target().is_sandbox
     config, notes = _config_for_validators(name, document.body, region)
-    findings = check_with_validators(name, config, region, suppress=sandbox)
+    findings = check_with_validators(name, config, region)
     details = []
     for level, messages in findings.by_level.items():
         for message in messages:
             where = locate(loaded, message)
             details.append(f"{level}: {message}" + (f" ← {where}" if where else ""))
     details += notes
-    if sandbox and SANDBOX_SUPPRESSED_VALIDATORS:
-        details += [f"suppressed in the sandbox: {v} ({why})" for v, why in SANDBOX_SUPPRESSED_VALIDATORS.items()]
     status: Status = "failed" if findings.errors else ("warning" if findings.by_level else "passed")
     results.append(CheckResult("pcluster validators", status, "create_cluster(dryrun=True)", details))
     return results

@@ -9,11 +9,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-# Validators that need AWS state the sandbox cannot emulate, each with the reason; every other verdict
-# stands. None today: the sandbox emulates what they read (launch-template dry runs, key pair types, AMIs),
-# so create_cluster(dryrun=True) passes or fails there as on AWS. (A Capacity Block config is the exception
-# that is not a validator: ParallelCluster calls DescribeCapacityReservations while loading the config.)
-SANDBOX_SUPPRESSED_VALIDATORS: dict[str, str] = {}
+# No validator is suppressed, in the sandbox or on AWS: the sandbox emulates what they read (launch-template
+# dry runs, key pair types, AMIs, capacity reservations), so create_cluster(dryrun=True) passes or fails there
+# as it would on AWS. A validator the sandbox cannot serve is a sandbox gap to fix, not one to switch off.
 
 
 @dataclass
@@ -61,24 +59,21 @@ def check_schema(cluster_name: str, config: dict[str, Any], region: str) -> Pclu
     return findings
 
 
-def check_with_validators(cluster_name: str, config: dict[str, Any], region: str, suppress: bool) -> PclusterFindings:
+def check_with_validators(cluster_name: str, config: dict[str, Any], region: str) -> PclusterFindings:
     """Run every ParallelCluster validator through ``pcluster.lib.create_cluster(dryrun=True)``.
 
-    Needs an AWS endpoint (real, or the sandbox). ``suppress`` drops only the validators listed in
-    :data:`SANDBOX_SUPPRESSED_VALIDATORS`, for use against the sandbox.
+    Needs an AWS endpoint (real, or the sandbox).
     """
     import pcluster.lib as pc
     from pcluster.api.errors import DryrunOperationException
 
     findings = PclusterFindings()
-    suppressed = [f"type:{name}" for name in SANDBOX_SUPPRESSED_VALIDATORS] if suppress else None
     with _quiet_pcluster():
         try:
             pc.create_cluster(
                 cluster_name=cluster_name,
                 cluster_configuration=config,  # a str would be read as a file path
                 region=region,
-                suppress_validators=suppressed,
                 validation_failure_level="WARNING",
                 dryrun=True,
             )
