@@ -24,19 +24,22 @@ class Target:
     profile: str | None = None
     region: str | None = None
     endpoint_url: str | None = None
+    # --sandbox: when the local sandbox serving this command started (its port and its state change with
+    # every start, so a cluster record keeps this, not the URL).
+    sandbox: str = ""
 
 
 _target = Target()
 _sessions: dict[str | None, Any] = {}
 
 
-def configure(profile: str | None, region: str | None, endpoint_url: str | None) -> Target:
+def configure(profile: str | None, region: str | None, endpoint_url: str | None, sandbox: str = "") -> Target:
     """Set where every AWS call of this command goes."""
     global _target
     endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
     if endpoint_url and urlparse(endpoint_url).scheme not in ("http", "https"):
         raise UsageError(f"--endpoint-url {endpoint_url!r} is not an http(s) URL")
-    _target = Target(profile=profile, region=region, endpoint_url=endpoint_url)
+    _target = Target(profile=profile, region=region, endpoint_url=endpoint_url, sandbox=sandbox)
     if endpoint_url:
         os.environ["AWS_ENDPOINT_URL"] = endpoint_url
     if profile:
@@ -47,6 +50,21 @@ def configure(profile: str | None, region: str | None, endpoint_url: str | None)
 
 def target() -> Target:
     return _target
+
+
+def target_label() -> str:
+    """Where this command's calls go, as a cluster record keeps it: "sandbox", an endpoint URL, or "" (AWS)."""
+    if _target.sandbox:
+        return f"sandbox:{_target.sandbox}"
+    return _target.endpoint_url or ""
+
+
+def command_hint(command: str, where: str) -> str:
+    """``fmcluster …`` with ``--sandbox`` when ``where`` (a record's :func:`target_label`) is the sandbox. An
+    endpoint URL is left to the environment it came from (AWS_ENDPOINT_URL), which the user's shell keeps."""
+    if where.startswith("sandbox:"):
+        return f"fmcluster --sandbox {command.removeprefix('fmcluster ')}"
+    return command
 
 
 def region_for(spec_region: str | None) -> str:

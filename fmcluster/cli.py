@@ -57,6 +57,7 @@ def main_options(
     from fmcluster import aws
 
     state.verbose = verbose
+    info: dict = {}
     if sandbox:
         from fmcluster.sandbox import manager
 
@@ -64,7 +65,7 @@ def main_options(
         # pcluster.lib and any boto3 client read these, so the whole command talks to the sandbox.
         os.environ.update(manager.env_vars(info))
         endpoint_url = info["endpoint_url"]
-    aws.configure(profile, region, endpoint_url)
+    aws.configure(profile, region, endpoint_url, sandbox=str(info["started_at"]) if sandbox else "")
 
 
 SpecArgument = typer.Argument(..., help="Path to the cluster spec (YAML).", show_default=False)
@@ -174,11 +175,15 @@ def create(
         0, "--retry-capacity", min=0, metavar="MIN",
         help="On InsufficientInstanceCapacity, keep retrying (with backoff) for up to MIN minutes.",
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print the applied plan as JSON (as `diff --json`)."),
 ) -> None:
-    """Create the cluster: check, show the plan, create with live progress.
+    """Create the cluster, or converge an existing one to the spec: preflight (new clusters), the plan read
+    from AWS (create / update / replace / delete per resource), a confirmation, then the walk with live
+    progress.
 
-    Re-running resumes: what exists is adopted, what is missing is created. Ctrl-C stops waiting (exit 130)
-    and everything made so far stays recorded.
+    Re-running resumes and converges: what exists is adopted, what differs is updated (or replaced, when AWS
+    cannot change it in place), queues removed from the spec are deleted — each shown and confirmed first.
+    Ctrl-C stops waiting (exit 130) and everything made so far stays recorded.
 
     Example: fmcluster --sandbox create configs/quickstart-pcs.yaml --yes
     """
@@ -188,7 +193,26 @@ def create(
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
     raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback,
-                                      skip_preflight=skip_preflight, retry_capacity_min=retry_capacity))
+                                      skip_preflight=skip_preflight, retry_capacity_min=retry_capacity,
+                                      json_output=as_json))
+
+
+@app.command()
+def diff(
+    spec: Path = SpecArgument,
+    as_json: bool = typer.Option(False, "--json", help="Print {cluster, backend, in_sync, changes} as JSON."),
+) -> None:
+    """Read AWS and the local state, and show what `create SPEC` would do per resource: create, update (each
+    attribute old → new), replace (and why AWS cannot change it in place), delete, or no-op. Changes nothing.
+
+    Example: fmcluster --sandbox diff configs/quickstart-pcs.yaml --json
+    """
+    from fmcluster import lifecycle, ui
+    from fmcluster.spec import load_spec
+
+    loaded = load_spec(spec)
+    ui.print_warnings(loaded.warnings)
+    raise typer.Exit(lifecycle.diff(loaded.spec, str(spec), as_json))
 
 
 @app.command()
@@ -215,7 +239,9 @@ def status(
     watch: bool = typer.Option(False, "--watch", help="Refresh every few seconds until Ctrl-C."),
     refresh: bool = typer.Option(False, "--refresh", help="Also write what AWS says back into the local state."),
 ) -> None:
-    """Show what exists: all known clusters, or one cluster live from AWS (queues, node counts, resources).
+    """Show what exists: every cluster (local records and those tagged in AWS), or one cluster live from AWS:
+    status (CREATING, ACTIVE, UPDATING, DELETING, FAILED, NOT_FOUND), queues and node counts, every resource
+    made for it, drift from the spec, and cost (so far, per hour now, per hour at the maximum).
 
     Example: fmcluster status quickstart-pcs --json
     """
@@ -224,7 +250,7 @@ def status(
     from fmcluster import lifecycle, ui
 
     while True:
-        report = lifecycle.status(name, as_json, refresh)
+        report = lifecycle.status(name, refresh)
         if as_json:
             typer.echo(lifecycle.dump_json(report))
         else:
@@ -243,14 +269,16 @@ def scale(
     counts: Optional[list[str]] = typer.Argument(None, help="QUEUE=N (static) or QUEUE=MIN:MAX (dynamic).",
                                                  show_default=False),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the count changes applied as JSON."),
 ) -> None:
-    """Change node counts per queue; shows the change and checks it first.
+    """Change node counts per queue: checked against what AWS would refuse (spec rules, Capacity Block and
+    reservation sizes, the PCS cluster size), shown as live counts → new counts, then applied.
 
     Examples: fmcluster scale quickstart-pcs burst=0:4   ·   fmcluster scale configs/quickstart-pcs.yaml
     """
     from fmcluster import lifecycle
 
-    raise typer.Exit(lifecycle.scale(target, counts or [], yes))
+    raise typer.Exit(lifecycle.scale(target, counts or [], yes, as_json))
 
 
 @app.command()
@@ -258,14 +286,16 @@ def destroy(
     name: str = typer.Argument(..., help="Cluster name (see `fmcluster status`)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting."),
     keep_storage: bool = typer.Option(False, "--keep-storage", help="Keep FSx file systems (and their data)."),
+    as_json: bool = typer.Option(False, "--json", help="Print {cluster, status, kept, left} as JSON."),
 ) -> None:
     """Tear the cluster down in reverse order, then scan for anything still tagged for it (exit 1 if so).
+    Works from AWS's tags alone when the local record is gone; deletes only what is this cluster's.
 
     Example: fmcluster destroy quickstart-pcs --yes
     """
     from fmcluster import lifecycle
 
-    raise typer.Exit(lifecycle.destroy(name, yes, keep_storage))
+    raise typer.Exit(lifecycle.destroy(name, yes, keep_storage, as_json))
 
 
 def _mount_sandbox() -> None:

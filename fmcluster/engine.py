@@ -1,46 +1,103 @@
 """The one reconciler both backends use.
 
-A plan is a list of :class:`Resource` objects with dependencies. ``apply`` creates what is missing and
+A plan is a list of :class:`Resource` objects wired into a graph by the references between their documents
+(:mod:`fmcluster.graph`). ``plan`` reads AWS and says, per resource, what a walk would do; ``apply`` deletes
+what must go first (resources no longer in the spec, and replacements), then creates what is missing and
 updates what differs, in dependency order, every resource in its own worker so independent steps run at
-once; ``destroy`` deletes in reverse order. Both read before they write and record every step in the
-state store, so re-running after Ctrl-C, a crash or ``kill -9`` converges.
+once; ``destroy`` deletes in reverse order. Every write is read-before-write and recorded in the state store,
+and every create or update carries an idempotency token recorded before the call, so re-running after
+Ctrl-C, a crash or ``kill -9`` converges.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from fmcluster.errors import FmclusterError
 from fmcluster.state import StateStore
 
 Phase = Literal["pending", "ready", "failed", "gone"]
 EventKind = Literal["started", "progress", "done", "failed", "skipped"]
+Action = Literal["create", "update", "replace", "delete", "no-op"]
+
+
+class Unknown:
+    """A value AWS issues only when a resource this one depends on is made ("known after apply")."""
+
+    def __repr__(self) -> str:
+        return "(known after apply)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unknown)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+UNKNOWN = Unknown()
 
 
 @dataclass
 class Observed:
-    """What AWS says a resource is right now."""
+    """What AWS says a resource is right now.
+
+    ``attributes`` holds the live values of the attributes the plan sets, at the same paths as
+    :meth:`Resource.desired`; ``missing`` names parts a crash left unmade (a security group without its
+    rules, a role without its policy): either makes the resource an ``update``."""
 
     id: str | None
     status: str
     phase: Phase
     outputs: dict[str, Any] = field(default_factory=dict)
     detail: str = ""
+    attributes: dict[str, Any] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AttributeChange:
+    path: str
+    old: Any
+    new: Any
+    # What the backend says about making this change (ParallelCluster: "All compute nodes must be stopped").
+    note: str = ""
+
+
+@dataclass
+class ResourceChange:
+    """One line of a plan: what a walk does to one resource, and why."""
+
+    resource: str
+    action: Action
+    attributes: list[AttributeChange] = field(default_factory=list)
+    reason: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"resource": self.resource, "action": self.action,
+                "attributes": {c.path: {"old": _jsonable(c.old), "new": _jsonable(c.new)} for c in self.attributes},
+                "reason": self.reason}
+
+
+def _jsonable(value: Any) -> Any:
+    return repr(value) if isinstance(value, Unknown) else value
 
 
 @dataclass
 class Context:
-    """What resources share during one command: where to call, and the ids issued so far."""
+    """What resources share during one command: where to call, the cluster's identity, and the values
+    (ids, names) issued so far, which fill the documents' ``${kind.key.attribute}`` references."""
 
     cluster: str
     region: str
     client: Callable[[str], Any]
+    cluster_id: str = ""
     values: dict[str, Any] = field(default_factory=dict)
     values_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -48,56 +105,113 @@ class Context:
         with self.values_lock:
             self.values.update(outputs)
 
-    def resolve(self, body: Any) -> Any:
+    def resolve(self, body: Any, partial: bool = False) -> Any:
+        """``body`` with its references filled; with ``partial``, a value not issued yet becomes
+        :data:`UNKNOWN` instead of an error (plans are computed before anything exists)."""
         from fmcluster.render.documents import resolve
 
         with self.values_lock:
-            return resolve(body, dict(self.values))
+            values = dict(self.values)
+        return resolve(body, values, missing=UNKNOWN if partial else None)
+
+
+class ForeignResource(FmclusterError):
+    """A resource with the name fmcluster would use exists but is not this cluster's: never adopted, never
+    deleted."""
+
+    exit_code = 1
 
 
 class Resource(ABC):
-    """One thing in AWS with create/read/update/delete. Subclasses live in the backends."""
+    """One thing in AWS with create/read/update/delete. Subclasses live in the backends.
 
-    kind: str = "resource"
-    key: str = ""
-    depends_on: tuple[str, ...] = ()
-    # A resource kept by ``destroy --keep-storage``.
-    is_storage: bool = False
+    A resource built from a rendered document can be created and compared; one built from a state record or
+    a tag scan (``document`` None) can only be read and deleted — how ``destroy`` and the removal of what
+    left the spec work without the spec."""
+
+    kind: ClassVar[str] = "resource"
+    # Deleted before resources of a higher rank when there is no document graph to order a teardown.
+    teardown_rank: ClassVar[int] = 50
+    # Attribute paths (or their prefixes) AWS cannot change in place: a change there is a replacement.
+    replace_on: ClassVar[tuple[str, ...]] = ()
+    # Kept by ``destroy --keep-storage``; its replacement loses data, which the plan says.
+    is_storage: ClassVar[bool] = False
     # Deleted together with the resource it depends on (a ParallelCluster compute fleet with its stack).
-    owned_by_parent: bool = False
-    # The id of a failed predecessor this resource replaces: creates must then use a new client token,
-    # or the service would hand back the failed (now deleted) one.
-    superseded: str | None = None
+    owned_by_parent: ClassVar[bool] = False
+
+    key: str = ""
+    document: Any = None
+    # Edges where no reference in the document says it (set by the backend); the graph adds the rest.
+    extra_edges: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return f"{self.kind}:{self.key}"
 
-    def create_token(self, token: str) -> str:
-        """The idempotency token for this create: ``token``, unless this replaces a failed predecessor,
-        whose token would make the service hand back the failed (deleted) resource."""
-        if self.superseded is None:
-            return token
-        return hashlib.sha256(f"{token}/{self.superseded}".encode()).hexdigest()[: len(token)]
+    def references(self) -> set[str]:
+        """The ``${…}`` references in this resource's document: where the graph's edges come from."""
+        from fmcluster.render.documents import references
+
+        return references(self.document.body) if self.document is not None else set()
+
+    def request(self, ctx: Context) -> Any:
+        """The request this resource's create sends, with the values known now (its token's digest)."""
+        return ctx.resolve(self.document.body, partial=True) if self.document is not None else None
+
+    def desired(self, ctx: Context) -> dict[str, Any]:
+        """The attributes the spec sets, as flat paths → values (``UNKNOWN`` where not issued yet)."""
+        return {}
 
     @abstractmethod
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
-        """Find the resource (by the recorded id, else by name or tag); None when it does not exist."""
+        """Find the resource (by the recorded id, else by name or tag); None when it does not exist.
+        Raise :class:`ForeignResource` when what has the name is not this cluster's."""
 
     @abstractmethod
-    def create(self, ctx: Context) -> Observed:
-        """Start creating it; safe to repeat (client tokens, names)."""
+    def create(self, ctx: Context, token: str) -> Observed:
+        """Start creating it; ``token`` names this one request (the same after a crash, new otherwise)."""
 
-    def differs(self, ctx: Context, observed: Observed) -> str | None:
-        """A description of what must change, or None when AWS already matches the plan."""
-        return None
+    def changes(self, ctx: Context, observed: Observed) -> list[AttributeChange]:
+        """What differs between the spec and AWS; [] when AWS matches."""
+        live = observed.attributes
+        found = [AttributeChange(path, live.get(path), value) for path, value in self.desired(ctx).items()
+                 if not _same(live.get(path), value)]
+        found += [AttributeChange(part, "missing", "present") for part in observed.missing]
+        return found
 
-    def update(self, ctx: Context, observed: Observed) -> Observed:
-        raise NotImplementedError(f"{self.name} cannot be updated in place")
+    def replacement_reason(self, changes: list[AttributeChange]) -> str | None:
+        """Why these changes need a new resource (AWS cannot make them in place), or None."""
+        fixed = [c.path for c in changes if any(c.path == p or c.path.startswith(p + ".") or
+                                                c.path.startswith(p + "[") for p in self.replace_on)]
+        if not fixed:
+            return None
+        return f"AWS cannot change {', '.join(sorted(set(fixed)))} of a {self.kind.replace('_', ' ')} in place"
+
+    def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
+        raise FmclusterError(f"{self.name} cannot be updated in place")
 
     @abstractmethod
     def delete(self, ctx: Context, observed: Observed) -> None:
         """Start deleting it; safe to repeat."""
+
+
+def _same(live: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Unknown):
+        return False
+    if isinstance(wanted, (int, float)) and isinstance(live, (int, float)) and not isinstance(wanted, bool):
+        return float(live) == float(wanted)
+    return live == wanted
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts → ``{"a.b": leaf}``; lists stay whole values (their order is part of what AWS keeps)."""
+    if isinstance(value, dict) and value:
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: value} if prefix else {}
 
 
 @dataclass
@@ -138,6 +252,9 @@ class PollPolicy:
         return max(self.minimum, min(self.maximum, waited * self.growth))
 
 
+AttributeFilter = Callable[[str], bool]
+
+
 class Engine:
     def __init__(self, ctx: Context, store: StateStore, emit: Callable[[Event], None] | None = None,
                  poll: PollPolicy | None = None):
@@ -147,26 +264,82 @@ class Engine:
         self.poll = poll or PollPolicy()
         self.stop = threading.Event()
         self._errors: dict[str, FmclusterError] = {}
+        self._only: AttributeFilter | None = None
 
-    # public
-    def apply(self, resources: list[Resource], wait: bool = True, timeout: float | None = None) -> None:
-        """Create what is missing, update what differs. With ``wait=False``, make every call that needs no
+    # -- plan ---------------------------------------------------------------------------------------
+    def plan(self, resources: list[Resource], orphans: Iterable[Resource] = (),
+             only: AttributeFilter | None = None) -> list[ResourceChange]:
+        """Read AWS (nothing is written) and say what ``apply`` would do to each resource, in graph order.
+        ``only`` restricts the walk to attribute paths it accepts (``scale``: node counts)."""
+        from fmcluster.graph import in_order
+
+        changes: list[ResourceChange] = []
+        replaced: set[str] = set()
+        for resource in in_order(resources):
+            record = self._record_for(resource)
+            observed = resource.read(self.ctx, record.id if record else None)
+            change = self._change_for(resource, observed, only)
+            # A dependent of something replaced is replaced too: it holds the old one's id, and AWS will not
+            # delete a resource still in use (a PCS node group named by a queue).
+            cascaded = [d for d in resource.depends_on if d in replaced and d != resource.name]
+            if cascaded and change.action in ("update", "no-op") and only is None:
+                change = ResourceChange(resource.name, "replace", change.attributes,
+                                        f"depends on {', '.join(cascaded)}, which is replaced")
+            if change.action == "replace":
+                replaced.add(resource.name)
+            if observed is not None and change.action not in ("create", "replace"):
+                self.ctx.publish(observed.outputs)
+            changes.append(change)
+        for orphan in orphans:
+            changes.append(ResourceChange(orphan.name, "delete", reason="no longer in the spec"))
+        return changes
+
+    def _change_for(self, resource: Resource, observed: Observed | None,
+                    only: AttributeFilter | None) -> ResourceChange:
+        if observed is None or observed.phase == "gone":
+            return ResourceChange(resource.name, "create" if only is None else "no-op",
+                                  reason="" if only is None else "missing; `fmcluster create` makes it")
+        if observed.phase == "failed":
+            return ResourceChange(resource.name, "replace", reason=f"it is {observed.status}" +
+                                  (f": {observed.detail}" if observed.detail else ""))
+        if observed.phase == "pending":
+            return ResourceChange(resource.name, "no-op", reason=f"{observed.status}: waits for AWS to finish")
+        found = resource.changes(self.ctx, observed)
+        if only is not None:
+            found = [c for c in found if only(c.path)]
+        if not found:
+            return ResourceChange(resource.name, "no-op")
+        why = resource.replacement_reason(found)
+        if why:
+            return ResourceChange(resource.name, "replace", found, why)
+        return ResourceChange(resource.name, "update", found)
+
+    # -- walks --------------------------------------------------------------------------------------
+    def apply(self, resources: list[Resource], delete_first: Iterable[Resource] = (), wait: bool = True,
+              timeout: float | None = None, only: AttributeFilter | None = None) -> None:
+        """Delete ``delete_first`` (resources that left the spec, and replacements) in reverse order, then
+        create what is missing and update what differs. With ``wait=False``, make every call that needs no
         waiting and return; a later ``apply`` finishes the rest."""
-        self._run(resources, lambda resource: self._ensure(resource, wait), timeout, forward=True)
+        deadline = time.monotonic() + timeout if timeout else None
+        doomed = list(delete_first)
+        if doomed:
+            self._run(doomed, self._remove, deadline, timeout, forward=False)
+        self._only = only
+        self._run(resources, lambda resource: self._ensure(resource, wait), deadline, timeout, forward=True)
 
     def destroy(self, resources: list[Resource], timeout: float | None = None) -> None:
-        self._run(resources, self._remove, timeout, forward=False)
+        deadline = time.monotonic() + timeout if timeout else None
+        self._run(resources, self._remove, deadline, timeout, forward=False)
 
-    # scheduling
-    def _run(self, resources: list[Resource], work: Callable[[Resource], None], timeout: float | None,
-             forward: bool) -> None:
+    # -- scheduling ---------------------------------------------------------------------------------
+    def _run(self, resources: list[Resource], work: Callable[[Resource], None], deadline: float | None,
+             timeout: float | None, forward: bool) -> None:
         names = {r.name for r in resources}
         finished: dict[str, threading.Event] = {r.name: threading.Event() for r in resources}
         if forward:
             waits_for = {r.name: [d for d in r.depends_on if d in names] for r in resources}
         else:  # tear down a resource only after everything that depends on it is gone
             waits_for = {r.name: [o.name for o in resources if r.name in o.depends_on] for r in resources}
-        deadline = time.monotonic() + timeout if timeout else None
         self._deadline = deadline
         self._errors = {}
         failed_names: set[str] = set()
@@ -217,8 +390,8 @@ class Engine:
                 thread.join(15)
             raise Interrupted("interrupted: everything made so far is recorded") from None
         if deadline and time.monotonic() > deadline and not self._errors:
-            raise TimedOut(f"gave up waiting after {timeout / 60:.0f} min; AWS carries on, and re-running the "
-                           "same command picks up where this one stopped")
+            raise TimedOut(f"gave up waiting after {(timeout or 0) / 60:.0f} min; AWS carries on, and re-running "
+                           "the same command picks up where this one stopped")
         if self._errors:
             first = next(iter(self._errors.values()))
             others = len(self._errors) - 1
@@ -231,7 +404,7 @@ class Engine:
             self.stop.set()
             raise _Stop()
 
-    # one resource
+    # -- one resource -------------------------------------------------------------------------------
     def _ensure(self, resource: Resource, wait: bool) -> None:
         record = self._record_for(resource)
         observed = resource.read(self.ctx, record.id if record else None)
@@ -240,18 +413,30 @@ class Engine:
             self._emit(Event(resource.name, "started", observed.status, "replacing the failed resource"))
             resource.delete(self.ctx, observed)
             self._wait(resource, observed, until=("gone",), deleting=True)
-            resource.superseded = observed.id
             observed = None
         if observed is None or observed.phase == "gone":
+            if self._only is not None:  # a restricted walk (scale) changes attributes, never makes things
+                raise EngineFailed(f"{resource.name} does not exist: `fmcluster create SPEC` makes it")
             self._emit(Event(resource.name, "started", detail="creating"))
-            observed = resource.create(self.ctx)
+            observed = self._call(resource, "create", resource.request(self.ctx),
+                                  lambda token: resource.create(self.ctx, token))
             self._save(resource, observed)
         elif observed.phase == "ready":
-            change = resource.differs(self.ctx, observed)
-            if change:
-                self._emit(Event(resource.name, "started", detail=f"updating: {change}"))
-                observed = resource.update(self.ctx, observed)
+            changes = resource.changes(self.ctx, observed)
+            if self._only is not None:
+                changes = [c for c in changes if self._only(c.path)]
+            if changes:
+                why = resource.replacement_reason(changes)
+                if why:
+                    raise EngineFailed(f"{resource.name} needs a replacement ({why}); `fmcluster diff SPEC` "
+                                       "shows it and `fmcluster create SPEC` asks before doing it")
+                self._emit(Event(resource.name, "started", detail="updating: " + _describe(changes)))
+                request = {c.path: _jsonable(c.new) for c in changes}
+                observed = self._call(resource, "update", request,
+                                      lambda token: resource.update(self.ctx, observed, changes, token))
                 self._save(resource, observed)
+            else:
+                self.store.close_intents(self.ctx.cluster, self.ctx.region, resource.name)
         else:
             self._emit(Event(resource.name, "started", status=observed.status, detail="already in progress"))
         if observed.phase == "pending" and not wait:
@@ -265,6 +450,17 @@ class Engine:
         self._save(resource, observed)
         self._emit(Event(resource.name, "done", observed.status, observed.id or ""))
 
+    def _call(self, resource: Resource, operation: str, request: Any, call: Callable[[str], Observed]) -> Observed:
+        """Make one create/update call under a token recorded before it: a crash between the two leaves the
+        token open, and the re-run's identical request reuses it, so AWS does the work once. Any other request
+        gets a new token — a token derived from the request would replay an earlier one."""
+        digest = hashlib.sha256(json.dumps([operation, request], sort_keys=True, default=repr).encode()).hexdigest()
+        token = self.store.open_intent(self.ctx.cluster, self.ctx.region, resource.name, operation, digest)
+        try:
+            return call(token)
+        finally:
+            self.store.close_intents(self.ctx.cluster, self.ctx.region, resource.name)
+
     def _remove(self, resource: Resource) -> None:
         if resource.owned_by_parent:
             self.store.forget_resource(self.ctx.cluster, self.ctx.region, resource.kind, resource.key)
@@ -272,6 +468,10 @@ class Engine:
             return
         record = self._record_for(resource)
         observed = resource.read(self.ctx, record.id if record else None)
+        if observed is not None and observed.phase == "pending" and not observed.status.upper().startswith("DELET"):
+            # AWS refuses to delete what is still being created or updated: let it settle first.
+            self._emit(Event(resource.name, "started", observed.status, "waiting for it to settle before deleting"))
+            observed = self._wait(resource, observed, until=("ready", "failed", "gone"))
         if observed is None or observed.phase == "gone":
             self.store.forget_resource(self.ctx.cluster, self.ctx.region, resource.kind, resource.key)
             self._emit(Event(resource.name, "done", "gone", "nothing to delete"))
@@ -287,12 +487,13 @@ class Engine:
         started = time.monotonic()
         last_seen = (observed.status, observed.detail)
         current: Observed | None = observed
+        known_id = observed.id
         while True:
             if current is None and "gone" not in until:
-                raise EngineFailed(f"{resource.name} vanished while being created (deleted outside fmcluster?); "
-                                   "re-run the same command to create it again")
+                raise EngineFailed(f"{resource.name} vanished while being created or updated (deleted outside "
+                                   "fmcluster?); re-run the same command to create it again")
             if current is None or current.phase in until:
-                return current or Observed(observed.id, "gone", "gone")
+                return current or Observed(known_id, "gone", "gone")
             if current.phase == "failed" and not deleting:
                 return current
             # A resource that failed to create can still be deleted: only a failed delete stops teardown.
@@ -303,19 +504,16 @@ class Engine:
             while time.monotonic() < deadline:
                 self._check_stop()
                 time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-            current = resource.read(self.ctx, observed.id)
+            current = resource.read(self.ctx, known_id)
             if current is not None and (current.status, current.detail) != last_seen:
                 if current.status != last_seen[0]:
                     self._save(resource, current)
                 last_seen = (current.status, current.detail)
                 self._emit(Event(resource.name, "progress", current.status, current.detail))
 
-    # records
+    # -- records ------------------------------------------------------------------------------------
     def _record_for(self, resource: Resource):
-        for record in self.store.resources(self.ctx.cluster, self.ctx.region):
-            if record.kind == resource.kind and record.key == resource.key:
-                return record
-        return None
+        return self.store.resource(self.ctx.cluster, self.ctx.region, resource.kind, resource.key)
 
     def _save(self, resource: Resource, observed: Observed) -> None:
         self.store.record_resource(self.ctx.cluster, self.ctx.region, resource.kind, resource.key, observed.id,
@@ -325,3 +523,13 @@ class Engine:
         self.store.log_event(self.ctx.cluster, self.ctx.region, event.resource, event.kind,
                              " ".join(part for part in (event.status, event.detail) if part))
         self.emit_to(event)
+
+
+def _describe(changes: list[AttributeChange]) -> str:
+    return ", ".join(f"{c.path} {_short(c.old)} → {_short(c.new)}" for c in changes[:4]) + (
+        f" (+{len(changes) - 4} more)" if len(changes) > 4 else "")
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if isinstance(value, Unknown) else json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "…"

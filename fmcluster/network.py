@@ -17,6 +17,21 @@ class Placement:
     subnet_id: str
     vpc_id: str
     availability_zone: str
+    # The VPC's IPv4 blocks: NFS file systems fmcluster creates admit clients from them.
+    vpc_cidrs: tuple[str, ...] = ()
+
+    def values(self) -> dict[str, Any]:
+        """What documents refer to as ``${network.…}``."""
+        return {"network.vpc_id": self.vpc_id, "network.subnet_id": self.subnet_id,
+                "network.vpc_ip_ranges": [{"CidrIp": block, "Description": "clients in the VPC"}
+                                          for block in self.vpc_cidrs]}
+
+
+def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
+    vpc = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0]
+    blocks = [a["CidrBlock"] for a in vpc.get("CidrBlockAssociationSet") or []
+              if a.get("CidrBlockState", {}).get("State", "associated") == "associated"] or [vpc["CidrBlock"]]
+    return tuple(dict.fromkeys(blocks))
 
 
 def instance_types(spec: Spec) -> list[str]:
@@ -63,7 +78,8 @@ def resolve_placement(spec: Spec, ec2: Any) -> Placement:
             code = exc.response["Error"]["Code"]
             raise AwsError(f"subnet {spec.network.subnet_id}", code, exc.response["Error"]["Message"],
                            "check network.subnet_id and the region; `aws ec2 describe-subnets` lists yours") from None
-        return Placement(subnet["SubnetId"], subnet["VpcId"], subnet["AvailabilityZone"])
+        return Placement(subnet["SubnetId"], subnet["VpcId"], subnet["AvailabilityZone"],
+                         vpc_cidrs(ec2, subnet["VpcId"]))
 
     vpcs = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
     if not vpcs:
@@ -83,4 +99,4 @@ def resolve_placement(spec: Spec, ec2: Any) -> Placement:
                          "the queues")
     reserved = reservation_zone(spec, ec2)
     chosen = next((s for s in candidates if s["AvailabilityZone"] == reserved), candidates[0])
-    return Placement(chosen["SubnetId"], vpc_id, chosen["AvailabilityZone"])
+    return Placement(chosen["SubnetId"], vpc_id, chosen["AvailabilityZone"], vpc_cidrs(ec2, vpc_id))

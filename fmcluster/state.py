@@ -25,6 +25,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS clusters (
     name TEXT NOT NULL, region TEXT NOT NULL, backend TEXT NOT NULL, spec TEXT NOT NULL,
     spec_path TEXT, status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    cluster_id TEXT NOT NULL DEFAULT '', endpoint_url TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (name, region));
 CREATE TABLE IF NOT EXISTS resources (
     cluster TEXT NOT NULL, region TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
@@ -33,10 +34,17 @@ CREATE TABLE IF NOT EXISTS resources (
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, cluster TEXT NOT NULL, region TEXT NOT NULL, at REAL NOT NULL,
     resource TEXT NOT NULL, event TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS intents (
+    cluster TEXT NOT NULL, region TEXT NOT NULL, resource TEXT NOT NULL, operation TEXT NOT NULL,
+    digest TEXT NOT NULL, token TEXT NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (cluster, region, resource));
 CREATE TABLE IF NOT EXISTS locks (
     cluster TEXT NOT NULL, region TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,
     command TEXT NOT NULL, acquired_at REAL NOT NULL, PRIMARY KEY (cluster, region));
 """
+
+
+_CLUSTER_COLUMNS = "name, region, backend, spec, spec_path, status, created_at, updated_at, cluster_id, endpoint_url"
 
 
 def home() -> Path:
@@ -58,6 +66,10 @@ class ClusterRecord:
     status: str
     created_at: float
     updated_at: float
+    # Tagged on everything made for this cluster (fmcluster:cluster-id): what makes a resource its own.
+    cluster_id: str = ""
+    # Where the cluster lives when that is not AWS itself (a sandbox, an --endpoint-url): hints repeat it.
+    endpoint_url: str = ""
 
 
 @dataclass
@@ -84,6 +96,10 @@ class StateStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=30000")
         self._db.executescript(SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(clusters)")}
+        for column in ("cluster_id", "endpoint_url"):
+            if column not in columns:  # a state file from before these columns
+                self._db.execute(f"ALTER TABLE clusters ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self._db.close()
@@ -101,14 +117,18 @@ class StateStore:
 
     # clusters
     def save_cluster(self, name: str, region: str, backend: str, spec: str, spec_path: str | None,
-                     status: str) -> None:
+                     status: str, cluster_id: str = "", endpoint_url: str = "") -> None:
+        """Insert or update; an empty ``cluster_id`` keeps the recorded one."""
         now = time.time()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO clusters VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(name, region) DO UPDATE SET "
+                "INSERT INTO clusters (name, region, backend, spec, spec_path, status, created_at, updated_at, "
+                "cluster_id, endpoint_url) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(name, region) DO UPDATE SET "
                 "backend=excluded.backend, spec=excluded.spec, spec_path=excluded.spec_path, "
-                "status=excluded.status, updated_at=excluded.updated_at",
-                (name, region, backend, spec, spec_path, status, now, now))
+                "status=excluded.status, updated_at=excluded.updated_at, "
+                "cluster_id=CASE WHEN excluded.cluster_id='' THEN clusters.cluster_id ELSE excluded.cluster_id END, "
+                "endpoint_url=excluded.endpoint_url",
+                (name, region, backend, spec, spec_path, status, now, now, cluster_id, endpoint_url))
 
     def set_cluster_status(self, name: str, region: str, status: str) -> None:
         with self._tx() as db:
@@ -118,20 +138,21 @@ class StateStore:
     def cluster(self, name: str, region: str | None = None) -> ClusterRecord | None:
         with self._lock:
             if region:
-                row = self._db.execute("SELECT * FROM clusters WHERE name=? AND region=?", (name, region)).fetchone()
+                row = self._db.execute(f"SELECT {_CLUSTER_COLUMNS} FROM clusters WHERE name=? AND region=?",
+                                       (name, region)).fetchone()
             else:
-                row = self._db.execute("SELECT * FROM clusters WHERE name=? ORDER BY updated_at DESC",
-                                       (name,)).fetchone()
+                row = self._db.execute(f"SELECT {_CLUSTER_COLUMNS} FROM clusters WHERE name=? ORDER BY updated_at "
+                                       "DESC", (name,)).fetchone()
         return ClusterRecord(*row) if row else None
 
     def clusters(self) -> list[ClusterRecord]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM clusters ORDER BY name").fetchall()
+            rows = self._db.execute(f"SELECT {_CLUSTER_COLUMNS} FROM clusters ORDER BY name").fetchall()
         return [ClusterRecord(*row) for row in rows]
 
     def forget_cluster(self, name: str, region: str) -> None:
         with self._tx() as db:
-            for table in ("clusters", "resources"):
+            for table in ("clusters", "resources", "intents"):
                 column = "name" if table == "clusters" else "cluster"
                 db.execute(f"DELETE FROM {table} WHERE {column}=? AND region=?", (name, region))
 
@@ -152,10 +173,36 @@ class StateStore:
                                     "region=? ORDER BY rowid", (cluster, region)).fetchall()
         return [ResourceRecord(kind, key, rid, status, json.loads(outputs)) for kind, key, rid, status, outputs in rows]
 
+    def resource(self, cluster: str, region: str, kind: str, key: str) -> ResourceRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT kind, key, id, status, outputs FROM resources WHERE cluster=? AND "
+                                   "region=? AND kind=? AND key=?", (cluster, region, kind, key)).fetchone()
+        return ResourceRecord(row[0], row[1], row[2], row[3], json.loads(row[4])) if row else None
+
     def forget_resource(self, cluster: str, region: str, kind: str, key: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM resources WHERE cluster=? AND region=? AND kind=? AND key=?",
                        (cluster, region, kind, key))
+
+    # idempotency tokens
+    def open_intent(self, cluster: str, region: str, resource: str, operation: str, digest: str) -> str:
+        """The token for one intended request, recorded before the call: the open intent's token when this is
+        the same request again (a retry after a crash), else a new one."""
+        import uuid
+
+        with self._tx() as db:
+            row = db.execute("SELECT operation, digest, token FROM intents WHERE cluster=? AND region=? AND "
+                             "resource=?", (cluster, region, resource)).fetchone()
+            if row and row[0] == operation and row[1] == digest:
+                return row[2]
+            token = uuid.uuid4().hex
+            db.execute("INSERT OR REPLACE INTO intents VALUES (?,?,?,?,?,?,?)",
+                       (cluster, region, resource, operation, digest, token, time.time()))
+            return token
+
+    def close_intents(self, cluster: str, region: str, resource: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM intents WHERE cluster=? AND region=? AND resource=?", (cluster, region, resource))
 
     # events
     def log_event(self, cluster: str, region: str, resource: str, event: str, detail: str = "") -> None:

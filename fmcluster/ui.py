@@ -69,6 +69,11 @@ def print_check_results(results: Iterable[CheckResult], console: Console | None 
     (console or out_console()).print(table)
 
 
+def escape(text: str) -> str:
+    """``text`` shown as is inside rich markup."""
+    return _escape(text)
+
+
 def _escape(text: str) -> str:
     from rich.markup import escape
 
@@ -84,18 +89,27 @@ def print_status(report: dict | list) -> None:
             console.print("no clusters yet: `fmcluster create SPEC` makes one")
             return
         table = Table(box=None, header_style="bold")
-        for column in ("name", "backend", "region", "status", "queues", "max nodes", "$/hour"):
+        for column in ("name", "backend", "region", "where", "status", "queues", "max nodes", "$/hour"):
             table.add_column(column)
         for row in report:
-            cost = f"{row['usd_per_hour']:,.2f}" if row["usd_per_hour"] else "n/a"
-            table.add_row(row["name"], row["backend"], row["region"], row["status"], ", ".join(row["queues"]),
-                          str(row["nodes_max"]), cost)
+            cost = f"{row['usd_per_hour']:,.2f}" if row.get("usd_per_hour") else "n/a"
+            table.add_row(row["name"], row["backend"], row["region"], row.get("where", ""), row["status"],
+                          ", ".join(row["queues"]) or "—", str(row["nodes_max"] or "—"), cost)
         console.print(table)
+        for row in report:
+            if row.get("problem"):
+                console.print(f"[dim]{_escape(row['name'])}: {_escape(row['problem'])}[/]")
         return
-    console.print(f"[bold]{report['name']}[/] ({report['backend']}, {report['region']}): [bold]{report['status']}[/]")
-    for key in ("slurm_endpoint", "head_node", "compute_fleet", "version"):
+    raw = f" ({report['backend_status']})" if report.get("backend_status") not in (None, report["status"]) else ""
+    console.print(f"[bold]{report['name']}[/] ({report['backend']}, {report['region']}): "
+                  f"[bold]{report['status']}[/]{_escape(raw)}")
+    for key in ("since", "slurm_endpoint", "head_node", "compute_fleet", "version", "error"):
         if report.get(key):
-            console.print(f"  {key.replace('_', ' ')}: {report[key]}")
+            console.print(f"  {key.replace('_', ' ')}: {_escape(str(report[key]))}")
+    if "usd_so_far" in report:
+        console.print(f"  cost: ${report['usd_so_far']:,.2f} so far, ${report['usd_per_hour_now']:,.2f}/hour now, "
+                      f"${report['usd_per_hour_max']:,.2f}/hour at the queues' maximum "
+                      f"[dim]({_escape(report['cost_basis'])})[/]")
     queues = Table(box=None, header_style="bold", title="queues", title_justify="left")
     for column in ("name", "instance type", "min", "max", "running", "status"):
         queues.add_column(column)
@@ -110,3 +124,13 @@ def print_status(report: dict | list) -> None:
         resources.add_row(item["type"], str(item["id"]), str(item["status"]) + (f" — {item['error']}"
                                                                               if item.get("error") else ""))
     console.print(resources)
+    drift = report.get("drift")
+    if drift is None:
+        console.print(f"[yellow]drift not checked:[/] {_escape(report.get('drift_unknown') or '')}")
+    elif drift:
+        console.print(f"[yellow]drift from the spec[/] ({len(drift)}; `fmcluster create SPEC` repairs it):")
+        for item in drift:
+            console.print(f"  {_escape(item['resource'])}: expected {_escape(str(item['expected']))}, "
+                          f"actual {_escape(str(item['actual']))}")
+    else:
+        console.print("[green]in sync with the spec[/]")

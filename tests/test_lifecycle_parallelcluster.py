@@ -35,7 +35,10 @@ def test_create_status_scale_destroy(cli):
     assert report["name"] == cli.name
     assert report["backend"] == "parallelcluster"
     assert report["region"] == "us-east-1"
-    assert report["status"] == "CREATE_COMPLETE", report
+    assert report["status"] == "ACTIVE", report
+    assert report["backend_status"] == "CREATE_COMPLETE", report
+    assert report["slurm_endpoint"] and report["slurm_endpoint"].endswith(":6817"), report
+    assert report["drift"] == [], report["drift"]
     assert [q["name"] for q in report["queues"]] == ["gpu"]
     gpu = report["queues"][0]
     for key in ("name", "instance_type", "min", "max", "status"):
@@ -59,7 +62,8 @@ def test_create_status_scale_destroy(cli):
     gpu = report["queues"][0]
     assert (gpu["min"], gpu["max"]) == (0, 1), gpu
     assert report["compute_fleet"] == "RUNNING", report
-    assert report["status"] in ("UPDATE_COMPLETE", "CREATE_COMPLETE"), report
+    assert report["status"] == "ACTIVE", report
+    assert report["backend_status"] in ("UPDATE_COMPLETE", "CREATE_COMPLETE"), report
 
     _ok(cli.destroy())
     cli.wait_until_gone()
@@ -160,27 +164,35 @@ def test_validate_runs_pcluster_validators_against_the_sandbox(cli):
 # 6 ------------------------------------------------------------------------------------------------
 def test_compute_nodes_that_outlive_the_stack_are_terminated(sandbox, sandbox_env, tmp_path, monkeypatch):
     """No stack, but a compute node of the cluster still runs (a node launched after ParallelCluster's own
-    cleanup): the teardown step finds it and ends it through pcluster.lib's delete_cluster_instances."""
+    cleanup), tagged as ParallelCluster tags its nodes (its own tags and the config's): discovery offers it
+    for teardown, which ends it through pcluster.lib's delete_cluster_instances."""
     from fmcluster import aws
-    from fmcluster.backends import parallelcluster
-    from fmcluster.lifecycle import Session
-    from fmcluster.spec.models import Spec
+    from fmcluster.backends.parallelcluster import ParallelClusterBackend
+    from fmcluster.engine import Engine
+    from fmcluster.graph import by_rank
+    from fmcluster.session import Session
     from fmcluster.state import StateStore
 
     name = f"orphan-{time.time_ns() % 10**8}"
+    cluster_id = "0123456789abcdef0123456789abcdef"
     ec2 = sandbox.client("ec2")
     subnet = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"][0]
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     orphan = ec2.run_instances(ImageId=image, InstanceType="c5.large", MinCount=1, MaxCount=1,
                                SubnetId=subnet["SubnetId"], TagSpecifications=[{"ResourceType": "instance", "Tags": [
                                    {"Key": "parallelcluster:cluster-name", "Value": name},
-                                   {"Key": "parallelcluster:node-type", "Value": "Compute"}]}])["Instances"][0]
+                                   {"Key": "parallelcluster:node-type", "Value": "Compute"},
+                                   {"Key": "fmcluster:cluster", "Value": name},
+                                   {"Key": "fmcluster:region", "Value": "us-east-1"},
+                                   {"Key": "fmcluster:cluster-id", "Value": cluster_id}]}])["Instances"][0]
     monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
     aws.configure(None, None, sandbox.endpoint_url)
-    spec = Spec.model_validate({"name": name, "queues": [{"name": "gpu", "instance_type": "c5.large", "nodes": 1}]})
-    session = Session.open(spec, "spec.yaml", StateStore(tmp_path / "state.db"))
-    assert parallelcluster.leftovers(session)  # the orphan is seen
-    parallelcluster.after_teardown(session, yes=True)
+    session = Session.bare(name, "us-east-1", "parallelcluster", StateStore(tmp_path / "state.db"))
+    session.set_cluster_id(cluster_id)
+    backend = ParallelClusterBackend()
+    handles = [d.handle for d in backend.discover(session) if d.handle is not None]
+    assert [h.name for h in handles] == [f"cluster_instances:{name}"]
+    Engine(session.ctx, session.store).destroy(by_rank(handles))
     state = ec2.describe_instances(InstanceIds=[orphan["InstanceId"]])["Reservations"][0]["Instances"][0]["State"]
     assert state["Name"] == "terminated"
-    assert parallelcluster.leftovers(session) == []
+    assert backend.discover(session) == []

@@ -44,7 +44,7 @@ def test_render_writes_the_openzfs_request_beside_the_cluster_config(tmp_path):
     config = rendered.one("pcluster_cluster").body
     home = next(s for s in config["SharedStorage"] if s["StorageType"] == "FsxOpenZfs")
     assert home["MountDir"] == "/home"
-    assert home["FsxOpenZfsSettings"]["VolumeId"] == "${fsx_openzfs.root_volume_id}"
+    assert home["FsxOpenZfsSettings"]["VolumeId"] == "${fsx_openzfs.home.root_volume_id}"
 
     request = rendered.one("fsx_openzfs").body
     assert request["FileSystemType"] == "OPENZFS"
@@ -79,11 +79,12 @@ def test_validate_offline_checks_both_documents(tmp_path):
     assert any(line.startswith("✓  botocore shapes") and "ec2, fsx" in line for line in lines), result.stdout
 
 
-def test_a_spec_without_openzfs_renders_no_reference():
+def test_a_spec_without_openzfs_refers_to_no_resource():
+    """Only the cluster's own id (an ownership tag, filled when the config is sent) is left to fill."""
     spec = load_spec(CONFIGS / "quickstart-parallelcluster.yaml").spec
     rendered = render(spec)
     assert [d.filename for d in rendered.documents] == ["cluster-config.yaml"]
-    assert references(rendered.documents[0].body) == set()
+    assert references(rendered.documents[0].body) == {"fmcluster.cluster_id"}
 
 
 # end to end -----------------------------------------------------------------------------------------
@@ -134,7 +135,10 @@ def test_create_mounts_the_openzfs_root_volume_and_destroy_keeps_or_removes_it(c
     assert volumes[0]["FileSystemId"] == fs["FileSystemId"]
 
     report = cli.status()
-    assert report["status"] == "CREATE_COMPLETE", report
+    assert report["status"] == "ACTIVE", report
+    # every resource fmcluster made for the cluster, also those ParallelCluster does not manage
+    listed = {(r["type"], r["id"]) for r in report["resources"]}
+    assert ("fsx_openzfs", fs["FileSystemId"]) in listed and ("security_group", group["GroupId"]) in listed, listed
 
     # a re-run adopts what exists: no second file system
     _ok(cli.create())

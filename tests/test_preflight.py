@@ -333,7 +333,7 @@ def test_pcs_size_too_small_fails(sandbox):
     spec = _spec(pcs={"size": "SMALL"},
                  queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 40}}])
     size = _failed(_run(sandbox, spec))["pcs size"]
-    assert size.summary == "SMALL holds 32 nodes; the queues reach 40"
+    assert size.summary == "SMALL holds 32 nodes; the queues at their maximum and the login node reach 41"
     assert _fixes(size) == ["set pcs.size: MEDIUM"]
 
 

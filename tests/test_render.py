@@ -174,7 +174,7 @@ def test_pcs_efa_interfaces_per_instance_type(tmp_path: Path, instance_type: str
     # AWS: every additional interface takes the next card and device index 1.
     assert all(n["DeviceIndex"] == 1 for n in nics[1:])
     # Every interface carries the cluster security group (else it gets the VPC's default group).
-    assert all(n["Groups"] == ["${security_group.id}"] for n in nics)
+    assert all(n["Groups"] == ["${security_group.cluster.id}"] for n in nics)
     assert all(n["DeleteOnTermination"] is True for n in nics)
     for document in rendered.documents:
         assert check_document(document) == [], document.filename
@@ -184,7 +184,7 @@ def test_pcs_efa_off_uses_security_group_ids(tmp_path: Path) -> None:
     _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type="p5.48xlarge") + "    efa: false\n")
     data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
     assert "NetworkInterfaces" not in data
-    assert data["SecurityGroupIds"] == ["${security_group.id}"]
+    assert data["SecurityGroupIds"] == ["${security_group.cluster.id}"]
     assert "Placement" not in data  # no EFA: no cluster placement group either
     assert not rendered.by_kind("placement_group")
 
@@ -228,7 +228,7 @@ def test_pcs_placement_group_for_on_demand_efa_queue() -> None:
     assert [g.key for g in groups] == ["train"]  # the c7i CPU queue has no EFA: no placement group
     assert groups[0].body["Strategy"] == "cluster"
     data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
-    assert data["Placement"]["GroupName"] == groups[0].body["GroupName"]
+    assert data["Placement"]["GroupName"] == "${placement_group.train.name}"  # the graph's edge to the group
     assert "Placement" not in rendered.one("launch_template", "cpu").body["LaunchTemplateData"]
     assert rendered.one("compute_node_group", "train").body["purchaseOption"] == "ONDEMAND"
 
@@ -426,11 +426,16 @@ def test_every_resource_is_tagged(path: Path) -> None:
 
 @pytest.mark.parametrize("path", PCS_CONFIGS, ids=[p.stem for p in PCS_CONFIGS])
 def test_references_name_documents(path: Path) -> None:
+    """Every ``${kind.key.attribute}`` names a document of the same render (the graph's edges), or a value the
+    session supplies (``network.*``, ``fmcluster.*``)."""
+    from fmcluster.graph import provider_of
+
     rendered = render(_load(path))
-    kinds = {d.kind for d in rendered.documents} | {"network"}
+    names = {f"{d.kind}:{d.key}" for d in rendered.documents}
     for document in rendered.documents:
         for reference in references(document.body):
-            assert reference.split(".")[0] in kinds, f"{document.filename}: ${{{reference}}}"
+            provider = provider_of(reference)
+            assert provider is None or provider in names, f"{document.filename}: ${{{reference}}}"
 
 
 def _user_data(document: Document, values: dict[str, str] | None = None) -> str:
@@ -444,9 +449,9 @@ def test_user_data_references_are_filled_before_encoding() -> None:
     visible to references()/resolve() (so the engine fills them), not hidden inside base64."""
     rendered = render(_load(_config("p6-b200-pcs")))
     for document in rendered.by_kind("launch_template"):
-        assert {"fsx_lustre.dns_name", "fsx_lustre.mount_name"} <= references(document.body)
+        assert {"fsx_lustre.lustre.dns_name", "fsx_lustre.lustre.mount_name"} <= references(document.body)
         values = {ref: stand_in(ref) for ref in references(document.body)}
-        values |= {"fsx_lustre.dns_name": "fs-1.fsx.example", "fsx_lustre.mount_name": "mnt1"}
+        values |= {"fsx_lustre.lustre.dns_name": "fs-1.fsx.example", "fsx_lustre.lustre.mount_name": "mnt1"}
         user_data = _user_data(document, values)
         assert '"fs-1.fsx.example@tcp:/mnt1 /fsx lustre' in user_data
         assert "${fsx_lustre" not in user_data

@@ -115,11 +115,13 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("pcs-11-queues", _many_queues(11), 13, 5, "queues[9]",
      "11 queues make 12 compute node groups (one per queue plus the login group); PCS allows 10"),
     ("pcs-small-exceeded", PCS.replace("nodes: 2", "nodes: 40") + "pcs: {size: SMALL}\n", 7, 13, "pcs.size",
-     "SMALL manages at most 32 nodes, and the queues add up to 40; use pcs.size MEDIUM"),
+     "SMALL manages at most 32 nodes, and the queues at their maximum with the login node add up to 41; "
+     "use pcs.size MEDIUM"),
     ("pcs-large-exceeded",
      "name: demo\nbackend: pcs\nqueues:\n  - {name: a, instance_type: p5.48xlarge, nodes: 2000}\n"
      "  - {name: b, instance_type: p5.48xlarge, nodes: 1000}\n",
-     4, 3, "queues", "3000 nodes in all; a PCS cluster manages at most 2048 (size LARGE)"),
+     4, 3, "queues", "3001 nodes in all (the queues at their maximum and the login node); a PCS cluster manages at "
+     "most 2048 (size LARGE)"),
     ("queue-nodes-above-2048", PC.replace("nodes: 2", "nodes: 3000"), 6, 12, "queues[0].nodes",
      "less than or equal to 2048, got 3000"),
     ("queue-nodes-zero", PC.replace("nodes: 2", "nodes: 0"), 6, 12, "queues[0].nodes",

@@ -133,7 +133,8 @@ def _create_openzfs_home(sandbox, staged: Path) -> str:
     cidr = ec2.describe_vpcs(VpcIds=[vpc])["Vpcs"][0]["CidrBlock"]
     group = rendered.one("security_group", "fsx_openzfs").body
     group_id = ec2.create_security_group(**{**group["create"], "VpcId": vpc})["GroupId"]
-    values = {"security_group.id": group_id, "network.vpc_ip_ranges": [{"CidrIp": cidr}]}
+    values = {"security_group.fsx_openzfs.id": group_id, "network.vpc_ip_ranges": [{"CidrIp": cidr}],
+              "fmcluster.cluster_id": "0123456789abcdef0123456789abcdef"}
     ec2.authorize_security_group_ingress(**resolve(group["ingress"], values))
     request = resolve(rendered.one("fsx_openzfs").body, values)
     fs = sandbox.client("fsx", spec.region).create_file_system(**request)["FileSystem"]

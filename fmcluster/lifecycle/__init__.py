@@ -1,25 +1,11 @@
-"""The four lifecycle verbs — create, scale, status, destroy — over either backend, on the one engine."""
+"""The lifecycle verbs — create, diff, scale, status, destroy — over either backend, on the one engine."""
 
+from fmcluster.lifecycle.common import Aborted, ClusterNotFound, PreflightFailed, confirm, dump_json, spec_of
 from fmcluster.lifecycle.create import capacity_advice, create, preflight
 from fmcluster.lifecycle.destroy import destroy
+from fmcluster.lifecycle.diff import diff
 from fmcluster.lifecycle.scale import parse_counts, scale
-from fmcluster.lifecycle.session import (
-    ClusterNotFound,
-    PreflightFailed,
-    Session,
-    backend_for,
-    confirm,
-    dump_json,
-    load_record,
-    run_engine,
-    spec_of,
-    spec_text,
-    usd_per_hour,
-)
 from fmcluster.lifecycle.status import status
 
-__all__ = [
-    "ClusterNotFound", "PreflightFailed", "Session", "backend_for", "capacity_advice", "confirm", "create",
-    "destroy", "dump_json", "load_record", "parse_counts", "preflight", "run_engine", "scale", "spec_of",
-    "spec_text", "status", "usd_per_hour",
-]
+__all__ = ["Aborted", "ClusterNotFound", "PreflightFailed", "capacity_advice", "confirm", "create", "destroy",
+           "diff", "dump_json", "parse_counts", "preflight", "scale", "spec_of", "status"]

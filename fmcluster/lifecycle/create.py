@@ -1,11 +1,18 @@
-"""``fmcluster create``: preflight, the plan, then the engine, with capacity retries."""
+"""``fmcluster create``: preflight, the plan read from AWS, then the engine walk that converges the cluster to
+the spec (creates, updates, replacements, deletions), with capacity retries."""
 
 from __future__ import annotations
 
+import time
+import uuid
+from typing import Any
+
 from fmcluster import aws, catalog
-from fmcluster.engine import Interrupted, Resource, TimedOut
+from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
-from fmcluster.lifecycle.session import PreflightFailed, Session, confirm, run_engine, spec_text, usd_per_hour
+from fmcluster.lifecycle.common import PreflightFailed, confirm, run_engine, spec_text, what_exists
+from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
+from fmcluster.session import Session
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 
 
@@ -21,69 +28,127 @@ def preflight(spec: Spec, to_stdout: bool = False) -> bool:
 
 
 def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None,
-           rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0) -> int:
+           rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0,
+           json_output: bool = False) -> int:
+    """Create the cluster, or converge an existing one to the spec."""
     from fmcluster import ui
 
     session = Session.open(spec, spec_file)
-    if spec.backend == "parallelcluster":
-        session.backend_options["rollback"] = rollback
-        session.backend_options["locate"] = _locator(spec_file)
-    if not skip_preflight and not preflight(session.spec):
-        raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
-                              "`--skip-preflight` goes ahead anyway")
-    backend = session.backend
-    if hasattr(backend, "check_requirements"):
-        backend.check_requirements()
+    options: dict[str, Any] = {"rollback": rollback, "locate": _locator(spec_file)}
+    session.backend.check_requirements()
     store = session.store
     with store.locked(spec.name, session.region, f"fmcluster create {spec_file}"):
         existing = store.cluster(spec.name, session.region)
-        if existing is None:
-            store.save_cluster(spec.name, session.region, spec.backend, spec_text(spec), spec_file, "PLANNED")
-        resources = session.resources()
-        recorded = {(r.kind, r.key) for r in store.resources(spec.name, session.region)}
-        _print_plan(spec, session, resources, recorded)
+        # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
+        found = existing.cluster_id if existing and existing.cluster_id else session.backend.find_cluster_id(session)
+        is_new = existing is None and found is None
+        cluster_id = found or uuid.uuid4().hex
+        session.set_cluster_id(cluster_id)
+        if is_new and not skip_preflight and not preflight(session.require_spec()):
+            raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
+                                  "`--skip-preflight` goes ahead anyway")
+        plan = make_plan(session, options)
+        print_plan(session, plan, f"Plan for {spec.name}")
+        _print_capacity(spec)
+        if plan.in_sync and existing is not None and existing.status == "ACTIVE":
+            return _done(session, plan, json_output, "already matches the spec; nothing to do")
+        questions = session.backend.questions(session, plan.changes)
+        for question in questions:
+            ui.warning(question.warning)
         try:
-            confirm(f"Create cluster {spec.name} ({spec.backend}, {session.region})?", yes)
+            confirm(_question(spec, session, plan, is_new), yes)
+            for question in questions:
+                confirm(question.question, yes)
+                options.update(question.options)
         except FmclusterError:
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)
             raise
-        store.save_cluster(spec.name, session.region, spec.backend, spec_text(spec), spec_file, "CREATING")
+        store.save_cluster(spec.name, session.region, spec.backend, spec_text(spec), spec_file,
+                           "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())
+        if options.get("stop_fleet"):  # the agreed fleet stop changes how the cluster resource updates
+            plan = Plan(session.resources(options), plan.orphans, plan.changes)
         try:
-            _apply_with_capacity_retries(session, resources, wait, timeout_min, retry_capacity_min)
+            _apply_with_capacity_retries(session, plan, wait, timeout_min, retry_capacity_min)
         except (Interrupted, TimedOut):
-            ui.note(f"resume with: fmcluster create {spec_file} --yes")
+            ui.note(f"resume with: {session.hint(f'fmcluster create {spec_file} --yes')}")
             raise
         except FmclusterError:
             store.set_cluster_status(spec.name, session.region, "FAILED")
-            ui.note(f"what exists is recorded: `fmcluster status {spec.name}`; clean up with "
-                    f"`fmcluster destroy {spec.name}`, or fix and re-run `fmcluster create {spec_file}`")
+            _report_what_exists(session)
             raise
         if not wait:
-            ui.note(f"requests sent; re-run `fmcluster create {spec_file} --yes` to wait for the rest")
+            ui.note(f"requests sent; re-run `{session.hint(f'fmcluster create {spec_file} --yes')}` to wait for "
+                    "the rest")
             return 0
         store.set_cluster_status(spec.name, session.region, "ACTIVE")
-    ui.out_console().print(f"[green]✓[/] cluster [bold]{spec.name}[/] is ready. "
-                           f"`fmcluster status {spec.name}` shows it.")
+    return _done(session, plan, json_output, "is ready")
+
+
+def _done(session: Session, plan: Plan, json_output: bool, what: str) -> int:
+    from fmcluster import ui
+    from fmcluster.lifecycle.common import dump_json
+
+    if json_output:
+        print(dump_json({**as_json(session.require_spec(), plan), "status": "ACTIVE"}))
+    else:
+        ui.out_console().print(f"[green]✓[/] cluster [bold]{session.name}[/] {what}. "
+                               f"`{session.hint(f'fmcluster status {session.name}')}` shows it.")
     return 0
 
 
-def _apply_with_capacity_retries(session: Session, resources: list[Resource], wait: bool,
-                                 timeout_min: float | None, retry_capacity_min: float) -> None:
+def _question(spec: Spec, session: Session, plan: Plan, is_new: bool) -> str:
+    counts = plan.counts()
+    if is_new:
+        return f"Create cluster {spec.name} ({spec.backend}, {session.region})?"
+    risky = [f"{counts[a]} to {a}" for a in ("replace", "delete") if counts[a]]
+    return f"Apply these changes to {spec.name}" + (f" ({', '.join(risky)})" if risky else "") + "?"
+
+
+def _report_what_exists(session: Session) -> None:
+    from fmcluster import ui
+
+    exists = what_exists(session)
+    console = ui.err_console()
+    if exists:
+        console.print(f"[bold]What exists now for {session.name}:[/]")
+        for line in exists:
+            console.print(f"  {ui.escape(line)}")
+    else:
+        console.print(f"nothing exists in AWS for {session.name}")
+    ui.note(f"`{session.hint(f'fmcluster status {session.name}')}` shows it; fix and re-run "
+            f"`{session.hint(f'fmcluster create {session.spec_file}')}`, or clean up with "
+            f"`{session.hint(f'fmcluster destroy {session.name}')}`")
+
+
+def _print_capacity(spec: Spec) -> None:
+    from fmcluster import ui
+    from fmcluster.lifecycle.cost import usd_per_hour_max
+
+    console = ui.err_console()
+    for queue in spec.queues:
+        console.print(f"  queue [bold]{queue.name}[/]: {queue.instance_type} × {min_nodes(queue)}..{max_nodes(queue)}"
+                      f" ({queue.capacity.type})")
+    cost = usd_per_hour_max(spec)
+    if cost:
+        console.print(f"  compute at the queues' maximum: [bold]${cost:,.2f}/hour[/] "
+                      f"(bundled on-demand prices as of {catalog.price_as_of()})")
+
+
+def _apply_with_capacity_retries(session: Session, plan: Plan, wait: bool, timeout_min: float | None,
+                                 retry_capacity_min: float) -> None:
     """Apply; on InsufficientInstanceCapacity, explain it, and retry with bounded backoff while the user's
     ``--retry-capacity`` budget lasts (the engine replaces what failed)."""
-    import time
-
-    from fmcluster.engine import EngineFailed
-
     deadline = time.monotonic() + retry_capacity_min * 60
     pause = 15.0
     attempt = 1
+    delete_first = plan.to_delete_first()
     while True:
         try:
-            run_engine(session, f"Creating {session.spec.name} on {session.spec.backend} in {session.region}"
-                       + (f" (attempt {attempt})" if attempt > 1 else ""), "apply", resources,
-                       wait=wait, timeout=timeout_min * 60 if timeout_min else None)
+            run_engine(session, f"{'Creating' if attempt == 1 else 'Retrying'} {session.name} on "
+                       f"{session.backend_name} in {session.region}" + (f" (attempt {attempt})" if attempt > 1 else ""),
+                       "apply", plan.resources, delete_first=delete_first, wait=wait,
+                       timeout=timeout_min * 60 if timeout_min else None)
             return
         except EngineFailed as exc:
             if "InsufficientInstanceCapacity" not in str(exc):
@@ -94,11 +159,10 @@ def _apply_with_capacity_retries(session: Session, resources: list[Resource], wa
             _countdown(pause, f"no capacity yet ({advice.splitlines()[0]}); retrying")
             pause = min(pause * 2, 300.0)
             attempt += 1
+            delete_first = []
 
 
 def _countdown(seconds: float, message: str) -> None:
-    import time
-
     from fmcluster import ui
 
     with ui.err_console().status("") as status:
@@ -115,7 +179,7 @@ def capacity_advice(session: Session) -> str:
     placement = session.placement()
     lines = []
     ec2 = session.ctx.client("ec2")
-    for queue in session.spec.queues:
+    for queue in session.require_spec().queues:
         try:
             zones = sorted(offering_zones(ec2, queue.instance_type))
         except Exception:  # advice only; the capacity error itself is what matters
@@ -127,30 +191,6 @@ def capacity_advice(session: Session) -> str:
                  "or reserve nodes with an EC2 Capacity Block (capacity: {type: capacity-block, reservation_id: "
                  "cr-…}), see `aws ec2 describe-capacity-block-offerings`")
     return "\n".join(lines)
-
-
-def _print_plan(spec: Spec, session: Session, resources: list[Resource], recorded: set[tuple[str, str]]) -> None:
-    from rich.table import Table
-
-    from fmcluster import ui
-
-    table = Table(title=f"Plan for {spec.name} ({spec.backend}, {session.region})", title_justify="left",
-                  box=None, header_style="bold")
-    table.add_column("action")
-    table.add_column("resource")
-    table.add_column("after")
-    for resource in resources:
-        action = "resume" if (resource.kind, resource.key) in recorded else "create"
-        table.add_row(f"[green]+ {action}[/]", resource.name, ", ".join(resource.depends_on) or "—")
-    console = ui.err_console()
-    console.print(table)
-    for queue in spec.queues:
-        console.print(f"  queue [bold]{queue.name}[/]: {queue.instance_type} × {min_nodes(queue)}..{max_nodes(queue)}"
-                      f" ({queue.capacity.type})")
-    cost = usd_per_hour(spec)
-    if cost:
-        console.print(f"  compute at the queues' maximum: [bold]${cost:,.2f}/hour[/] "
-                      f"(bundled on-demand prices as of {catalog.price_as_of()})")
 
 
 def _locator(spec_file: str):

@@ -1,45 +1,161 @@
-"""``fmcluster destroy``: reverse-order teardown, then a scan for anything still tagged for the cluster."""
+"""``fmcluster destroy``: find everything AWS holds for the cluster by its tags, delete it in reverse order,
+then look again and report anything still tagged for it.
+
+It needs neither the spec nor the local record: with the record gone, the cluster's id is read from the
+tags of what AWS holds. It deletes only what carries this cluster's ownership tags.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fmcluster import aws
-from fmcluster.lifecycle.session import Session, confirm, load_record, run_engine, spec_of
+from fmcluster.backends.base import Discovered
+from fmcluster.engine import Resource
+from fmcluster.errors import FmclusterError
+from fmcluster.graph import by_rank, wire
+from fmcluster.lifecycle.common import ClusterNotFound, confirm, dump_json, known_clusters, run_engine, spec_of
+from fmcluster.session import Session
 from fmcluster.state import StateStore
 
+# A second look after the walk catches what the first teardown uncovers (nodes that outlive their stack).
+TEARDOWN_PASSES = 2
 
-def destroy(name: str, yes: bool, keep_storage: bool) -> int:
-    from fmcluster import ui
-    from fmcluster.leftovers import scan
 
+def destroy(name: str, yes: bool, keep_storage: bool, json_output: bool = False) -> int:
     store = StateStore()
-    record = load_record(store, name, aws.target().region)
-    session = Session.open(spec_of(record), record.spec_path or "spec.yaml", store)
-    resources = session.resources()
-    kept = [r for r in resources if keep_storage and r.is_storage]
-    doomed = [r for r in resources if r not in kept]
+    record = store.cluster(name, aws.target().region)
+    region = record.region if record else aws.region_for(None)
+    # Take the lock before looking: a create still recording the cluster must finish (or be refused) first.
+    with store.locked(name, region, f"fmcluster destroy {name}"):
+        return _destroy(store, name, yes, keep_storage, json_output)
+
+
+def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_output: bool) -> int:
+    from fmcluster import ui
+
+    sessions = _sessions(store, name)
+    first = sessions[0]
     console = ui.err_console()
-    for resource in reversed(doomed):
-        console.print(f"  [red]- delete[/] {resource.name}")
-    for resource in kept:
-        console.print(f"  [cyan]= keep[/]   {resource.name} (--keep-storage)")
-    confirm(f"Destroy cluster {name} ({record.backend}, {record.region})?", yes)
-    with store.locked(name, session.region, f"fmcluster destroy {name}"):
-        store.set_cluster_status(name, session.region, "DELETING")
-        run_engine(session, f"Destroying {name}", "destroy", doomed)
-        if hasattr(session.backend, "after_teardown"):
-            session.backend.after_teardown(session, yes)
-        left = scan(session, keep_storage=keep_storage)
-        if left:
-            store.set_cluster_status(name, session.region, "DELETE_INCOMPLETE")
-            console.print("[red]Still tagged for this cluster after teardown:[/]")
-            for item in left:
-                console.print(f"  {item}")
-            console.print(f"Re-run `fmcluster destroy {name}` to retry, or delete them by hand.")
-            return 1
-        if kept:
-            store.set_cluster_status(name, session.region, "STORAGE_KEPT")
-            ui.note("kept: " + ", ".join(r.name for r in kept))
-        else:
-            store.forget_cluster(name, session.region)
-    ui.out_console().print(f"[green]✓[/] cluster [bold]{name}[/] destroyed; nothing left behind")
+    doomed: dict[str, list[Resource]] = {}
+    kept: list[str] = []
+    for session in sessions:
+        found = session.backend.discover(session)
+        keep = _kept_names(session, found) if keep_storage else set()
+        doomed[session.ctx.cluster_id] = [d.handle for d in found if d.handle is not None and d.resource not in keep]
+        kept += [f"{d.resource} ({d.description})" for d in found if d.handle is not None and d.resource in keep]
+        for item in found:
+            if item.handle is not None and item.resource not in keep:
+                console.print(f"  [red]- delete[/] {item.resource} [dim]({ui.escape(item.description)})[/]")
+    for description in kept:
+        console.print(f"  [cyan]= keep[/]   {ui.escape(description)} (--keep-storage)")
+    if not any(doomed.values()):
+        ui.note(f"nothing of {name} exists in AWS")
+    confirm(f"Destroy cluster {name} ({first.backend_name}, {first.region})?", yes)
+    if store.cluster(name, first.region) is not None:
+        store.set_cluster_status(name, first.region, "DELETING")
+    for session in sessions:
+        _teardown(session, doomed[session.ctx.cluster_id], keep_storage)
+    left = []
+    for session in sessions:
+        found = session.backend.discover(session)
+        keep = _kept_names(session, found) if keep_storage else set()
+        left += [d for d in found if d.resource not in keep]
+    mine = [d for d in left if d.ours]
+    for item in (d for d in left if not d.ours):
+        ui.note(f"not deleted, not this cluster's: {item.description}")
+    if mine:
+        if store.cluster(name, first.region) is not None:
+            store.set_cluster_status(name, first.region, "DELETE_INCOMPLETE")
+        console.print("[red]Still tagged for this cluster after teardown:[/]")
+        for item in mine:
+            console.print(f"  {ui.escape(item.description)}")
+        console.print(f"Re-run `{first.hint(f'fmcluster destroy {name}')}` to retry, or delete them by hand.")
+        if json_output:
+            print(dump_json(_result(name, "DELETE_INCOMPLETE", kept, mine)))
+        return 1
+    if kept:
+        store.set_cluster_status(name, first.region, "STORAGE_KEPT")
+        ui.note("kept: " + "; ".join(kept))
+    else:
+        store.forget_cluster(name, first.region)
+    if json_output:
+        print(dump_json(_result(name, "STORAGE_KEPT" if kept else "NOT_FOUND", kept, [])))
+    else:
+        ui.out_console().print(f"[green]✓[/] cluster [bold]{name}[/] destroyed; "
+                               + ("nothing left behind" if not kept else "only the kept storage remains"))
     return 0
+
+
+def _result(name: str, status: str, kept: list[str], left: list[Discovered]) -> dict[str, Any]:
+    return {"cluster": name, "status": status, "kept": kept, "left": [d.description for d in left]}
+
+
+def _teardown(session: Session, doomed: list[Resource], keep_storage: bool) -> None:
+    """Delete ``doomed`` in reverse order, then once more whatever the first pass uncovered."""
+    for attempt in range(TEARDOWN_PASSES):
+        if doomed:
+            run_engine(session, f"Destroying {session.name}" + (" (what the first pass uncovered)" if attempt else ""),
+                       "destroy", by_rank(doomed))
+        found = session.backend.discover(session)
+        keep = _kept_names(session, found) if keep_storage else set()
+        doomed = [d.handle for d in found if d.handle is not None and d.resource not in keep]
+        if not doomed:
+            return
+
+
+def _kept_names(session: Session, found: list[Discovered]) -> set[str]:
+    """Storage and what it cannot live without (the security group its network interfaces use). With the
+    spec, that comes from the references in its documents; without it, every security group stays."""
+    storage = {d.resource for d in found if d.handle is not None and d.handle.is_storage}
+    if not storage:
+        return set()
+    if session.spec is None:
+        return storage | {d.resource for d in found if d.resource.startswith("security_group:")}
+    resources = {r.name: r for r in wire(session.resources())}
+    keep = set(storage)
+    frontier = [name for name in storage if name in resources]
+    while frontier:
+        for dependency in resources[frontier.pop()].depends_on:
+            if dependency not in keep and not dependency.startswith(("cluster:", "pcluster_cluster:")):
+                keep.add(dependency)
+                frontier.append(dependency)
+    return keep
+
+
+def _backend_holding(store: StateStore, name: str, region: str) -> str:
+    """The backend whose anchor (ParallelCluster stack, PCS cluster) AWS holds for the name; PCS's scans
+    otherwise, which cover every resource fmcluster makes itself."""
+    for backend in ("parallelcluster", "pcs"):
+        probe = Session.bare(name, region, backend, store)
+        try:
+            if probe.backend.find_cluster_id(probe):
+                return backend
+        except FmclusterError:  # a backend this install or account lacks
+            continue
+    return "pcs"
+
+
+def _sessions(store: StateStore, name: str) -> list[Session]:
+    """The cluster's session from its record; without one, a session per cluster id AWS holds for the name."""
+    record = store.cluster(name, aws.target().region)
+    if record is not None:
+        where, here = record.endpoint_url, aws.target_label()
+        if where != here and not (where.startswith("sandbox:") and here.startswith("sandbox:")):
+            from fmcluster.lifecycle.status import check_reachable
+
+            check_reachable(record)
+        spec, _ = spec_of(record)
+        return [Session.for_record(record, store, spec)]
+    region = aws.region_for(None)
+    backend = _backend_holding(store, name, region)
+    probe = Session.bare(name, region, backend, store)
+    sessions = []
+    for cluster_id in sorted({d.cluster_id for d in probe.backend.discover(probe) if d.cluster_id}):
+        session = Session.bare(name, region, backend, store)
+        session.set_cluster_id(cluster_id)
+        sessions.append(session)
+    if sessions:
+        return sessions
+    raise ClusterNotFound(f"no cluster named '{name}' is known here, and nothing in {region} is tagged for it. "
+                          f"Known clusters: {known_clusters(store)}")

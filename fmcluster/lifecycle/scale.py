@@ -1,14 +1,16 @@
-"""``fmcluster scale``: new node counts per queue, checked and shown before they are applied."""
+"""``fmcluster scale``: new node counts per queue — the same walk as ``create``, restricted to node counts,
+checked against what AWS would refuse and shown (live counts → new) before anything changes."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from fmcluster import aws
 from fmcluster.errors import UsageError
-from fmcluster.lifecycle.session import Session, confirm, load_record, run_engine, spec_of, spec_text
-from fmcluster.spec.decisions import pcs_size
-from fmcluster.spec.models import NodeRange, max_nodes, min_nodes
+from fmcluster.lifecycle.common import confirm, dump_json, open_cluster, run_engine, spec_text
+from fmcluster.lifecycle.diff import Plan, make_plan
+from fmcluster.session import Session
+from fmcluster.spec.models import NodeRange, Spec
 from fmcluster.state import StateStore
 
 
@@ -16,72 +18,152 @@ def parse_counts(assignments: list[str]) -> dict[str, int | NodeRange]:
     counts: dict[str, int | NodeRange] = {}
     for item in assignments:
         queue, _, value = item.partition("=")
+        if not queue:
+            raise UsageError(f"'{item}': the queue name is missing (QUEUE=N)")
         try:
             if ":" in value:
                 low, high = value.split(":", 1)
-                counts[queue] = NodeRange(min=int(low), max=int(high))
+                counts[queue] = NodeRange.model_construct(min=int(low), max=int(high))
             else:
                 counts[queue] = int(value)
-        except Exception:
+        except ValueError:
             raise UsageError(f"'{item}': write QUEUE=N (static) or QUEUE=MIN:MAX (scales with jobs)") from None
-        if not queue:
-            raise UsageError(f"'{item}': the queue name is missing (QUEUE=N)")
     return counts
 
 
-def scale(target: str, assignments: list[str], yes: bool) -> int:
+def _new_spec(session: Session, target: str, assignments: list[str]) -> Spec:
+    """The recorded spec with the new counts, checked by the same rules as a spec file (exit 2 when AWS would
+    refuse it), before any AWS call."""
+    from fmcluster.spec import load_spec, load_spec_data
+
+    old = session.spec
+    if old is None:
+        raise UsageError(f"the recorded spec of {session.name} cannot be read, so its counts cannot be changed "
+                         f"here: `fmcluster create SPEC` with a fixed spec converges it, `fmcluster destroy "
+                         f"{session.name}` removes it")
+    if not assignments:
+        return load_spec(target).spec
+    counts = parse_counts(assignments)
+    known = {q.name for q in old.queues}
+    for queue in counts:
+        if queue not in known:
+            raise UsageError(f"cluster {session.name} has no queue '{queue}'; its queues: {', '.join(sorted(known))}")
+    data = old.model_dump(mode="json", exclude_defaults=True)
+    for queue in data["queues"]:
+        if queue["name"] in counts:
+            value = counts[queue["name"]]
+            queue["nodes"] = value if isinstance(value, int) else {"min": value.min, "max": value.max}
+    new = load_spec_data({**data, "pcs": {"size": "auto"}} if old.backend == "pcs" else data,
+                         f"{session.name} scaled to {' '.join(assignments)}").spec
+    if old.backend == "pcs":
+        _check_pcs_size(old, new)
+        return new.model_copy(update={"pcs": old.pcs})
+    return new
+
+
+def _check_pcs_size(old: Spec, new: Spec) -> None:
+    """A PCS cluster's size is fixed when it is created: the new counts must fit the size it has."""
+    from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
+
+    size = pcs_size(old)
+    if pcs_nodes(new) > PCS_SIZE_LIMITS[size]:
+        raise UsageError(f"cannot scale: the cluster is size {size}, fixed at creation (at most "
+                         f"{PCS_SIZE_LIMITS[size]} nodes, the login node included); these counts make "
+                         f"{pcs_nodes(new)}. A bigger cluster needs a new one (pcs.size in its spec)")
+
+
+def scale(target: str, assignments: list[str], yes: bool, json_output: bool = False) -> int:
     from fmcluster import ui
-    from fmcluster.spec import rules
+    from fmcluster.lifecycle.status import check_reachable
 
     store = StateStore()
     path = Path(target)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
+    from_file = path.suffix in (".yaml", ".yml") or path.is_file()
+    if from_file and assignments:
+        raise UsageError("give either a spec file or QUEUE=N assignments, not both")
+    if not from_file and not assignments:
+        raise UsageError("say what to change: fmcluster scale NAME QUEUE=N [QUEUE=MIN:MAX …]")
+    if from_file:
         from fmcluster.spec import load_spec
 
-        new_spec = load_spec(path).spec
-        record = load_record(store, new_spec.name, aws.region_for(new_spec.region))
-        old_spec = spec_of(record)
-        if assignments:
-            raise UsageError("give either a spec file or QUEUE=N assignments, not both")
+        name = load_spec(path).spec.name
     else:
-        record = load_record(store, target, aws.target().region)
-        old_spec = spec_of(record)
-        counts = parse_counts(assignments)
+        name = target
+    session = open_cluster(store, name)
+    assert session.record is not None
+    check_reachable(session.record)
+    new_spec = _new_spec(session, target, assignments)
+    if new_spec.backend != session.backend_name:
+        raise UsageError(f"{name} runs on {session.backend_name}; a spec for {new_spec.backend} cannot scale it")
+    _check_capacity(session, new_spec)
+    session.spec = new_spec
+    with store.locked(name, session.region, f"fmcluster scale {target}"):
+        plan = make_plan(session)
+        counts, blocking = _split(session, plan)
+        if blocking:
+            raise UsageError("the cluster differs from its spec beyond node counts, which `scale` does not change:\n"
+                             + "\n".join(blocking) + "\n`fmcluster diff SPEC` shows it; `fmcluster create SPEC` "
+                             "converges it")
         if not counts:
-            raise UsageError("say what to change: fmcluster scale NAME QUEUE=N [QUEUE=MIN:MAX …]")
-        known = {q.name for q in old_spec.queues}
-        for queue in counts:
-            if queue not in known:
-                raise UsageError(f"cluster {target} has no queue '{queue}'; its queues: {', '.join(sorted(known))}")
-        queues = [q.model_copy(update={"nodes": counts[q.name]}) if q.name in counts else q for q in old_spec.queues]
-        new_spec = old_spec.model_copy(update={"queues": queues})
-    if new_spec.backend == "pcs":
-        # A PCS cluster's size is fixed when it is created: hold the new counts to that size, not to the
-        # size the new counts would pick.
-        new_spec = new_spec.model_copy(update={"pcs": new_spec.pcs.model_copy(update={"size": pcs_size(old_spec)})})
-    changed = [(old, new) for old, new in zip(old_spec.queues, new_spec.queues, strict=False)
-               if (min_nodes(old), max_nodes(old)) != (min_nodes(new), max_nodes(new))]
-    problems = [f"{new.name}: {problem}" for _, new in changed
-                for problem in rules.queue_problems_for_counts(new_spec, new, min_nodes(new), max_nodes(new))]
-    if problems:
-        raise UsageError("cannot scale:\n" + "\n".join(problems))
-    changes = [(new.name, f"{min_nodes(old)}..{max_nodes(old)}", f"{min_nodes(new)}..{max_nodes(new)}")
-               for old, new in changed]
-    if not changes:
-        ui.note("node counts already match; nothing to do")
-        return 0
-    console = ui.err_console()
-    for name, before, after in changes:
-        console.print(f"  [yellow]~[/] queue [bold]{name}[/]: nodes {before} → {after}")
-    session = Session.open(new_spec, record.spec_path or "spec.yaml", store)
-    backend = session.backend
-    with store.locked(new_spec.name, session.region, f"fmcluster scale {target}"):
-        if hasattr(backend, "scale"):
-            backend.scale(session, old_spec, new_spec, yes)
-        else:
-            confirm(f"Apply these changes to {new_spec.name}?", yes)
-            run_engine(session, f"Scaling {new_spec.name}", "apply", session.resources())
-        store.save_cluster(new_spec.name, session.region, new_spec.backend, spec_text(new_spec), record.spec_path,
-                           "ACTIVE")
-    ui.out_console().print(f"[green]✓[/] {new_spec.name} scaled")
+            ui.note("AWS already runs these node counts; nothing to do")
+            if json_output:
+                print(dump_json({"cluster": name, "changed": False, "changes": []}))
+            return 0
+        console = ui.err_console()
+        for change in counts:
+            for attribute in change.attributes:
+                console.print(f"  [yellow]~[/] {change.resource}: {attribute.path} {attribute.old} → {attribute.new}")
+        options: dict[str, Any] = {}
+        questions = session.backend.questions(session, counts)
+        for question in questions:
+            ui.warning(question.warning)
+        if not questions:
+            confirm(f"Apply these changes to {name}?", yes)
+        for question in questions:
+            confirm(question.question, yes)
+            options.update(question.options)
+        resources = session.resources(options)
+        store.set_cluster_status(name, session.region, "UPDATING")
+        run_engine(session, f"Scaling {name}", "apply", resources, only=session.backend.scales)
+        store.save_cluster(name, session.region, new_spec.backend, spec_text(new_spec), session.record.spec_path,
+                           "ACTIVE", session.record.cluster_id, session.record.endpoint_url)
+    if json_output:
+        print(dump_json({"cluster": name, "changed": True, "changes": [c.as_json() for c in counts]}))
+    else:
+        ui.out_console().print(f"[green]✓[/] {name} scaled")
     return 0
+
+
+def _split(session: Session, plan: Plan) -> tuple[list[Any], list[str]]:
+    """The count changes, and what stands in their way: a resource missing, or one whose update would also
+    carry other changes (ParallelCluster sends its whole configuration)."""
+    from fmcluster.engine import ResourceChange
+
+    counts: list[ResourceChange] = []
+    blocking: list[str] = []
+    scales = session.backend.scales
+    for change in plan.changes:
+        if change.action in ("create", "replace"):
+            blocking.append(f"  {change.resource}: {change.action}" + (f" ({change.reason})" if change.reason else ""))
+            continue
+        wanted = [a for a in change.attributes if scales(a.path)]
+        if not wanted:
+            continue
+        other = [a.path for a in change.attributes if not scales(a.path)]
+        if other:
+            blocking.append(f"  {change.resource}: also {', '.join(other)}")
+        counts.append(ResourceChange(change.resource, change.action, wanted, change.reason))
+    return counts, blocking
+
+
+def _check_capacity(session: Session, spec: Spec) -> None:
+    """Refuse counts a queue's capacity reservation or Capacity Block cannot hold, before any change."""
+    from fmcluster.preflight.capacity import check_reservations
+    from fmcluster.preflight.common import Context
+
+    if not any(q.capacity.reservation_id for q in spec.queues):
+        return
+    ctx = Context(spec=spec, region=session.region, client=session.ctx.client, placement=session.placement())
+    failed = [r for r in check_reservations(ctx) if r.status == "failed"]
+    if failed:
+        raise UsageError("cannot scale: " + "; ".join(f"{r.name}: {r.summary}" for r in failed))

@@ -1,30 +1,180 @@
-"""``fmcluster status``: every known cluster from the state, or one cluster live from AWS."""
+"""``fmcluster status``: every cluster (the local records, and those AWS holds by their tags), or one cluster
+live from AWS: its state in one vocabulary on both backends, what differs from the spec, and its cost."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fmcluster import aws
-from fmcluster.lifecycle.session import Session, load_record, spec_of, usd_per_hour
+from fmcluster.errors import FmclusterError
+from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
+from fmcluster.lifecycle.cost import live_cost, usd_per_hour_max
+from fmcluster.session import Session
 from fmcluster.spec.models import max_nodes
-from fmcluster.state import StateStore
+from fmcluster.state import ClusterRecord, StateStore
 
 
-def status(name: str | None, as_json: bool, refresh: bool) -> dict[str, Any] | list[dict[str, Any]]:
+def check_reachable(record: ClusterRecord) -> None:
+    """Refuse, saying where to look, when the cluster lives somewhere this command does not reach."""
+    where, here = record.endpoint_url, aws.target_label()
+    if where == here:
+        return
+    name = record.name
+    if where.startswith("sandbox:"):
+        if not here.startswith("sandbox:"):
+            raise ClusterNotFound(f"cluster {name} lives in the local sandbox: add --sandbox "
+                                  f"(`fmcluster --sandbox status {name}`)")
+        raise ClusterNotFound(f"cluster {name} was made in a sandbox started {where.split(':', 1)[1]}, which has "
+                              "stopped since; a sandbox keeps nothing once stopped, so the cluster is gone. "
+                              f"`fmcluster --sandbox destroy {name} --yes` forgets it")
+    if where:
+        raise ClusterNotFound(f"cluster {name} lives at {where}: add `--endpoint-url {where}`")
+    raise ClusterNotFound(f"cluster {name} lives in AWS, and this command is pointed at {here}: drop "
+                          "--sandbox / --endpoint-url / AWS_ENDPOINT_URL to reach it")
+
+
+def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, Any]]:
     store = StateStore()
     if name is None:
-        rows = []
-        for record in store.clusters():
-            spec = spec_of(record)
-            rows.append({"name": record.name, "backend": record.backend, "region": record.region,
-                         "status": record.status, "queues": [q.name for q in spec.queues],
-                         "nodes_max": sum(max_nodes(q) for q in spec.queues), "usd_per_hour": usd_per_hour(spec)})
-        return rows
-    record = load_record(store, name, aws.target().region)
-    session = Session.open(spec_of(record), record.spec_path or "spec.yaml", store)
-    report = session.backend.describe(session)
-    if refresh:
-        for item in report["resources"]:
-            store.record_resource(name, session.region, item["type"], item.get("key", ""), item["id"], item["status"])
+        return list_clusters(store)
+    region = aws.region_for(None)
+    record = store.cluster(name, aws.target().region)
+    if record is None:
+        session = _found_in_aws(store, name, region)
+        if session is None:
+            raise ClusterNotFound(f"no cluster named '{name}' is known here or tagged in {region}. Known clusters: "
+                                  f"{known_clusters(store)}")
+        spec_problem = "no local record: `fmcluster create SPEC` with its spec adopts it"
+    else:
+        check_reachable(record)
+        spec, spec_problem = spec_of(record)
+        session = Session.for_record(record, store, spec)
+    report = describe(session, spec_problem)
+    if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report
+
+
+def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
+    """The live report of one cluster: status, queues, every resource made for it, drift, cost."""
+    report = session.backend.describe(session)
+    found = session.backend.discover(session)
+    report["resources"] = [d.as_json() | {"managed": d.handle is not None, "description": d.description}
+                           for d in found]
+    if session.record is not None:
+        report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
+    report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"])
+    report.update(live_cost(report))
+    return report
+
+
+def _drift(session: Session, spec_problem: str, status: str) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """What differs between AWS and the spec: missing, extra (tagged for the cluster, not in the spec) and
+    changed resources. None (and why) when there is no spec to compare with."""
+    from fmcluster.lifecycle.diff import make_plan
+
+    if session.spec is None:
+        return None, spec_problem or "no spec recorded"
+    if status == "NOT_FOUND" and session.record is not None and session.record.status in ("PLANNED",):
+        return [], None
+    try:
+        plan = make_plan(session)
+    except FmclusterError as exc:
+        return None, str(exc).splitlines()[0]
+    drift: list[dict[str, Any]] = []
+    for change in plan.pending():
+        if change.action == "create":
+            drift.append({"resource": change.resource, "expected": "exists", "actual": "missing"})
+        elif change.action == "delete":
+            drift.append({"resource": change.resource, "expected": "absent (not in the spec)", "actual": "exists"})
+        elif not change.attributes:
+            drift.append({"resource": change.resource, "expected": "usable", "actual": change.reason})
+        for attribute in change.attributes:
+            drift.append({"resource": f"{change.resource}.{attribute.path}",
+                          "expected": _plain(attribute.new), "actual": _plain(attribute.old)})
+    return drift, None
+
+
+def _plain(value: Any) -> Any:
+    from fmcluster.engine import Unknown
+
+    return repr(value) if isinstance(value, Unknown) else value
+
+
+def where(endpoint_label: str) -> str:
+    """A record's endpoint as a column: aws, sandbox, or the endpoint URL."""
+    return "sandbox" if endpoint_label.startswith("sandbox:") else (endpoint_label or "aws")
+
+
+def list_clusters(store: StateStore) -> list[dict[str, Any]]:
+    """The local records, then clusters AWS holds by their ``fmcluster:cluster`` tag that no record names (a
+    teammate's)."""
+    rows = []
+    for record in store.clusters():
+        spec, problem = spec_of(record)
+        rows.append({"name": record.name, "backend": record.backend, "region": record.region,
+                     "status": record.status if spec else f"{record.status} (spec unreadable)",
+                     "queues": [q.name for q in spec.queues] if spec else [],
+                     "nodes_max": sum(max_nodes(q) for q in spec.queues) if spec else None,
+                     "usd_per_hour": usd_per_hour_max(spec) if spec else None,
+                     "where": where(record.endpoint_url),
+                     "source": "local", "problem": problem or None})
+    region = aws.region_for(None)
+    local = {(r["name"], r["region"]) for r in rows}
+    for found in _tagged_clusters(region):
+        if (found["name"], found["region"]) not in local:
+            rows.append(found)
+    return rows
+
+
+def _tagged_clusters(region: str) -> list[dict[str, Any]]:
+    """Clusters in ``region`` whose anchor carries the fmcluster:cluster tag (PCS clusters, ParallelCluster
+    stacks); [] when AWS cannot be reached."""
+    from fmcluster.render.common import CLUSTER_TAG
+
+    if not aws.has_credentials(region):
+        return []
+    found: list[dict[str, Any]] = []
+    try:
+        pcs = aws.client("pcs", region)
+        for page in pcs.get_paginator("list_clusters").paginate():
+            for cluster in page["clusters"]:
+                tags = pcs.list_tags_for_resource(resourceArn=cluster["arn"]).get("tags") or {}
+                if tags.get(CLUSTER_TAG) == cluster["name"]:
+                    found.append(_row(cluster["name"], "pcs", region, cluster["status"]))
+        cloudformation = aws.client("cloudformation", region)
+        for page in cloudformation.get_paginator("describe_stacks").paginate():
+            for stack in page["Stacks"]:
+                tags = {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
+                if tags.get(CLUSTER_TAG) == stack["StackName"] and stack["StackStatus"] != "DELETE_COMPLETE":
+                    found.append(_row(stack["StackName"], "parallelcluster", region, stack["StackStatus"]))
+    except Exception as exc:  # the local list still stands; say what could not be read
+        from fmcluster import ui
+
+        ui.note(f"clusters tagged in AWS not listed: {aws.describe_error('list', exc).aws_message}")
+    return found
+
+
+def _row(name: str, backend: str, region: str, status: str) -> dict[str, Any]:
+    return {"name": name, "backend": backend, "region": region, "status": status, "queues": [],
+            "nodes_max": None, "usd_per_hour": None, "where": where(aws.target_label()), "source": "aws",
+            "problem": "no local record: `fmcluster status NAME` shows it; `fmcluster create SPEC` adopts it"}
+
+
+def _found_in_aws(store: StateStore, name: str, region: str) -> Session | None:
+    """A cluster with no local record that AWS holds by its tags (a teammate's): a session with no spec."""
+    if not aws.has_credentials(region):
+        return None
+    for backend in ("pcs", "parallelcluster"):
+        session = Session.bare(name, region, backend, store)
+        try:
+            cluster_id = session.backend.find_cluster_id(session)
+        except FmclusterError:
+            continue
+        except Exception:  # a service this account or region lacks: the other backend may still answer
+            continue
+        if cluster_id:
+            session.set_cluster_id(cluster_id)
+            return session
+    return None

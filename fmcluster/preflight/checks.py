@@ -10,7 +10,7 @@ import re
 from fmcluster.errors import AwsError, UsageError
 from fmcluster.nodejs import MIN_NODE_MAJOR, NodeJsProblem, find_node
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
-from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_size
+from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_nodes, pcs_size
 from fmcluster.spec.models import max_nodes
 from fmcluster.validate import CheckResult
 
@@ -206,29 +206,25 @@ def _bucket(ctx: Context, field: str, bucket: str) -> list[CheckResult]:
 
 @guarded("pcs", "pcs:ListClusters")
 def check_pcs(ctx: Context) -> list[CheckResult]:
-    """The controller size holds every queue at its maximum; other clusters, and one CREATING at a time."""
+    """The controller size holds every node group at its maximum (login included); other clusters, and one
+    CREATING at a time."""
     spec = ctx.spec
-    total = sum(max_nodes(q) for q in spec.queues)
+    total = pcs_nodes(spec)
     size = pcs_size(spec)
     limit = PCS_SIZE_LIMITS.get(size, 0)
     results = []
+    reach = f"the queues at their maximum and the login node reach {total}"
     if total > limit:
         bigger = next((s for s, cap in PCS_SIZE_LIMITS.items() if cap >= total), None)
-        results.append(CheckResult("pcs size", "failed", f"{size} holds {limit} nodes; the queues reach {total}",
+        results.append(CheckResult("pcs size", "failed", f"{size} holds {limit} nodes; {reach}",
                                    [fix(f"set pcs.size: {bigger}" if bigger else
-                                        f"lower the queues' max nodes to {max(PCS_SIZE_LIMITS.values())} in total")]))
+                                        f"lower the queues' max nodes to {max(PCS_SIZE_LIMITS.values()) - 1} "
+                                        "in total")]))
     else:
-        results.append(CheckResult("pcs size", "passed", f"{size} holds {limit} nodes; the queues reach {total}"))
+        results.append(CheckResult("pcs size", "passed", f"{size} holds {limit} nodes; {reach}"))
 
     pcs = ctx.aws("pcs")
-    clusters: list[dict] = []
-    token = None
-    while True:
-        page = pcs.list_clusters(**({"nextToken": token} if token else {}))
-        clusters += page.get("clusters", [])
-        token = page.get("nextToken")
-        if not token:
-            break
+    clusters = [c for page in pcs.get_paginator("list_clusters").paginate() for c in page.get("clusters", [])]
     details = [f"{c['name']}: {c['status']}" for c in clusters]
     if any(c["name"] == spec.name for c in clusters):
         details.append(f"a PCS cluster named {spec.name} exists already: create resumes it when fmcluster made it")

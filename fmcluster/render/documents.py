@@ -63,17 +63,27 @@ def references(value: Any) -> set[str]:
     return found
 
 
-def resolve(value: Any, values: dict[str, Any]) -> Any:
-    """Replace references with ``values``; a string that is exactly one reference takes the value's type."""
+def resolve(value: Any, values: dict[str, Any], missing: Any = None) -> Any:
+    """Replace references with ``values``; a string that is exactly one reference takes the value's type.
+
+    A reference with no value raises KeyError, unless ``missing`` is given: then a whole-string reference
+    becomes ``missing`` and so does any string with one inside (plans compare what is known so far)."""
     if isinstance(value, str):
         whole = REFERENCE.fullmatch(value)
         if whole:
+            if whole.group(1) not in values and missing is not None:
+                return missing
             return values[whole.group(1)]
+        if missing is not None and any(ref not in values for ref in REFERENCE.findall(value)):
+            return missing
         return REFERENCE.sub(lambda m: str(values[m.group(1)]), value)
     if isinstance(value, dict):
         if set(value) == {BASE64}:
-            return base64.b64encode(str(resolve(value[BASE64], values)).encode()).decode()
-        return {key: resolve(item, values) for key, item in value.items()}
+            text = resolve(value[BASE64], values, missing)
+            if missing is not None and text is missing:
+                return missing
+            return base64.b64encode(str(text).encode()).decode()
+        return {key: resolve(item, values, missing) for key, item in value.items()}
     if isinstance(value, list):
-        return [resolve(item, values) for item in value]
+        return [resolve(item, values, missing) for item in value]
     return value

@@ -22,7 +22,7 @@ CAPACITY_TYPES = {
 }
 # ParallelCluster cannot create an OpenZFS file system, only mount a volume; fmcluster creates it first and
 # fills this reference with its root volume's id at create time (``validate`` uses a stand-in offline).
-OPENZFS_ROOT_VOLUME = "${fsx_openzfs.root_volume_id}"
+OPENZFS_ROOT_VOLUME = "${fsx_openzfs.home.root_volume_id}"
 # SINGLE_AZ_2: the current single-AZ generation (160-10240 MB/s, NVMe read cache), in the compute subnet's AZ.
 OPENZFS_DEPLOYMENT_TYPE = "SINGLE_AZ_2"
 # What AWS accepts for SINGLE_AZ_2 / MULTI_AZ_1 (botocore's CreateFileSystemOpenZFSConfiguration docs).
@@ -131,7 +131,8 @@ def render_parallelcluster(
         queues=queues,
         shared_storage=shared_storage,
         monitoring=spec.software.monitoring,
-        tags=resource_tags(spec),
+        # ParallelCluster puts these on its stack and everything the stack makes.
+        tags=resource_tags(spec, f"pcluster_cluster:{spec.name}"),
     )
     rendered.documents.append(Document(
         filename="cluster-config.yaml", kind="pcluster_cluster", key=spec.name, service="pcluster",
@@ -145,11 +146,11 @@ def render_parallelcluster(
 def _render_openzfs(rendered: RenderedDocuments, spec: Spec, subnet_id: str, vpc_id: str | None) -> None:
     home = spec.storage.home
     assert home is not None
-    tags = resource_tags(spec)
     ports = [str(low) if low == high else f"{low}-{high}" for low, high in OPENZFS_NFS_PORT_RANGES]
     text, body = render_yaml(
         "parallelcluster/fsx_openzfs_security_group.yaml.j2", name=f"{spec.name}-fsx-openzfs", cluster=spec.name,
-        vpc_id=vpc_id or "${network.vpc_id}", ports=ports, port_ranges=OPENZFS_NFS_PORT_RANGES, tags=tags)
+        vpc_id=vpc_id or "${network.vpc_id}", ports=ports, port_ranges=OPENZFS_NFS_PORT_RANGES,
+        tags=resource_tags(spec, "security_group:fsx_openzfs"))
     rendered.documents.append(Document(
         filename="fsx-openzfs-security-group.yaml", kind="security_group", key="fsx_openzfs", service="ec2",
         operations={"create": "CreateSecurityGroup", "ingress": "AuthorizeSecurityGroupIngress",
@@ -159,7 +160,7 @@ def _render_openzfs(rendered: RenderedDocuments, spec: Spec, subnet_id: str, vpc
         "parallelcluster/fsx_openzfs.yaml.j2", deployment_type=OPENZFS_DEPLOYMENT_TYPE, mount=home.mount,
         capacity_gib=home.capacity_gib, throughput_mbps=throughput, backup_retention_days=7, subnet_id=subnet_id,
         nfs_exports=[{"clients": "*", "options": OPENZFS_NFS_EXPORT_OPTIONS}],
-        tags={**tags, "Name": f"{spec.name}-home"})
+        tags={**resource_tags(spec, "fsx_openzfs:home"), "Name": f"{spec.name}-home"})
     rendered.documents.append(Document(
         filename="fsx-openzfs.yaml", kind="fsx_openzfs", key="home", service="fsx",
         operations={"": "CreateFileSystem"}, text=text, body=body))

@@ -30,9 +30,9 @@ NODE_POLICY = {
 }
 
 
-def node_role_name(spec: Spec) -> str:
+def node_role_name(cluster: str, region: str) -> str:
     # PCS only accepts node roles named AWSPCS… or under /aws-pcs/; both hold here. IAM caps names at 64.
-    return f"AWSPCS-{spec.name}-{spec.region}"[:64]
+    return f"AWSPCS-{cluster}-{region}"[:64]
 
 
 def render_pcs(
@@ -52,7 +52,9 @@ def render_pcs(
 
     def add(filename: str, kind: str, key: str, service: str, operations: dict[str, str], template: str,
             **context: object) -> None:
-        text, body = render_yaml(template, **context)
+        # Each document is tagged as the plan's resource it makes; what it launches gets the cluster's tags.
+        context["tags"] = resource_tags(spec, f"{kind}:{key}")
+        text, body = render_yaml(template, instance_tags=tags, **context)
         rendered.documents.append(Document(filename, kind, key, service, operations, text, body))
 
     ssh = spec.network.ssh
@@ -60,19 +62,19 @@ def render_pcs(
         {"create": "CreateSecurityGroup", "ingress": "AuthorizeSecurityGroupIngress",
          "egress": "AuthorizeSecurityGroupEgress"},
         "pcs/security_group.yaml.j2", name=f"{spec.name}-cluster", cluster=spec.name,
-        vpc_id=vpc_id or "${network.vpc_id}", ssh_allowed_cidr=ssh.allowed_cidr, tags=tags)
+        vpc_id=vpc_id or "${network.vpc_id}", ssh_allowed_cidr=ssh.allowed_cidr)
 
     placement_groups = {q.name: f"{spec.name}-{q.name}" for q in spec.queues if decisions.placement_group_enabled(q)}
     for queue_name, group_name in placement_groups.items():
         add(f"placement-group-{queue_name}.yaml", "placement_group", queue_name, "ec2",
-            {"": "CreatePlacementGroup"}, "pcs/placement_group.yaml.j2", name=group_name, tags=tags)
+            {"": "CreatePlacementGroup"}, "pcs/placement_group.yaml.j2", name=group_name)
 
-    role = node_role_name(spec)
+    role = node_role_name(spec.name, spec.region)
     add("instance-profile.yaml", "instance_profile", "nodes", "iam",
         {"role": "CreateRole", "inline_policy": "PutRolePolicy", "profile": "CreateInstanceProfile"},
         "pcs/instance_profile.yaml.j2", cluster=spec.name, role_name=role, profile_name=role,
         assume_role_policy=json.dumps(ASSUME_ROLE_POLICY), node_policy=json.dumps(NODE_POLICY),
-        managed_policy_arns=NODE_MANAGED_POLICIES, tags=tags)
+        managed_policy_arns=NODE_MANAGED_POLICIES)
 
     lustre = spec.storage.lustre
     lustre_mounts = []
@@ -80,19 +82,19 @@ def render_pcs(
         add("fsx-lustre.yaml", "fsx_lustre", "lustre", "fsx", {"": "CreateFileSystem"},
             "pcs/fsx_lustre.yaml.j2", deployment_type=lustre.deployment_type, capacity_gib=lustre.capacity_gib,
             throughput_per_tib=lustre.throughput_per_tib, subnet_id=subnet,
-            metadata_iops=None if lustre.metadata_iops == "auto" else lustre.metadata_iops, tags=tags)
+            metadata_iops=None if lustre.metadata_iops == "auto" else lustre.metadata_iops)
         for index, s3_path in enumerate(p for p in (lustre.s3_import, lustre.s3_export) if p):
             add(f"fsx-data-repository-{index}.yaml", "fsx_data_repository", str(index), "fsx",
                 {"": "CreateDataRepositoryAssociation"}, "pcs/fsx_data_repository.yaml.j2",
                 file_system_path="/data" if index == 0 else "/export", s3_path=s3_path,
-                export=s3_path == lustre.s3_export, tags=tags)
-        lustre_mounts.append({"path": lustre.mount, "dns_name": "${fsx_lustre.dns_name}",
-                              "mount_name": "${fsx_lustre.mount_name}"})
+                export=s3_path == lustre.s3_export)
+        lustre_mounts.append({"path": lustre.mount, "dns_name": "${fsx_lustre.lustre.dns_name}",
+                              "mount_name": "${fsx_lustre.lustre.mount_name}"})
 
     add("cluster.yaml", "cluster", spec.name, "pcs", {"": "CreateCluster"}, "pcs/cluster.yaml.j2",
         name=spec.name, slurm_version=spec.slurm.version, size=decisions.pcs_size(spec),
         size_limit=decisions.PCS_SIZE_LIMITS[decisions.pcs_size(spec)], subnet_id=subnet,
-        scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting, tags=tags)
+        scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting)
 
     groups = [_login_group(spec)] + [
         {
@@ -104,7 +106,8 @@ def render_pcs(
             "purchase_option": PURCHASE_OPTIONS[q.capacity.type],
             "reservation_id": q.capacity.reservation_id,
             "capacity_block": q.capacity.type == "capacity-block",
-            "placement_group": placement_groups.get(q.name),
+            # the placement group document's key: the launch template refers to it by ${placement_group.<key>.name}
+            "placement_group": q.name if q.name in placement_groups else None,
             "network_interfaces": decisions.efa_network_interfaces(q),
             "containers": spec.software.containers,
         }
@@ -119,16 +122,16 @@ def render_pcs(
             key_name=ssh.key_name, root_volume_gib=compute_root_volume_gib(spec),
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
-            user_data=user_data, tags=tags)
+            user_data=user_data)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
-            name=group["name"], ami_id=_ami_for(spec, group["instance_type"], ami_ids), subnet_id=subnet,
+            cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], ami_ids),
+            subnet_id=subnet,
             purchase_option=group["purchase_option"], launch_template=group["name"],
-            min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"],
-            tags=tags)
+            min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"])
     for group in groups[1:]:
         add(f"queue-{group['queue']}.yaml", "queue", group["queue"], "pcs", {"": "CreateQueue"},
-            "pcs/queue.yaml.j2", name=group["queue"], node_group=group["name"], tags=tags)
+            "pcs/queue.yaml.j2", cluster=spec.name, name=group["queue"], node_group=group["name"])
     return rendered
 
 

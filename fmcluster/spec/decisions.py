@@ -67,8 +67,17 @@ def pcs_size_for(total_nodes: int) -> str | None:
     return None
 
 
+# The login node group's one node: PCS counts every node group's instances against the size.
+LOGIN_NODES = 1
+
+
+def pcs_nodes(spec: Spec) -> int:
+    """The instances a PCS cluster's size must hold: every queue at its maximum, and the login node."""
+    return sum(max_nodes(q) for q in spec.queues) + LOGIN_NODES
+
+
 def pcs_size(spec: Spec) -> str:
-    """The PCS controller size: as written, or the smallest that holds every queue at its maximum."""
+    """The PCS controller size: as written, or the smallest that holds every node group at its maximum."""
     if spec.pcs.size != "auto":
         return spec.pcs.size
-    return pcs_size_for(sum(max_nodes(q) for q in spec.queues)) or "LARGE"
+    return pcs_size_for(pcs_nodes(spec)) or "LARGE"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from fmcluster import catalog
 from fmcluster.errors import SpecProblem
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Queue, Spec, max_nodes, min_nodes
+from fmcluster.spec.models import Spec, max_nodes, min_nodes
 from fmcluster.spec.positions import Path_, PositionedDocument
 
 # pcluster/constants.py PCLUSTER_NAME_REGEX and PCLUSTER_NAME_MAX_LENGTH(_SLURM_ACCOUNTING).
@@ -190,18 +190,19 @@ def _pcs_limits(spec: Spec, error: Report, warn: Report) -> None:
         except LookupError as exc:
             error(("queues", index, "efa"), f"{exc}; set efa: false, or use the parallelcluster backend, "
                                             "which lays out EFA itself")
-    total = sum(max_nodes(q) for q in spec.queues)
+    total = decisions.pcs_nodes(spec)
     size = spec.pcs.size
     if size == "auto":
         if total > decisions.PCS_SIZE_LIMITS["LARGE"]:
-            error(("queues",), f"{total} nodes in all; a PCS cluster manages at most "
-                               f"{decisions.PCS_SIZE_LIMITS['LARGE']} (size LARGE)")
+            error(("queues",), f"{total} nodes in all (the queues at their maximum and the login node); a PCS "
+                               f"cluster manages at most {decisions.PCS_SIZE_LIMITS['LARGE']} (size LARGE)")
         return
     limit = decisions.PCS_SIZE_LIMITS[size]
     if total > limit:
         needed = decisions.pcs_size_for(total)
         hint = f"; use pcs.size {needed}" if needed else ""
-        error(("pcs", "size"), f"{size} manages at most {limit} nodes, and the queues add up to {total}{hint}")
+        error(("pcs", "size"), f"{size} manages at most {limit} nodes, and the queues at their maximum with the "
+                               f"login node add up to {total}{hint}")
 
 
 def _storage(spec: Spec, error: Report, warn: Report) -> None:
@@ -281,20 +282,3 @@ def _tags(spec: Spec, error: Report, warn: Report) -> None:
             error(path, "tag keys are 1 to 128 characters")
         if len(value) > 256:
             error(path, "tag values are at most 256 characters")
-
-
-def queue_problems_for_counts(spec: Spec, queue: Queue, low: int, high: int) -> list[str]:
-    """Why a queue may not take the node counts ``low..high`` (used by ``scale``)."""
-    problems = []
-    if low > high:
-        problems.append(f"min ({low}) is larger than max ({high})")
-    if queue.capacity.type == "capacity-block" and low != high:
-        problems.append(f"queue '{queue.name}' runs on a Capacity Block: min must equal max")
-    if spec.backend == "pcs":
-        others = sum(max_nodes(q) for q in spec.queues if q.name != queue.name)
-        size = decisions.pcs_size(spec)
-        limit = decisions.PCS_SIZE_LIMITS[size]
-        if others + high > limit:
-            problems.append(f"the cluster is size {size} (at most {limit} nodes, fixed at creation); "
-                            f"this makes {others + high}")
-    return problems

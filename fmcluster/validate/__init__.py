@@ -92,24 +92,27 @@ def _config_for_validators(name: str, config: dict, region: str) -> tuple[dict, 
     system, which does not exist before ``create``), and the details say so."""
     from fmcluster.render.common import CLUSTER_TAG
     from fmcluster.render.documents import references, resolve
+    from fmcluster.render.parallelcluster import OPENZFS_ROOT_VOLUME
+    from fmcluster.validate.requests import stand_in
 
-    refs = references(config)
+    root_volume = OPENZFS_ROOT_VOLUME[2:-1]
+    # The cluster's own id (an ownership tag) is issued at create time; any well-formed value serves here.
+    values: dict[str, str] = {ref: stand_in(ref) for ref in references(config) if ref.startswith("fmcluster.")}
+    refs = references(config) - set(values)
     if not refs:
-        return config, []
-    values: dict[str, str] = {}
-    if "fsx_openzfs.root_volume_id" in refs:
+        return resolve(config, values), []
+    if root_volume in refs:
         fsx = aws.client("fsx", region)
         for page in fsx.get_paginator("describe_file_systems").paginate():
             for fs in page["FileSystems"]:
                 tags = {t["Key"]: t["Value"] for t in fs.get("Tags", [])}
                 if tags.get(CLUSTER_TAG) == name and fs["FileSystemType"] == "OPENZFS" and \
                         fs.get("Lifecycle") not in ("DELETING", "FAILED"):
-                    values["fsx_openzfs.root_volume_id"] = fs["OpenZFSConfiguration"]["RootVolumeId"]
-    if set(refs) <= set(values):
-        return resolve(config, values), [f"OpenZFS /home: the existing root volume {values[r]}" for r in sorted(refs)
-                                         if r == "fsx_openzfs.root_volume_id"]
+                    values[root_volume] = fs["OpenZFSConfiguration"]["RootVolumeId"]
+    if refs <= set(values):
+        return resolve(config, values), [f"OpenZFS /home: the existing root volume {values[root_volume]}"]
     storage = [s for s in config.get("SharedStorage") or [] if not references(s)]
-    trimmed = {k: v for k, v in config.items() if k != "SharedStorage"}
+    trimmed = {k: v for k, v in resolve({k: v for k, v in config.items() if k != "SharedStorage"}, values).items()}
     if storage:
         trimmed["SharedStorage"] = storage
     return trimmed, ["not judged by ParallelCluster yet: SharedStorage that fmcluster creates at create time "

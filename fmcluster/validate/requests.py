@@ -14,21 +14,24 @@ from fmcluster.validate.shapes import check_shape
 # Well-formed values for ids AWS issues at create time, so documents can be checked before they exist.
 _STAND_INS = {
     "network.vpc_id": "vpc-0123456789abcdef0",
-    "security_group.id": "sg-0123456789abcdef0",
-    "cluster.id": "pcs_abcdef1234",
-    "instance_profile.arn": "arn:aws:iam::123456789012:instance-profile/aws-pcs/AWSPCS-example",
-    "fsx_lustre.id": "fs-0123456789abcdef0",
-    "fsx_lustre.dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
-    "fsx_lustre.mount_name": "abcdefgh",
-    "fsx_openzfs.id": "fs-0123456789abcdef1",
-    "fsx_openzfs.root_volume_id": "fsvol-0123456789abcdef0",
-    "fsx_openzfs.dns_name": "fs-0123456789abcdef1.fsx.us-east-1.amazonaws.com",
     "network.vpc_ip_ranges": [{"CidrIp": "172.31.0.0/16", "Description": "the VPC"}],
+    "fmcluster.cluster_id": "0123456789abcdef0123456789abcdef",
 }
+# By (kind, attribute): references name a resource by kind and key, ``${kind.key.attribute}``.
 _STAND_IN_BY_KIND = {
+    ("security_group", "id"): "sg-0123456789abcdef0",
+    ("cluster", "id"): "pcs_abcdef1234",
+    ("instance_profile", "arn"): "arn:aws:iam::123456789012:instance-profile/aws-pcs/AWSPCS-example",
+    ("fsx_lustre", "id"): "fs-0123456789abcdef0",
+    ("fsx_lustre", "dns_name"): "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+    ("fsx_lustre", "mount_name"): "abcdefgh",
+    ("fsx_openzfs", "id"): "fs-0123456789abcdef1",
+    ("fsx_openzfs", "root_volume_id"): "fsvol-0123456789abcdef0",
+    ("fsx_openzfs", "dns_name"): "fs-0123456789abcdef1.fsx.us-east-1.amazonaws.com",
     ("launch_template", "id"): "lt-0123456789abcdef0",
     ("launch_template", "version"): "1",
     ("compute_node_group", "id"): "pcs_ngabcdef12",
+    ("placement_group", "name"): "example-placement-group",
 }
 
 

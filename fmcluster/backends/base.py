@@ -1,0 +1,95 @@
+"""The one interface every backend implements, and nothing more: the lifecycle verbs talk to a backend only
+through it (SkyPilot's ``sky/provision/<cloud>/`` has the same shape).
+
+Backends never prompt and never print: what needs the user's answer (ParallelCluster's fleet stop) comes back
+as a :class:`Question`, which the lifecycle asks.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from fmcluster.engine import Resource, ResourceChange
+    from fmcluster.session import Session
+
+# One vocabulary on both backends; ``backend_status`` keeps the raw one.
+STATUSES = ("CREATING", "ACTIVE", "UPDATING", "DELETING", "FAILED", "NOT_FOUND")
+
+
+@dataclass
+class Discovered:
+    """Something in AWS tagged for the cluster: a resource fmcluster manages (``handle`` reads and deletes
+    it), or one it only reports (the nodes a scheduler launched)."""
+
+    resource: str  # kind:key
+    id: str
+    status: str
+    description: str
+    ours: bool = True
+    handle: Resource | None = None
+    # The fmcluster:cluster-id it carries ("" when it carries none).
+    cluster_id: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        kind, _, key = self.resource.partition(":")
+        return {"type": kind, "key": key, "id": self.id, "status": self.status}
+
+
+@dataclass
+class Question:
+    """What a plan needs the user to agree to beyond the plan itself, and what saying yes does."""
+
+    warning: str
+    question: str
+    # Options the backend applies with the plan when the answer is yes.
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoginNode:
+    """Where users reach the cluster: the PCS login node or the ParallelCluster head node."""
+
+    instance_id: str
+    public_ip: str | None
+    private_ip: str | None
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def check_requirements(self) -> None:
+        """Raise when something the backend needs on this machine is missing (ParallelCluster: Node.js)."""
+
+    @abstractmethod
+    def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
+        """The spec's resources, each with its rendered document (the graph is wired from them)."""
+
+    @abstractmethod
+    def discover(self, session: Session) -> list[Discovered]:
+        """Everything in the region tagged for the cluster (every list paginated)."""
+
+    @abstractmethod
+    def describe(self, session: Session) -> dict[str, Any]:
+        """Live status in the shape of DESIGN §3: ``status`` from :data:`STATUSES`, ``backend_status``,
+        ``queues``, ``slurm_endpoint``, ``instances`` (id, queue, type, state, launch time)."""
+
+    @abstractmethod
+    def scales(self, path: str) -> bool:
+        """Whether ``scale`` may change an attribute path: node counts, and what a count change needs."""
+
+    def questions(self, session: Session, changes: list[ResourceChange]) -> list[Question]:
+        """What applying ``changes`` needs the user to agree to beyond the plan."""
+        return []
+
+    @abstractmethod
+    def find_cluster_id(self, session: Session) -> str | None:
+        """The ``fmcluster:cluster-id`` of the cluster's anchor (PCS cluster, ParallelCluster stack) in AWS,
+        when it exists: how a record that was lost, or a teammate's cluster, is adopted."""
+
+    @abstractmethod
+    def login_node(self, session: Session) -> LoginNode | None:
+        """The node users log in to, when it runs."""

@@ -1,0 +1,220 @@
+"""FSx file systems fmcluster creates (Lustre for data, OpenZFS for /home) and Lustre's links to S3.
+
+A file system is found by its recorded id, else by this cluster's ``fmcluster:resource`` tag; its requests
+carry the engine's idempotency token as ``ClientRequestToken``. Replacing one loses its data, and the plan
+says so before anyone confirms.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from fmcluster.backends.ec2 import error_code
+from fmcluster.backends.ownership import require_ours, tag_dict
+from fmcluster.engine import AttributeChange, Context, Observed, Resource
+from fmcluster.render.common import RESOURCE_TAG
+from fmcluster.render.documents import Document
+
+_PHASES = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "UPDATING": "ready",
+           "FAILED": "failed", "MISCONFIGURED": "failed"}
+DATA_LOSS = "; the file system's data is lost with it"
+
+
+def associations(fsx: Any, file_system_id: str) -> list[dict[str, Any]]:
+    """Every data repository association of a file system (botocore has no paginator for this call)."""
+    found: list[dict[str, Any]] = []
+    token = None
+    while True:
+        page = fsx.describe_data_repository_associations(
+            Filters=[{"Name": "file-system-id", "Values": [file_system_id]}], **({"NextToken": token} if token else {}))
+        found += page.get("Associations", [])
+        token = page.get("NextToken")
+        if not token:
+            return found
+
+
+class FsxFileSystem(Resource):
+    file_system_type = ""
+    teardown_rank = 80
+    is_storage = True
+
+    def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
+        self.key = key
+        self.document = document
+        self.known_id = known_id
+
+    @abstractmethod
+    def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
+        """The values other documents refer to (``${fsx_lustre.lustre.dns_name}``, …)."""
+
+    def _find(self, ctx: Context, known_id: str | None) -> dict[str, Any] | None:
+        fsx = ctx.client("fsx")
+        if known_id:
+            try:
+                return fsx.describe_file_systems(FileSystemIds=[known_id])["FileSystems"][0]
+            except ClientError as exc:
+                if error_code(exc) != "FileSystemNotFound":
+                    raise
+            except IndexError:
+                pass
+        for page in fsx.get_paginator("describe_file_systems").paginate():
+            for fs in page["FileSystems"]:
+                tags = tag_dict(fs.get("Tags"))
+                if fs["FileSystemType"] == self.file_system_type and tags.get(RESOURCE_TAG) == self.name and \
+                        tags.get("fmcluster:cluster") == ctx.cluster and fs.get("Lifecycle") != "DELETING":
+                    return fs
+        return None
+
+    def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        fs = self._find(ctx, known_id or self.known_id)
+        if fs is None:
+            return None
+        require_ours(f"FSx file system {fs['FileSystemId']}", tag_dict(fs.get("Tags")), ctx)
+        state = fs.get("Lifecycle", "AVAILABLE")
+        return Observed(fs["FileSystemId"], state, _PHASES.get(state, "pending"), self._outputs(fs),
+                        fs.get("FailureDetails", {}).get("Message", ""), attributes=self._attributes(fs))
+
+    def _attributes(self, fs: dict[str, Any]) -> dict[str, Any]:
+        return {"StorageCapacity": fs.get("StorageCapacity"), "SubnetIds": fs.get("SubnetIds")}
+
+    def desired(self, ctx: Context) -> dict[str, Any]:
+        body = ctx.resolve(self.document.body, partial=True)
+        return {"StorageCapacity": body["StorageCapacity"], "SubnetIds": body["SubnetIds"]}
+
+    def replacement_reason(self, changes: list[AttributeChange]) -> str | None:
+        if super().replacement_reason(changes) is None:
+            return None
+        # AWS can grow some file systems in place (UpdateFileSystem); fmcluster sizes one once, and says so.
+        paths = ", ".join(sorted({c.path for c in changes}))
+        return f"fmcluster changes {paths} of a file system by making a new one{DATA_LOSS}"
+
+    def create(self, ctx: Context, token: str) -> Observed:
+        fs = ctx.client("fsx").create_file_system(ClientRequestToken=token[:63],
+                                                  **ctx.resolve(self.document.body))["FileSystem"]
+        return Observed(fs["FileSystemId"], fs.get("Lifecycle", "CREATING"), "pending")
+
+    def _delete_options(self) -> dict[str, Any]:
+        return {}
+
+    def delete(self, ctx: Context, observed: Observed) -> None:
+        try:
+            ctx.client("fsx").delete_file_system(FileSystemId=observed.id, **self._delete_options())
+        except ClientError as exc:
+            if error_code(exc) != "FileSystemNotFound":
+                raise
+
+
+class FsxLustre(FsxFileSystem):
+    kind = "fsx_lustre"
+    file_system_type = "LUSTRE"
+    replace_on = ("StorageCapacity", "SubnetIds", "LustreConfiguration")
+
+    def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
+        lustre = fs.get("LustreConfiguration", {})
+        return {f"fsx_lustre.{self.key}.id": fs["FileSystemId"],
+                f"fsx_lustre.{self.key}.dns_name": fs.get("DNSName", ""),
+                f"fsx_lustre.{self.key}.mount_name": lustre.get("MountName", "")}
+
+    def _attributes(self, fs: dict[str, Any]) -> dict[str, Any]:
+        lustre = fs.get("LustreConfiguration", {})
+        return {**super()._attributes(fs),
+                "LustreConfiguration.DeploymentType": lustre.get("DeploymentType"),
+                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput")}
+
+    def desired(self, ctx: Context) -> dict[str, Any]:
+        lustre = self.document.body.get("LustreConfiguration", {})
+        return {**super().desired(ctx),
+                "LustreConfiguration.DeploymentType": lustre.get("DeploymentType"),
+                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput")}
+
+
+class FsxOpenZfs(FsxFileSystem):
+    """An FSx for OpenZFS file system (a cluster's /home): clients mount its root volume."""
+
+    kind = "fsx_openzfs"
+    file_system_type = "OPENZFS"
+    replace_on = ("StorageCapacity", "SubnetIds", "OpenZFSConfiguration")
+
+    def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
+        openzfs = fs.get("OpenZFSConfiguration", {})
+        return {f"fsx_openzfs.{self.key}.id": fs["FileSystemId"],
+                f"fsx_openzfs.{self.key}.dns_name": fs.get("DNSName", ""),
+                f"fsx_openzfs.{self.key}.root_volume_id": openzfs.get("RootVolumeId", "")}
+
+    def _attributes(self, fs: dict[str, Any]) -> dict[str, Any]:
+        openzfs = fs.get("OpenZFSConfiguration", {})
+        return {**super()._attributes(fs), "OpenZFSConfiguration.DeploymentType": openzfs.get("DeploymentType")}
+
+    def desired(self, ctx: Context) -> dict[str, Any]:
+        openzfs = self.document.body.get("OpenZFSConfiguration", {})
+        return {**super().desired(ctx), "OpenZFSConfiguration.DeploymentType": openzfs.get("DeploymentType")}
+
+    def _delete_options(self) -> dict[str, Any]:
+        # `destroy` means the data goes (`--keep-storage` keeps the file system): no final backup left behind
+        # untracked and billing; child volumes and snapshots go with the file system.
+        return {"OpenZFSConfiguration": {"SkipFinalBackup": True,
+                                         "Options": ["DELETE_CHILD_VOLUMES_AND_SNAPSHOTS"]}}
+
+
+class FsxDataRepository(Resource):
+    """A Lustre ↔ S3 link (lazy load from ``s3_import``, export to ``s3_export``)."""
+
+    kind = "fsx_data_repository"
+    teardown_rank = 70
+    is_storage = True
+    replace_on = ("DataRepositoryPath", "FileSystemPath", "FileSystemId")
+
+    def __init__(self, key: str, document: Document | None = None, known_id: str | None = None,
+                 file_system: str = "fsx_lustre.lustre.id"):
+        self.key = key
+        self.document = document
+        self.known_id = known_id
+        self.file_system = file_system
+
+    def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        fsx = ctx.client("fsx")
+        known_id = known_id or self.known_id
+        if known_id:
+            try:
+                found = fsx.describe_data_repository_associations(AssociationIds=[known_id])["Associations"]
+            except ClientError as exc:
+                if error_code(exc) != "DataRepositoryAssociationNotFound":
+                    raise
+                found = []
+        else:
+            file_system = ctx.values.get(self.file_system)
+            if not file_system or self.document is None:
+                return None
+            found = [a for a in associations(fsx, file_system)
+                     if tag_dict(a.get("Tags")).get(RESOURCE_TAG) == self.name]
+        for association in found:
+            require_ours(f"data repository association {association['AssociationId']}",
+                         tag_dict(association.get("Tags")), ctx)
+            state = association.get("Lifecycle", "AVAILABLE")
+            phase = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "FAILED": "failed",
+                     "MISCONFIGURED": "failed"}.get(state, "pending")
+            attributes = {key: association.get(key) for key in ("DataRepositoryPath", "FileSystemPath",
+                                                                 "FileSystemId")}
+            return Observed(association["AssociationId"], state, phase, {},
+                            association.get("FailureDetails", {}).get("Message", ""), attributes=attributes)
+        return None
+
+    def desired(self, ctx: Context) -> dict[str, Any]:
+        body = ctx.resolve(self.document.body, partial=True)
+        return {key: body[key] for key in ("DataRepositoryPath", "FileSystemPath", "FileSystemId")}
+
+    def create(self, ctx: Context, token: str) -> Observed:
+        association = ctx.client("fsx").create_data_repository_association(
+            ClientRequestToken=token[:63], **ctx.resolve(self.document.body))["Association"]
+        return Observed(association["AssociationId"], association.get("Lifecycle", "CREATING"), "pending")
+
+    def delete(self, ctx: Context, observed: Observed) -> None:
+        try:
+            ctx.client("fsx").delete_data_repository_association(AssociationId=observed.id,
+                                                                 DeleteDataInFileSystem=False)
+        except ClientError as exc:
+            if error_code(exc) != "DataRepositoryAssociationNotFound":
+                raise

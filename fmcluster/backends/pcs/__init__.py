@@ -1,0 +1,246 @@
+"""AWS PCS backend: spec → the resources PCS needs, for the engine to reconcile; and what PCS holds now.
+
+PCS has no waiters: resources are polled by status. The create order (security group → placement groups,
+launch templates, instance profile, FSx → cluster → node groups → queues) is not written here: it follows
+from the references in the rendered documents.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from fmcluster.backends.base import Backend, Discovered, LoginNode
+from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
+from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
+from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
+from fmcluster.backends.iam import InstanceProfile
+from fmcluster.backends.ownership import is_ours
+from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
+from fmcluster.engine import Resource
+from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
+
+if TYPE_CHECKING:
+    from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
+
+# PCS's statuses in the one vocabulary of `status` (the raw one stays in backend_status).
+STATUS = {"CREATING": "CREATING", "ACTIVE": "ACTIVE", "UPDATING": "UPDATING", "DELETING": "DELETING",
+          "CREATE_FAILED": "FAILED", "UPDATE_FAILED": "FAILED", "DELETE_FAILED": "FAILED", "SUSPENDING": "UPDATING",
+          "SUSPENDED": "FAILED", "RESUMING": "UPDATING", "DELETED": "NOT_FOUND"}
+
+
+def find_sample_amis(spec: Spec, ec2: Any) -> dict[str, str]:
+    """Newest PCS sample AMI per architecture the spec needs (PCS has no default AMI)."""
+    from fmcluster.errors import UsageError
+    from fmcluster.render.pcs import architecture
+
+    needed = {architecture(t) for t in [spec.head_node.instance_type, *(q.instance_type for q in spec.queues)]}
+    found = {}
+    for arch in sorted(needed):
+        pattern = f"aws-pcs-sample_ami-{spec.os}-{arch}-slurm-{spec.slurm.version}*"
+        images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "name", "Values": [pattern]}])["Images"]
+        if not images:
+            raise UsageError(f"no PCS sample AMI matches {pattern} in {spec.region}: set image.ami to an AMI with "
+                             "the PCS agent and Slurm installed")
+        found[arch] = max(images, key=lambda image: image.get("CreationDate", ""))["ImageId"]
+    return found
+
+
+class PcsBackend(Backend):
+    name = "pcs"
+
+    def check_requirements(self) -> None:
+        """PCS is driven through boto3 alone: nothing else to install."""
+
+    # -- the plan -----------------------------------------------------------------------------------
+    def _images(self, session: Session) -> dict[str, str] | None:
+        """The AMI per architecture, chosen once and recorded: a newer sample AMI published later must not
+        turn every re-run into a node-group update. `image.ami` in the spec overrides it."""
+        spec = session.require_spec()
+        if spec.image is not None:
+            return None
+        record = session.store.resource(session.name, session.region, "images", "pcs")
+        if record is not None:
+            return dict(record.outputs)
+        images = find_sample_amis(spec, session.ctx.client("ec2"))
+        session.store.record_resource(session.name, session.region, "images", "pcs", None, "resolved", images)
+        return images
+
+    def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
+        spec = session.require_spec()
+        placement = session.placement()
+        rendered = render_pcs(spec, session.spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
+                              ami_ids=self._images(session))
+        resources: list[Resource] = []
+        for document in rendered.documents:
+            if document.kind == "security_group":
+                resources.append(SecurityGroup(document.key, document))
+            elif document.kind == "placement_group":
+                resources.append(PlacementGroup(document.key, document))
+            elif document.kind == "launch_template":
+                resources.append(LaunchTemplate(document.key, document))
+            elif document.kind == "instance_profile":
+                resources.append(InstanceProfile(document.key, document))
+            elif document.kind == "fsx_lustre":
+                resources.append(FsxLustre(document.key, document))
+            elif document.kind == "fsx_data_repository":
+                resources.append(FsxDataRepository(document.key, document))
+            elif document.kind == "cluster":
+                resources.append(PcsCluster(document.key, document))
+            elif document.kind == "compute_node_group":
+                resources.append(PcsNodeGroup(document.key, document, cluster=spec.name))
+            elif document.kind == "queue":
+                resources.append(PcsQueue(document.key, document, cluster=spec.name))
+            else:
+                raise ValueError(f"the PCS backend has no resource for {document.kind} documents")
+        return resources
+
+    def scales(self, path: str) -> bool:
+        return path.startswith("scalingConfiguration.")
+
+    # -- what AWS holds -----------------------------------------------------------------------------
+    def _cluster(self, session: Session) -> dict[str, Any] | None:
+        try:
+            return session.ctx.client("pcs").get_cluster(clusterIdentifier=session.name)["cluster"]
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return None
+            raise
+
+    def _tags(self, session: Session, arn: str) -> dict[str, str] | None:
+        """The resource's tags; None when it is gone (deleted between listing and asking)."""
+        try:
+            return session.ctx.client("pcs").list_tags_for_resource(resourceArn=arn).get("tags") or {}
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return None
+            raise
+
+    def find_cluster_id(self, session: Session) -> str | None:
+        cluster = self._cluster(session)
+        if cluster is None:
+            return None
+        from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
+
+        tags = self._tags(session, cluster["arn"]) or {}
+        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
+
+    def _members(self, session: Session, cluster_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        pcs = session.ctx.client("pcs")
+        groups = [pcs.get_compute_node_group(clusterIdentifier=cluster_id, computeNodeGroupIdentifier=s["id"])
+                  ["computeNodeGroup"] for page in pcs.get_paginator("list_compute_node_groups").paginate(
+                      clusterIdentifier=cluster_id) for s in page["computeNodeGroups"]]
+        queues = [pcs.get_queue(clusterIdentifier=cluster_id, queueIdentifier=s["id"])["queue"]
+                  for page in pcs.get_paginator("list_queues").paginate(clusterIdentifier=cluster_id)
+                  for s in page["queues"]]
+        return groups, queues
+
+    def discover(self, session: Session) -> list[Discovered]:
+        ctx = session.ctx
+        found = scan_ec2(ctx) + scan_fsx(ctx)
+        role = node_role_name(session.name, session.region)
+        found += scan_role(ctx, "nodes", role, role)
+        cluster = self._cluster(session)
+        if cluster is not None:
+            found += self._discover_cluster(session, cluster)
+        found += [instance_found(i, "a PCS node") for i in scan_instances(ctx)]
+        return found
+
+    def _discover_cluster(self, session: Session, cluster: dict[str, Any]) -> list[Discovered]:
+        from fmcluster.render.common import CLUSTER_ID_TAG
+
+        ctx = session.ctx
+        tags = self._tags(session, cluster["arn"])
+        if tags is None:
+            return []
+        ours = is_ours(tags, ctx)
+        found = [Discovered(f"cluster:{cluster['name']}", cluster["id"], cluster["status"],
+                            f"PCS cluster {cluster['name']} ({cluster['id']}, {cluster['status']})", ours,
+                            PcsCluster(cluster["name"], known_id=cluster["id"]) if ours else None,
+                            tags.get(CLUSTER_ID_TAG, ""))]
+        if cluster["status"] == "DELETING":
+            return found
+        groups, queues = self._members(session, cluster["id"])
+        for kind, items, make in (("compute_node_group", groups, PcsNodeGroup), ("queue", queues, PcsQueue)):
+            for item in items:
+                member_tags = self._tags(session, item["arn"])
+                if member_tags is None:
+                    continue
+                mine = is_ours(member_tags, ctx)
+                found.append(Discovered(
+                    f"{kind}:{item['name']}", item["id"], item["status"],
+                    f"PCS {kind.replace('_', ' ')} {item['name']} ({item['id']}, {item['status']})", mine,
+                    make(item["name"], cluster=cluster["id"], known_id=item["id"]) if mine else None,
+                    member_tags.get(CLUSTER_ID_TAG, "")))
+        return found
+
+    def describe(self, session: Session) -> dict[str, Any]:
+        report: dict[str, Any] = {"name": session.name, "backend": "pcs", "region": session.region,
+                                  "status": "NOT_FOUND", "backend_status": None, "queues": [],
+                                  "slurm_endpoint": None, "instances": []}
+        cluster = self._cluster(session)
+        if cluster is None:
+            return report
+        endpoints = cluster.get("endpoints") or []
+        report["slurm_endpoint"] = ", ".join(f"{e.get('privateIpAddress')}:{e.get('port')}" for e in endpoints) \
+            or None
+        report["backend_status"] = cluster["status"]
+        report["error"] = error_info(cluster) or None
+        groups, queues = ([], []) if cluster["status"] == "DELETING" else self._members(session, cluster["id"])
+        by_id = {g["id"]: g for g in groups}
+        instances: dict[str, list[dict[str, Any]]] = {}
+        for instance in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:cluster-id", "Values": [cluster["id"]]}]):
+            group = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}.get("aws:pcs:compute-node-group-id")
+            instances.setdefault(group or "", []).append(instance)
+        for group in groups:
+            for instance in instances.get(group["id"], []):
+                report["instances"].append(_instance_row(instance, group["name"]))
+        for queue in queues:
+            configs = queue.get("computeNodeGroupConfigurations") or []
+            members = [by_id[c["computeNodeGroupId"]] for c in configs if c.get("computeNodeGroupId") in by_id]
+            scaling = [m.get("scalingConfiguration", {}) for m in members]
+            types = sorted({c["instanceType"] for m in members for c in m.get("instanceConfigs") or []})
+            report["queues"].append({
+                "name": queue["name"], "instance_type": ", ".join(types) or None,
+                "min": sum(s.get("minInstanceCount", 0) for s in scaling),
+                "max": sum(s.get("maxInstanceCount", 0) for s in scaling),
+                "status": queue["status"], "node_group_status": ", ".join(m["status"] for m in members) or None,
+                "running_instances": sum(1 for m in members for i in instances.get(m["id"], [])
+                                         if i["State"]["Name"] == "running"),
+            })
+        report["status"] = _overall(cluster["status"], [g["status"] for g in groups] + [q["status"] for q in queues])
+        return report
+
+    def login_node(self, session: Session) -> LoginNode | None:
+        cluster = self._cluster(session)
+        if cluster is None:
+            return None
+        groups, _ = self._members(session, cluster["id"])
+        login = next((g for g in groups if g["name"] == LOGIN_GROUP), None)
+        if login is None:
+            return None
+        running = [i for i in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:compute-node-group-id",
+                                                              "Values": [login["id"]]}])
+                   if i["State"]["Name"] == "running"]
+        if not running:
+            return None
+        node = running[0]
+        return LoginNode(node["InstanceId"], node.get("PublicIpAddress"), node.get("PrivateIpAddress"))
+
+
+def _instance_row(instance: dict[str, Any], queue: str) -> dict[str, Any]:
+    return {"id": instance["InstanceId"], "queue": queue, "instance_type": instance["InstanceType"],
+            "state": instance["State"]["Name"], "launch_time": instance.get("LaunchTime")}
+
+
+def _overall(cluster_status: str, members: list[str]) -> str:
+    status = STATUS.get(cluster_status, "UPDATING")
+    if status != "ACTIVE":
+        return status
+    mapped = {STATUS.get(m, "UPDATING") for m in members}
+    for candidate in ("FAILED", "CREATING", "DELETING", "UPDATING"):
+        if candidate in mapped:
+            return "UPDATING" if candidate == "DELETING" else candidate
+    return "ACTIVE"

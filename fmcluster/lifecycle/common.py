@@ -1,0 +1,112 @@
+"""What the lifecycle verbs share: finding a cluster, asking the user, running the engine with a live view,
+and saying truthfully what exists after a walk."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from fmcluster import aws
+from fmcluster.backends.base import Discovered
+from fmcluster.engine import Engine, Resource, ResourceChange
+from fmcluster.errors import FmclusterError, SpecError, UsageError
+from fmcluster.session import Session
+from fmcluster.spec.models import Spec
+from fmcluster.state import ClusterRecord, StateStore
+
+# Records the engine keeps that are not AWS resources (decisions made once and remembered).
+PSEUDO_KINDS = frozenset({"placement", "images"})
+
+
+class ClusterNotFound(FmclusterError):
+    exit_code = 1
+
+
+class PreflightFailed(FmclusterError):
+    exit_code = 1
+
+
+class Aborted(FmclusterError):
+    """The user said no: nothing was changed."""
+
+    exit_code = 1
+
+
+def spec_of(record: ClusterRecord) -> tuple[Spec | None, str]:
+    """The record's spec, checked as a spec file would be; (None, why) when it no longer passes (a record
+    from an older fmcluster, or damaged): the cluster is then handled from AWS alone."""
+    from fmcluster.spec import load_spec_data
+
+    try:
+        data = yaml.safe_load(record.spec)
+        return load_spec_data(data, f"the recorded spec of {record.name}").spec, ""
+    except SpecError as exc:
+        return None, str(exc).splitlines()[0]
+    except (yaml.YAMLError, TypeError, AttributeError) as exc:
+        return None, f"the recorded spec of {record.name} is unreadable ({type(exc).__name__})"
+
+
+def spec_text(spec: Spec) -> str:
+    return yaml.safe_dump(spec.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+
+
+def known_clusters(store: StateStore) -> str:
+    known = [f"{c.name} ({c.region})" for c in store.clusters()]
+    return ", ".join(known) if known else "none yet — create one with `fmcluster create SPEC`"
+
+
+def open_cluster(store: StateStore, name: str) -> Session:
+    """The session of a recorded cluster (its spec may be degraded: see :func:`spec_of`)."""
+    record = store.cluster(name, aws.target().region)
+    if record is None:
+        raise ClusterNotFound(f"no cluster named '{name}' is known here. Known clusters: {known_clusters(store)}")
+    spec, _ = spec_of(record)
+    return Session.for_record(record, store, spec)
+
+
+def confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{question} — no terminal to ask on; re-run with --yes to go ahead")
+    import typer
+
+    if not typer.confirm(question, default=False, err=True):
+        raise Aborted("aborted; nothing changed")
+
+
+def run_engine(session: Session, title: str, action: str, resources: list[Resource], **kwargs: Any) -> None:
+    from fmcluster.progress import ProgressView
+
+    names = [r.name for r in [*kwargs.get("delete_first", ()), *resources]]
+    with ProgressView(title, list(dict.fromkeys(names))) as view:
+        engine = Engine(session.ctx, session.store, emit=view.handle)
+        getattr(engine, action)(resources, **kwargs)
+
+
+def plan_changes(session: Session, resources: list[Resource], only: Any = None,
+                 orphans: list[Resource] | None = None) -> list[ResourceChange]:
+    """What a walk would do, read from AWS: nothing is written."""
+    engine = Engine(session.ctx, session.store)
+    return engine.plan(resources, orphans if orphans is not None else [], only)
+
+
+def orphans_of(session: Session, resources: list[Resource], found: list[Discovered]) -> list[Resource]:
+    """This cluster's resources in AWS that the plan no longer has (a queue removed from the spec)."""
+    planned = {r.name for r in resources}
+    return [d.handle for d in found if d.handle is not None and d.ours and d.resource not in planned]
+
+
+def what_exists(session: Session) -> list[str]:
+    """Every resource tagged for the cluster now, one line each: what a failed command leaves behind."""
+    try:
+        return [d.description for d in session.backend.discover(session)]
+    except Exception as exc:  # the report of a failure must not fail itself; say what could not be read
+        return [f"(could not list what exists: {exc})"]
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, indent=2, default=str)
