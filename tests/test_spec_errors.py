@@ -257,41 +257,49 @@ def _random_text_bytes() -> bytes:
     return bytes(b for b in random.Random(1).randbytes(512) if b)  # no NUL: exercises the UTF-8 check
 
 
-UNREADABLE: list[tuple[str, bytes | None, str]] = [
-    ("missing-file", None, "no such file"),
-    ("empty-file", b"", "is empty"),
-    ("blank-file", b"   \n\n", "is empty"),
-    ("comment-only", b"# nothing here yet\n", "is empty"),
-    ("binary-bytes", b"\x7fELF\x02\x01\x01\x00\x00\x00", "is a binary file"),
-    ("random-bytes", random.Random(1).randbytes(512), "is a binary file"),
-    ("random-bytes-no-nul", _random_text_bytes(), "is not UTF-8 text"),
-    ("latin-1", "name: café\n".encode("latin-1"), "is not UTF-8 text (bad byte at offset 9)"),
-    ("too-big", b"# " + b"x" * 1_100_000 + b"\n", "a spec is a short YAML file"),
+# (id, content, message fragment, (line, column) of the problem: None where the file has no position)
+UNREADABLE: list[tuple[str, bytes | None, str, tuple[int, int] | None]] = [
+    ("missing-file", None, "no such file", None),
+    ("empty-file", b"", "is empty", None),
+    ("blank-file", b"   \n\n", "is empty", None),
+    ("comment-only", b"# nothing here yet\n", "is empty", None),
+    ("binary-bytes", b"\x7fELF\x02\x01\x01\x00\x00\x00", "is a binary file", None),
+    ("random-bytes", random.Random(1).randbytes(512), "is a binary file", None),
+    ("random-bytes-no-nul", _random_text_bytes(), "is not UTF-8 text", (1, 1)),
+    ("latin-1", "name: café\n".encode("latin-1"), "is not UTF-8 text (bad byte at offset 9)", (1, 10)),
+    ("latin-1-line-3", "name: x\nregion: us-east-1\ntags: {a: é}\n".encode("latin-1"), "is not UTF-8 text",
+     (3, 11)),
+    ("control-character", b"name: a\x07b\n", "YAML does not allow the control character U+0007", (1, 8)),
+    ("too-big", b"# " + b"x" * 1_100_000 + b"\n", "a spec is a short YAML file", None),
 ]
 
 
-@pytest.mark.parametrize(("content", "fragment"), [c[1:] for c in UNREADABLE], ids=[c[0] for c in UNREADABLE])
-def test_unreadable_file(tmp_path: Path, content: bytes | None, fragment: str) -> None:
+@pytest.mark.parametrize(("content", "fragment", "where"), [c[1:] for c in UNREADABLE],
+                         ids=[c[0] for c in UNREADABLE])
+def test_unreadable_file(tmp_path: Path, content: bytes | None, fragment: str,
+                         where: tuple[int, int] | None) -> None:
     spec = tmp_path / "spec.yaml"
     if content is not None:
         spec.write_bytes(content)
     with pytest.raises(SpecError) as caught:
         load_spec(spec)
     problem = caught.value.problems[0]
-    assert (problem.file, problem.line, problem.column) == (str(spec), None, None)
+    assert (problem.file, problem.line, problem.column) == (str(spec), *(where or (None, None)))
     assert fragment in problem.message
 
 
-@pytest.mark.parametrize("case", ["missing-file", "empty-file", "binary-bytes", "random-bytes-no-nul", "latin-1"])
+@pytest.mark.parametrize("case", ["missing-file", "empty-file", "binary-bytes", "random-bytes-no-nul", "latin-1",
+                                  "control-character"])
 def test_unreadable_file_through_cli(tmp_path: Path, case: str) -> None:
-    _, content, fragment = next(c for c in UNREADABLE if c[0] == case)
+    _, content, fragment, where = next(c for c in UNREADABLE if c[0] == case)
     spec = tmp_path / "spec.yaml"
     if content is not None:
         spec.write_bytes(content)
     result = run_cli(tmp_path, "render", str(spec))
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    assert f"{spec}: {fragment}" in _flat(result.stderr)
+    position = f":{where[0]}:{where[1]}" if where else ""
+    assert f"{spec}{position}: {fragment}" in _flat(result.stderr)
 
 
 def test_directory_is_not_a_spec(tmp_path: Path) -> None:
