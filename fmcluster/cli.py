@@ -174,6 +174,10 @@ def create(
         0, "--retry-capacity", min=0, metavar="MIN",
         help="On InsufficientInstanceCapacity, keep retrying (with backoff) for up to MIN minutes.",
     ),
+    force_unlock: bool = typer.Option(
+        False, "--force-unlock", help="Take the cluster's lock from a command that still holds it (it may be hung); "
+        "warns loudly, since both may then change the cluster.",
+    ),
 ) -> None:
     """Create the cluster: check, show the plan, create with live progress.
 
@@ -188,7 +192,8 @@ def create(
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
     raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback,
-                                      skip_preflight=skip_preflight, retry_capacity_min=retry_capacity))
+                                      skip_preflight=skip_preflight, retry_capacity_min=retry_capacity,
+                                      force_unlock=force_unlock))
 
 
 @app.command()
@@ -229,6 +234,9 @@ def status(
             typer.echo(lifecycle.dump_json(report))
         else:
             ui.print_status(report)
+            for row in report if isinstance(report, list) else [report]:
+                if row.get("problem"):
+                    ui.warning(f"cluster {row['name']}: its recorded spec does not validate: {row['problem']}")
         if not watch:
             return
         try:
@@ -243,6 +251,10 @@ def scale(
     counts: Optional[list[str]] = typer.Argument(None, help="QUEUE=N (static) or QUEUE=MIN:MAX (dynamic).",
                                                  show_default=False),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing."),
+    force_unlock: bool = typer.Option(
+        False, "--force-unlock", help="Take the cluster's lock from a command that still holds it (it may be hung); "
+        "warns loudly, since both may then change the cluster.",
+    ),
 ) -> None:
     """Change node counts per queue; shows the change and checks it first.
 
@@ -250,7 +262,7 @@ def scale(
     """
     from fmcluster import lifecycle
 
-    raise typer.Exit(lifecycle.scale(target, counts or [], yes))
+    raise typer.Exit(lifecycle.scale(target, counts or [], yes, force_unlock))
 
 
 @app.command()
@@ -258,6 +270,10 @@ def destroy(
     name: str = typer.Argument(..., help="Cluster name (see `fmcluster status`)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting."),
     keep_storage: bool = typer.Option(False, "--keep-storage", help="Keep FSx file systems (and their data)."),
+    force_unlock: bool = typer.Option(
+        False, "--force-unlock", help="Take the cluster's lock from a command that still holds it (it may be hung); "
+        "warns loudly, since both may then change the cluster.",
+    ),
 ) -> None:
     """Tear the cluster down in reverse order, then scan for anything still tagged for it (exit 1 if so).
 
@@ -265,7 +281,7 @@ def destroy(
     """
     from fmcluster import lifecycle
 
-    raise typer.Exit(lifecycle.destroy(name, yes, keep_storage))
+    raise typer.Exit(lifecycle.destroy(name, yes, keep_storage, force_unlock))
 
 
 def _mount_sandbox() -> None:

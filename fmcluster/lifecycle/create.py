@@ -21,7 +21,8 @@ def preflight(spec: Spec, to_stdout: bool = False) -> bool:
 
 
 def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None,
-           rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0) -> int:
+           rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0,
+           force_unlock: bool = False) -> int:
     from fmcluster import ui
 
     session = Session.open(spec, spec_file)
@@ -35,7 +36,8 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
     if hasattr(backend, "check_requirements"):
         backend.check_requirements()
     store = session.store
-    with store.locked(spec.name, session.region, f"fmcluster create {spec_file}"):
+    with store.locked(spec.name, session.region, f"fmcluster create {spec_file}", force=force_unlock,
+                      warn=ui.warning):
         existing = store.cluster(spec.name, session.region)
         if existing is None:
             store.save_cluster(spec.name, session.region, spec.backend, spec_text(spec), spec_file, "PLANNED")

@@ -7,7 +7,7 @@ from fmcluster.lifecycle.session import Session, confirm, load_record, run_engin
 from fmcluster.state import StateStore
 
 
-def destroy(name: str, yes: bool, keep_storage: bool) -> int:
+def destroy(name: str, yes: bool, keep_storage: bool, force_unlock: bool = False) -> int:
     from fmcluster import ui
     from fmcluster.leftovers import scan
 
@@ -23,7 +23,7 @@ def destroy(name: str, yes: bool, keep_storage: bool) -> int:
     for resource in kept:
         console.print(f"  [cyan]= keep[/]   {resource.name} (--keep-storage)")
     confirm(f"Destroy cluster {name} ({record.backend}, {record.region})?", yes)
-    with store.locked(name, session.region, f"fmcluster destroy {name}"):
+    with store.locked(name, session.region, f"fmcluster destroy {name}", force=force_unlock, warn=ui.warning):
         store.set_cluster_status(name, session.region, "DELETING")
         run_engine(session, f"Destroying {name}", "destroy", doomed)
         if hasattr(session.backend, "after_teardown"):

@@ -8,7 +8,7 @@ from fmcluster import aws
 from fmcluster.errors import UsageError
 from fmcluster.lifecycle.session import Session, confirm, load_record, run_engine, spec_of, spec_text
 from fmcluster.spec.decisions import pcs_size
-from fmcluster.spec.models import NodeRange, max_nodes, min_nodes
+from fmcluster.spec.models import NodeRange, Spec, max_nodes, min_nodes
 from fmcluster.state import StateStore
 
 
@@ -19,7 +19,8 @@ def parse_counts(assignments: list[str]) -> dict[str, int | NodeRange]:
         try:
             if ":" in value:
                 low, high = value.split(":", 1)
-                counts[queue] = NodeRange(min=int(low), max=int(high))
+                # unvalidated here: the whole new spec is checked below, with messages that name the field
+                counts[queue] = NodeRange.model_construct(min=int(low), max=int(high))
             else:
                 counts[queue] = int(value)
         except Exception:
@@ -29,7 +30,7 @@ def parse_counts(assignments: list[str]) -> dict[str, int | NodeRange]:
     return counts
 
 
-def scale(target: str, assignments: list[str], yes: bool) -> int:
+def scale(target: str, assignments: list[str], yes: bool, force_unlock: bool = False) -> int:
     from fmcluster import ui
     from fmcluster.spec import rules
 
@@ -65,6 +66,7 @@ def scale(target: str, assignments: list[str], yes: bool) -> int:
                 for problem in rules.queue_problems_for_counts(new_spec, new, min_nodes(new), max_nodes(new))]
     if problems:
         raise UsageError("cannot scale:\n" + "\n".join(problems))
+    new_spec = _checked(new_spec)
     changes = [(new.name, f"{min_nodes(old)}..{max_nodes(old)}", f"{min_nodes(new)}..{max_nodes(new)}")
                for old, new in changed]
     if not changes:
@@ -75,7 +77,8 @@ def scale(target: str, assignments: list[str], yes: bool) -> int:
         console.print(f"  [yellow]~[/] queue [bold]{name}[/]: nodes {before} → {after}")
     session = Session.open(new_spec, record.spec_path or "spec.yaml", store)
     backend = session.backend
-    with store.locked(new_spec.name, session.region, f"fmcluster scale {target}"):
+    with store.locked(new_spec.name, session.region, f"fmcluster scale {target}", force=force_unlock,
+                      warn=ui.warning):
         if hasattr(backend, "scale"):
             backend.scale(session, old_spec, new_spec, yes)
         else:
@@ -85,3 +88,20 @@ def scale(target: str, assignments: list[str], yes: bool) -> int:
                            "ACTIVE")
     ui.out_console().print(f"[green]✓[/] {new_spec.name} scaled")
     return 0
+
+
+def _checked(new_spec: Spec) -> Spec:
+    """The new spec through every rule a spec file goes through, before any AWS call: what AWS (or the
+    backend) would refuse is refused here, and a spec that would not load again is never saved."""
+    from fmcluster.errors import SpecError
+    from fmcluster.spec.stored import describe, spec_from_text
+
+    try:
+        return spec_from_text(spec_text(new_spec), f"{new_spec.name} after scaling")
+    except SpecError as exc:
+        message = f"cannot scale {new_spec.name}: the new counts make a spec that does not validate: {describe(exc)}"
+        if any(p.path.endswith(".nodes") and "greater than or equal to 1" in p.message for p in exc.problems):
+            message += ("\n  → every queue keeps at least one node (ParallelCluster's MaxCount is at least 1, and "
+                        "fmcluster's spec says the same for PCS); to run none until jobs arrive, make the queue "
+                        "dynamic: QUEUE=0:MAX")
+        raise UsageError(message) from None

@@ -69,6 +69,8 @@ class Session:
         from fmcluster.network import resolve_placement
 
         placement = resolve_placement(self.spec, self.ctx.client("ec2"))
+        if self.store.readonly:  # a reading command (status) resolves it again next time
+            return placement
         self.store.record_resource(self.spec.name, self.region, "placement", "network", placement.subnet_id,
                                    "resolved", placement.__dict__)
         return placement
@@ -91,7 +93,10 @@ def load_record(store: StateStore, name: str, region: str | None) -> ClusterReco
 
 
 def spec_of(record: ClusterRecord) -> Spec:
-    return Spec.model_validate(yaml.safe_load(record.spec))
+    """The record's spec; :class:`UnusableRecord` (a clear message) when its shape no longer validates."""
+    from fmcluster.spec.stored import usable_spec
+
+    return usable_spec(record.spec, record.name)
 
 
 def spec_text(spec: Spec) -> str:

@@ -65,6 +65,20 @@ def load_spec(path: str | Path) -> LoadedSpec:
     return LoadedSpec(spec=spec, document=document, warnings=warnings)
 
 
+def load_spec_data(data: dict[str, Any], source: str) -> LoadedSpec:
+    """Check spec data that did not come from a file (a spec changed by ``scale``) by the same rules as a
+    file; problems name ``source`` instead of a line."""
+    document = PositionedDocument(file=source, data=data)
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_translate(exc, document)) from None
+    errors, warnings = check_rules(spec, document)
+    if errors:
+        raise SpecError(errors)
+    return LoadedSpec(spec=spec, document=document, warnings=warnings)
+
+
 def _translate(exc: ValidationError, document: PositionedDocument) -> list[SpecProblem]:
     located = [(_data_path(error["loc"], document.data), error) for error in exc.errors(include_url=False)]
     paths = {path for (path, _), _ in located}

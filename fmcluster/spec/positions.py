@@ -57,12 +57,15 @@ def format_path(path: Path_) -> str:
 def load_yaml_with_positions(path: str | Path) -> PositionedDocument:
     """Read ``path`` as one YAML mapping. Every failure is a :class:`SpecError`, with a position where the
     file has one; hostile files (pipes, devices, alias bombs, deep nesting) fail fast (see ``reading``)."""
-    name = str(path)
+    return document_from_text(read_spec_text(path), str(path))
+
+
+def document_from_text(text: str, name: str) -> PositionedDocument:
+    """Compose ``text`` (within the loader's bounds) into one positioned YAML mapping named ``name``."""
 
     def fail(message: str, line: int | None = None, column: int | None = None) -> SpecError:
         return SpecError([SpecProblem(name, line, column, "", message)])
 
-    text = read_spec_text(path)
     if not text.strip():
         raise fail("is empty; a spec needs at least name, region, backend and queues")
     node = compose_bounded(text, name)
