@@ -36,6 +36,12 @@ def configure(profile: str | None, region: str | None, endpoint_url: str | None)
     endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
     if endpoint_url and urlparse(endpoint_url).scheme not in ("http", "https"):
         raise UsageError(f"--endpoint-url {endpoint_url!r} is not an http(s) URL")
+    if region is not None:
+        from fmcluster.regions import region_problem
+
+        problem = region_problem(region)
+        if problem:
+            raise UsageError(f"--region {region}: {problem}")
     _target = Target(profile=profile, region=region, endpoint_url=endpoint_url)
     if endpoint_url:
         os.environ["AWS_ENDPOINT_URL"] = endpoint_url
