@@ -363,13 +363,18 @@ def test_degraded_record_is_shown_with_its_reason(tmp_path: Path, case: str) -> 
 
 # --- scale: the new spec goes through the spec's rules, before any AWS call -----------------------------------
 
-@pytest.mark.parametrize(("counts", "fragment"), [
-    (("demo-pcs", "gpu=0"), "QUEUE=0:MAX"),
-    (("demo-pcs", "burst=0:0"), "queues[1].nodes.max"),
-    (("demo-pc", "gpu=100000"), "less than or equal to 2048"),
-    (("demo-pc", "gpu=0"), "QUEUE=0:MAX"),
-    (("demo-pc", "gpu=5:100000"), "queues[0].nodes.max"),
-], ids=["pcs-static-zero", "pcs-dynamic-zero", "pc-too-many", "pc-static-zero", "pc-range-too-many"])
+# (id, (cluster, QUEUE=…), message fragment): each would save a spec that no longer validates
+SCALE_REFUSALS = [
+    ("pcs-static-zero", ("demo-pcs", "gpu=0"), "QUEUE=0:MAX"),
+    ("pcs-dynamic-zero", ("demo-pcs", "burst=0:0"), "queues[1].nodes.max"),
+    ("pcs-negative", ("demo-pcs", "burst=-1:2"), "queues[1].nodes.min"),
+    ("pc-too-many", ("demo-pc", "gpu=100000"), "less than or equal to 2048"),
+    ("pc-static-zero", ("demo-pc", "gpu=0"), "QUEUE=0:MAX"),
+    ("pc-range-too-many", ("demo-pc", "gpu=5:100000"), "queues[0].nodes.max"),
+]
+
+
+@pytest.mark.parametrize(("counts", "fragment"), [c[1:] for c in SCALE_REFUSALS], ids=[c[0] for c in SCALE_REFUSALS])
 def test_scale_refuses_what_would_not_validate(tmp_path: Path, counts: tuple[str, str], fragment: str) -> None:
     home = seeded_home(tmp_path)
     db = home / "state.db"
