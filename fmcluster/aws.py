@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -17,6 +18,18 @@ from fmcluster.errors import AwsError, UsageError
 
 _lock = threading.Lock()
 api_calls: collections.Counter[str] = collections.Counter()
+
+# Called as listener(operation, error_code, next_attempt, max_attempts) when botocore is about to retry a
+# throttled call; a progress view subscribes so that a long backoff is not silence.
+RetryListener = Callable[[str, str, int, "int | None"], None]
+_retry_listeners: list[RetryListener] = []
+# botocore/retries/standard.py ThrottledRetryableChecker._THROTTLED_ERROR_CODES (the codes it retries as throttling)
+THROTTLING_CODES = frozenset({
+    "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
+    "TooManyRequestsException", "ProvisionedThroughputExceededException", "TransactionInProgressException",
+    "RequestLimitExceeded", "BandwidthLimitExceeded", "LimitExceededException", "RequestThrottled", "SlowDown",
+    "PriorRequestNotComplete", "EC2ThrottledException",
+})
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,12 @@ def configure(profile: str | None, region: str | None, endpoint_url: str | None,
     endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
     if endpoint_url and urlparse(endpoint_url).scheme not in ("http", "https"):
         raise UsageError(f"--endpoint-url {endpoint_url!r} is not an http(s) URL")
+    if region is not None:
+        from fmcluster.regions import region_problem
+
+        problem = region_problem(region)
+        if problem:
+            raise UsageError(f"--region {region}: {problem}")
     _target = Target(profile=profile, region=region, endpoint_url=endpoint_url, sandbox=sandbox)
     if endpoint_url:
         os.environ["AWS_ENDPOINT_URL"] = endpoint_url
@@ -53,10 +72,11 @@ def target() -> Target:
 
 
 def target_label() -> str:
-    """Where this command's calls go, as a cluster record keeps it: "sandbox", an endpoint URL, or "" (AWS)."""
+    """Where this command's calls go, as a cluster record keeps it: "sandbox:<started>", an endpoint URL, or
+    "aws"."""
     if _target.sandbox:
         return f"sandbox:{_target.sandbox}"
-    return _target.endpoint_url or ""
+    return _target.endpoint_url or "aws"
 
 
 def command_hint(command: str, where: str) -> str:
@@ -80,15 +100,18 @@ def session(region: str) -> Any:
         if region not in _sessions:
             new = boto3.Session(profile_name=_target.profile, region_name=region)
             new.events.register("before-call.*.*", _count_call)
+            new.events.register("needs-retry", _note_throttled_retry)
             _sessions[region] = new
         return _sessions[region]
 
 
-def client(service: str, region: str) -> Any:
+def client(service: str, region: str, quick: bool = False) -> Any:
+    """A client for ``service``; ``quick`` ones give up after one retry (a lookup that is only a courtesy, such
+    as listing teammates' clusters, must not keep a command waiting on an unreachable endpoint)."""
     from botocore.config import Config
 
-    config = Config(retries={"mode": "adaptive", "max_attempts": 10}, user_agent_extra="fmcluster",
-                    connect_timeout=10, read_timeout=60)
+    config = Config(retries={"mode": "adaptive", "max_attempts": 2 if quick else 10}, user_agent_extra="fmcluster",
+                    connect_timeout=3 if quick else 10, read_timeout=60)
     return session(region).client(service, endpoint_url=_target.endpoint_url, config=config)
 
 
@@ -96,6 +119,44 @@ def _count_call(model: Any = None, **_: Any) -> None:
     if model is not None:
         with _lock:
             api_calls[f"{model.service_model.service_name}.{model.name}"] += 1
+
+
+def on_throttled_retry(listener: RetryListener) -> Callable[[], None]:
+    """Call ``listener`` whenever a throttled call is about to be retried; returns the unsubscribe function."""
+    with _lock:
+        _retry_listeners.append(listener)
+
+    def unsubscribe() -> None:
+        with _lock:
+            if listener in _retry_listeners:
+                _retry_listeners.remove(listener)
+
+    return unsubscribe
+
+
+def _note_throttled_retry(response: Any = None, attempts: int | None = None, operation: Any = None,
+                          request_dict: dict | None = None, **_: Any) -> None:
+    """botocore's ``needs-retry`` event, observed only: always returns None, so botocore's own retry handler
+    alone decides (its first non-None answer is the delay). A throttled answer with attempts left is retried
+    by botocore's standard and adaptive modes."""
+    with _lock:
+        listeners = list(_retry_listeners)
+    if not listeners or not response or attempts is None or operation is None:
+        return None
+    error = (response[1] or {}).get("Error", {}) if len(response) > 1 and isinstance(response[1], dict) else {}
+    code = error.get("Code")
+    if code not in THROTTLING_CODES:
+        return None
+    maximum = ((request_dict or {}).get("context") or {}).get("retries", {}).get("max")
+    if maximum is not None and attempts >= maximum:
+        return None  # botocore gives up: the error itself reaches the command
+    name = f"{operation.service_model.service_name}.{operation.name}"
+    for listener in listeners:
+        try:
+            listener(name, code, attempts + 1, maximum)
+        except Exception:  # noqa: BLE001 - showing progress must never break an AWS call
+            pass
+    return None
 
 
 def has_credentials(region: str) -> bool:

@@ -68,6 +68,10 @@ def main_options(
     aws.configure(profile, region, endpoint_url, sandbox=str(info["started_at"]) if sandbox else "")
 
 
+ForceUnlockOption = typer.Option(
+    False, "--force-unlock", help="Take the cluster's lock from a command that still holds it (it may be hung); "
+    "warns loudly, since both may then change the cluster.",
+)
 SpecArgument = typer.Argument(..., help="Path to the cluster spec (YAML).", show_default=False)
 
 
@@ -176,6 +180,7 @@ def create(
         help="On InsufficientInstanceCapacity, keep retrying (with backoff) for up to MIN minutes.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the applied plan as JSON (as `diff --json`)."),
+    force_unlock: bool = ForceUnlockOption,
 ) -> None:
     """Create the cluster, or converge an existing one to the spec: preflight (new clusters), the plan read
     from AWS (create / update / replace / delete per resource), a confirmation, then the walk with live
@@ -194,7 +199,7 @@ def create(
     ui.print_warnings(loaded.warnings)
     raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback,
                                       skip_preflight=skip_preflight, retry_capacity_min=retry_capacity,
-                                      json_output=as_json))
+                                      json_output=as_json, force_unlock=force_unlock))
 
 
 @app.command()
@@ -255,6 +260,9 @@ def status(
             typer.echo(lifecycle.dump_json(report))
         else:
             ui.print_status(report)
+            for row in report if isinstance(report, list) else [report]:
+                if row.get("problem"):
+                    ui.warning(f"cluster {row['name']}: its recorded spec does not validate: {row['problem']}")
         if not watch:
             return
         try:
@@ -270,6 +278,7 @@ def scale(
                                                  show_default=False),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing."),
     as_json: bool = typer.Option(False, "--json", help="Print the count changes applied as JSON."),
+    force_unlock: bool = ForceUnlockOption,
 ) -> None:
     """Change node counts per queue: checked against what AWS would refuse (spec rules, Capacity Block and
     reservation sizes, the PCS cluster size), shown as live counts → new counts, then applied.
@@ -278,7 +287,7 @@ def scale(
     """
     from fmcluster import lifecycle
 
-    raise typer.Exit(lifecycle.scale(target, counts or [], yes, as_json))
+    raise typer.Exit(lifecycle.scale(target, counts or [], yes, as_json, force_unlock=force_unlock))
 
 
 @app.command()
@@ -287,6 +296,7 @@ def destroy(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting."),
     keep_storage: bool = typer.Option(False, "--keep-storage", help="Keep FSx file systems (and their data)."),
     as_json: bool = typer.Option(False, "--json", help="Print {cluster, status, kept, left} as JSON."),
+    force_unlock: bool = ForceUnlockOption,
 ) -> None:
     """Tear the cluster down in reverse order, then scan for anything still tagged for it (exit 1 if so).
     Works from AWS's tags alone when the local record is gone; deletes only what is this cluster's.
@@ -295,7 +305,7 @@ def destroy(
     """
     from fmcluster import lifecycle
 
-    raise typer.Exit(lifecycle.destroy(name, yes, keep_storage, as_json))
+    raise typer.Exit(lifecycle.destroy(name, yes, keep_storage, as_json, force_unlock=force_unlock))
 
 
 def _mount_sandbox() -> None:

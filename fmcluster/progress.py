@@ -16,6 +16,8 @@ from fmcluster.engine import Event
 _STYLE = {"waiting": "dim", "started": "cyan", "progress": "cyan", "done": "green", "failed": "red",
           "skipped": "yellow"}
 _MARK = {"done": "✓", "failed": "✗", "skipped": "–", "waiting": "·"}
+# How long the live view keeps showing the last throttled retry.
+_THROTTLE_SHOWN_S = 30.0
 
 
 @dataclass
@@ -43,8 +45,13 @@ class ProgressView:
         self._lock = threading.Lock()
         self._live = None
         self._started = time.monotonic()
+        self._throttled: tuple[str, float] | None = None
+        self._unsubscribe = None
 
     def __enter__(self) -> ProgressView:
+        from fmcluster import aws
+
+        self._unsubscribe = aws.on_throttled_retry(self.throttled)
         if self.console.is_terminal:
             from rich.live import Live
 
@@ -56,8 +63,21 @@ class ProgressView:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
         if self._live is not None:
             self._live.__exit__(None, None, None)
+
+    def throttled(self, operation: str, code: str, attempt: int, maximum: int | None) -> None:
+        """AWS throttled a call and botocore is backing off before ``attempt``: say so, not silence."""
+        of = f" of {maximum}" if maximum else ""
+        text = f"throttled by AWS ({code} on {operation}), retrying (attempt {attempt}{of})"
+        now = time.monotonic()
+        with self._lock:
+            self._throttled = (text, now)
+        if self._live is None:
+            self.console.print(f"{now - self._started:6.1f}s ! {text}", markup=False, highlight=False,
+                               soft_wrap=True)
 
     def handle(self, event: Event) -> None:
         with self._lock:
@@ -102,5 +122,9 @@ class ProgressView:
                               elapsed, Text(row.detail.splitlines()[0] if row.detail else "", style="dim"))
         grid = Table.grid()
         grid.add_row(Text(f"{self.title}  ({now - self._started:.0f}s)", style="bold"))
+        with self._lock:
+            throttled = self._throttled
+        if throttled is not None and now - throttled[1] < _THROTTLE_SHOWN_S:
+            grid.add_row(Text(f"! {throttled[0]} ({now - throttled[1]:.0f}s ago)", style="yellow"))
         grid.add_row(table)
         return grid

@@ -97,6 +97,9 @@ class Session:
             from fmcluster.network import resolve_placement
 
             placement = resolve_placement(self.require_spec(), self.ctx.client("ec2"))
+            if self.store.readonly:  # a reading command (status) resolves it again next time
+                self.ctx.publish(placement.values())
+                return placement
             self.store.record_resource(self.name, self.region, "placement", "network", placement.subnet_id,
                                        "resolved", {**placement.__dict__, "vpc_cidrs": list(placement.vpc_cidrs)})
         self.ctx.publish(placement.values())

@@ -1,51 +1,32 @@
 """What fmcluster remembers between commands: clusters, their spec, each resource's id and status, an
-event log, and a per-cluster lock. SQLite in WAL mode under the state dir (``FMCLUSTER_HOME``).
+event log, and a per-cluster lock. SQLite in WAL mode under the state dir (``FMCLUSTER_HOME``); the file
+itself (opening, checks, schema versions, permissions, errors) is :mod:`fmcluster.statedb`, the lock is
+:mod:`fmcluster.locks`.
 
 AWS stays the source of truth; this is the index that lets a re-run resume and ``destroy`` find things.
+Commands that only read open the store read-only, so they work on a state file they cannot write.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fmcluster import locks, statedb
 from fmcluster.errors import FmclusterError
-from fmcluster.processes import pid_alive
+from fmcluster.locks import LockHeld
+from fmcluster.statedb import EVENTS_KEPT, StateError
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS clusters (
-    name TEXT NOT NULL, region TEXT NOT NULL, backend TEXT NOT NULL, spec TEXT NOT NULL,
-    spec_path TEXT, status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-    cluster_id TEXT NOT NULL DEFAULT '', endpoint_url TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (name, region));
-CREATE TABLE IF NOT EXISTS resources (
-    cluster TEXT NOT NULL, region TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
-    id TEXT, status TEXT NOT NULL, outputs TEXT NOT NULL DEFAULT '{}', updated_at REAL NOT NULL,
-    PRIMARY KEY (cluster, region, kind, key));
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, cluster TEXT NOT NULL, region TEXT NOT NULL, at REAL NOT NULL,
-    resource TEXT NOT NULL, event TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '');
-CREATE TABLE IF NOT EXISTS intents (
-    cluster TEXT NOT NULL, region TEXT NOT NULL, resource TEXT NOT NULL, operation TEXT NOT NULL,
-    digest TEXT NOT NULL, token TEXT NOT NULL, created_at REAL NOT NULL,
-    PRIMARY KEY (cluster, region, resource));
-CREATE TABLE IF NOT EXISTS locks (
-    cluster TEXT NOT NULL, region TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,
-    command TEXT NOT NULL, acquired_at REAL NOT NULL, PRIMARY KEY (cluster, region));
-"""
-
-
-_CLUSTER_COLUMNS = "name, region, backend, spec, spec_path, status, created_at, updated_at, cluster_id, endpoint_url"
-
+__all__ = ["EVENTS_KEPT", "ClusterRecord", "InvalidRecord", "LockHeld", "ResourceRecord", "StateError",
+           "StateStore", "home"]
 
 def home() -> Path:
     override = os.environ.get("FMCLUSTER_HOME")
@@ -68,8 +49,15 @@ class ClusterRecord:
     updated_at: float
     # Tagged on everything made for this cluster (fmcluster:cluster-id): what makes a resource its own.
     cluster_id: str = ""
-    # Where the cluster lives when that is not AWS itself (a sandbox, an --endpoint-url): hints repeat it.
+    # Where the cluster lives when that is not AWS itself ("sandbox:<started>", an endpoint URL).
     endpoint_url: str = ""
+    # Why the stored spec no longer validates (None when it does). Such a record still loads, so that
+    # ``status`` can show it and ``destroy`` can act on it.
+    problem: str | None = None
+
+    @property
+    def degraded(self) -> bool:
+        return self.problem is not None
 
 
 @dataclass
@@ -81,32 +69,36 @@ class ResourceRecord:
     outputs: dict[str, Any]
 
 
-class LockHeld(FmclusterError):
-    exit_code = 1
+# Columns since schema version 2: a read-only command on an older file (which it cannot migrate) goes without.
+_NEWER_CLUSTER_COLUMNS = ("cluster_id", "endpoint_url")
+
+
+class InvalidRecord(FmclusterError):
+    """A command tried to record a spec that does not validate; nothing was saved."""
+
+    exit_code = 2
 
 
 class StateStore:
-    """Thread-safe: the engine records from worker threads."""
+    """Thread-safe: the engine records from worker threads. ``readonly`` stores never write the file."""
 
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, readonly: bool = False):
         self.path = path or home() / "state.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._db.executescript(SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(clusters)")}
-        for column in ("cluster_id", "endpoint_url"):
-            if column not in columns:  # a state file from before these columns
-                self._db.execute(f"ALTER TABLE clusters ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+        self._db = statedb.open_database(self.path, readonly)
+        with statedb.translated(self.path):
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(clusters)")}
+        self._columns = ", ".join((*statedb.TABLES["clusters"], *(c for c in _NEWER_CLUSTER_COLUMNS if c in present)))
 
     def close(self) -> None:
         self._db.close()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        if self.readonly:  # a reading command reached a write: a bug, said plainly rather than as sqlite's error
+            raise StateError(f"internal error: a read-only command tried to change the state file {self.path}")
+        with self._lock, statedb.translated(self.path):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -115,17 +107,26 @@ class StateStore:
                 raise
             self._db.execute("COMMIT")
 
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock, statedb.translated(self.path):
+            return self._db.execute(sql, args).fetchall()
+
     # clusters
     def save_cluster(self, name: str, region: str, backend: str, spec: str, spec_path: str | None,
                      status: str, cluster_id: str = "", endpoint_url: str = "") -> None:
-        """Insert or update; an empty ``cluster_id`` keeps the recorded one."""
+        """Record a cluster and its spec; a spec that does not validate is refused, never saved. An empty
+        ``cluster_id`` keeps the recorded one."""
+        from fmcluster.spec.stored import stored_spec_problem
+
+        problem = stored_spec_problem(spec)
+        if problem:
+            raise InvalidRecord(f"refusing to record cluster {name}: its spec does not validate: {problem}")
         now = time.time()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO clusters (name, region, backend, spec, spec_path, status, created_at, updated_at, "
-                "cluster_id, endpoint_url) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(name, region) DO UPDATE SET "
-                "backend=excluded.backend, spec=excluded.spec, spec_path=excluded.spec_path, "
-                "status=excluded.status, updated_at=excluded.updated_at, "
+                f"INSERT INTO clusters ({self._columns}) VALUES (?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(name, region) DO UPDATE SET backend=excluded.backend, spec=excluded.spec, "
+                "spec_path=excluded.spec_path, status=excluded.status, updated_at=excluded.updated_at, "
                 "cluster_id=CASE WHEN excluded.cluster_id='' THEN clusters.cluster_id ELSE excluded.cluster_id END, "
                 "endpoint_url=excluded.endpoint_url",
                 (name, region, backend, spec, spec_path, status, now, now, cluster_id, endpoint_url))
@@ -136,19 +137,15 @@ class StateStore:
                        (status, time.time(), name, region))
 
     def cluster(self, name: str, region: str | None = None) -> ClusterRecord | None:
-        with self._lock:
-            if region:
-                row = self._db.execute(f"SELECT {_CLUSTER_COLUMNS} FROM clusters WHERE name=? AND region=?",
-                                       (name, region)).fetchone()
-            else:
-                row = self._db.execute(f"SELECT {_CLUSTER_COLUMNS} FROM clusters WHERE name=? ORDER BY updated_at "
-                                       "DESC", (name,)).fetchone()
-        return ClusterRecord(*row) if row else None
+        if region:
+            rows = self._rows(f"SELECT {self._columns} FROM clusters WHERE name=? AND region=?", (name, region))
+        else:
+            rows = self._rows(f"SELECT {self._columns} FROM clusters WHERE name=? ORDER BY updated_at DESC "
+                              "LIMIT 1", (name,))
+        return _record(rows[0]) if rows else None
 
     def clusters(self) -> list[ClusterRecord]:
-        with self._lock:
-            rows = self._db.execute(f"SELECT {_CLUSTER_COLUMNS} FROM clusters ORDER BY name").fetchall()
-        return [ClusterRecord(*row) for row in rows]
+        return [_record(row) for row in self._rows(f"SELECT {self._columns} FROM clusters ORDER BY name")]
 
     def forget_cluster(self, name: str, region: str) -> None:
         with self._tx() as db:
@@ -161,23 +158,22 @@ class StateStore:
                         status: str, outputs: dict[str, Any] | None = None) -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT INTO resources VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(cluster, region, kind, key) DO UPDATE "
+                "INSERT INTO resources (cluster, region, kind, key, id, status, outputs, updated_at) "
+                "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(cluster, region, kind, key) DO UPDATE "
                 "SET id=COALESCE(excluded.id, resources.id), status=excluded.status, "
                 "outputs=CASE WHEN excluded.outputs='{}' THEN resources.outputs ELSE excluded.outputs END, "
                 "updated_at=excluded.updated_at",
                 (cluster, region, kind, key, resource_id, status, json.dumps(outputs or {}), time.time()))
 
     def resources(self, cluster: str, region: str) -> list[ResourceRecord]:
-        with self._lock:
-            rows = self._db.execute("SELECT kind, key, id, status, outputs FROM resources WHERE cluster=? AND "
-                                    "region=? ORDER BY rowid", (cluster, region)).fetchall()
-        return [ResourceRecord(kind, key, rid, status, json.loads(outputs)) for kind, key, rid, status, outputs in rows]
+        rows = self._rows("SELECT kind, key, id, status, outputs FROM resources WHERE cluster=? AND region=? "
+                          "ORDER BY rowid", (cluster, region))
+        return [ResourceRecord(kind, key, rid, status, _outputs(outputs)) for kind, key, rid, status, outputs in rows]
 
     def resource(self, cluster: str, region: str, kind: str, key: str) -> ResourceRecord | None:
-        with self._lock:
-            row = self._db.execute("SELECT kind, key, id, status, outputs FROM resources WHERE cluster=? AND "
-                                   "region=? AND kind=? AND key=?", (cluster, region, kind, key)).fetchone()
-        return ResourceRecord(row[0], row[1], row[2], row[3], json.loads(row[4])) if row else None
+        rows = self._rows("SELECT kind, key, id, status, outputs FROM resources WHERE cluster=? AND region=? AND "
+                          "kind=? AND key=?", (cluster, region, kind, key))
+        return ResourceRecord(rows[0][0], rows[0][1], rows[0][2], rows[0][3], _outputs(rows[0][4])) if rows else None
 
     def forget_resource(self, cluster: str, region: str, kind: str, key: str) -> None:
         with self._tx() as db:
@@ -204,43 +200,39 @@ class StateStore:
         with self._tx() as db:
             db.execute("DELETE FROM intents WHERE cluster=? AND region=? AND resource=?", (cluster, region, resource))
 
-    # events
+    # events: the newest EVENTS_KEPT per cluster are kept
     def log_event(self, cluster: str, region: str, resource: str, event: str, detail: str = "") -> None:
         with self._tx() as db:
             db.execute("INSERT INTO events (cluster, region, at, resource, event, detail) VALUES (?,?,?,?,?,?)",
                        (cluster, region, time.time(), resource, event, detail))
+            db.execute(statedb.PRUNE_EVENTS, {"cluster": cluster, "region": region, "keep": EVENTS_KEPT})
 
     def events(self, cluster: str, region: str, limit: int = 50) -> list[tuple[float, str, str, str]]:
-        with self._lock:
-            rows = self._db.execute("SELECT at, resource, event, detail FROM events WHERE cluster=? AND region=? "
-                                    "ORDER BY seq DESC LIMIT ?", (cluster, region, limit)).fetchall()
+        rows = self._rows("SELECT at, resource, event, detail FROM events WHERE cluster=? AND region=? "
+                          "ORDER BY seq DESC LIMIT ?", (cluster, region, limit))
         return list(reversed(rows))
 
     # locks
-    def acquire_lock(self, cluster: str, region: str, command: str) -> None:
-        """Take the cluster's lock, or refuse naming the holder. A dead holder's lock is taken over."""
-        host = socket.gethostname()
-        with self._tx() as db:
-            row = db.execute("SELECT pid, host, command, acquired_at FROM locks WHERE cluster=? AND region=?",
-                             (cluster, region)).fetchone()
-            if row:
-                pid, holder_host, holder_command, since = row
-                if pid != os.getpid() and (holder_host != host or pid_alive(pid)):
-                    raise LockHeld(
-                        f"cluster {cluster} is busy: `{holder_command}` (pid {pid} on {holder_host}) has held "
-                        f"its lock for {int(time.time() - since)} s. Wait for it to finish, or stop it first.")
-            db.execute("INSERT OR REPLACE INTO locks VALUES (?,?,?,?,?,?)",
-                       (cluster, region, os.getpid(), host, command, time.time()))
-
-    def release_lock(self, cluster: str, region: str) -> None:
-        with self._tx() as db:
-            db.execute("DELETE FROM locks WHERE cluster=? AND region=? AND pid=?", (cluster, region, os.getpid()))
-
     @contextmanager
-    def locked(self, cluster: str, region: str, command: str) -> Iterator[None]:
-        self.acquire_lock(cluster, region, command)
-        try:
+    def locked(self, cluster: str, region: str, command: str, force: bool = False,
+               warn: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Hold the cluster's lock (a file lock that dies with this process), or raise :class:`LockHeld`
+        naming the holder. ``force`` takes it over from a live holder, calling ``warn`` first."""
+        with locks.holding(self.path.parent / "locks", cluster, region, command, force, warn):
             yield
-        finally:
-            self.release_lock(cluster, region)
 
+
+def _record(row: tuple) -> ClusterRecord:
+    from fmcluster.spec.stored import stored_spec_problem
+
+    record = ClusterRecord(*row)
+    record.problem = stored_spec_problem(record.spec)
+    return record
+
+
+def _outputs(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -39,6 +39,23 @@ def _ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.Comple
     return result
 
 
+def lock_is_held(path: Path) -> bool:
+    """Whether some process holds the flock on a cluster's lock file (a shared lock attempt is refused)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 60) -> list[str]:
     """Read the child's stderr until a line contains *pattern*; return the lines read."""
     lines: list[str] = []

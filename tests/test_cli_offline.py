@@ -175,6 +175,15 @@ def test_no_arguments_prints_help(tmp_path: Path) -> None:
     assert "Usage: fmcluster" in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("region", ["moon-1", "us-esat-1", "US-EAST-1"])
+def test_unknown_region_flag(tmp_path: Path, region: str) -> None:
+    result = run(tmp_path, "--region", region, "plan", QUICKSTART_PCS)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, result.stderr
+    assert f"--region {region}: unknown region '{region}' (did you mean" in _flat(result.stderr)
+    assert result.stdout == ""
+
+
 @pytest.mark.parametrize("command", ["render", "validate", "plan"])
 def test_missing_spec_file(tmp_path: Path, command: str) -> None:
     result = run(tmp_path, command, "missing.yaml")

@@ -14,9 +14,9 @@ from collections import Counter
 import pytest
 
 try:
-    from lifecycle_fixture import PcsCli, _ok, _wait_for_line, cli_fixture
+    from lifecycle_fixture import PcsCli, _ok, _wait_for_line, cli_fixture, lock_is_held
 except ImportError:  # tests/ imported as a package
-    from tests.lifecycle_fixture import PcsCli, _ok, _wait_for_line, cli_fixture
+    from tests.lifecycle_fixture import PcsCli, _ok, _wait_for_line, cli_fixture, lock_is_held
 
 # create takes ~4 s with these (cluster 2 s, then node groups 1 s, then queues 0.5 s, plus polling)
 SLOW = {"latency": {"pcs.cluster": 2.0, "pcs.compute_node_group": 1.0, "pcs.queue": 0.5}}
@@ -130,16 +130,8 @@ def test_concurrent_command_is_refused_naming_the_lock_holder(cli, sandbox):
         # wait until the first create holds the lock (it records the cluster before taking longer steps)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            db = cli.home / "state.db"
-            if db.exists():
-                import sqlite3
-
-                with sqlite3.connect(db, timeout=10) as conn:
-                    try:
-                        if conn.execute("SELECT 1 FROM locks WHERE cluster=?", (cli.name,)).fetchone():
-                            break
-                    except sqlite3.OperationalError:
-                        pass
+            if lock_is_held(cli.home / "locks" / f"{cli.name}@us-east-1.lock"):
+                break
             time.sleep(0.1)
         else:
             pytest.fail("the first create never took the lock")

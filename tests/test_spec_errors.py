@@ -68,7 +68,9 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("os-typo", PC + "os: ubuntu22\n", 7, 5, "os", "(did you mean 'ubuntu2204'?)"),
     ("capacity-type-typo", PC + "    capacity: {type: capacity_block}\n", 7, 22, "queues[0].capacity.type",
      "(did you mean 'capacity-block'?)"),
-    ("region-bad", PC + "region: us-east\n", 7, 9, "region", "an AWS region name like us-east-1"),
+    ("region-bad", PC + "region: us-east\n", 7, 9, "region",
+     "unknown region 'us-east' (did you mean 'us-east-2' or 'us-east-1'"),
+    ("region-shape", PC + "region: US East 1\n", 7, 9, "region", "an AWS region name like us-east-1"),
     ("workload-negative", PC + "workload: {model_params_b: -1}\n", 7, 28, "workload.model_params_b",
      "greater than 0"),
     # --- instance types and EFA -----------------------------------------------------------------
@@ -172,7 +174,18 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("cidr-300", PC + "network:\n  ssh: {allowed_cidr: 300.1.1.1/24}\n", 8, 23, "network.ssh.allowed_cidr",
      "'300.1.1.1/24' is not a network address"),
     ("cidr-word", PC + "network:\n  ssh: {allowed_cidr: everywhere}\n", 8, 23, "network.ssh.allowed_cidr",
-     "an IPv4 CIDR like 203.0.113.0/24"),
+     "a CIDR like 203.0.113.0/24"),
+    ("cidr-host-bits", PC + "network:\n  ssh: {allowed_cidr: 10.0.0.1/8}\n", 8, 23, "network.ssh.allowed_cidr",
+     "'10.0.0.1/8' is not a network address: 10.0.0.1/8 has host bits set (did you mean 10.0.0.0/8?)"),
+    ("cidr-prefix-33", PC + "network:\n  ssh: {allowed_cidr: 10.0.0.0/33}\n", 8, 23, "network.ssh.allowed_cidr",
+     "'10.0.0.0/33' is not a network address"),
+    ("cidr-ipv6-host-bits", PCS + "network:\n  ssh: {allowed_cidr: '2001:db8::1/64'}\n", 8, 23,
+     "network.ssh.allowed_cidr", "has host bits set (did you mean 2001:db8::/64?)"),
+    ("cidr-ipv6-parallelcluster", PC + "network:\n  ssh: {allowed_cidr: '2001:db8::/48'}\n", 8, 23,
+     "network.ssh.allowed_cidr", "ParallelCluster's HeadNode.Ssh.AllowedIps takes only IPv4 CIDRs"),
+    ("region-unknown", PC + "region: moon-1\n", 7, 9, "region", "unknown region 'moon-1' (did you mean one of"),
+    ("region-typo", PC + "region: us-esat-1\n", 7, 9, "region",
+     "unknown region 'us-esat-1' (did you mean 'us-west-1' or 'us-east-1'"),
 ]
 
 # Cases run through the installed command as well (exit code 2, position on stderr, no traceback).
@@ -259,41 +272,49 @@ def _random_text_bytes() -> bytes:
     return bytes(b for b in random.Random(1).randbytes(512) if b)  # no NUL: exercises the UTF-8 check
 
 
-UNREADABLE: list[tuple[str, bytes | None, str]] = [
-    ("missing-file", None, "no such file"),
-    ("empty-file", b"", "is empty"),
-    ("blank-file", b"   \n\n", "is empty"),
-    ("comment-only", b"# nothing here yet\n", "is empty"),
-    ("binary-bytes", b"\x7fELF\x02\x01\x01\x00\x00\x00", "is a binary file"),
-    ("random-bytes", random.Random(1).randbytes(512), "is a binary file"),
-    ("random-bytes-no-nul", _random_text_bytes(), "is not UTF-8 text"),
-    ("latin-1", "name: café\n".encode("latin-1"), "is not UTF-8 text (bad byte at offset 9)"),
-    ("too-big", b"# " + b"x" * 1_100_000 + b"\n", "a spec is a short YAML file"),
+# (id, content, message fragment, (line, column) of the problem: None where the file has no position)
+UNREADABLE: list[tuple[str, bytes | None, str, tuple[int, int] | None]] = [
+    ("missing-file", None, "no such file", None),
+    ("empty-file", b"", "is empty", None),
+    ("blank-file", b"   \n\n", "is empty", None),
+    ("comment-only", b"# nothing here yet\n", "is empty", None),
+    ("binary-bytes", b"\x7fELF\x02\x01\x01\x00\x00\x00", "is a binary file", None),
+    ("random-bytes", random.Random(1).randbytes(512), "is a binary file", None),
+    ("random-bytes-no-nul", _random_text_bytes(), "is not UTF-8 text", (1, 1)),
+    ("latin-1", "name: café\n".encode("latin-1"), "is not UTF-8 text (bad byte at offset 9)", (1, 10)),
+    ("latin-1-line-3", "name: x\nregion: us-east-1\ntags: {a: é}\n".encode("latin-1"), "is not UTF-8 text",
+     (3, 11)),
+    ("control-character", b"name: a\x07b\n", "YAML does not allow the control character U+0007", (1, 8)),
+    ("too-big", b"# " + b"x" * 1_100_000 + b"\n", "a spec is a short YAML file", None),
 ]
 
 
-@pytest.mark.parametrize(("content", "fragment"), [c[1:] for c in UNREADABLE], ids=[c[0] for c in UNREADABLE])
-def test_unreadable_file(tmp_path: Path, content: bytes | None, fragment: str) -> None:
+@pytest.mark.parametrize(("content", "fragment", "where"), [c[1:] for c in UNREADABLE],
+                         ids=[c[0] for c in UNREADABLE])
+def test_unreadable_file(tmp_path: Path, content: bytes | None, fragment: str,
+                         where: tuple[int, int] | None) -> None:
     spec = tmp_path / "spec.yaml"
     if content is not None:
         spec.write_bytes(content)
     with pytest.raises(SpecError) as caught:
         load_spec(spec)
     problem = caught.value.problems[0]
-    assert (problem.file, problem.line, problem.column) == (str(spec), None, None)
+    assert (problem.file, problem.line, problem.column) == (str(spec), *(where or (None, None)))
     assert fragment in problem.message
 
 
-@pytest.mark.parametrize("case", ["missing-file", "empty-file", "binary-bytes", "random-bytes-no-nul", "latin-1"])
+@pytest.mark.parametrize("case", ["missing-file", "empty-file", "binary-bytes", "random-bytes-no-nul", "latin-1",
+                                  "control-character"])
 def test_unreadable_file_through_cli(tmp_path: Path, case: str) -> None:
-    _, content, fragment = next(c for c in UNREADABLE if c[0] == case)
+    _, content, fragment, where = next(c for c in UNREADABLE if c[0] == case)
     spec = tmp_path / "spec.yaml"
     if content is not None:
         spec.write_bytes(content)
     result = run_cli(tmp_path, "render", str(spec))
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    assert f"{spec}: {fragment}" in _flat(result.stderr)
+    position = f":{where[0]}:{where[1]}" if where else ""
+    assert f"{spec}{position}: {fragment}" in _flat(result.stderr)
 
 
 def test_directory_is_not_a_spec(tmp_path: Path) -> None:
@@ -333,6 +354,40 @@ def test_open_ssh_warns(tmp_path: Path) -> None:
     spec = _write(tmp_path, PC + "network:\n  ssh: {allowed_cidr: 0.0.0.0/0}\n")
     loaded = load_spec(spec)
     assert [(w.path, w.line, w.column) for w in loaded.warnings] == [("network.ssh.allowed_cidr", 8, 23)]
+    assert "whole IPv4 internet" in loaded.warnings[0].message
+
+
+@pytest.mark.parametrize(("backend", "cidr", "fragment"), [
+    (PC, "0.0.0.0/1", "SSH is open to 2,147,483,648 addresses (0.0.0.0/1 is wider than a /16)"),
+    (PC, "10.0.0.0/8", "16,777,216 addresses"),
+    (PC, "172.16.0.0/15", "131,072 addresses"),
+    (PC, "10.1.0.0/16", None),
+    (PC, "203.0.113.7/32", None),
+    (PCS, "::/0", "whole IPv6 internet"),
+    (PCS, "2001:db8::/32", "SSH is open to a /32 (2001:db8::/32 is wider than a /48)"),
+    (PCS, "2001:db8::/48", None),
+])
+def test_wide_ssh_networks_warn(tmp_path: Path, backend: str, cidr: str, fragment: str | None) -> None:
+    spec = _write(tmp_path, backend + f"network:\n  ssh: {{allowed_cidr: '{cidr}'}}\n")
+    loaded = load_spec(spec)
+    ssh = [w for w in loaded.warnings if w.path == "network.ssh.allowed_cidr"]
+    if fragment is None:
+        assert ssh == []
+    else:
+        assert len(ssh) == 1 and fragment in ssh[0].message, ssh
+        assert (ssh[0].line, ssh[0].column) == (8, 23)
+
+
+def test_wide_ssh_warning_is_printed_even_with_yes(tmp_path: Path) -> None:
+    """create prints the warning before anything else, --yes or not (no AWS is reached here: the endpoint is
+    unreachable, and the warning comes first)."""
+    spec = _write(tmp_path, PC + "network:\n  ssh: {allowed_cidr: 0.0.0.0/1}\n")
+    env = _offline_env(tmp_path)
+    env["FMCLUSTER_HOME"] = str(tmp_path / "state")
+    result = subprocess.run([FMCLUSTER, "--endpoint-url", "http://127.0.0.1:9", "create", str(spec), "--yes"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert "Traceback" not in result.stderr
+    assert f"warning: {spec}:8:23: network.ssh.allowed_cidr: SSH is open to 2,147,483,648" in _flat(result.stderr)
 
 
 def test_warning_printed_by_render(tmp_path: Path) -> None:
@@ -340,3 +395,19 @@ def test_warning_printed_by_render(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "render", str(spec))
     assert result.returncode == 0, result.stderr
     assert f"warning: {spec}:7:10:" in result.stderr
+
+
+@pytest.mark.parametrize(("cidr", "ranges", "key"), [("2001:db8::/48", "Ipv6Ranges", "CidrIpv6"),
+                                                     ("203.0.113.0/24", "IpRanges", "CidrIp")])
+def test_pcs_ssh_rule_matches_the_address_family(tmp_path: Path, cidr: str, ranges: str, key: str) -> None:
+    """EC2 takes IPv6 sources in Ipv6Ranges/CidrIpv6 and IPv4 in IpRanges/CidrIp; botocore's EC2 model checks the
+    rendered request."""
+    from fmcluster.render import render
+    from fmcluster.validate.requests import check_document
+
+    spec = _write(tmp_path, PCS + f"network:\n  ssh: {{allowed_cidr: '{cidr}'}}\n")
+    document = next(d for d in render(load_spec(spec).spec).documents if d.kind == "security_group")
+    ssh = [p for p in document.body["ingress"]["IpPermissions"] if p.get("FromPort") == 22]
+    assert ssh == [{"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22,
+                    ranges: [{key: cidr, "Description": "SSH to the login nodes"}]}]
+    assert check_document(document) == []

@@ -12,7 +12,7 @@ import yaml
 from fmcluster import aws
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Engine, Resource, ResourceChange
-from fmcluster.errors import FmclusterError, SpecError, UsageError
+from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
 from fmcluster.state import ClusterRecord, StateStore
@@ -36,17 +36,14 @@ class Aborted(FmclusterError):
 
 
 def spec_of(record: ClusterRecord) -> tuple[Spec | None, str]:
-    """The record's spec, checked as a spec file would be; (None, why) when it no longer passes (a record
-    from an older fmcluster, or damaged): the cluster is then handled from AWS alone."""
-    from fmcluster.spec import load_spec_data
+    """The record's spec and, when it breaks a rule (one added since it was saved), why; (None, why) when
+    even its shape is wrong: the cluster is then handled from AWS alone (status shows it, destroy works)."""
+    from fmcluster.spec.stored import UnusableRecord, usable_spec
 
     try:
-        data = yaml.safe_load(record.spec)
-        return load_spec_data(data, f"the recorded spec of {record.name}").spec, ""
-    except SpecError as exc:
-        return None, str(exc).splitlines()[0]
-    except (yaml.YAMLError, TypeError, AttributeError) as exc:
-        return None, f"the recorded spec of {record.name} is unreadable ({type(exc).__name__})"
+        return usable_spec(record.spec, record.name), record.problem or ""
+    except UnusableRecord as exc:
+        return None, str(exc)
 
 
 def spec_text(spec: Spec) -> str:

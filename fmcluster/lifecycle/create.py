@@ -29,7 +29,7 @@ def preflight(spec: Spec, to_stdout: bool = False) -> bool:
 
 def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None,
            rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0,
-           json_output: bool = False) -> int:
+           json_output: bool = False, force_unlock: bool = False) -> int:
     """Create the cluster, or converge an existing one to the spec."""
     from fmcluster import ui
 
@@ -37,7 +37,8 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
     options: dict[str, Any] = {"rollback": rollback, "locate": _locator(spec_file)}
     session.backend.check_requirements()
     store = session.store
-    with store.locked(spec.name, session.region, f"fmcluster create {spec_file}"):
+    with store.locked(spec.name, session.region, f"fmcluster create {spec_file}", force=force_unlock,
+                      warn=ui.warning):
         existing = store.cluster(spec.name, session.region)
         # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
         found = existing.cluster_id if existing and existing.cluster_id else session.backend.find_cluster_id(session)

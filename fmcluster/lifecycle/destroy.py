@@ -22,12 +22,14 @@ from fmcluster.state import StateStore
 TEARDOWN_PASSES = 2
 
 
-def destroy(name: str, yes: bool, keep_storage: bool, json_output: bool = False) -> int:
+def destroy(name: str, yes: bool, keep_storage: bool, json_output: bool = False, force_unlock: bool = False) -> int:
+    from fmcluster import ui
+
     store = StateStore()
     record = store.cluster(name, aws.target().region)
     region = record.region if record else aws.region_for(None)
     # Take the lock before looking: a create still recording the cluster must finish (or be refused) first.
-    with store.locked(name, region, f"fmcluster destroy {name}"):
+    with store.locked(name, region, f"fmcluster destroy {name}", force=force_unlock, warn=ui.warning):
         return _destroy(store, name, yes, keep_storage, json_output)
 
 
@@ -141,7 +143,7 @@ def _sessions(store: StateStore, name: str) -> list[Session]:
     record = store.cluster(name, aws.target().region)
     if record is not None:
         where, here = record.endpoint_url, aws.target_label()
-        if where != here and not (where.startswith("sandbox:") and here.startswith("sandbox:")):
+        if where not in (here, "") and not (where.startswith("sandbox:") and here.startswith("sandbox:")):
             from fmcluster.lifecycle.status import check_reachable
 
             check_reachable(record)

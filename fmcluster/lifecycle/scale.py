@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fmcluster.errors import UsageError
+from fmcluster.errors import SpecError, UsageError
 from fmcluster.lifecycle.common import confirm, dump_json, open_cluster, run_engine, spec_text
 from fmcluster.lifecycle.diff import Plan, make_plan
 from fmcluster.session import Session
@@ -53,8 +53,15 @@ def _new_spec(session: Session, target: str, assignments: list[str]) -> Spec:
         if queue["name"] in counts:
             value = counts[queue["name"]]
             queue["nodes"] = value if isinstance(value, int) else {"min": value.min, "max": value.max}
-    new = load_spec_data({**data, "pcs": {"size": "auto"}} if old.backend == "pcs" else data,
-                         f"{session.name} scaled to {' '.join(assignments)}").spec
+    try:
+        new = load_spec_data({**data, "pcs": {"size": "auto"}} if old.backend == "pcs" else data,
+                             f"{session.name} scaled to {' '.join(assignments)}").spec
+    except SpecError as exc:
+        if any(p.path.endswith(".nodes") and "greater than or equal to 1" in p.message for p in exc.problems):
+            raise UsageError(f"{exc}\n  → every queue keeps at least one node (ParallelCluster's MaxCount is at "
+                             "least 1, and fmcluster's spec says the same for PCS); to run none until jobs arrive, "
+                             "make the queue dynamic: QUEUE=0:MAX") from None
+        raise
     if old.backend == "pcs":
         _check_pcs_size(old, new)
         return new.model_copy(update={"pcs": old.pcs})
@@ -72,7 +79,8 @@ def _check_pcs_size(old: Spec, new: Spec) -> None:
                          f"{pcs_nodes(new)}. A bigger cluster needs a new one (pcs.size in its spec)")
 
 
-def scale(target: str, assignments: list[str], yes: bool, json_output: bool = False) -> int:
+def scale(target: str, assignments: list[str], yes: bool, json_output: bool = False,
+          force_unlock: bool = False) -> int:
     from fmcluster import ui
     from fmcluster.lifecycle.status import check_reachable
 
@@ -97,7 +105,7 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
         raise UsageError(f"{name} runs on {session.backend_name}; a spec for {new_spec.backend} cannot scale it")
     _check_capacity(session, new_spec)
     session.spec = new_spec
-    with store.locked(name, session.region, f"fmcluster scale {target}"):
+    with store.locked(name, session.region, f"fmcluster scale {target}", force=force_unlock, warn=ui.warning):
         plan = make_plan(session)
         counts, blocking = _split(session, plan)
         if blocking:

@@ -18,7 +18,7 @@ from fmcluster.state import ClusterRecord, StateStore
 def check_reachable(record: ClusterRecord) -> None:
     """Refuse, saying where to look, when the cluster lives somewhere this command does not reach."""
     where, here = record.endpoint_url, aws.target_label()
-    if where == here:
+    if where in (here, ""):  # "" : a record from before fmcluster kept where clusters live
         return
     name = record.name
     if where.startswith("sandbox:"):
@@ -28,14 +28,16 @@ def check_reachable(record: ClusterRecord) -> None:
         raise ClusterNotFound(f"cluster {name} was made in a sandbox started {where.split(':', 1)[1]}, which has "
                               "stopped since; a sandbox keeps nothing once stopped, so the cluster is gone. "
                               f"`fmcluster --sandbox destroy {name} --yes` forgets it")
-    if where:
+    if where != "aws":
         raise ClusterNotFound(f"cluster {name} lives at {where}: add `--endpoint-url {where}`")
     raise ClusterNotFound(f"cluster {name} lives in AWS, and this command is pointed at {here}: drop "
                           "--sandbox / --endpoint-url / AWS_ENDPOINT_URL to reach it")
 
 
 def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, Any]]:
-    store = StateStore()
+    """Reads the state read-only unless ``refresh`` writes AWS's answer back. A record whose stored spec no
+    longer validates is shown with the reason (``problem``) instead of failing the command."""
+    store = StateStore(readonly=not refresh)
     if name is None:
         return list_clusters(store)
     region = aws.region_for(None)
@@ -51,6 +53,7 @@ def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, A
         spec, spec_problem = spec_of(record)
         session = Session.for_record(record, store, spec)
     report = describe(session, spec_problem)
+    report["problem"] = record.problem if record is not None else None
     if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report
@@ -104,7 +107,7 @@ def _plain(value: Any) -> Any:
 
 def where(endpoint_label: str) -> str:
     """A record's endpoint as a column: aws, sandbox, or the endpoint URL."""
-    return "sandbox" if endpoint_label.startswith("sandbox:") else (endpoint_label or "aws")
+    return "sandbox" if endpoint_label.startswith("sandbox:") else (endpoint_label or "?")
 
 
 def list_clusters(store: StateStore) -> list[dict[str, Any]]:
@@ -137,13 +140,13 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
         return []
     found: list[dict[str, Any]] = []
     try:
-        pcs = aws.client("pcs", region)
+        pcs = aws.client("pcs", region, quick=True)
         for page in pcs.get_paginator("list_clusters").paginate():
             for cluster in page["clusters"]:
                 tags = pcs.list_tags_for_resource(resourceArn=cluster["arn"]).get("tags") or {}
                 if tags.get(CLUSTER_TAG) == cluster["name"]:
                     found.append(_row(cluster["name"], "pcs", region, cluster["status"]))
-        cloudformation = aws.client("cloudformation", region)
+        cloudformation = aws.client("cloudformation", region, quick=True)
         for page in cloudformation.get_paginator("describe_stacks").paginate():
             for stack in page["Stacks"]:
                 tags = {t["Key"]: t["Value"] for t in stack.get("Tags") or []}

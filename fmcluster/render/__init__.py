@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fmcluster.errors import UsageError
 from fmcluster.render.documents import Document, RenderedDocuments
 from fmcluster.render.parallelcluster import render_parallelcluster
 from fmcluster.render.pcs import render_pcs
@@ -17,13 +18,22 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
 
 
 def write_documents(rendered: RenderedDocuments, directory: Path) -> list[Path]:
-    """Write each document under ``directory`` (created if needed); returns the paths written."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write each document under ``directory`` (created if needed); returns the paths written.
+
+    A path that is not a directory, or one fmcluster cannot write, is a :class:`UsageError` (exit 2)."""
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"-o {directory}: exists and is not a directory; give a directory for the documents "
+                         "(it is created if missing)")
     written = []
-    for document in rendered.documents:
-        path = directory / document.filename
-        path.write_text(document.text)
-        written.append(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for document in rendered.documents:
+            path = directory / document.filename
+            path.write_text(document.text)
+            written.append(path)
+    except OSError as exc:
+        where = exc.filename or directory
+        raise UsageError(f"-o {directory}: cannot write {where}: {exc.strerror or exc}") from None
     return written
 
 

@@ -22,7 +22,7 @@ _PATTERN_HINTS = {
     "head_subnet_id": "a subnet id like subnet-0123456789abcdef0",
     "reservation_id": "a capacity reservation id like cr-0123456789abcdef0",
     "ami": "an AMI id like ami-0123456789abcdef0",
-    "allowed_cidr": "an IPv4 CIDR like 203.0.113.0/24",
+    "allowed_cidr": "a CIDR like 203.0.113.0/24 (or 2001:db8::/48 on the pcs backend)",
     "region": "an AWS region name like us-east-1",
     "mount": "an absolute path like /fsx",
     "s3_import": "an S3 URL like s3://bucket/prefix",

@@ -16,11 +16,13 @@ OperatingSystem = Literal["ubuntu2204", "ubuntu2404", "alinux2023", "rhel9", "ro
 SlurmVersion = Literal["24.11", "25.05", "25.11"]
 PcsSize = Literal["auto", "SMALL", "MEDIUM", "LARGE"]
 
-RegionName = Annotated[str, StringConstraints(pattern=r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")]
+# The shape only; which regions exist is botocore's partition data (fmcluster.regions, checked in rules).
+RegionName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,40}$")]
 SubnetId = Annotated[str, StringConstraints(pattern=r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")]
 ReservationId = Annotated[str, StringConstraints(pattern=r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$")]
 AmiId = Annotated[str, StringConstraints(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$")]
-Cidr = Annotated[str, StringConstraints(pattern=r"^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$")]
+# The shape only (IPv4 or IPv6 with a prefix length); rules check it is a network with ipaddress.
+Cidr = Annotated[str, StringConstraints(pattern=r"^[0-9A-Fa-f:.]+/\d{1,3}$", max_length=64)]
 MountPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9_./-]*$", max_length=255)]
 S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
 
@@ -33,8 +35,9 @@ class SshAccess(_Strict):
     key_name: str | None = Field(None, description="EC2 key pair for the head/login node.")
     allowed_cidr: Cidr | None = Field(
         None,
-        description="Network allowed to reach SSH. Never defaults to 0.0.0.0/0: write it to get it. "
-        "Without it, SSH is closed to the outside and SSM Session Manager is the way in.",
+        description="Network allowed to reach SSH: an IPv4 CIDR, or on the pcs backend an IPv6 one. Never "
+        "defaults to 0.0.0.0/0: write it to get it (a warning names anything wider than a /16). Without it, SSH "
+        "is closed to the outside and SSM Session Manager is the way in.",
     )
 
 

@@ -13,11 +13,9 @@ from typing import Any
 import yaml
 
 from fmcluster.errors import SpecError, SpecProblem
+from fmcluster.spec.reading import compose_bounded, read_spec_text
 
 Path_ = tuple[str | int, ...]
-
-# Guard against pathological inputs (a YAML bomb, or a multi-gigabyte file passed by mistake).
-MAX_SPEC_BYTES = 1_000_000
 
 
 @dataclass
@@ -57,43 +55,20 @@ def format_path(path: Path_) -> str:
 
 
 def load_yaml_with_positions(path: str | Path) -> PositionedDocument:
-    """Read ``path`` as one YAML mapping. Every failure is a :class:`SpecError` with a position."""
-    name = str(path)
-    file_path = Path(path)
+    """Read ``path`` as one YAML mapping. Every failure is a :class:`SpecError`, with a position where the
+    file has one; hostile files (pipes, devices, alias bombs, deep nesting) fail fast (see ``reading``)."""
+    return document_from_text(read_spec_text(path), str(path))
+
+
+def document_from_text(text: str, name: str) -> PositionedDocument:
+    """Compose ``text`` (within the loader's bounds) into one positioned YAML mapping named ``name``."""
 
     def fail(message: str, line: int | None = None, column: int | None = None) -> SpecError:
         return SpecError([SpecProblem(name, line, column, "", message)])
 
-    if not file_path.exists():
-        raise fail("no such file")
-    if file_path.is_dir():
-        raise fail("is a directory, not a spec file")
-    try:
-        raw = file_path.read_bytes()
-    except OSError as exc:
-        raise fail(f"cannot read: {exc.strerror}") from None
-    if len(raw) > MAX_SPEC_BYTES:
-        raise fail(f"is {len(raw):,} bytes; a spec is a short YAML file (limit {MAX_SPEC_BYTES:,})")
-    if b"\x00" in raw:
-        raise fail("is a binary file, not YAML text")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise fail(f"is not UTF-8 text (bad byte at offset {exc.start})") from None
     if not text.strip():
         raise fail("is empty; a spec needs at least name, region, backend and queues")
-
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        column = mark.column + 1 if mark else None
-        reason = exc.problem or exc.context or "invalid YAML"
-        raise fail(f"YAML syntax error: {reason}", line, column) from None
-    except yaml.YAMLError as exc:
-        raise fail(f"YAML syntax error: {exc}") from None
-
+    node = compose_bounded(text, name)
     if node is None:
         raise fail("is empty; a spec needs at least name, region, backend and queues")
     if not isinstance(node, yaml.MappingNode):

@@ -53,7 +53,7 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
     def warn(path: Path_, message: str) -> None:
         warnings.append(document.problem(path, message))
 
-    for rule in (_names, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags):
+    for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags):
         rule(spec, error, warn)
     return errors, warnings
 
@@ -259,16 +259,52 @@ def _slurm(spec: Spec, error: Report, warn: Report) -> None:
             error(("pcs", "size"), "pcs.size is for the pcs backend")
 
 
+def _region(spec: Spec, error: Report, warn: Report) -> None:
+    from fmcluster.regions import region_problem
+
+    problem = region_problem(spec.region)
+    if problem:
+        error(("region",), problem)
+
+
 def _network(spec: Spec, error: Report, warn: Report) -> None:
     cidr = spec.network.ssh.allowed_cidr
-    if cidr is not None:
-        try:
-            ipaddress.ip_network(cidr, strict=True)
-        except ValueError as exc:
-            error(("network", "ssh", "allowed_cidr"), f"'{cidr}' is not a network address: {exc}")
-        else:
-            if cidr == "0.0.0.0/0":
-                warn(("network", "ssh", "allowed_cidr"), "SSH is open to the whole internet, as written")
+    if cidr is None:
+        return
+    path = ("network", "ssh", "allowed_cidr")
+    try:
+        network = ipaddress.ip_network(cidr, strict=True)
+    except ValueError as exc:
+        message = f"'{cidr}' is not a network address: {exc}"
+        try:  # host bits set (10.0.0.1/8): the network the user most likely meant
+            message += f" (did you mean {ipaddress.ip_network(cidr, strict=False)}?)"
+        except ValueError:
+            pass
+        error(path, message)
+        return
+    if network.version == 6 and spec.backend == "parallelcluster":
+        # pcluster/schemas/common_schema.py ALLOWED_VALUES["cidr"]: HeadNode/Ssh/AllowedIps is IPv4 (or a prefix list)
+        error(path, f"'{cidr}' is IPv6; ParallelCluster's HeadNode.Ssh.AllowedIps takes only IPv4 CIDRs")
+        return
+    for message in ssh_exposure(network):
+        warn(path, message)
+
+
+# Wider than this is "a lot of the internet": a /16 is 65,536 IPv4 addresses; a /48 is one IPv6 site.
+SSH_WIDEST_QUIET = {4: 16, 6: 48}
+
+
+def ssh_exposure(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> list[str]:
+    """Warnings for an SSH source network that reaches far: always for 0.0.0.0/0 and ::/0, and for anything
+    wider than /16 (IPv4) or /48 (IPv6)."""
+    if network.prefixlen == 0:
+        return [f"SSH is open to the whole {'IPv4' if network.version == 4 else 'IPv6'} internet ({network}), "
+                "as written"]
+    if network.prefixlen < SSH_WIDEST_QUIET[network.version]:
+        size = f"{network.num_addresses:,} addresses" if network.version == 4 else f"a /{network.prefixlen}"
+        return [f"SSH is open to {size} ({network} is wider than a /{SSH_WIDEST_QUIET[network.version]}); "
+                "narrow it to the networks you connect from"]
+    return []
 
 
 def _tags(spec: Spec, error: Report, warn: Report) -> None:
