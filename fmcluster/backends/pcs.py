@@ -170,28 +170,11 @@ class PcsQueue(Resource):
                 raise
 
 
-def find_sample_amis(spec: Spec, ec2: Any) -> dict[str, str]:
-    """Newest PCS sample AMI per architecture the spec needs (PCS has no default AMI)."""
-    from fmcluster.errors import UsageError
-    from fmcluster.render.pcs import architecture
-
-    needed = {architecture(t) for t in [spec.head_node.instance_type, *(q.instance_type for q in spec.queues)]}
-    found = {}
-    for arch in sorted(needed):
-        pattern = f"aws-pcs-sample_ami-{spec.os}-{arch}-slurm-{spec.slurm.version}*"
-        images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "name", "Values": [pattern]}])["Images"]
-        if not images:
-            raise UsageError(f"no PCS sample AMI matches {pattern} in {spec.region}: set image.ami to an AMI with "
-                             "the PCS agent and Slurm installed")
-        found[arch] = max(images, key=lambda image: image.get("CreationDate", ""))["ImageId"]
-    return found
-
-
 def build_resources(spec: Spec, placement: Placement, generation: str, spec_file: str = "spec.yaml",
-                    ami_ids: dict[str, str] | None = None) -> list[Resource]:
-    """The PCS plan: every resource, wired by its references."""
+                    images: dict[str, Any] | None = None) -> list[Resource]:
+    """The PCS plan: every resource, wired by its references (``images``: :func:`fmcluster.images.find_images`)."""
     rendered = render_pcs(spec, spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
-                          ami_ids=ami_ids)
+                          images=images)
     resources: list[Resource] = [SecurityGroup(rendered.one("security_group"), placement.vpc_id)]
     for document in rendered.by_kind("placement_group"):
         resources.append(PlacementGroup(document))

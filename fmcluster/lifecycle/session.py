@@ -75,8 +75,10 @@ class Session:
 
     def resources(self) -> list[Resource]:
         extra = {}
-        if self.spec.backend == "pcs" and self.spec.image is None:
-            extra["ami_ids"] = self.backend.find_sample_amis(self.spec, self.ctx.client("ec2"))
+        if self.spec.backend == "pcs":
+            from fmcluster import images, ui
+
+            extra["images"] = images.find_images(self.spec, self.ctx.client("ec2"), warn=ui.warning)
         return self.backend.build_resources(self.spec, self.placement(), self.generation(), self.spec_file,
                                             **extra, **self.backend_options)
 
