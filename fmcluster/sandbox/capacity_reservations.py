@@ -43,10 +43,11 @@ class Reservation:
     match_criteria: str = "open"
     tags: dict[str, str] = field(default_factory=dict)
     instances: set[str] = field(default_factory=set)
+    held: int = 0  # in use by instances the sandbox does not hold (a seeded busy reservation)
 
     @property
     def available(self) -> int:
-        return max(self.total - len(self.instances), 0)
+        return max(self.total - self.held - len(self.instances), 0)
 
     @property
     def is_capacity_block(self) -> bool:
@@ -101,8 +102,9 @@ class CapacityReservations:
         """Add a reservation as AWS would hold it, e.g. ``{"instance_type": "p5en.48xlarge",
         "availability_zone": "us-east-1a", "count": 8, "type": "capacity-block",
         "start": "2026-12-01T00:00:00Z", "end": "2026-12-15T00:00:00Z", "region": "us-east-1",
-        "reservation_id": "cr-0123456789abcdef0"}``; ``"state"`` overrides the state the dates give.
-        Returns the reservation id."""
+        "reservation_id": "cr-0123456789abcdef0"}``; ``"state"`` overrides the state the dates give and
+        ``"available"`` leaves fewer instances free than ``count``, as if others used them. Returns the
+        reservation id."""
         try:
             region = payload.get("region", "us-east-1")
             reservation = Reservation(
@@ -112,6 +114,7 @@ class CapacityReservations:
                 explicit_state=payload.get("state"), reservation_type=str(payload.get("type", "default")),
                 start=_parse(payload.get("start")) or dt.datetime.now(dt.timezone.utc), end=_parse(payload.get("end")),
             )
+            reservation.held = reservation.total - int(payload.get("available", reservation.total))
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"a reservation needs instance_type and count (and valid dates): {exc}") from None
         if not re.fullmatch(r"cr-[0-9a-f]{17}", reservation.reservation_id):

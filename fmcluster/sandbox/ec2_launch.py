@@ -228,10 +228,8 @@ class Launch:
                 nic.pop("AssociatePublicIpAddress", None)
             kwargs["nics"] = self.nics
             kwargs["security_group_ids"] = []  # with interfaces, their Groups carry the security groups
-            if len(self.nics) > 1:
-                kwargs["associate_public_ip"] = False  # EC2 gives none to a multi-interface launch
-            elif self.public_ip is not None:
-                kwargs["associate_public_ip"] = self.public_ip
+        # None lets the subnet's MapPublicIpOnLaunch decide; EC2 gives a multi-interface launch no address.
+        kwargs["associate_public_ip"] = False if len(self.nics) > 1 else self.public_ip
         if not kwargs.get("is_instance_type_default", True) or self.explicit_type:
             kwargs["instance_type"], kwargs["is_instance_type_default"] = self.instance_type, False
         return kwargs

@@ -80,10 +80,17 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
+    from moto.ec2.models.instance_types import (
+        INSTANCE_TYPE_OFFERINGS,
+        INSTANCE_TYPES,
+        InstanceType,
+        InstanceTypeBackend,
+    )
 
     for name, facts in EXTRA_INSTANCE_TYPES.items():
-        INSTANCE_TYPES.setdefault(name, copy.deepcopy(facts))
+        if name not in INSTANCE_TYPES:
+            INSTANCE_TYPES[name] = copy.deepcopy(facts)
+            InstanceTypeBackend.instance_types.append(InstanceType(name))  # DescribeInstanceTypes lists these
     for name, regions in EXTRA_OFFERINGS.items():
         for region, zones in regions.items():
             by_region = INSTANCE_TYPE_OFFERINGS["region"].setdefault(region, [])
