@@ -6,7 +6,9 @@ The resource creates and deletes the file system through moto's FSx backend, as 
 the sandbox's FSx behaviour: AWS's id form, network interfaces, ``Lifecycle``, ``MountName``). It answers
 ``Ref`` with the file system id and ``Fn::GetAtt`` with the attributes the CloudFormation reference lists:
 ``DNSName``, ``LustreMountName``, ``ResourceARN`` and ``RootVolumeId`` ("AWS::FSx::FileSystem",
-CloudFormation template reference).
+CloudFormation template reference). As for every taggable resource, the stack's tags and CloudFormation's
+own ``aws:cloudformation:*`` tags are propagated to the file system ("Resource tag", CloudFormation user
+guide); moto propagates them to EC2 resources only.
 """
 
 from __future__ import annotations
@@ -96,9 +98,31 @@ class FsxFileSystem(CloudFormationModel):
         return True
 
 
+def _propagate_stack_tags() -> None:
+    from moto.cloudformation import parsing
+
+    original = parsing.ResourceMap.create
+    if getattr(original, "_fmcluster", False):
+        return
+
+    def create(self: Any, template: dict[str, Any]) -> bool:
+        ready = original(self, template)
+        for logical_id, resource in list(self._parsed_resources.items()):
+            if isinstance(resource, FsxFileSystem):
+                tags = {**self.tags, "aws:cloudformation:logical-id": logical_id}
+                resource.file_system.backend.tagger.tag_resource(
+                    resource.file_system.resource_arn, [{"Key": k, "Value": v} for k, v in tags.items()])
+        return ready
+
+    create._fmcluster = True  # type: ignore[attr-defined]
+    parsing.ResourceMap.create = create
+
+
 def install() -> None:
     """Make moto's CloudFormation parser see the model above (idempotent)."""
     from moto.cloudformation import parsing
+
+    _propagate_stack_tags()
 
     parsing.get_model_list.cache_clear()
     parsing.get_model_map.cache_clear()

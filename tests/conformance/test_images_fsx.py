@@ -81,7 +81,8 @@ def test_file_system_ids_and_unknown_ids(sandbox):
 
 def test_lustre_file_system_in_cloudformation(sandbox):
     """"AWS::FSx::FileSystem" (CloudFormation template reference): Ref is the file system id; Fn::GetAtt gives
-    DNSName and LustreMountName; deleting the stack deletes the file system."""
+    DNSName and LustreMountName; the stack's tags and aws:cloudformation:* tags are propagated to it ("Resource
+    tag", CloudFormation user guide); deleting the stack deletes the file system."""
     cfn = sandbox.client("cloudformation", REGION)
     fsx = sandbox.client("fsx", REGION)
     subnet = sandbox.client("ec2", REGION).describe_subnets()["Subnets"][0]["SubnetId"]
@@ -91,13 +92,16 @@ def test_lustre_file_system_in_cloudformation(sandbox):
         "Outputs": {"Id": {"Value": {"Ref": "Lustre"}},
                     "Mount": {"Value": {"Fn::GetAtt": ["Lustre", "LustreMountName"]}},
                     "Dns": {"Value": {"Fn::GetAtt": ["Lustre", "DNSName"]}}}}
-    cfn.create_stack(StackName="fsx-conformance", TemplateBody=json.dumps(template))
+    cfn.create_stack(StackName="fsx-conformance", TemplateBody=json.dumps(template),
+                     Tags=[{"Key": "team", "Value": "research"}])
     stack = cfn.describe_stacks(StackName="fsx-conformance")["Stacks"][0]
     assert stack["StackStatus"] == "CREATE_COMPLETE"
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
     [file_system] = fsx.describe_file_systems(FileSystemIds=[outputs["Id"]])["FileSystems"]
     assert outputs["Mount"] == file_system["LustreConfiguration"]["MountName"]
     assert outputs["Dns"] == file_system["DNSName"]
+    tags = {t["Key"]: t["Value"] for t in file_system["Tags"]}
+    assert tags["team"] == "research" and tags["aws:cloudformation:logical-id"] == "Lustre"
     cfn.delete_stack(StackName="fsx-conformance")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and any(fs["FileSystemId"] == outputs["Id"]
