@@ -9,10 +9,14 @@ the sandbox's FSx behaviour: AWS's id form, network interfaces, ``Lifecycle``, `
 CloudFormation template reference). As for every taggable resource, the stack's tags and CloudFormation's
 own ``aws:cloudformation:*`` tags are propagated to the file system ("Resource tag", CloudFormation user
 guide); moto propagates them to EC2 resources only.
+
+``AWS::FSx::DataRepositoryAssociation`` (ParallelCluster's ``DataRepositoryAssociations``) links the file
+system to S3 through the sandbox's FSx data repository associations; ``Ref`` is the association id.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -98,6 +102,62 @@ class FsxFileSystem(CloudFormationModel):
         return True
 
 
+class FsxDataRepositoryAssociation(CloudFormationModel):
+    def __init__(self, association: dict[str, Any]):
+        self.association = association
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return ""
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::FSx::DataRepositoryAssociation"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.association["AssociationId"]
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr in ("AssociationId", "ResourceARN")
+
+    def get_cfn_attribute(self, attribute_name: str) -> Any:
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        if attribute_name in ("AssociationId", "ResourceARN"):
+            return self.association[attribute_name]
+        raise UnformattedGetAttTemplateException()
+
+    @classmethod
+    def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: dict[str, Any],
+                                        account_id: str, region_name: str,
+                                        **kwargs: Any) -> FsxDataRepositoryAssociation:
+        from fmcluster.sandbox.fsx_extras import REGISTRY
+
+        request = {**_clean(cloudformation_json.get("Properties", {})), "ClientRequestToken": str(uuid.uuid4())}
+        status, _, body = REGISTRY.handle("CreateDataRepositoryAssociation", json.dumps(request).encode(),
+                                          region_name, account_id)
+        answer = json.loads(body)
+        if status != 200:
+            raise ValueError(f"{answer.get('__type')}: {answer.get('Message')}")
+        return cls(answer["Association"])
+
+    @classmethod
+    def delete_from_cloudformation_json(cls, resource_name: str, cloudformation_json: dict[str, Any],
+                                        account_id: str, region_name: str) -> None:
+        from fmcluster.sandbox.fsx_extras import REGISTRY
+
+        REGISTRY.handle("DeleteDataRepositoryAssociation", json.dumps({"AssociationId": resource_name}).encode(),
+                        region_name, account_id)
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        self.delete_from_cloudformation_json(self.physical_resource_id, {}, account_id, region_name)
+
+    def is_created(self) -> bool:
+        return True
+
+
 def _propagate_stack_tags() -> None:
     from moto.cloudformation import parsing
 
@@ -127,5 +187,6 @@ def install() -> None:
     parsing.get_model_list.cache_clear()
     parsing.get_model_map.cache_clear()
     parsing.get_name_type_map.cache_clear()
-    if parsing.get_model_map().get(FsxFileSystem.cloudformation_type()) is not FsxFileSystem:
-        raise RuntimeError("moto did not pick up the sandbox's AWS::FSx::FileSystem model")
+    for model in (FsxFileSystem, FsxDataRepositoryAssociation):
+        if parsing.get_model_map().get(model.cloudformation_type()) is not model:
+            raise RuntimeError(f"moto did not pick up the sandbox's {model.cloudformation_type()} model")

@@ -274,3 +274,7 @@ def _ok(payload: dict[str, Any]) -> tuple[int, dict, bytes]:
 def _error(code: str, message: str) -> tuple[int, dict, bytes]:
     body = json.dumps({"__type": code, "Message": message}).encode()
     return 400, {"Content-Type": "application/x-amz-json-1.1", "x-amzn-ErrorType": code}, body
+
+
+#: The sandbox's one store: the FSx API above and CloudFormation (``cfn_fsx``) share it.
+REGISTRY = DataRepositoryAssociations()

@@ -120,7 +120,7 @@ class SandboxApp:
         self.placement_groups = placement_groups.REGISTRY
         self.capacity_reservations = capacity_reservations.REGISTRY
         fsx_extras.install()
-        self.data_repositories = fsx_extras.DataRepositoryAssociations()
+        self.data_repositories = fsx_extras.REGISTRY
         ec2_accounts.install()
         instance_catalog.install()
         ec2_launch.install()

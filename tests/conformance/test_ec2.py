@@ -216,6 +216,15 @@ def test_ultraserver_capacity_block_offerings(sandbox, ultraserver, instance_typ
                                                            CapacityDurationHours=36), "InvalidParameterValue")
 
 
+def test_trn2_ultraserver_offerings(sandbox):
+    """DescribeCapacityBlockOfferings: u-trn2x64 UltraServers are 4 trn2u.48xlarge (AWS Neuron "Trn2
+    architecture"), offered where AWS sells trn2u.48xlarge (ap-south-2 in AWS's offerings data)."""
+    ec2 = sandbox.client("ec2", "ap-south-2", retries={"max_attempts": 1})
+    offers = ec2.describe_capacity_block_offerings(UltraserverType="u-trn2x64", UltraserverCount=2,
+                                                   CapacityDurationHours=24 * 7)["CapacityBlockOfferings"]
+    assert offers and {(o["InstanceType"], o["InstanceCount"]) for o in offers} == {("trn2u.48xlarge", 8)}
+
+
 def test_capacity_block_offerings_for_single_instances(sandbox):
     """DescribeCapacityBlockOfferings: "Each Capacity Block can have up to 64 instances"; offerings come in the
     zones that sell the type (p5en.48xlarge: us-east-1a and us-east-1c)."""
