@@ -169,3 +169,54 @@ def test_queues_and_node_groups_per_cluster(world):
     world.refused(lambda: world.pcs.create_queue(clusterIdentifier=cluster["id"], queueName="que10"),
                   "ServiceQuotaExceededException")
     assert len(world.pcs.list_queues(clusterIdentifier=cluster["id"])["queues"]) == 10
+
+
+def test_references_are_checked(world):
+    """CreateCluster/CreateComputeNodeGroup (PCS API reference): "The subnets and security groups for the cluster
+    must already exist"; node group "Subnets must be in the same VPC as the cluster"; "IAM instance profiles for
+    AWS PCS": the role's name must start with AWSPCS or its path be /aws-pcs/."""
+    world.refused(lambda: world.pcs.create_cluster(clusterName="nosubnet", size="SMALL",
+                                                   scheduler={"type": "SLURM", "version": "26.05"},
+                                                   networking={"subnetIds": ["subnet-0123456789abcdef0"]}))
+    cluster = world.cluster()
+    template = world.launch_template()
+    other_vpc = world.ec2.create_vpc(CidrBlock="10.250.0.0/16")["Vpc"]["VpcId"]
+    foreign = world.ec2.create_subnet(VpcId=other_vpc, CidrBlock="10.250.1.0/24")["Subnet"]["SubnetId"]
+    world.refused(lambda: world.node_group(cluster, template, subnets=[foreign]))
+    name = f"plain-{uuid.uuid4().hex[:6]}"
+    world.iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}")
+    arn = world.iam.create_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Arn"]
+    world.iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=name)
+    response = world.refused(lambda: world.pcs.create_compute_node_group(
+        clusterIdentifier=cluster["id"], computeNodeGroupName="plain", subnetIds=[world.default_subnet()["SubnetId"]],
+        customLaunchTemplate=template, iamInstanceProfileArn=arn, instanceConfigs=[{"instanceType": "m7i.xlarge"}],
+        scalingConfiguration={"minInstanceCount": 0, "maxInstanceCount": 1}))
+    assert response["fieldList"][0]["name"] == "iamInstanceProfileArn"
+
+
+def test_children_are_deleted_first(world):
+    """DeleteCluster (PCS API reference): "You must delete all queues and compute node groups associated with
+    the cluster before you can delete the cluster"; a node group a queue uses cannot be deleted."""
+    cluster = world.cluster()
+    group = world.wait_group(world.node_group(cluster, world.launch_template()))
+    world.pcs.create_queue(clusterIdentifier=cluster["id"], queueName="que-a",
+                           computeNodeGroupConfigurations=[{"computeNodeGroupId": group["id"]}])
+    world.refused(lambda: world.pcs.delete_cluster(clusterIdentifier=cluster["id"]), "ConflictException")
+    world.refused(lambda: world.pcs.delete_compute_node_group(clusterIdentifier=cluster["id"],
+                                                              computeNodeGroupIdentifier=group["id"]),
+                  "ConflictException")
+
+
+def test_cluster_size_caps_the_node_groups(world):
+    """"Cluster size in AWS PCS": a SMALL cluster manages up to 32 instances, so the node groups' maxInstanceCount
+    may not sum past it (ServiceQuotaExceededException)."""
+    cluster = world.cluster()
+    template = world.launch_template()
+    world.node_group(cluster, template, high=20)
+    world.refused(lambda: world.node_group(cluster, template, high=13), "ServiceQuotaExceededException")
+    assert world.node_group(cluster, template, high=12)["scalingConfiguration"]["maxInstanceCount"] == 12
+
+
+def test_aws_tag_prefix_is_reserved(world):
+    """"Tagging your AWS resources" (AWS General Reference): the ``aws:`` prefix is reserved for AWS use."""
+    world.refused(lambda: world.cluster(tags={"aws:owner": "me"}))
