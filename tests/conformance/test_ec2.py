@@ -117,12 +117,15 @@ def test_default_vpc_routes_to_its_internet_gateway(ec2):
 
 
 def test_placement_groups(ec2):
-    """EC2 user guide, "Placement groups": launching into an unknown group fails; a cluster placement group
-    stays in one Availability Zone; a group with running instances cannot be deleted."""
+    """EC2 user guide, "Placement groups": launching into an unknown group fails; the type must support the
+    group's strategy (DescribeInstanceTypes PlacementGroupInfo: t3 has no cluster placement); a cluster
+    placement group stays in one Availability Zone; a group with running instances cannot be deleted."""
     _refused(lambda: _run(ec2, InstanceType="p5.48xlarge", SubnetId=_subnet(ec2)["SubnetId"],
                           Placement={"GroupName": "no-such-group"}), "InvalidPlacementGroup.Unknown")
     name = f"pg-{uuid.uuid4().hex[:8]}"
     ec2.create_placement_group(GroupName=name, Strategy="cluster")
+    _refused(lambda: _run(ec2, InstanceType="t3.micro", SubnetId=_subnet(ec2)["SubnetId"],
+                          Placement={"GroupName": name}), "InvalidParameterCombination")
     [node] = _run(ec2, InstanceType="p5.48xlarge", SubnetId=_subnet(ec2, "us-east-1a")["SubnetId"],
                   Placement={"GroupName": name})
     described = ec2.describe_instances(InstanceIds=[node["InstanceId"]])["Reservations"][0]["Instances"][0]
