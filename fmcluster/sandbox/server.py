@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster.sandbox import protocols
+from fmcluster.sandbox import ec2_faults, protocols
 from fmcluster.sandbox.faults import Faults
 
 HOST = "127.0.0.1"
@@ -257,7 +257,7 @@ class SandboxApp:
         if self.faults.should_throttle(service):
             return self._respond(start_response, *protocols.throttle_response(service, protocol))
         if service == "ec2" and operation == "RunInstances":
-            ice = self._insufficient_capacity(params, region)
+            ice = ec2_faults.insufficient_capacity(self.faults, params, region)
             if ice is not None:
                 return self._respond(start_response, 500, {"Content-Type": "text/xml"}, ice)
         answer = self._own(environ, service, target, operation, params, access_key, region)
@@ -317,44 +317,6 @@ class SandboxApp:
         headers.setdefault("Content-Type", "application/x-amz-json-1.0")
         headers.setdefault("x-amzn-RequestId", protocols.request_id())
         return status, headers, out
-
-    def _insufficient_capacity(self, params: dict[str, str], region: str) -> bytes | None:
-        wanted = set(self.faults.insufficient_capacity or ())
-        itype = params.get("InstanceType") or self._launch_template_type(params, region)
-        if not itype or itype not in wanted:
-            return None
-        az = params.get("Placement.AvailabilityZone") or self._subnet_az(params, region) or f"{region}a"
-        return protocols.ec2_error_xml("InsufficientInstanceCapacity", (
-            f"We currently do not have sufficient {itype} capacity in the Availability Zone you requested ({az}). "
-            "Our system will be working on provisioning additional capacity. You can currently get "
-            f"{itype} capacity by not specifying an Availability Zone in your request or choosing a different "
-            "Availability Zone."))
-
-    @staticmethod
-    def _ec2_backend(region: str):
-        from moto.core import DEFAULT_ACCOUNT_ID
-        from moto.ec2.models import ec2_backends
-
-        return ec2_backends[DEFAULT_ACCOUNT_ID][region]
-
-    def _subnet_az(self, params: dict[str, str], region: str) -> str | None:
-        subnet = params.get("SubnetId") or params.get("NetworkInterface.1.SubnetId")
-        try:
-            return self._ec2_backend(region).get_subnet(subnet).availability_zone if subnet else None
-        except Exception:
-            return None
-
-    def _launch_template_type(self, params: dict[str, str], region: str) -> str | None:
-        lt_id = params.get("LaunchTemplate.LaunchTemplateId")
-        lt_name = params.get("LaunchTemplate.LaunchTemplateName")
-        if not (lt_id or lt_name):
-            return None
-        try:
-            spec = {"LaunchTemplateId": lt_id} if lt_id else {"LaunchTemplateName": lt_name}
-            spec["Version"] = params.get("LaunchTemplate.Version") or "$Default"
-            return self._ec2_backend(region)._get_template_from_args(spec).data.get("InstanceType")
-        except Exception:
-            return None
 
 
 # --------------------------------------------------------------------------------------------------
