@@ -24,7 +24,6 @@ DEFAULT_QUOTAS: dict[str, dict[str, tuple[str, float]]] = {
     "pcs": {"L-0ADE95E3": ("Clusters", 5.0)},
 }
 SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)", "pcs": "AWS Parallel Computing Service"}
-DEFAULT_EC2_QUOTAS = DEFAULT_QUOTAS["ec2"]
 
 
 def _quota_dict(account: str, region: str, service_code: str, code: str, name: str, value: float):

@@ -17,7 +17,6 @@ import ipaddress
 import random
 import secrets
 import uuid
-from typing import Any
 
 from fmcluster.sandbox import model_check
 from fmcluster.sandbox.pcs import settings
@@ -200,6 +199,3 @@ class ClusterOperations:
                                               f"({', '.join(kinds)}); delete its queues and compute node groups first")
         self._start(res, "DELETING")
         return {}
-
-    def _cluster_version(self, cluster: Any) -> str:
-        return cluster.spec["scheduler"]["version"]
