@@ -4,6 +4,7 @@ and the backend. Neutral ground: the lifecycle verbs and the backends both use i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,12 @@ from fmcluster.state import ClusterRecord, StateStore
 
 if TYPE_CHECKING:
     from fmcluster.backends.base import Backend
+
+
+def _warn(message: str) -> None:
+    from fmcluster import ui
+
+    ui.warning(message)
 
 
 def backend_named(name: str) -> Backend:
@@ -38,6 +45,8 @@ class Session:
     spec: Spec | None = None
     spec_file: str = "spec.yaml"
     record: ClusterRecord | None = None
+    # Where what the user should know (AWS's caution about sample AMIs) goes; backends never print.
+    warn: Callable[[str], None] = field(default=lambda message: _warn(message), repr=False)
     _backend: Any = field(default=None, repr=False)
 
     @classmethod

@@ -30,6 +30,7 @@ class Sandbox:
     pid: int
     _touched_quota_regions: set[str] = field(default_factory=set)
     _sessions: dict[str, Any] = field(default_factory=dict, repr=False)
+    _networks: int = 0
 
     @property
     def env(self) -> dict[str, str]:
@@ -89,6 +90,39 @@ class Sandbox:
 
     def health(self) -> dict:
         return self.control("GET", "/_fmcluster/health")
+
+    def private_network(self, region: str = "us-east-1", zone: str | None = None, *, nat: bool = True,
+                        pcs_endpoint: bool = False) -> dict[str, str]:
+        """A VPC as a user builds one for PCS ("AWS PCS VPC and subnet requirements"): DNS resolution and
+        hostnames on, a public subnet with an internet gateway and (``nat``) a NAT gateway, a private subnet
+        whose default route goes to the NAT gateway, an S3 gateway endpoint, and (``pcs_endpoint``) a PCS
+        interface endpoint. Returns ``{"vpc", "public_subnet", "private_subnet", "zone"}``."""
+        ec2 = self.client("ec2", region)
+        zone = zone or f"{region}a"
+        self._networks += 1
+        block = 64 + self._networks % 190
+        vpc = ec2.create_vpc(CidrBlock=f"10.{block}.0.0/16")["Vpc"]["VpcId"]
+        ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsSupport={"Value": True})
+        ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+        public, private = (ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
+                           for cidr in (f"10.{block}.0.0/20", f"10.{block}.128.0/17"))
+        gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+        ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+        public_routes = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+        ec2.create_route(RouteTableId=public_routes, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+        ec2.associate_route_table(RouteTableId=public_routes, SubnetId=public)
+        private_routes = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+        ec2.associate_route_table(RouteTableId=private_routes, SubnetId=private)
+        if nat:
+            allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+            nat_id = ec2.create_nat_gateway(SubnetId=public, AllocationId=allocation)["NatGateway"]["NatGatewayId"]
+            ec2.create_route(RouteTableId=private_routes, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat_id)
+        ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.{region}.s3", VpcEndpointType="Gateway",
+                                RouteTableIds=[private_routes])
+        if pcs_endpoint:
+            ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.{region}.pcs", VpcEndpointType="Interface",
+                                    SubnetIds=[private], PrivateDnsEnabled=True)
+        return {"vpc": vpc, "public_subnet": public, "private_subnet": private, "zone": zone}
 
     def reset_between_tests(self) -> None:
         self.faults({"reset": True})

@@ -220,6 +220,29 @@ def test_pcs_capacity_block_layout() -> None:
     assert target["CapacityReservationId"] == queue.capacity.reservation_id
     assert "Placement" not in data
     assert not rendered.by_kind("placement_group")
+    # "Your launch template must include ... A valid InstanceType that matches the instance type of the
+    # Capacity Block" (PCS user guide, "Configure an AWS PCS compute node group to use a Capacity Block")
+    assert data["InstanceType"] == queue.instance_type == "p6-b300.48xlarge"
+
+
+def test_pcs_root_device_comes_from_the_image() -> None:
+    """The root volume mapping names the AMI's RootDeviceName (DescribeImages); offline a stand-in, said so."""
+    from fmcluster.images import Image
+    from fmcluster.render.pcs import ROOT_DEVICE_TO_RESOLVE, render_pcs
+
+    spec = _load(_config("quickstart-pcs"))
+    offline = render_pcs(spec)
+    devices = {d.key: d.body["LaunchTemplateData"]["BlockDeviceMappings"][0]["DeviceName"]
+               for d in offline.by_kind("launch_template")}
+    assert set(devices.values()) == {ROOT_DEVICE_TO_RESOLVE}
+    assert any("RootDeviceName" in note for note in offline.notes)
+    assert "amiId" not in offline.one("compute_node_group", "gpu").body
+    image = Image("ami-0123456789abcdef0", "own", "x86_64", "/dev/sda1", sample=False)
+    rendered = render_pcs(spec, images={"x86_64": image})
+    for document in rendered.by_kind("launch_template"):
+        assert document.body["LaunchTemplateData"]["BlockDeviceMappings"][0]["DeviceName"] == "/dev/sda1"
+    assert rendered.one("compute_node_group", "gpu").body["amiId"] == image.ami_id
+    assert not any("RootDeviceName" in note for note in rendered.notes)
 
 
 def test_pcs_placement_group_for_on_demand_efa_queue() -> None:
@@ -255,7 +278,7 @@ def test_pcs_size_and_login_group() -> None:
     rendered = render(_load(_config("quickstart-pcs")))
     cluster = rendered.one("cluster").body
     assert cluster["size"] == "SMALL"
-    assert cluster["scheduler"] == {"type": "SLURM", "version": "25.11"}
+    assert cluster["scheduler"] == {"type": "SLURM", "version": "26.05"}
     login = rendered.one("compute_node_group", "login").body
     assert login["scalingConfiguration"] == {"minInstanceCount": 1, "maxInstanceCount": 1}
     assert {q.key for q in rendered.by_kind("queue")} == {"gpu", "burst"}  # the login group has no queue

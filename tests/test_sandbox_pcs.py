@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
-from fmcluster.sandbox import pcs_model
+from fmcluster.sandbox import model_check
 from fmcluster.sandbox.faults import Faults
 from fmcluster.sandbox.pcs import CLUSTER_TAG, NODE_GROUP_TAG, PcsEmulator
 
@@ -85,7 +85,8 @@ class Env:
         subnets = self.ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])[
             "Subnets"
         ]
-        self.subnets = sorted(s["SubnetId"] for s in subnets)
+        # by zone: a and b sell every instance type these tests launch
+        self.subnets = [s["SubnetId"] for s in sorted(subnets, key=lambda s: s["AvailabilityZone"])]
         self.vpc = subnets[0]["VpcId"]
         self.sg = self.ec2.create_security_group(GroupName="pcs", Description="pcs", VpcId=self.vpc)[
             "GroupId"
@@ -252,7 +253,7 @@ def test_outputs_match_the_model(env):
     ]:
         status, headers, body = env.emulator.handle(op, json.dumps(params).encode(), REGION, ACCOUNT)
         assert status == 200 and headers["Content-Type"] == "application/x-amz-json-1.0"
-        assert pcs_model.check_output(op, json.loads(body)) == []
+        assert model_check.check("pcs", op, json.loads(body), output=True) == []
     endpoints = env.pcs.get_cluster(clusterIdentifier="demo")["cluster"]["endpoints"]
     assert {e["type"] for e in endpoints} == {"SLURMCTLD", "SLURMDBD"}
     env.pcs.update_cluster(clusterIdentifier="demo", slurmConfiguration={"slurmRest": {}})
@@ -511,9 +512,13 @@ def test_size_limit_on_create(env):
 
 
 def test_client_token_idempotency(env):
+    """A replayed clientToken returns the result of the original request (PCS API reference, clientToken:
+    "the subsequent retries with the same client token return the result from the original successful
+    request and they have no additional effect")."""
     first = env.cluster(clientToken="token-0001")
     again = env.cluster(clientToken="token-0001")
-    assert again["id"] == first["id"] and again["status"] == "ACTIVE"
+    assert again == first and again["status"] == "CREATING"
+    assert env.pcs.get_cluster(clusterIdentifier="demo")["cluster"]["status"] == "ACTIVE"
     assert len(env.pcs.list_clusters()["clusters"]) == 1
     with pytest.raises(ClientError) as excinfo:
         env.cluster(size="LARGE", clientToken="token-0001")

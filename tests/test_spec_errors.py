@@ -160,6 +160,11 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("pcs-slurm-24.11", PCS + "slurm: {version: '24.11'}\n", 7, 18, "slurm.version",
      "Slurm 24.11 reached its end of life on AWS PCS"),
     ("pcs-slurm-unknown", PCS + "slurm: {version: '23.02'}\n", 7, 18, "slurm.version", "must be '24.11', '25.05'"),
+    ("pcs-slurm-25.05", PCS + "slurm: {version: '25.05'}\n", 7, 18, "slurm.version",
+     "reached its end of life on AWS PCS on 2026-11-30; PCS refuses new clusters on it. Use 26.05"),
+    # AWS's PCS sample AMIs come only in Amazon Linux 2023 (PCS user guide, "Using sample AMIs").
+    ("pcs-os-without-ami", PCS + "os: ubuntu2204\n", 7, 5, "os",
+     "AWS's PCS sample AMIs come only in Amazon Linux 2023 (alinux2023), not ubuntu2204"),
     ("pc-slurm-version", PC + "slurm:\n  version: '25.11'\n", 8, 12, "slurm.version",
      "ParallelCluster ships its own Slurm"),
     ("pc-accounting-no-database", PC + "slurm: {accounting: true}\n", 7, 21, "slurm.accounting",

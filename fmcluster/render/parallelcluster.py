@@ -113,7 +113,7 @@ def render_parallelcluster(
         fmcluster_version=__version__,
         spec_file=spec_file,
         region=spec.region,
-        os=spec.os,
+        os=decisions.operating_system(spec),
         custom_ami=spec.image.ami if spec.image else None,
         head_node={
             "instance_type": spec.head_node.instance_type,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from fmcluster import catalog
 from fmcluster.render.common import compute_root_volume_gib, resource_tags
@@ -12,6 +13,9 @@ from fmcluster.render.templates import render_text, render_yaml
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 
+if TYPE_CHECKING:
+    from fmcluster.images import Image
+
 PURCHASE_OPTIONS = {
     "on-demand": "ONDEMAND",
     "spot": "SPOT",
@@ -19,6 +23,9 @@ PURCHASE_OPTIONS = {
     "capacity-block": "CAPACITY_BLOCK",
 }
 LOGIN_GROUP = "login"
+# Stand-in for the root device name, which comes from the AMI (DescribeImages RootDeviceName) at create
+# time: /dev/xvda is the root device of Amazon Linux AMIs, such as AWS's PCS sample AMIs.
+ROOT_DEVICE_TO_RESOLVE = "/dev/xvda"
 NODE_MANAGED_POLICIES = ["arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"]
 ASSUME_ROLE_POLICY = {
     "Version": "2012-10-17",
@@ -40,15 +47,19 @@ def render_pcs(
     spec_file: str = "spec.yaml",
     subnet_id: str | None = None,
     vpc_id: str | None = None,
-    ami_ids: dict[str, str] | None = None,
+    images: dict[str, Image] | None = None,
 ) -> RenderedDocuments:
-    """``ami_ids`` maps an architecture to the AMI found for it (PCS sample AMIs) when the spec names none."""
+    """``images`` maps an architecture to the image its nodes boot (:func:`fmcluster.images.find_images`);
+    without it (offline) no AMI is named unless the spec gives one, and the root device name is a stand-in."""
     rendered = RenderedDocuments(backend="pcs")
     tags = resource_tags(spec)
     subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
     if subnet == SUBNET_TO_RESOLVE:
         rendered.notes.append("no subnet in the spec: the default VPC's subnet in an AZ that offers the "
                               f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
+    if images is None:
+        rendered.notes.append("the launch templates' root device name comes from the AMI at create time "
+                              f"(DescribeImages RootDeviceName); {ROOT_DEVICE_TO_RESOLVE} stands in for it")
 
     def add(filename: str, kind: str, key: str, service: str, operations: dict[str, str], template: str,
             **context: object) -> None:
@@ -120,12 +131,13 @@ def render_pcs(
             {"": "CreateLaunchTemplate"}, "pcs/launch_template.yaml.j2",
             name=f"{spec.name}-{group['name']}", node_group=group["name"], instance_type=group["instance_type"],
             key_name=ssh.key_name, root_volume_gib=compute_root_volume_gib(spec),
+            root_device_name=_root_device(group["instance_type"], images),
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
             user_data=user_data)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
-            cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], ami_ids),
+            cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], images),
             subnet_id=subnet,
             purchase_option=group["purchase_option"], launch_template=group["name"],
             min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"])
@@ -144,10 +156,16 @@ def architecture(instance_type: str) -> str:
     return "arm64" if re.match(r"^[a-z]+\d+g", family) else "x86_64"
 
 
-def _ami_for(spec: Spec, instance_type: str, ami_ids: dict[str, str] | None) -> str | None:
+def _ami_for(spec: Spec, instance_type: str, images: dict[str, Image] | None) -> str | None:
     if spec.image is not None:
         return spec.image.ami
-    return (ami_ids or {}).get(architecture(instance_type))
+    image = (images or {}).get(architecture(instance_type))
+    return image.ami_id if image else None
+
+
+def _root_device(instance_type: str, images: dict[str, Image] | None) -> str:
+    image = (images or {}).get(architecture(instance_type))
+    return image.root_device_name if image else ROOT_DEVICE_TO_RESOLVE
 
 
 def _login_group(spec: Spec) -> dict[str, object]:

@@ -2,8 +2,12 @@
 
 Speaks the EC2 query protocol for CreateCapacityReservation, DescribeCapacityReservations and
 CancelCapacityReservation. A Capacity Block cannot be bought in a sandbox, so tests and demos seed one
-through the control route ``POST /_fmcluster/capacity-reservations`` (see :meth:`seed`), with the
-instance type, AZ, count, type (``default`` or ``capacity-block``), state and start/end dates they need.
+through the control route ``POST /_fmcluster/capacity-reservations`` (see :meth:`CapacityReservations.seed`).
+
+Instances launched into a reservation count against it (``availableInstanceCount`` goes down, and back up
+when they terminate), as the EC2 user guide describes for targeted ODCRs and Capacity Blocks. A Capacity
+Block's state follows its dates unless the seed says otherwise: ``scheduled`` before its start, ``active``
+until its end, ``expired`` after ("Capacity Blocks for ML", EC2 user guide).
 """
 
 from __future__ import annotations
@@ -16,21 +20,21 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
+from fmcluster.sandbox import model_check
 from fmcluster.sandbox.ec2_query import error, ok, tag_set
 
 ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations", "CancelCapacityReservation")
 
 
 @dataclass
-class _Reservation:
+class Reservation:
     reservation_id: str
     account: str
     region: str
     instance_type: str
     availability_zone: str
     total: int
-    available: int
-    state: str = "active"
+    explicit_state: str | None = None
     reservation_type: str = "default"
     start: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     end: dt.datetime | None = None
@@ -38,6 +42,27 @@ class _Reservation:
     tenancy: str = "default"
     match_criteria: str = "open"
     tags: dict[str, str] = field(default_factory=dict)
+    instances: set[str] = field(default_factory=set)
+    held: int = 0  # in use by instances the sandbox does not hold (a seeded busy reservation)
+
+    @property
+    def available(self) -> int:
+        return max(self.total - self.held - len(self.instances), 0)
+
+    @property
+    def is_capacity_block(self) -> bool:
+        return self.reservation_type == "capacity-block"
+
+    @property
+    def state(self) -> str:
+        if self.explicit_state:
+            return self.explicit_state
+        now = dt.datetime.now(dt.timezone.utc)
+        if self.end is not None and now >= self.end:
+            return "expired"
+        if self.is_capacity_block and now < self.start:
+            return "scheduled"
+        return "active"
 
     def to_xml(self) -> str:
         end = (f"<endDate>{_iso(self.end)}</endDate><endDateType>limited</endDateType>" if self.end
@@ -61,82 +86,104 @@ class _Reservation:
 
 class CapacityReservations:
     def __init__(self) -> None:
-        self._reservations: dict[str, _Reservation] = {}
-        self._lock = threading.Lock()
+        self._reservations: dict[str, Reservation] = {}
+        self._lock = threading.RLock()
 
     def reset(self) -> None:
         with self._lock:
             self._reservations.clear()
 
+    def get(self, reservation_id: str, account: str, region: str) -> Reservation | None:
+        with self._lock:
+            found = self._reservations.get(reservation_id)
+            return found if found and found.account == account and found.region == region else None
+
     def seed(self, payload: dict[str, Any], account: str) -> dict[str, Any]:
         """Add a reservation as AWS would hold it, e.g. ``{"instance_type": "p5en.48xlarge",
-        "availability_zone": "us-east-1a", "count": 8, "type": "capacity-block", "state": "active",
+        "availability_zone": "us-east-1a", "count": 8, "type": "capacity-block",
         "start": "2026-12-01T00:00:00Z", "end": "2026-12-15T00:00:00Z", "region": "us-east-1",
-        "reservation_id": "cr-0123456789abcdef0"}``. Returns the reservation id."""
+        "reservation_id": "cr-0123456789abcdef0"}``; ``"state"`` overrides the state the dates give and
+        ``"available"`` leaves fewer instances free than ``count``, as if others used them. Returns the
+        reservation id."""
         try:
             region = payload.get("region", "us-east-1")
-            count = int(payload["count"])
-            reservation = _Reservation(
+            reservation = Reservation(
                 reservation_id=payload.get("reservation_id") or _new_id(),
                 account=account, region=region, instance_type=str(payload["instance_type"]),
-                availability_zone=str(payload.get("availability_zone", f"{region}a")), total=count,
-                available=int(payload.get("available", count)), state=str(payload.get("state", "active")),
-                reservation_type=str(payload.get("type", "default")),
-                start=_parse(payload.get("start")) or dt.datetime.now(dt.timezone.utc),
-                end=_parse(payload.get("end")),
+                availability_zone=str(payload.get("availability_zone", f"{region}a")), total=int(payload["count"]),
+                explicit_state=payload.get("state"), reservation_type=str(payload.get("type", "default")),
+                start=_parse(payload.get("start")) or dt.datetime.now(dt.timezone.utc), end=_parse(payload.get("end")),
             )
+            reservation.held = reservation.total - int(payload.get("available", reservation.total))
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"a reservation needs instance_type and count (and valid dates): {exc}") from None
-        if not re.fullmatch(r"cr-[0-9a-f]{8,17}", reservation.reservation_id):
+        if not re.fullmatch(r"cr-[0-9a-f]{17}", reservation.reservation_id):
             raise ValueError(f"reservation_id {reservation.reservation_id!r} is not like cr-0123456789abcdef0")
+        if reservation.reservation_type not in ("default", "capacity-block"):
+            raise ValueError("type must be 'default' (an ODCR) or 'capacity-block'")
         with self._lock:
             self._reservations[reservation.reservation_id] = reservation
         return {"reservation_id": reservation.reservation_id}
 
+    # -- instances counted against a reservation --------------------------------------------------------
+    def claim(self, reservation: Reservation, instance_ids: list[str]) -> None:
+        with self._lock:
+            reservation.instances.update(instance_ids)
+
+    def release(self, instance_ids: list[str]) -> None:
+        with self._lock:
+            for reservation in self._reservations.values():
+                reservation.instances.difference_update(instance_ids)
+
+    # -- the EC2 API ------------------------------------------------------------------------------------
     def handle(self, action: str, params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
+        request, unknown = model_check.from_query("ec2", action, params)
+        problems = unknown + model_check.check("ec2", action, request)
+        if problems:
+            name, message = problems[0]
+            return error("InvalidParameterValue" if name in request else "UnknownParameter", f"{name}: {message}")
         with self._lock:
             if action == "CreateCapacityReservation":
-                return self._create(params, region, account)
+                return self._create(request, region, account)
             if action == "DescribeCapacityReservations":
-                return self._describe(params, region, account)
-            return self._cancel(params)
+                return self._describe(request, region, account)
+            return self._cancel(request, region, account)
 
-    def _create(self, params: dict[str, str], region: str, account: str):
-        for required in ("InstanceType", "InstancePlatform", "InstanceCount"):
-            if required not in params:
-                return error("MissingParameter", f"The request must contain the parameter {required}")
-        zone = params.get("AvailabilityZone") or f"{region}a"
-        count = int(params["InstanceCount"])
-        tags = {}
-        for key, value in params.items():
-            if re.fullmatch(r"TagSpecifications\.\d+\.Tag\.\d+\.Key", key):
-                tags[value] = params.get(f"{key[:-4]}.Value", "")
-        reservation = _Reservation(_new_id(), account, region, params["InstanceType"], zone, count, count,
-                                   platform=params["InstancePlatform"], tags=tags,
-                                   end=_parse(params.get("EndDate")),
-                                   match_criteria=params.get("InstanceMatchCriteria", "open"))
+    def _create(self, request: dict[str, Any], region: str, account: str):
+        tags = {t["Key"]: t.get("Value", "") for spec in request.get("TagSpecifications") or []
+                for t in spec.get("Tags") or []}
+        end = request.get("EndDate")
+        reservation = Reservation(_new_id(), account, region, request["InstanceType"],
+                                  request.get("AvailabilityZone") or f"{region}a", request["InstanceCount"],
+                                  platform=request["InstancePlatform"], tags=tags,
+                                  end=_parse(end) if end else None,
+                                  match_criteria=request.get("InstanceMatchCriteria", "open"))
         self._reservations[reservation.reservation_id] = reservation
         return ok("CreateCapacityReservationResponse", f"<capacityReservation>{reservation.to_xml()}"
                                                         "</capacityReservation>")
 
-    def _describe(self, params: dict[str, str], region: str, account: str):
-        ids = [v for k, v in params.items() if re.fullmatch(r"CapacityReservationId\.\d+", k)]
+    def _describe(self, request: dict[str, Any], region: str, account: str):
+        ids = request.get("CapacityReservationIds") or []
         mine = {rid: r for rid, r in self._reservations.items() if r.region == region and r.account == account}
         for rid in ids:
             if rid not in mine:
                 return error("InvalidCapacityReservationId.NotFound",
-                              f"The capacity reservation ID '{rid}' does not exist")
+                             f"The capacity reservation ID '{rid}' does not exist")
         selected = [mine[rid] for rid in ids] if ids else list(mine.values())
         items = "".join(f"<item>{r.to_xml()}</item>" for r in selected)
         return ok("DescribeCapacityReservationsResponse", f"<capacityReservationSet>{items}</capacityReservationSet>")
 
-    def _cancel(self, params: dict[str, str]):
-        rid = params.get("CapacityReservationId", "")
-        reservation = self._reservations.get(rid)
+    def _cancel(self, request: dict[str, Any], region: str, account: str):
+        reservation = self.get(request.get("CapacityReservationId", ""), account, region)
         if reservation is None:
-            return error("InvalidCapacityReservationId.NotFound", f"The capacity reservation ID '{rid}' does not exist")
-        reservation.state = "cancelled"
+            return error("InvalidCapacityReservationId.NotFound",
+                         f"The capacity reservation ID '{request.get('CapacityReservationId')}' does not exist")
+        reservation.explicit_state = "cancelled"
         return ok("CancelCapacityReservationResponse", "<return>true</return>")
+
+
+#: The sandbox's one store: the HTTP actions above and RunInstances (``ec2_launch``) share it.
+REGISTRY = CapacityReservations()
 
 
 def _new_id() -> str:

@@ -1,5 +1,8 @@
 """What moto 5.2.5's FSx lacks and fmcluster relies on, as AWS documents it:
 
+* file system ids of AWS's form, ``fs-`` and 17 hex digits (moto makes 8; ParallelCluster's schema
+  requires 17), and ``FileSystemNotFound`` from DescribeFileSystems for an id that does not exist (moto
+  answers an empty list; FSx API reference, DescribeFileSystems errors);
 * file systems report ``Lifecycle`` (moto omits it), a Lustre ``MountName`` (clients mount
   ``dns@tcp:/mountname``) and an OpenZFS ``RootVolumeId`` (ParallelCluster mounts volumes, not file
   systems);
@@ -24,12 +27,32 @@ from typing import Any
 def install() -> None:
     """Patch moto's FSx models once per process."""
     from moto.fsx import models
+    from moto.fsx.exceptions import FileSystemNotFound
 
     if getattr(models.FileSystem.to_dict, "_fmcluster", False):
         return
     original_to_dict = models.FileSystem.to_dict
+    original_init = models.FileSystem.__init__
     original_create = models.FSxBackend.create_file_system
     original_delete = models.FSxBackend.delete_file_system
+    original_describe = models.FSxBackend.describe_file_systems
+
+    def __init__(self: Any, account_id: str, region_name: str, *args: Any, **kwargs: Any) -> None:
+        original_init(self, account_id, region_name, *args, **kwargs)
+        old_arn = self.resource_arn
+        self.file_system_id = f"fs-{uuid.uuid4().hex[:17]}"
+        self.dns_name = f"{self.file_system_id}.fsx.{region_name}.amazonaws.com"
+        self.resource_arn = f"arn:aws:fsx:{region_name}:{account_id}:file-system/{self.file_system_id}"
+        tags = self.backend.tagger.list_tags_for_resource(old_arn).get("Tags", [])
+        self.backend.tagger.delete_all_tags_for_resource(old_arn)
+        if tags:
+            self.backend.tagger.tag_resource(self.resource_arn, tags)
+
+    def describe_file_systems(self: Any, file_system_ids: list[str], *args: Any, **kwargs: Any) -> Any:
+        for file_system_id in file_system_ids or []:
+            if file_system_id not in self.file_systems:
+                raise FileSystemNotFound(file_system_id)
+        return original_describe(self, file_system_ids, *args, **kwargs)
 
     def to_dict(self: Any) -> dict[str, Any]:
         result = original_to_dict(self)
@@ -72,6 +95,8 @@ def install() -> None:
 
     to_dict._fmcluster = True  # type: ignore[attr-defined]
     models.FileSystem.to_dict = to_dict
+    models.FileSystem.__init__ = __init__
+    models.FSxBackend.describe_file_systems = describe_file_systems
     models.FSxBackend.create_file_system = create_file_system
     models.FSxBackend.delete_file_system = delete_file_system
 
@@ -249,3 +274,7 @@ def _ok(payload: dict[str, Any]) -> tuple[int, dict, bytes]:
 def _error(code: str, message: str) -> tuple[int, dict, bytes]:
     body = json.dumps({"__type": code, "Message": message}).encode()
     return 400, {"Content-Type": "application/x-amz-json-1.1", "x-amzn-ErrorType": code}, body
+
+
+#: The sandbox's one store: the FSx API above and CloudFormation (``cfn_fsx``) share it.
+REGISTRY = DataRepositoryAssociations()

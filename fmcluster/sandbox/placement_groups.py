@@ -1,7 +1,10 @@
 """EC2 placement groups, which moto 5.2.5 does not implement (its EC2 responses raise NotImplementedError).
 
 Speaks the EC2 query protocol for CreatePlacementGroup, DescribePlacementGroups and DeletePlacementGroup,
-with AWS's error codes, so fmcluster's real boto3 calls run unchanged against the sandbox.
+with AWS's error codes, so fmcluster's real boto3 calls run unchanged against the sandbox. RunInstances
+(``ec2_launch``) places instances in these groups: a cluster placement group lives in the one Availability
+Zone of its first instance, and a group with running instances cannot be deleted ("Placement groups",
+EC2 user guide).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
+from fmcluster.sandbox import model_check
 from fmcluster.sandbox.ec2_query import error, ok, tag_set
 
 ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
@@ -24,6 +28,8 @@ class _Group:
     strategy: str
     arn: str
     tags: dict[str, str] = field(default_factory=dict)
+    zone: str | None = None
+    instances: set[str] = field(default_factory=set)
 
 
 class PlacementGroups:
@@ -35,7 +41,29 @@ class PlacementGroups:
         with self._lock:
             self._groups.clear()
 
+    def get(self, name: str, account: str, region: str) -> _Group | None:
+        with self._lock:
+            return self._groups.get((account, region), {}).get(name)
+
+    def place(self, group: _Group, zone: str, instance_ids: list[str]) -> None:
+        with self._lock:
+            group.zone = group.zone or zone
+            group.instances.update(instance_ids)
+
+    def release(self, instance_ids: list[str]) -> None:
+        with self._lock:
+            for groups in self._groups.values():
+                for group in groups.values():
+                    group.instances.difference_update(instance_ids)
+                    if not group.instances:
+                        group.zone = None
+
     def handle(self, action: str, params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
+        request, unknown = model_check.from_query("ec2", action, params)
+        problems = unknown + model_check.check("ec2", action, request)
+        if problems:
+            name, message = problems[0]
+            return error("InvalidParameterValue" if name in request else "UnknownParameter", f"{name}: {message}")
         with self._lock:
             groups = self._groups.setdefault((account, region), {})
             if action == "CreatePlacementGroup":
@@ -49,8 +77,6 @@ class PlacementGroups:
         if name in groups:
             return error("InvalidPlacementGroup.Duplicate", f"The Placement Group '{name}' already exists.")
         strategy = params.get("Strategy", "cluster")
-        if strategy not in ("cluster", "spread", "partition"):
-            return error("InvalidParameterValue", f"Invalid placement group strategy '{strategy}'.")
         group_id = "pg-" + uuid.uuid4().hex[:17]
         tags = {}
         for key, value in params.items():
@@ -81,6 +107,9 @@ class PlacementGroups:
         name = params.get("GroupName", "")
         if name not in groups:
             return error("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
+        if groups[name].instances:
+            return error("InvalidPlacementGroup.InUse", f"The placement group '{name}' is in use and may not be "
+                                                         "deleted.")
         del groups[name]
         return ok("DeletePlacementGroupResponse", "<return>true</return>")
 
@@ -97,3 +126,7 @@ def _item_body(group: _Group) -> str:
     return (f"<groupName>{escape(group.name)}</groupName><state>available</state>"
             f"<strategy>{group.strategy}</strategy><groupId>{group.group_id}</groupId>"
             f"<groupArn>{group.arn}</groupArn>{tag_set(group.tags)}")
+
+
+#: The sandbox's one store: the HTTP actions above and RunInstances (``ec2_launch``) share it.
+REGISTRY = PlacementGroups()

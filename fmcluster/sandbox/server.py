@@ -5,13 +5,19 @@ Run it with ``python -m fmcluster.sandbox.server --port P --home DIR [--faults F
 
 * **moto's server** (EC2, IAM, S3, FSx, CloudFormation, Service Quotas, STS and everything else moto
   has), routed the way moto routes: by the SigV4 credential scope;
-* fmcluster's **PCS emulator** (:class:`fmcluster.sandbox.pcs.PcsEmulator`) for every request with
+* the **PCS emulator** (:mod:`fmcluster.sandbox.pcs`) for every request with
   ``X-Amz-Target: AWSParallelComputingService.<Operation>``;
-* **fault injection** (:class:`fmcluster.sandbox.faults.Faults`) in front of both: a per-call delay,
+* the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
+  DescribeCapacityBlockOfferings, FSx data repository associations and volumes), and EC2's launch rules in
+  front of moto's RunInstances (:mod:`fmcluster.sandbox.ec2_launch`);
+* Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster.sandbox.service_quotas`);
+* **fault injection** (:class:`fmcluster.sandbox.faults.Faults`) in front of all of it: a per-call delay,
   throttling errors in each protocol's own form, and ``InsufficientInstanceCapacity`` on EC2
-  ``RunInstances`` for chosen instance types;
-* EC2 **service quotas** that moto lacks (Running On-Demand P / G+VT / Standard / Trn instances, All P
-  Spot Instance Requests), seeded with generous values per account and region.
+  ``RunInstances`` for chosen instance types.
+
+Every request the sandbox answers itself is checked against botocore's model of its service
+(:mod:`fmcluster.sandbox.model_check`); ``docs/sandbox-fidelity.md`` lists each AWS rule the sandbox enforces,
+the AWS page it follows and the test that proves it, and the rules it does not emulate.
 
 Clients trust the self-signed certificate with ``AWS_CA_BUNDLE=<home>/sandbox/cert.pem``; requests are
 signed with any credentials (``testing``/``testing``) and land in moto's account ``123456789012``.
@@ -19,8 +25,8 @@ signed with any credentials (``testing``/``testing``) and land in moto's account
 Control routes (JSON in, JSON out; not AWS APIs):
 
 ``GET /_fmcluster/health``
-    ``{"ok": true, "pid": ..., "port": ..., "endpoint_url": ..., "services": [...], "pcs": bool,
-    "pcluster_support": bool, "faults_available": bool}``
+    ``{"ok": true, "pid": ..., "port": ..., "endpoint_url": ..., "services": [...], "pcs": true,
+    "pcluster_support": true, "faults_available": true}``
 ``GET /_fmcluster/faults``
     the current :class:`Faults` as JSON.
 ``POST /_fmcluster/faults``
@@ -28,21 +34,22 @@ Control routes (JSON in, JSON out; not AWS APIs):
     ``{"insufficient_capacity": ["p5.48xlarge"]}``, ``{"latency": {"pcs": 0.5}}``, or ``{"reset": true}``;
     answers with the new faults.
 ``GET /_fmcluster/quotas?region=us-east-1``
-    the EC2 service quotas the sandbox answers with for that region.
+    the service quotas the sandbox answers with for that region (``ec2`` vCPU quotas, ``pcs`` Clusters).
 ``POST /_fmcluster/quotas``
-    ``{"region": "us-east-1", "L-417A185B": 0}`` sets quota values (``"service_code"`` defaults to
-    ``ec2``, ``"account"`` to 123456789012); ``{"reset": true}`` restores the seeded values.
+    set quota values as an account holder would have them raised: ``{"region": "us-east-1",
+    "L-417A185B": 0}`` (``"service_code"`` defaults to ``ec2``, ``"account"`` to 123456789012), e.g.
+    ``{"service_code": "pcs", "L-0ADE95E3": 10}`` for 10 PCS clusters per Region; ``{"reset": true}``
+    restores the defaults (EC2 generous, PCS Clusters 5 as on AWS).
 ``POST /_fmcluster/capacity-reservations``
-    seed an ODCR or a Capacity Block as AWS would hold it (moto has no capacity reservations; the sandbox
-    serves Create/Describe/CancelCapacityReservation itself), e.g. ``{"instance_type": "p5en.48xlarge",
-    "availability_zone": "us-east-1a", "count": 8, "type": "capacity-block", "state": "active",
-    "start": "2026-12-01T00:00:00Z", "end": "2026-12-15T00:00:00Z", "reservation_id": "cr-0123456789abcdef0"}``;
-    answers ``{"reservation_id": ...}``.
+    seed an ODCR or a Capacity Block as AWS would hold it (Capacity Blocks cannot be bought here), e.g.
+    ``{"instance_type": "p5en.48xlarge", "availability_zone": "us-east-1a", "count": 8,
+    "type": "capacity-block", "start": "2026-12-01T00:00:00Z", "end": "2026-12-15T00:00:00Z",
+    "reservation_id": "cr-0123456789abcdef0"}``; the state follows the dates (scheduled, active, expired)
+    unless ``"state"`` is given; answers ``{"reservation_id": ...}``.
 ``POST /_fmcluster/reset``
     forget every resource: moto's state (default VPCs come back on next use), the PCS emulator's
-    clusters, and quota changes. Faults are kept (reset them with ``POST /_fmcluster/faults
-    {"reset": true}``). moto's own ``POST /moto-api/reset`` does the same (the sandbox resets PCS and
-    quotas along with it).
+    clusters, reservations, placement groups and quota changes. Faults are kept (reset them with
+    ``POST /_fmcluster/faults {"reset": true}``). moto's own ``POST /moto-api/reset`` does the same.
 
 The process writes ``<home>/sandbox/sandbox.json`` (pid, port, endpoint_url, ca_bundle, started_at)
 once it listens, and removes it when it stops, so ``fmcluster sandbox status|env`` find a foreground
@@ -53,231 +60,76 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import importlib
-import importlib.util
-import io
 import json
 import os
 import signal
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster.sandbox.service_quotas import get_quotas, install_service_quotas, set_quotas
+from fmcluster.sandbox import ec2_faults, protocols
+from fmcluster.sandbox.faults import Faults
 
 HOST = "127.0.0.1"
 STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
-ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts"]
+FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
+ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs"]
 #: moto backends created eagerly in the background after start-up, so the first real call is fast.
 _PREWARM = ["ec2", "s3", "iam", "sts", "cloudformation", "fsx", "servicequotas"]
 _PREWARM_REGIONS = ["us-east-1", "us-west-2"]
-
-# --------------------------------------------------------------------------------------------------
-# Request inspection
-# --------------------------------------------------------------------------------------------------
-
-
-def credential_scope(environ: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
-    """``(access_key, region, service)`` from the SigV4 Authorization header or presigned query."""
-    auth = environ.get("HTTP_AUTHORIZATION", "")
-    cred = None
-    if "Credential=" in auth:
-        cred = auth.split("Credential=", 1)[1].split(",", 1)[0].strip()
-    else:
-        qs = parse_qs(environ.get("QUERY_STRING", ""))
-        if "X-Amz-Credential" in qs:
-            cred = qs["X-Amz-Credential"][0]
-    if not cred:
-        return None, None, None
-    parts = cred.split("/")
-    if len(parts) != 5:
-        return None, None, None
-    return parts[0], parts[2], parts[3].lower()
-
-
-def _read_body(environ: dict[str, Any]) -> bytes:
-    """Read the request body and put it back so that moto can read it again."""
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    body = environ["wsgi.input"].read(length) if length > 0 else b""
-    environ["wsgi.input"] = io.BytesIO(body)
-    environ["CONTENT_LENGTH"] = str(len(body))
-    return body
-
-
-def _query_params(environ: dict[str, Any]) -> dict[str, str]:
-    """Query-protocol parameters (URL query plus a form-encoded body)."""
-    params = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
-    ctype = environ.get("CONTENT_TYPE", "")
-    if environ.get("REQUEST_METHOD") == "POST" and ctype.startswith("application/x-www-form-urlencoded"):
-        body = _read_body(environ).decode("utf-8", "replace")
-        params.update({k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()})
-    return params
-
-
-def _s3_operation(environ: dict[str, Any]) -> str:
-    method = environ.get("REQUEST_METHOD", "GET")
-    path = environ.get("PATH_INFO", "/").strip("/")
-    host = environ.get("HTTP_HOST", "")
-    virtual = host.count(".") >= 1 and not host.split(":")[0].replace(".", "").isdigit()
-    has_key = ("/" in path) if not virtual else bool(path)
-    if not path and not virtual:
-        return "ListBuckets"
-    if has_key:
-        return {"GET": "GetObject", "PUT": "PutObject", "DELETE": "DeleteObject", "HEAD": "HeadObject"}.get(
-            method, method
-        )
-    return {"GET": "ListObjects", "PUT": "CreateBucket", "DELETE": "DeleteBucket", "HEAD": "HeadBucket"}.get(
-        method, method
-    )
-
-
-def _request_id() -> str:
-    return str(uuid.uuid4())
-
-
-def _xml_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def throttle_response(service: str, protocol: str) -> tuple[int, dict[str, str], bytes]:
-    """The error AWS sends when it throttles, in the protocol the caller speaks.
-
-    ``protocol`` is one of ``json`` (awsJson 1.0/1.1), ``rest-json``, ``ec2``, ``query`` or ``s3``.
-    """
-    rid = _request_id()
-    if protocol == "json":
-        body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode()
-        return 400, {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": rid}, body
-    if protocol == "rest-json":
-        body = json.dumps({"message": "Rate exceeded"}).encode()
-        return 429, {
-            "Content-Type": "application/json",
-            "x-amzn-ErrorType": "ThrottlingException",
-            "x-amzn-RequestId": rid,
-        }, body
-    if protocol == "ec2":
-        return 503, {"Content-Type": "text/xml;charset=UTF-8"}, ec2_error_xml(
-            "RequestLimitExceeded", "Request limit exceeded.", rid
-        )
-    if protocol == "s3":
-        body = (
-            '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
-            "<Message>Please reduce your request rate.</Message>"
-            f"<RequestId>{rid}</RequestId><HostId>{rid}</HostId></Error>"
-        ).encode()
-        return 503, {"Content-Type": "application/xml", "x-amz-request-id": rid}, body
-    body = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n<ErrorResponse><Error><Type>Sender</Type>'
-        "<Code>Throttling</Code><Message>Rate exceeded</Message></Error>"
-        f"<RequestId>{rid}</RequestId></ErrorResponse>"
-    ).encode()
-    return 400, {"Content-Type": "text/xml", "x-amzn-RequestId": rid}, body
-
-
-def ec2_error_xml(code: str, message: str, rid: str | None = None) -> bytes:
-    rid = rid or _request_id()
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
-        f"<Code>{code}</Code><Message>{_xml_escape(message)}</Message></Error></Errors>"
-        f"<RequestID>{rid}</RequestID></Response>"
-    ).encode()
-
-
-# --------------------------------------------------------------------------------------------------
-# The WSGI application
-# --------------------------------------------------------------------------------------------------
-
-
-class _NoFaults:
-    """Used only while ``fmcluster.sandbox.faults`` is not available: injects nothing."""
-
-    def should_throttle(self, service: str) -> bool:
-        return False
-
-    def call_delay(self, service: str, operation: str) -> float:
-        return 0.0
-
-    def update(self, changes: dict) -> None:
-        raise ValueError("fault injection is not available in this build (fmcluster.sandbox.faults)")
-
-    def to_json(self) -> dict:
-        return {}
-
-    insufficient_capacity: set[str] = set()
-
-
-def load_faults(faults_file: str | os.PathLike[str] | None) -> Any:
-    if importlib.util.find_spec("fmcluster.sandbox.faults") is None:
-        if faults_file:
-            raise SystemExit(f"--faults {faults_file}: fault injection is not available in this build")
-        return _NoFaults()
-    from fmcluster.sandbox.faults import Faults
-
-    if faults_file:
-        return Faults.from_file(faults_file)
-    return Faults()
-
-
-def _make_pcs(faults: Any) -> Any:
-    if importlib.util.find_spec("fmcluster.sandbox.pcs") is None:
-        return None
-    from fmcluster.sandbox.pcs import PcsEmulator
-
-    return PcsEmulator(faults)
-
-
-def _install_pcluster_support(faults: Any = None) -> bool:
-    if importlib.util.find_spec("fmcluster.sandbox.pcluster_support") is None:
-        return False
-    mod = importlib.import_module("fmcluster.sandbox.pcluster_support")
-    mod.install(faults)
-    return True
-
-
 # EC2 actions moto 5.2.5 does not implement, served by the sandbox's own modules.
 PLACEMENT_GROUP_ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
 CAPACITY_RESERVATION_ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations",
                                 "CancelCapacityReservation")
-FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
 FSX_DRA_OPERATIONS = ("CreateDataRepositoryAssociation", "DescribeDataRepositoryAssociations",
                       "DeleteDataRepositoryAssociation")
 
 
-class SandboxApp:
-    """WSGI app: control routes, fault injection, PCS by header, and moto for everything else."""
+def load_faults(faults_file: str | os.PathLike[str] | None) -> Faults:
+    return Faults.from_file(faults_file) if faults_file else Faults()
 
-    def __init__(self, faults: Any = None, *, pcluster_support: bool | None = None):
+
+class SandboxApp:
+    """WSGI app: control routes, fault injection, PCS by header, the sandbox's EC2/FSx actions, and moto."""
+
+    def __init__(self, faults: Faults | None = None):
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-        from fmcluster.sandbox.capacity_reservations import CapacityReservations
-        from fmcluster.sandbox.placement_groups import PlacementGroups
+        from fmcluster.sandbox import (
+            capacity_reservations,
+            ec2_accounts,
+            ec2_launch,
+            fsx_extras,
+            iam_extras,
+            instance_catalog,
+            pcluster_support,
+            pcs_amis,
+            placement_groups,
+        )
+        from fmcluster.sandbox.pcs import PcsEmulator
+        from fmcluster.sandbox.service_quotas import install_service_quotas
 
         # A real account has AWS's managed policies (AmazonSSMManagedInstanceCore, …) to attach.
         os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
-        self.faults = faults if faults is not None else load_faults(None)
+        self.faults = faults if faults is not None else Faults()
         self.moto = DomainDispatcherApplication(create_backend_app)
-        self.placement_groups = PlacementGroups()
-        self.capacity_reservations = CapacityReservations()
-        from fmcluster.sandbox import fsx_extras
-
+        self.placement_groups = placement_groups.REGISTRY
+        self.capacity_reservations = capacity_reservations.REGISTRY
         fsx_extras.install()
-        self.data_repositories = fsx_extras.DataRepositoryAssociations()
-        from fmcluster.sandbox import pcs_amis
-
+        self.data_repositories = fsx_extras.REGISTRY
+        ec2_accounts.install()
+        instance_catalog.install()
+        ec2_launch.install()
+        iam_extras.install()
         pcs_amis.install()
-        self.pcs = _make_pcs(self.faults)
         install_service_quotas()
-        self.pcluster_support = (
-            _install_pcluster_support(self.faults) if pcluster_support is None else pcluster_support
-        )
+        pcluster_support.install(self.faults)
+        self._new_pcs = lambda: PcsEmulator(self.faults)
+        self.pcs = self._new_pcs()
         self.port: int | None = None
         self.endpoint_url: str | None = None
         self._pcs_lock = threading.Lock()
@@ -297,9 +149,7 @@ class SandboxApp:
         return [body]
 
     def _json(self, start_response, status: int, obj: Any):
-        return self._respond(
-            start_response, status, {"Content-Type": "application/json"}, json.dumps(obj).encode()
-        )
+        return self._respond(start_response, status, {"Content-Type": "application/json"}, json.dumps(obj).encode())
 
     def prewarm(self) -> None:
         """Create moto's most used backends (and the default VPCs) ahead of the first request."""
@@ -316,22 +166,27 @@ class SandboxApp:
         except Exception as exc:  # never fatal: the first real request will do the same work
             print(f"fmcluster sandbox: prewarm failed: {exc!r}", file=sys.stderr)
 
-    def reset_state(self) -> None:
-        from moto.moto_api._internal.models import moto_api_backend
-
-        moto_api_backend.reset()
+    def _forget_own_state(self) -> None:
         with self._pcs_lock:
-            self.pcs = _make_pcs(self.faults)
+            self.pcs = self._new_pcs()
         self.placement_groups.reset()
         self.capacity_reservations.reset()
         self.data_repositories.reset()
 
+    def reset_state(self) -> None:
+        from moto.moto_api._internal.models import moto_api_backend
+
+        moto_api_backend.reset()
+        self._forget_own_state()
+
     # -- control routes ------------------------------------------------------------------------
     def _control(self, environ, start_response):
+        from fmcluster.sandbox.service_quotas import get_quotas, set_quotas
+
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
         try:
-            payload = json.loads(_read_body(environ) or b"{}") if method == "POST" else {}
+            payload = json.loads(protocols.read_body(environ) or b"{}") if method == "POST" else {}
         except json.JSONDecodeError as exc:
             return self._json(start_response, 400, {"error": f"body is not JSON: {exc}"})
         if not isinstance(payload, dict):
@@ -347,8 +202,8 @@ class SandboxApp:
                 if method == "POST":
                     return self._json(start_response, 200, set_quotas(payload))
                 qs = parse_qs(environ.get("QUERY_STRING", ""))
-                region = qs.get("region", ["us-east-1"])[0]
-                return self._json(start_response, 200, get_quotas(region, qs.get("account", [None])[0]))
+                return self._json(start_response, 200, get_quotas(qs.get("region", ["us-east-1"])[0],
+                                                                  qs.get("account", [None])[0]))
             if path == "/_fmcluster/capacity-reservations" and method == "POST":
                 from moto.core import DEFAULT_ACCOUNT_ID
 
@@ -362,19 +217,9 @@ class SandboxApp:
         return self._json(start_response, 404, {"error": f"no control route {method} {path}"})
 
     def health(self) -> dict[str, Any]:
-        services = list(ADVERTISED_SERVICES)
-        if self.pcs is not None:
-            services.append("pcs")
-        return {
-            "ok": True,
-            "pid": os.getpid(),
-            "port": self.port,
-            "endpoint_url": self.endpoint_url,
-            "services": services,
-            "pcs": self.pcs is not None,
-            "pcluster_support": self.pcluster_support,
-            "faults_available": not isinstance(self.faults, _NoFaults),
-        }
+        return {"ok": True, "pid": os.getpid(), "port": self.port, "endpoint_url": self.endpoint_url,
+                "services": list(ADVERTISED_SERVICES), "pcs": True, "pcluster_support": True,
+                "faults_available": True}
 
     # -- AWS requests ------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
@@ -382,25 +227,21 @@ class SandboxApp:
         if path.startswith("/_fmcluster/"):
             return self._control(environ, start_response)
         if path == "/moto-api/reset" and environ.get("REQUEST_METHOD") == "POST":
-            with self._pcs_lock:
-                self.pcs = _make_pcs(self.faults)
-            self.placement_groups.reset()
-            self.capacity_reservations.reset()
-            self.data_repositories.reset()
+            self._forget_own_state()
             return self.moto(environ, start_response)
 
         target = environ.get("HTTP_X_AMZ_TARGET", "")
-        access_key, region, service = credential_scope(environ)
+        access_key, region, service = protocols.credential_scope(environ)
         region = region or "us-east-1"
         params: dict[str, str] = {}
         if target.startswith(PCS_TARGET_PREFIX):
-            service, protocol, operation = "pcs", "json", target[len(PCS_TARGET_PREFIX) :]
+            service, protocol, operation = "pcs", "json", target[len(PCS_TARGET_PREFIX):]
         elif target:
             protocol, operation = "json", target.rsplit(".", 1)[-1]
         elif service == "s3":
-            protocol, operation = "s3", _s3_operation(environ)
+            protocol, operation = "s3", protocols.s3_operation(environ)
         else:
-            params = _query_params(environ)
+            params = protocols.query_params(environ)
             if "Action" in params:
                 protocol = "ec2" if service == "ec2" else "query"
                 operation = params["Action"]
@@ -409,38 +250,42 @@ class SandboxApp:
                 operation = f"{environ.get('REQUEST_METHOD', 'GET')} {path}"
         service = service or "unknown"
 
-        # PcsEmulator.handle applies call.pcs.<Op> delays itself; every other service is delayed here.
+        # The PCS emulator applies call.pcs.<Op> delays itself; every other service is delayed here.
         delay = 0.0 if service == "pcs" else self.faults.call_delay(service, operation)
         if delay and delay > 0:
             time.sleep(delay)
         if self.faults.should_throttle(service):
-            return self._respond(start_response, *throttle_response(service, protocol))
-
+            return self._respond(start_response, *protocols.throttle_response(service, protocol))
         if service == "ec2" and operation == "RunInstances":
-            ice = self._insufficient_capacity(params, access_key, region)
+            ice = ec2_faults.insufficient_capacity(self.faults, params, region)
             if ice is not None:
                 return self._respond(start_response, 500, {"Content-Type": "text/xml"}, ice)
+        answer = self._own(environ, service, target, operation, params, access_key, region)
+        if answer is not None:
+            return self._respond(start_response, *answer)
+        return self.moto(environ, start_response)
 
+    def _own(self, environ, service: str, target: str, operation: str, params: dict[str, str],
+             access_key: str | None, region: str) -> tuple[int, dict, bytes] | None:
+        """The answer of a request the sandbox serves itself, or None for moto's."""
         if service == "pcs":
-            return self._pcs(environ, start_response, operation, access_key, region)
+            return self._pcs(environ, operation, access_key, region)
         if service == "ec2" and operation in PLACEMENT_GROUP_ACTIONS:
-            account = self._account(environ, access_key)
-            answer = self.placement_groups.handle(operation, params, region, account)
-            return self._respond(start_response, *answer)
+            return self.placement_groups.handle(operation, params, region, self._account(environ, access_key))
+        if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
+            return self.capacity_reservations.handle(operation, params, region, self._account(environ, access_key))
+        if service == "ec2" and operation == "DescribeCapacityBlockOfferings":
+            from fmcluster.sandbox import capacity_blocks
+
+            return capacity_blocks.handle(params, region)
         if target.startswith(FSX_TARGET_PREFIX) and operation in FSX_DRA_OPERATIONS:
-            account = self._account(environ, access_key)
-            answer = self.data_repositories.handle(operation, _read_body(environ), region, account)
-            return self._respond(start_response, *answer)
+            return self.data_repositories.handle(operation, protocols.read_body(environ), region,
+                                                 self._account(environ, access_key))
         if target.startswith(FSX_TARGET_PREFIX) and operation == "DescribeVolumes":  # moto has no FSx volumes
             from fmcluster.sandbox.fsx_extras import describe_volumes
 
-            account = self._account(environ, access_key)
-            return self._respond(start_response, *describe_volumes(_read_body(environ), region, account))
-        if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
-            account = self._account(environ, access_key)
-            answer = self.capacity_reservations.handle(operation, params, region, account)
-            return self._respond(start_response, *answer)
-        return self.moto(environ, start_response)
+            return describe_volumes(protocols.read_body(environ), region, self._account(environ, access_key))
+        return None
 
     def _account(self, environ: dict[str, Any], access_key: str | None) -> str:
         from moto.core import DEFAULT_ACCOUNT_ID
@@ -458,16 +303,10 @@ class SandboxApp:
                 pass
         return DEFAULT_ACCOUNT_ID
 
-    def _pcs(self, environ, start_response, operation, access_key, region):
-        if self.pcs is None:
-            body = json.dumps(
-                {"__type": "InternalServerException", "message": "the PCS emulator is not available"}
-            ).encode()
-            return self._respond(start_response, 500, {"Content-Type": "application/x-amz-json-1.0"}, body)
-        body = _read_body(environ)
-        account = self._account(environ, access_key)
+    def _pcs(self, environ, operation, access_key, region) -> tuple[int, dict, bytes]:
+        body = protocols.read_body(environ)
         try:
-            status, headers, out = self.pcs.handle(operation, body, region, account)
+            status, headers, out = self.pcs.handle(operation, body, region, self._account(environ, access_key))
         except Exception as exc:  # a bug in the emulator: answer like AWS's 500, log the traceback
             import traceback
 
@@ -476,64 +315,8 @@ class SandboxApp:
             status, headers = 500, {"Content-Type": "application/x-amz-json-1.0"}
         headers = dict(headers or {})
         headers.setdefault("Content-Type", "application/x-amz-json-1.0")
-        headers.setdefault("x-amzn-RequestId", _request_id())
-        return self._respond(start_response, status, headers, out)
-
-    def _insufficient_capacity(self, params: dict[str, str], access_key: str | None, region: str):
-        wanted = set(getattr(self.faults, "insufficient_capacity", ()) or ())
-        itype = params.get("InstanceType")
-        if not itype:
-            # RunInstances with a launch template and no explicit type: look the type up
-            itype = self._launch_template_type(params, region)
-        if not itype or itype not in wanted:
-            return None
-        az = params.get("Placement.AvailabilityZone") or self._subnet_az(params, region) or f"{region}a"
-        message = (
-            f"We currently do not have sufficient {itype} capacity in the Availability Zone you "
-            f"requested ({az}). Our system will be working on provisioning additional capacity. You can "
-            f"currently get {itype} capacity by not specifying an Availability Zone in your request or "
-            "choosing a different Availability Zone."
-        )
-        return ec2_error_xml("InsufficientInstanceCapacity", message)
-
-    @staticmethod
-    def _ec2_backend(region: str):
-        from moto.core import DEFAULT_ACCOUNT_ID
-        from moto.ec2.models import ec2_backends
-
-        return ec2_backends[DEFAULT_ACCOUNT_ID][region]
-
-    def _subnet_az(self, params: dict[str, str], region: str) -> str | None:
-        subnet = params.get("SubnetId") or params.get("NetworkInterface.1.SubnetId")
-        if not subnet:
-            return None
-        try:
-            return self._ec2_backend(region).get_subnet(subnet).availability_zone
-        except Exception:
-            return None
-
-    def _launch_template_type(self, params: dict[str, str], region: str) -> str | None:
-        lt_id = params.get("LaunchTemplate.LaunchTemplateId")
-        lt_name = params.get("LaunchTemplate.LaunchTemplateName")
-        if not (lt_id or lt_name):
-            return None
-        try:
-            backend = self._ec2_backend(region)
-            lt = (
-                backend.get_launch_template(lt_id)
-                if lt_id
-                else backend.get_launch_template_by_name(lt_name)
-            )
-            version = params.get("LaunchTemplate.Version") or "$Default"
-            if version == "$Latest":
-                v = lt.latest_version()
-            elif version == "$Default":
-                v = lt.default_version()
-            else:
-                v = lt.get_version(version)
-            return v.data.get("InstanceType")
-        except Exception:
-            return None
+        headers.setdefault("x-amzn-RequestId", protocols.request_id())
+        return status, headers, out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -555,14 +338,8 @@ def _remove_state_if_ours(path: Path) -> None:
         pass
 
 
-def serve(
-    port: int,
-    home: str | os.PathLike[str],
-    faults_file: str | os.PathLike[str] | None = None,
-    *,
-    tls: bool = True,
-    quiet: bool = False,
-) -> None:
+def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLike[str] | None = None, *,
+          tls: bool = True, quiet: bool = False) -> None:
     """Serve the sandbox on ``127.0.0.1:port`` (0 = any free port) until SIGINT/SIGTERM."""
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
@@ -575,18 +352,15 @@ def serve(
         raise SystemExit(f"fmcluster sandbox: --faults {faults_file}: {exc}") from None
     app = SandboxApp(faults)
 
-    ssl_context = None
-    ca_bundle = None
+    ssl_context = ca_bundle = None
     if tls:
         from fmcluster.sandbox.tls import ensure_certificate
 
         cert, key = ensure_certificate(sandbox_dir)
-        ssl_context = (str(cert), str(key))
-        ca_bundle = str(cert)
+        ssl_context, ca_bundle = (str(cert), str(key)), str(cert)
 
     handler = MotoRequestHandler
     if quiet:
-
         class _Quiet(MotoRequestHandler):
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 pass
@@ -594,30 +368,21 @@ def serve(
         handler = _Quiet
 
     try:
-        server = make_server(
-            HOST, port, app, threaded=True, request_handler=handler, ssl_context=ssl_context
-        )
+        server = make_server(HOST, port, app, threaded=True, request_handler=handler, ssl_context=ssl_context)
     except OSError as exc:
-        reason = exc.strerror or exc
-        raise SystemExit(f"fmcluster sandbox: cannot listen on {HOST}:{port}: {reason}") from None
+        raise SystemExit(f"fmcluster sandbox: cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
     actual_port = server.server_port
-    scheme = "https" if tls else "http"
-    endpoint = f"{scheme}://{HOST}:{actual_port}"
+    endpoint = f"{'https' if tls else 'http'}://{HOST}:{actual_port}"
     app.port, app.endpoint_url = actual_port, endpoint
     # moto calls itself at MOTO_PORT in a few places (e.g. CloudFormation custom resources)
     os.environ["MOTO_PORT"] = str(actual_port)
 
     state_path = sandbox_dir / STATE_FILE
-    info = {
-        "pid": os.getpid(),
-        "port": actual_port,
-        "endpoint_url": endpoint,
-        "ca_bundle": ca_bundle,
+    _write_state(state_path, {
+        "pid": os.getpid(), "port": actual_port, "endpoint_url": endpoint, "ca_bundle": ca_bundle,
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "home": str(Path(home).resolve()),
-        "log": str(sandbox_dir / "sandbox.log"),
-    }
-    _write_state(state_path, info)
+        "home": str(Path(home).resolve()), "log": str(sandbox_dir / "sandbox.log"),
+    })
 
     def _stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -637,9 +402,8 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m fmcluster.sandbox.server", description="Serve the fmcluster AWS sandbox."
-    )
+    parser = argparse.ArgumentParser(prog="python -m fmcluster.sandbox.server",
+                                     description="Serve the fmcluster AWS sandbox.")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = any free port)")
     parser.add_argument("--home", required=True, help="fmcluster home; files go to HOME/sandbox/")
     parser.add_argument("--faults", default=None, help="JSON/YAML file with the initial faults")

@@ -1,8 +1,10 @@
-"""EC2 Service Quotas that moto does not have (the vCPU quotas preflight reads), per account and region.
+"""Service Quotas that moto does not have, per account and region: the EC2 vCPU quotas preflight reads and
+the PCS Clusters quota the PCS emulator enforces.
 
 moto's Service Quotas knows only ``vpc`` quotas and lacks ListServiceQuotas and GetAWSDefaultServiceQuota.
-The sandbox answers for the EC2 quotas below, with generous values that tests lower through
-``POST /_fmcluster/quotas``.
+The sandbox answers for the quotas below. EC2's start generous, so preflight fails only when a test lowers
+one; PCS's start at AWS's default ("Endpoints and service quotas for AWS PCS": Clusters, 5 per Region,
+adjustable, ``L-0ADE95E3``). Tests and demos change them through ``POST /_fmcluster/quotas``.
 """
 
 from __future__ import annotations
@@ -10,21 +12,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-#: Generous defaults, in vCPUs, so that preflight never fails unless a test lowers one on purpose.
-DEFAULT_EC2_QUOTAS: dict[str, tuple[str, float]] = {
-    "L-1216C47A": ("Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", 100000.0),
-    "L-417A185B": ("Running On-Demand P instances", 100000.0),
-    "L-DB2E81BA": ("Running On-Demand G and VT instances", 100000.0),
-    "L-2C3B7624": ("Running On-Demand Trn instances", 100000.0),
-    "L-7212CCBC": ("All P Spot Instance Requests", 100000.0),
+#: service code -> quota code -> (quota name, default value)
+DEFAULT_QUOTAS: dict[str, dict[str, tuple[str, float]]] = {
+    "ec2": {  # generous, in vCPUs
+        "L-1216C47A": ("Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", 100000.0),
+        "L-417A185B": ("Running On-Demand P instances", 100000.0),
+        "L-DB2E81BA": ("Running On-Demand G and VT instances", 100000.0),
+        "L-2C3B7624": ("Running On-Demand Trn instances", 100000.0),
+        "L-7212CCBC": ("All P Spot Instance Requests", 100000.0),
+    },
+    "pcs": {"L-0ADE95E3": ("Clusters", 5.0)},
 }
-_EC2_SERVICE_NAME = "Amazon Elastic Compute Cloud (Amazon EC2)"
+SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)", "pcs": "AWS Parallel Computing Service"}
 
 
 def _quota_dict(account: str, region: str, service_code: str, code: str, name: str, value: float):
     return {
         "ServiceCode": service_code,
-        "ServiceName": _EC2_SERVICE_NAME if service_code == "ec2" else service_code,
+        "ServiceName": SERVICE_NAMES.get(service_code, service_code),
         "QuotaArn": f"arn:aws:servicequotas:{region}:{account}:{service_code}/{code}",
         "QuotaCode": code,
         "QuotaName": name,
@@ -42,7 +47,8 @@ def _quota_table(backend: Any) -> dict[str, dict[str, list]]:
     """
     table = getattr(backend, "_fmcluster_quotas", None)
     if table is None:
-        table = {"ec2": {code: [name, value] for code, (name, value) in DEFAULT_EC2_QUOTAS.items()}}
+        table = {service: {code: [name, value] for code, (name, value) in quotas.items()}
+                 for service, quotas in DEFAULT_QUOTAS.items()}
         backend._fmcluster_quotas = table
     return table
 
@@ -51,11 +57,10 @@ _QUOTAS_INSTALLED = False
 
 
 def install_service_quotas() -> None:
-    """Teach moto's Service Quotas backend the EC2 quotas preflight reads (idempotent)."""
+    """Teach moto's Service Quotas backend the quotas above (idempotent)."""
     global _QUOTAS_INSTALLED
     if _QUOTAS_INSTALLED:
         return
-    from moto.servicequotas.exceptions import NoSuchResource
     from moto.servicequotas.models import ServiceQuotasBackend
     from moto.servicequotas.responses import ServiceQuotasResponse
 
@@ -66,10 +71,8 @@ def install_service_quotas() -> None:
         entries = _quota_table(self).get(service_code)
         if entries is None:
             return None
-        return [
-            _quota_dict(self.account_id, self.region_name, service_code, code, name, value)
-            for code, (name, value) in sorted(entries.items())
-        ]
+        return [_quota_dict(self.account_id, self.region_name, service_code, code, name, value)
+                for code, (name, value) in sorted(entries.items())]
 
     def get_service_quota(self: Any, service_code: str, quota_code: str) -> dict[str, Any]:
         for quota in _ours(self, service_code) or []:
@@ -78,27 +81,20 @@ def install_service_quotas() -> None:
         return orig_get(self, service_code, quota_code)
 
     def get_aws_default_service_quota(self: Any, service_code: str, quota_code: str) -> dict[str, Any]:
-        if service_code in DEFAULT_EC2_QUOTAS_BY_SERVICE and quota_code in DEFAULT_EC2_QUOTAS:
-            name, value = DEFAULT_EC2_QUOTAS[quota_code]
+        if quota_code in DEFAULT_QUOTAS.get(service_code, {}):
+            name, value = DEFAULT_QUOTAS[service_code][quota_code]
             return _quota_dict(self.account_id, self.region_name, service_code, quota_code, name, value)
         return orig_get(self, service_code, quota_code)
 
     def list_aws_default_service_quotas(self: Any, service_code: str) -> list[dict[str, Any]]:
-        if service_code in DEFAULT_EC2_QUOTAS_BY_SERVICE:
-            return [
-                _quota_dict(self.account_id, self.region_name, service_code, code, name, value)
-                for code, (name, value) in sorted(DEFAULT_EC2_QUOTAS.items())
-            ]
+        if service_code in DEFAULT_QUOTAS:
+            return [_quota_dict(self.account_id, self.region_name, service_code, code, name, value)
+                    for code, (name, value) in sorted(DEFAULT_QUOTAS[service_code].items())]
         return orig_list_default(self, service_code)
 
     def list_service_quotas(self: Any, service_code: str) -> list[dict[str, Any]]:
         ours = _ours(self, service_code)
-        if ours is not None:
-            return ours
-        try:
-            return orig_list_default(self, service_code)
-        except NoSuchResource:
-            raise
+        return ours if ours is not None else orig_list_default(self, service_code)
 
     ServiceQuotasBackend.get_service_quota = get_service_quota
     ServiceQuotasBackend.get_aws_default_service_quota = get_aws_default_service_quota
@@ -107,9 +103,8 @@ def install_service_quotas() -> None:
 
     def _r_get_default(self: Any) -> str:
         params = json.loads(self.body or "{}")
-        quota = self.backend.get_aws_default_service_quota(
-            str(params.get("ServiceCode")), str(params.get("QuotaCode"))
-        )
+        quota = self.backend.get_aws_default_service_quota(str(params.get("ServiceCode")),
+                                                           str(params.get("QuotaCode")))
         return json.dumps({"Quota": quota})
 
     def _r_list(self: Any) -> str:
@@ -121,19 +116,29 @@ def install_service_quotas() -> None:
     _QUOTAS_INSTALLED = True
 
 
-DEFAULT_EC2_QUOTAS_BY_SERVICE = {"ec2"}
+def _backend(account: str, region: str) -> Any:
+    from moto.servicequotas.models import servicequotas_backends
+
+    return servicequotas_backends[account][region]
+
+
+def quota_value(service_code: str, quota_code: str, account: str, region: str) -> float:
+    """The applied value of a quota, as GetServiceQuota would answer (what the emulators enforce)."""
+    entries = _quota_table(_backend(account, region)).get(service_code, {})
+    if quota_code not in entries:
+        raise KeyError(f"no {service_code} quota {quota_code}")
+    return float(entries[quota_code][1])
 
 
 def set_quotas(changes: dict[str, Any]) -> dict[str, Any]:
     """Apply a ``POST /_fmcluster/quotas`` body; return the region's table afterwards."""
     from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.servicequotas.models import servicequotas_backends
 
     changes = dict(changes)
     region = str(changes.pop("region", "us-east-1"))
     account = str(changes.pop("account", DEFAULT_ACCOUNT_ID))
     service_code = str(changes.pop("service_code", "ec2"))
-    backend = servicequotas_backends[account][region]
+    backend = _backend(account, region)
     table = _quota_table(backend)
     if changes.pop("reset", False):
         backend._fmcluster_quotas = None
@@ -142,19 +147,15 @@ def set_quotas(changes: dict[str, Any]) -> dict[str, Any]:
     for code, value in changes.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ValueError(f"quota {code}: value must be a number, got {value!r}")
-        name = entries.get(code, [DEFAULT_EC2_QUOTAS.get(code, (code, 0))[0]])[0]
+        name = entries.get(code, [DEFAULT_QUOTAS.get(service_code, {}).get(code, (code, 0))[0]])[0]
         entries[code] = [name, float(value)]
     return get_quotas(region, account)
 
 
 def get_quotas(region: str, account: str | None = None) -> dict[str, Any]:
     from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.servicequotas.models import servicequotas_backends
 
     account = account or DEFAULT_ACCOUNT_ID
-    table = _quota_table(servicequotas_backends[account][region])
-    return {
-        "region": region,
-        "account": account,
-        "quotas": {sc: {code: value for code, (_n, value) in e.items()} for sc, e in table.items()},
-    }
+    table = _quota_table(_backend(account, region))
+    return {"region": region, "account": account,
+            "quotas": {sc: {code: value for code, (_n, value) in e.items()} for sc, e in table.items()}}

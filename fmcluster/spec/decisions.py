@@ -9,6 +9,15 @@ from fmcluster import catalog
 from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
 
 PCS_SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
+# The OS AWS's PCS sample AMIs come in (PCS user guide, "Using sample AMIs": al2023 from Slurm 25.11 on).
+PCS_SAMPLE_AMI_OS = "alinux2023"
+
+
+def operating_system(spec: Spec) -> str:
+    """The nodes' OS: the spec's, else ParallelCluster's default or, on PCS, that of AWS's sample AMIs."""
+    if spec.os is not None:
+        return spec.os
+    return PCS_SAMPLE_AMI_OS if spec.backend == "pcs" else "ubuntu2204"
 
 
 def efa_enabled(queue: Queue) -> bool:

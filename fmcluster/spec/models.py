@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 Backend = Literal["parallelcluster", "pcs"]
 CapacityType = Literal["on-demand", "spot", "reservation", "capacity-block"]
 OperatingSystem = Literal["ubuntu2204", "ubuntu2404", "alinux2023", "rhel9", "rocky9"]
-SlurmVersion = Literal["24.11", "25.05", "25.11"]
+SlurmVersion = Literal["24.11", "25.05", "25.11", "26.05"]
 PcsSize = Literal["auto", "SMALL", "MEDIUM", "LARGE"]
 
 # The shape only; which regions exist is botocore's partition data (fmcluster.regions, checked in rules).
@@ -130,7 +130,9 @@ class SlurmDatabase(_Strict):
 
 
 class Slurm(_Strict):
-    version: SlurmVersion = Field("25.11", description="PCS only. 24.11 and 25.05 are past AWS's end of life.")
+    version: SlurmVersion = Field(
+        "26.05", description="PCS only: the newest version botocore's PCS model and the PCS user guide support. "
+        "24.11 and 25.05 are past AWS's end of life.")
     accounting: bool = False
     database: SlurmDatabase | None = Field(None, description="ParallelCluster only: needed when accounting is on.")
     scaledown_idle_minutes: int = Field(10, ge=1, le=1440)
@@ -155,7 +157,9 @@ class Spec(_Strict):
     backend: Backend = "parallelcluster"
     network: Network = Field(default_factory=Network)
     head_node: HeadNode = Field(default_factory=HeadNode)
-    os: OperatingSystem = "ubuntu2204"
+    os: OperatingSystem | None = Field(
+        None, description="Node OS. Default: ubuntu2204 on ParallelCluster; on PCS without image.ami, the OS of AWS's "
+        "PCS sample AMIs, alinux2023 (the only one they come in).")
     image: Image | None = None
     queues: list[Queue] = Field(min_length=1)
     storage: Storage = Field(default_factory=Storage)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from fmcluster import catalog
 from fmcluster.errors import SpecProblem
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Spec, max_nodes, min_nodes
+from fmcluster.spec.models import Slurm, Spec, max_nodes, min_nodes
 from fmcluster.spec.positions import Path_, PositionedDocument
 
 # pcluster/constants.py PCLUSTER_NAME_REGEX and PCLUSTER_NAME_MAX_LENGTH(_SLURM_ACCOUNTING).
@@ -246,7 +246,11 @@ def _slurm(spec: Spec, error: Report, warn: Report) -> None:
     if spec.backend == "pcs":
         if slurm.version in PCS_END_OF_LIFE:
             error(("slurm", "version"), f"Slurm {slurm.version} reached its end of life on AWS PCS on "
-                                        f"{PCS_END_OF_LIFE[slurm.version]}; PCS refuses new clusters on it. Use 25.11")
+                                        f"{PCS_END_OF_LIFE[slurm.version]}; PCS refuses new clusters on it. Use "
+                                        f"{Slurm.model_fields['version'].default}")
+        if spec.image is None and spec.os is not None and spec.os != decisions.PCS_SAMPLE_AMI_OS:
+            error(("os",), f"AWS's PCS sample AMIs come only in Amazon Linux 2023 ({decisions.PCS_SAMPLE_AMI_OS}), "
+                           f"not {spec.os}: remove os, or set image.ami to a PCS-ready {spec.os} AMI")
         if slurm.database is not None:
             error(("slurm", "database"), "PCS keeps Slurm accounting itself; database is for ParallelCluster")
     else:

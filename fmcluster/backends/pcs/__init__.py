@@ -22,30 +22,13 @@ from fmcluster.engine import Resource
 from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
 
 if TYPE_CHECKING:
+    from fmcluster.images import Image
     from fmcluster.session import Session
-    from fmcluster.spec.models import Spec
 
 # PCS's statuses in the one vocabulary of `status` (the raw one stays in backend_status).
 STATUS = {"CREATING": "CREATING", "ACTIVE": "ACTIVE", "UPDATING": "UPDATING", "DELETING": "DELETING",
           "CREATE_FAILED": "FAILED", "UPDATE_FAILED": "FAILED", "DELETE_FAILED": "FAILED", "SUSPENDING": "UPDATING",
           "SUSPENDED": "FAILED", "RESUMING": "UPDATING", "DELETED": "NOT_FOUND"}
-
-
-def find_sample_amis(spec: Spec, ec2: Any) -> dict[str, str]:
-    """Newest PCS sample AMI per architecture the spec needs (PCS has no default AMI)."""
-    from fmcluster.errors import UsageError
-    from fmcluster.render.pcs import architecture
-
-    needed = {architecture(t) for t in [spec.head_node.instance_type, *(q.instance_type for q in spec.queues)]}
-    found = {}
-    for arch in sorted(needed):
-        pattern = f"aws-pcs-sample_ami-{spec.os}-{arch}-slurm-{spec.slurm.version}*"
-        images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "name", "Values": [pattern]}])["Images"]
-        if not images:
-            raise UsageError(f"no PCS sample AMI matches {pattern} in {spec.region}: set image.ami to an AMI with "
-                             "the PCS agent and Slurm installed")
-        found[arch] = max(images, key=lambda image: image.get("CreationDate", ""))["ImageId"]
-    return found
 
 
 class PcsBackend(Backend):
@@ -55,26 +38,34 @@ class PcsBackend(Backend):
         """PCS is driven through boto3 alone: nothing else to install."""
 
     # -- the plan -----------------------------------------------------------------------------------
-    def _images(self, session: Session) -> dict[str, str] | None:
-        """The AMI per architecture, chosen once and recorded: a newer sample AMI published later must not
-        turn every re-run into a node-group update. `image.ami` in the spec overrides it."""
+    def _images(self, session: Session) -> dict[str, Image]:
+        """The image per architecture, found once and recorded: a newer sample AMI published later must not
+        turn every re-run into a node-group update. A new ``image.ami`` in the spec is found again."""
+        from dataclasses import asdict
+
+        from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
+
         spec = session.require_spec()
-        if spec.image is not None:
-            return None
+        wanted = spec.image.ami if spec.image else ""
         record = session.store.resource(session.name, session.region, "images", "pcs")
-        if record is not None:
-            return dict(record.outputs)
-        images = find_sample_amis(spec, session.ctx.client("ec2"))
-        if session.store.readonly:  # a reading command (status) finds them again next time
+        if record is not None and record.outputs.get("ami") == wanted and \
+                architectures(spec) <= set(record.outputs.get("images", {})):
+            images = {arch: Image(**fields) for arch, fields in record.outputs["images"].items()}
+            samples = [i for i in images.values() if i.sample]
+            if samples:
+                session.warn(f"{SAMPLE_CAUTION}: " + ", ".join(f"{i.name} ({i.ami_id})" for i in samples))
             return images
-        session.store.record_resource(session.name, session.region, "images", "pcs", None, "resolved", images)
+        images = find_images(spec, session.ctx.client("ec2"), warn=session.warn)
+        if not session.store.readonly:  # a reading command (status) finds them again next time
+            session.store.record_resource(session.name, session.region, "images", "pcs", None, "resolved",
+                                          {"ami": wanted, "images": {a: asdict(i) for a, i in images.items()}})
         return images
 
     def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
         spec = session.require_spec()
         placement = session.placement()
         rendered = render_pcs(spec, session.spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
-                              ami_ids=self._images(session))
+                              images=self._images(session))
         resources: list[Resource] = []
         for document in rendered.documents:
             if document.kind == "security_group":
