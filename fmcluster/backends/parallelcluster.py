@@ -431,3 +431,63 @@ def after_teardown(session: Any, yes: bool) -> None:
     ec2 = session.ctx.client("ec2")
     ids = [item.split()[2] for item in orphans]
     ec2.get_waiter("instance_terminated").wait(InstanceIds=ids, WaiterConfig={"Delay": 2, "MaxAttempts": 150})
+
+
+def login_node(session: Any) -> Any:
+    """The cluster's head node from ``pcluster.lib.describe_cluster``, or None when the cluster is gone."""
+    from fmcluster.connect.login import LoginNode
+
+    with _pcluster() as pc:
+        try:
+            described = pc.describe_cluster(cluster_name=session.spec.name, region=session.region)
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundException":
+                return None
+            raise _api_error(f"pcluster_cluster:{session.spec.name}", exc) from None
+    head = described.get("headNode") or {}
+    if not head.get("instanceId"):
+        return None
+    return LoginNode(head["instanceId"], "head node", head.get("state"), head.get("publicIpAddress"),
+                     head.get("privateIpAddress"))
+
+
+def cluster_logs(session: Any, since: float | None, lines: int) -> tuple[list[Any], list[str]]:
+    """The stack's CloudFormation events and the cluster's CloudWatch log streams, through pcluster.lib
+    (the last ``lines`` events of each stream; with ``since``, only what came after it)."""
+    import datetime
+
+    from fmcluster.connect.logs import LogLine, epoch
+
+    name, region = session.spec.name, session.region
+    out: list[Any] = []
+    with _pcluster() as pc:
+        try:
+            events, token = [], None
+            while True:
+                page = pc.get_cluster_stack_events(cluster_name=name, region=region, next_token=token)
+                events += page.get("events") or []
+                token = page.get("nextToken") or page.get("next_token")
+                if not token:
+                    break
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundException":
+                return [], [f"ParallelCluster has no cluster {name} in {region}"]
+            raise _api_error(f"pcluster_cluster:{name}", exc) from None
+        for event in events:
+            reason = event.get("resourceStatusReason")
+            out.append(LogLine(epoch(event["timestamp"]), "cloudformation",
+                               f"{event.get('logicalResourceId')} {event.get('resourceStatus')}"
+                               + (f": {reason}" if reason else "")))
+        try:
+            streams = pc.list_cluster_log_streams(cluster_name=name, region=region).get("logStreams") or []
+        except Exception as exc:  # logging off, or no log group yet: say so, keep the stack events
+            return out, [f"no CloudWatch log streams for {name}: {getattr(_content(exc), 'message', None) or exc}"]
+        start = {"start_time": datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")} if since else {}
+        for item in streams:
+            stream = item["logStreamName"]
+            page = pc.get_cluster_log_events(cluster_name=name, log_stream_name=stream, region=region,
+                                             start_from_head=False, limit=lines, **start)
+            out += [LogLine(epoch(e["timestamp"]), stream, str(e.get("message", "")).rstrip())
+                    for e in page.get("events") or []]
+    return out, [] if streams else [f"the CloudWatch log group of {name} has no streams yet"]

@@ -269,3 +269,63 @@ def _running_instances(ctx: Context, group_id: str) -> int:
         {"Name": "tag:aws:pcs:compute-node-group-id", "Values": [group_id]},
         {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"]
     return sum(len(r["Instances"]) for r in reservations)
+
+
+def login_node(session: Any) -> Any:
+    """The EC2 instance of the cluster's ``login`` compute node group (PCS tags its instances with the group's
+    id), or None when the cluster, the group or a live instance is missing."""
+    from fmcluster.connect.login import LoginNode
+    from fmcluster.render.pcs import LOGIN_GROUP
+
+    try:
+        group = session.ctx.client("pcs").get_compute_node_group(
+            clusterIdentifier=session.spec.name, computeNodeGroupIdentifier=LOGIN_GROUP)["computeNodeGroup"]
+    except ClientError as exc:
+        if error_code(exc) == "ResourceNotFoundException":
+            return None
+        raise
+    reservations = session.ctx.client("ec2").describe_instances(Filters=[
+        {"Name": "tag:aws:pcs:compute-node-group-id", "Values": [group["id"]]},
+        {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"]
+    instances = sorted((i for r in reservations for i in r["Instances"]), key=lambda i: str(i.get("LaunchTime")))
+    if not instances:
+        return None
+    node = instances[0]
+    return LoginNode(node["InstanceId"], "login node", node["State"]["Name"], node.get("PublicIpAddress"),
+                     node.get("PrivateIpAddress"))
+
+
+def cluster_logs(session: Any, since: float | None, lines: int) -> tuple[list[Any], list[str]]:
+    """PCS scheduler and job-completion logs, where a CloudWatch Logs delivery is set up for the cluster
+    (PCS vends them through CloudWatch Logs deliveries; fmcluster does not create one)."""
+    from fmcluster.connect.logs import LogLine
+
+    name = session.spec.name
+    try:
+        cluster = session.ctx.client("pcs").get_cluster(clusterIdentifier=name)["cluster"]
+    except ClientError as exc:
+        if error_code(exc) == "ResourceNotFoundException":
+            return [], [f"PCS has no cluster {name} in {session.region}"]
+        raise
+    logs = session.ctx.client("logs")
+    sources = {s["name"] for s in logs.describe_delivery_sources().get("deliverySources", [])
+               if cluster["arn"] in (s.get("resourceArns") or [])}
+    groups = []
+    for delivery in logs.describe_deliveries().get("deliveries", []):
+        if delivery.get("deliverySourceName") in sources:
+            destination = logs.get_delivery_destination(
+                name=delivery["deliveryDestinationArn"].rsplit(":", 1)[-1].removeprefix("delivery-destination/"))
+            arn = destination["deliveryDestination"].get("deliveryDestinationConfiguration", {}).get(
+                "destinationResourceArn", "")
+            if ":log-group:" in arn:
+                groups.append(arn.split(":log-group:", 1)[1].removesuffix(":*"))
+    if not groups:
+        where = "to S3 or Firehose only" if sources else "nowhere: no log delivery is set up for the cluster"
+        return [], [f"PCS sends the scheduler logs of {name} {where}; fmcluster reads CloudWatch Logs (see "
+                    "https://docs.aws.amazon.com/pcs/latest/userguide/monitoring_scheduler-logs.html)"]
+    out = []
+    for group in groups:
+        kwargs = {"startTime": int(since * 1000)} if since else {}
+        events = logs.filter_log_events(logGroupName=group, **kwargs).get("events", [])[-lines:]
+        out += [LogLine(e["timestamp"] / 1000, e.get("logStreamName", group), e["message"].rstrip()) for e in events]
+    return out, []

@@ -11,7 +11,7 @@ import yaml
 
 from fmcluster import aws, catalog
 from fmcluster.engine import Context, Engine, Resource
-from fmcluster.errors import FmclusterError, UsageError
+from fmcluster.errors import Aborted, FmclusterError, UsageError
 from fmcluster.network import Placement
 from fmcluster.spec.models import Spec, max_nodes
 from fmcluster.state import ClusterRecord, StateStore
@@ -30,6 +30,9 @@ def backend_for(name: str) -> ModuleType:
         from fmcluster.backends import pcs
 
         return pcs
+    from fmcluster.extras import require
+
+    require("parallelcluster", "a ParallelCluster cluster")
     from fmcluster.backends import parallelcluster
 
     return parallelcluster
@@ -52,6 +55,7 @@ class Session:
         if region != spec.region:
             spec = spec.model_copy(update={"region": region})
         ctx = Context(cluster=spec.name, region=region, client=lambda service: aws.client(service, region))
+        backend_for(spec.backend)  # a missing extra stops the command here, before any AWS call
         return cls(spec, spec_file, region, store or StateStore(), ctx)
 
     @property
@@ -116,7 +120,7 @@ def confirm(question: str, yes: bool) -> None:
     import typer
 
     if not typer.confirm(question, default=False, err=True):
-        raise UsageError("nothing changed")
+        raise Aborted("aborted")
 
 
 def run_engine(session: Session, title: str, action: str, resources: list[Resource], **kwargs: Any) -> None:

@@ -235,7 +235,8 @@ def _make_pcs(faults: Any) -> Any:
 
 
 def _install_pcluster_support(faults: Any = None) -> bool:
-    if importlib.util.find_spec("fmcluster.sandbox.pcluster_support") is None:
+    if importlib.util.find_spec("fmcluster.sandbox.pcluster_support") is None or \
+            importlib.util.find_spec("pcluster") is None:  # without fmcluster[parallelcluster]: PCS only
         return False
     mod = importlib.import_module("fmcluster.sandbox.pcluster_support")
     mod.install(faults)

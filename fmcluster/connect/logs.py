@@ -1,0 +1,74 @@
+"""``fmcluster logs``: the cluster's own event log from the state store, then what the backend logs in AWS
+(``cluster_logs(session, since, lines)`` of each backend), as one time-ordered stream."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class LogLine:
+    at: float  # seconds since the epoch
+    source: str  # "fmcluster", "cloudformation", or a CloudWatch log stream
+    text: str
+
+    def render(self) -> str:
+        stamp = datetime.datetime.fromtimestamp(self.at, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return f"{stamp}  {self.source}  {self.text}"
+
+
+def epoch(value: object) -> float:
+    """ISO 8601 (what pcluster.lib returns), a datetime (boto3), or milliseconds (CloudWatch) → seconds."""
+    if isinstance(value, datetime.datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)):
+        return value / 1000 if value > 1e11 else float(value)
+    text = str(value).replace("Z", "+00:00")
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+def fmcluster_events(store: object, name: str, region: str, limit: int) -> list[LogLine]:
+    rows = store.events(name, region, limit=limit)  # type: ignore[attr-defined]
+    return [LogLine(at, "fmcluster", " ".join(p for p in (resource, event, detail.replace("\n", " | ")) if p))
+            for at, resource, event, detail in rows]
+
+
+def stream(name: str, follow: bool, lines: int, emit: Callable[[LogLine], None],
+           note: Callable[[str], None], interval: float = 5.0) -> None:
+    """Print what is logged so far; with ``follow``, keep polling until Ctrl-C."""
+    from fmcluster import aws
+    from fmcluster.lifecycle import Session, load_record, spec_of
+    from fmcluster.state import StateStore
+
+    store = StateStore()
+    record = load_record(store, name, aws.target().region)
+    session = Session.open(spec_of(record), record.spec_path or "spec.yaml", store)
+    seen: set[LogLine] = set()
+    since: float | None = None
+    notes_said: set[str] = set()
+    while True:
+        own = fmcluster_events(store, name, record.region, limit=lines if since is None else 10_000)
+        backend, notes = session.backend.cluster_logs(session, since, lines)
+        for text in notes:
+            if text not in notes_said:
+                note(text)
+                notes_said.add(text)
+        fresh = sorted(line for line in _merge(own, backend) if line not in seen and (since is None or
+                                                                                      line.at >= since - 1))
+        for line in fresh:
+            emit(line)
+            seen.add(line)
+        if fresh:
+            since = max(since or 0.0, fresh[-1].at)
+        elif since is None:
+            since = time.time()
+        if not follow:
+            return
+        time.sleep(interval)
+
+
+def _merge(*groups: Iterable[LogLine]) -> list[LogLine]:
+    return [line for group in groups for line in group]
