@@ -464,7 +464,8 @@ def cluster_logs(session: Any, since: float | None, lines: int) -> tuple[list[An
         try:
             events, token = [], None
             while True:
-                page = pc.get_cluster_stack_events(cluster_name=name, region=region, next_token=token)
+                page = pc.get_cluster_stack_events(cluster_name=name, region=region,
+                                                   **({"next_token": token} if token else {}))
                 events += page.get("events") or []
                 token = page.get("nextToken") or page.get("next_token")
                 if not token:
@@ -473,7 +474,7 @@ def cluster_logs(session: Any, since: float | None, lines: int) -> tuple[list[An
             if type(exc).__name__ == "NotFoundException":
                 return [], [f"ParallelCluster has no cluster {name} in {region}"]
             raise _api_error(f"pcluster_cluster:{name}", exc) from None
-        for event in events:
+        for event in sorted(events, key=lambda e: epoch(e["timestamp"]))[-lines:]:
             reason = event.get("resourceStatusReason")
             out.append(LogLine(epoch(event["timestamp"]), "cloudformation",
                                f"{event.get('logicalResourceId')} {event.get('resourceStatus')}"

@@ -68,6 +68,9 @@ def register(app: typer.Typer, name_argument: object) -> None:
         host: Optional[str] = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP),
         user: Optional[str] = typer.Option(None, "--user", metavar="USER", help="Log in as USER."),
         identity: Optional[str] = typer.Option(None, "--identity", "-i", metavar="KEYFILE", help="Private key."),
+        nccl_tests: Optional[str] = typer.Option(None, "--nccl-tests", metavar="PATH",
+                                                 help="all_reduce_perf on the nodes (default: found on PATH, in "
+                                                      "/opt/nccl-tests/build or the DLAMI's CUDA dirs)."),
     ) -> None:
         """Check that the cluster works: a Slurm job, submitted over ssh, that counts each node's GPUs
         (nvidia-smi), EFA provider (fi_info -p efa) and EFA devices against the catalog, then runs nccl-tests
@@ -80,7 +83,7 @@ def register(app: typer.Typer, name_argument: object) -> None:
         from fmcluster.connect import smoke as smoke_test
         from fmcluster.connect.view import print_smoke
 
-        report = smoke_test.run(name, queue, nodes, host, user, identity, timeout)
+        report = smoke_test.run(name, queue, nodes, host, user, identity, timeout, nccl_tests)
         if as_json:
             ui.print_json(report)
         else:

@@ -21,6 +21,7 @@ class Row:
     busbw_gb_s: float
     wrong: str  # "0", an error magnitude like "2e-07", or "N/A"
     in_place_busbw_gb_s: float | None = None
+    in_place_wrong: str = "0"
 
 
 @dataclass
@@ -38,8 +39,9 @@ class NcclResult:
 
     @property
     def wrong_results(self) -> int:
-        """Rows whose ``#wrong`` count is non-zero (the older ``error`` column holds magnitudes: not counted)."""
-        return sum(1 for r in self.rows if r.wrong.isdigit() and int(r.wrong) > 0)
+        """Rows whose ``#wrong`` count (out of place or in place) is non-zero. The older ``error`` column holds
+        magnitudes like 2e-07, not counts: those are not counted."""
+        return sum(1 for r in self.rows if any(w.isdigit() and int(w) > 0 for w in (r.wrong, r.in_place_wrong)))
 
 
 def parse(text: str) -> NcclResult:
@@ -76,6 +78,7 @@ def _row(fields: list[str], columns: list[str] | None) -> Row | None:
         return None
     try:
         in_place = float(numbers[6]) if len(numbers) >= 8 else None
-        return Row(int(fields[0]), float(numbers[0]), float(numbers[1]), float(numbers[2]), numbers[3], in_place)
+        return Row(int(fields[0]), float(numbers[0]), float(numbers[1]), float(numbers[2]), numbers[3], in_place,
+                   numbers[7] if len(numbers) >= 8 else "0")
     except ValueError:
         return None

@@ -7,9 +7,19 @@ import shlex
 from fmcluster.connect.login import SshTarget
 
 
+def known_hosts(cluster: str) -> str:
+    """Each cluster's host keys live in their own file under fmcluster's state dir: AWS hands the same
+    addresses to new instances, and a cluster's keys should not clash with another's in ~/.ssh/known_hosts."""
+    from fmcluster.state import home
+
+    path = home() / "ssh" / f"{cluster}.known_hosts"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
 def ssh_options(target: SshTarget, batch: bool = False) -> list[str]:
     # A fresh cluster's host key is new by definition: accept it once, refuse a changed one.
-    options = ["-o", "StrictHostKeyChecking=accept-new"]
+    options = ["-o", "StrictHostKeyChecking=accept-new", "-o", f"UserKnownHostsFile={known_hosts(target.cluster)}"]
     if target.identity:
         options += ["-i", target.identity]
     if target.port:
@@ -39,4 +49,12 @@ def config_block(target: SshTarget, alias: str | None = None) -> str:
     if target.proxy_command:
         lines.append(f"    ProxyCommand {target.proxy_command}")
     lines.append("    StrictHostKeyChecking accept-new")
+    lines.append(f"    UserKnownHostsFile {known_hosts(target.cluster)}")
     return "\n".join(lines)
+
+
+def forget_host_keys(cluster: str) -> None:
+    """A destroyed cluster's host keys go with it (a new cluster of the same name has new ones)."""
+    from fmcluster.state import home
+
+    (home() / "ssh" / f"{cluster}.known_hosts").unlink(missing_ok=True)

@@ -40,6 +40,9 @@ def destroy(name: str, yes: bool, keep_storage: bool) -> int:
             store.set_cluster_status(name, session.region, "STORAGE_KEPT")
             ui.note("kept: " + ", ".join(r.name for r in kept))
         else:
+            from fmcluster.connect.ssh import forget_host_keys
+
             store.forget_cluster(name, session.region)
+            forget_host_keys(name)
     ui.out_console().print(f"[green]✓[/] cluster [bold]{name}[/] destroyed; nothing left behind")
     return 0

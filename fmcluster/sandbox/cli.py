@@ -116,7 +116,12 @@ def start_cmd(
 
 @app.command("stop")
 def stop_cmd() -> None:
-    """Stop the background sandbox (its state is in memory and is lost)."""
+    """Stop the background sandbox (its state is in memory and is lost).
+
+    \b
+    Example:
+      fmcluster sandbox stop
+    """
     from fmcluster.sandbox import manager
 
     try:

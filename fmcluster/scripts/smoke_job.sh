@@ -13,7 +13,7 @@
 # Settings come from the environment (sbatch --export):
 #   FMC_ACCEL_KIND      gpu | trainium
 #   FMC_RANKS_PER_NODE  ranks per node for all_reduce_perf (the accelerators the catalog expects)
-#   FMC_NCCL_TESTS      optional path to all_reduce_perf
+#   FMC_NCCL_TESTS      optional path to all_reduce_perf (fmcluster smoke --nccl-tests PATH)
 set -u
 
 export PATH="${PATH}:/opt/amazon/efa/bin:/opt/amazon/openmpi/bin"
@@ -40,7 +40,7 @@ node_checks() {
 
     if command -v fi_info >/dev/null 2>&1; then
         if out="$(fi_info -p efa -t FI_EP_RDM 2>&1)"; then
-            echo "FMCLUSTER $node efa_provider $(grep -c 'provider: efa' <<<"$out")"
+            echo "FMCLUSTER $node efa_provider $(grep -c 'provider: efa$' <<<"$out")"
         else
             echo "FMCLUSTER $node efa_provider failed $(head -n 1 <<<"$out")"
         fi
@@ -74,7 +74,7 @@ nodes="${SLURM_JOB_NUM_NODES:-1}"
 srun --ntasks-per-node=1 --nodes="$nodes" --ntasks="$nodes" bash -c "$(declare -f node_checks); node_checks"
 
 if ! binary="$(find_all_reduce)"; then
-    echo "FMCLUSTER - nccl absent all_reduce_perf not found (set FMC_NCCL_TESTS, or use an image with nccl-tests)"
+    echo "FMCLUSTER - nccl absent all_reduce_perf not found on $(hostname -s) (name it with --nccl-tests PATH, or use an image with nccl-tests such as the DLAMI)"
     exit 0
 fi
 ranks="${FMC_RANKS_PER_NODE:-1}"
