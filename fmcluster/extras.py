@@ -13,8 +13,8 @@ from fmcluster.errors import UsageError
 
 # extra → (the modules it provides, what it is for)
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "parallelcluster": (("pcluster",), "the ParallelCluster backend (aws-parallelcluster 3.16.1)"),
-    "sandbox": (("moto", "werkzeug", "cryptography"), "the local sandbox (moto's server)"),
+    "parallelcluster": (("pcluster",), "aws-parallelcluster 3.16.1"),
+    "sandbox": (("moto", "werkzeug", "cryptography"), "moto's server"),
 }
 
 
@@ -23,7 +23,7 @@ class MissingExtra(UsageError):
 
     def __init__(self, extra: str, needed_for: str):
         self.extra = extra
-        super().__init__(f"{needed_for} needs {EXTRAS[extra][1]}: pip install 'fmcluster[{extra}]'")
+        super().__init__(f"{needed_for} needs the {extra} extra ({EXTRAS[extra][1]}): pip install 'fmcluster[{extra}]'")
 
 
 def available(extra: str) -> bool:

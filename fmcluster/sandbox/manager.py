@@ -204,7 +204,7 @@ def start(
 
         from fmcluster.extras import require
 
-        require("sandbox", "starting the sandbox")
+        require("sandbox", "the sandbox")
         d = sandbox_dir(home)
         d.mkdir(parents=True, exist_ok=True)
         log = log_path(home)
