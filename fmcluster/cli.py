@@ -43,28 +43,15 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _show_completion(shell: Optional[str]) -> None:
-    if shell:
-        from fmcluster.commandline import completion
+def _completion_option(action: str):
+    def callback(shell: Optional[str]) -> None:
+        if shell:
+            from fmcluster.commandline import completion
 
-        typer.echo(completion.script(_shell(shell)))
-        raise typer.Exit()
+            typer.echo(completion.for_shell(action, shell))
+            raise typer.Exit()
 
-
-def _install_completion(shell: Optional[str]) -> None:
-    if shell:
-        from fmcluster.commandline import completion
-
-        typer.echo(completion.install(_shell(shell)))
-        raise typer.Exit()
-
-
-def _shell(name: str) -> str:
-    from fmcluster.commandline.completion import SHELLS
-
-    if name not in SHELLS:
-        raise typer.BadParameter(f"{name!r}: completion is for {', '.join(SHELLS)}")
-    return name
+    return callback
 
 
 @app.callback()
@@ -83,11 +70,11 @@ def main_options(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print the AWS API calls the command made."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
     show_completion: Optional[str] = typer.Option(
-        None, "--show-completion", metavar="SHELL", callback=_show_completion, is_eager=True,
+        None, "--show-completion", metavar="SHELL", callback=_completion_option("script"), is_eager=True,
         help="Print the completion script for bash, zsh or fish (default: your $SHELL).",
     ),
     install_completion: Optional[str] = typer.Option(
-        None, "--install-completion", metavar="SHELL", callback=_install_completion, is_eager=True,
+        None, "--install-completion", metavar="SHELL", callback=_completion_option("install"), is_eager=True,
         help="Install completion for bash, zsh or fish (default: your $SHELL).",
     ),
 ) -> None:
@@ -338,24 +325,6 @@ def _mount_more() -> None:
 _mount_more()
 
 
-def _click_exception_types() -> tuple[type[BaseException], ...]:
-    """Typer ≥ 0.2x carries its own copy of click; older ones use click itself. Catch whichever is live."""
-    types: list[type[BaseException]] = []
-    try:
-        from typer._click.exceptions import ClickException as TyperClickException
-
-        types.append(TyperClickException)
-    except ImportError:
-        pass
-    try:
-        from click import ClickException
-
-        types.append(ClickException)
-    except ImportError:
-        pass
-    return tuple(types)
-
-
 def _report_api_calls() -> None:
     if not state.verbose or "fmcluster.aws" not in sys.modules:
         return
@@ -407,7 +376,7 @@ def main() -> None:
     except typer.Abort:
         sys.stderr.write("aborted\n")
         sys.exit(130)
-    except _click_exception_types() as exc:  # usage errors: bad flag, missing argument, unknown command
+    except argv_rules.click_exception_types() as exc:  # usage errors: bad flag, missing argument, unknown command
         exc.show()  # type: ignore[attr-defined]
         sys.exit(getattr(exc, "exit_code", 2))
     except Exception as exc:  # AWS errors a command did not translate still get one clear line

@@ -208,3 +208,25 @@ def test_global_options_after_the_command(known_clusters: Path) -> None:
     assert "AWS API calls" in after.stderr  # -v reached the main options
     missing = run(known_clusters, "status", "--region")
     assert missing.returncode == 2 and "--region needs a value" in missing.stderr
+
+
+@pytest.mark.parametrize(("shell", "rc_file"), [("bash", ".bashrc"), ("zsh", ".zshrc")])
+def test_install_completion_writes_the_named_shells_setup(tmp_path: Path, shell: str, rc_file: str) -> None:
+    result = run(tmp_path, "--install-completion", shell, SHELL="/bin/sh")
+    assert result.returncode == 0, result.stderr
+    assert f"{shell} completion installed in" in result.stdout
+    assert (tmp_path / rc_file).exists()
+
+
+def test_smoke_on_an_unreachable_host_is_one_clear_error(known_clusters: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = run(known_clusters, "smoke", "quickstart-pcs", "--host", f"127.0.0.1:{port}", "--user", "nobody")
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "error: ssh to nobody@127.0.0.1 failed" in result.stderr and "refused" in result.stderr
+    unknown = run(known_clusters, "smoke", "no-such-cluster", "--host", "127.0.0.1:1")
+    assert unknown.returncode == 1 and "no cluster named 'no-such-cluster'" in unknown.stderr

@@ -118,9 +118,19 @@ def test_parallelcluster_ssh_print_and_logs(pcluster_cli, sandbox):
     assert "the node has no public address" in printed.stderr
     assert any(a.startswith("ProxyCommand=aws ssm start-session") for a in argv)
 
+    # a node's log stream in the cluster's CloudWatch log group, as ParallelCluster's agents write them
+    cloudwatch = sandbox.client("logs")
+    [group] = cloudwatch.describe_log_groups(logGroupNamePrefix=f"/aws/parallelcluster/{cli.name}-")["logGroups"]
+    stream = f"ip-10-0-0-1.{head}.slurmctld"
+    cloudwatch.create_log_stream(logGroupName=group["logGroupName"], logStreamName=stream)
+    cloudwatch.put_log_events(logGroupName=group["logGroupName"], logStreamName=stream, logEvents=[
+        {"timestamp": int(time.time() * 1000), "message": "slurmctld: Running as primary controller"}])
+
     logs = _ok(cli.run("logs", cli.name)).stdout
     assert f"fmcluster  pcluster_cluster:{cli.name} done CREATE_COMPLETE" in logs, logs
     assert f"cloudformation  {cli.name} CREATE_COMPLETE" in logs, logs  # pcluster.lib's stack events
+    assert f"{stream}  slurmctld: Running as primary controller" in logs, logs  # and its log streams
+    cloudwatch.delete_log_group(logGroupName=group["logGroupName"])  # ParallelCluster keeps it; so would AWS
     _ok(cli.destroy())
     cli.wait_until_gone()
 
@@ -141,7 +151,30 @@ def test_watch_and_follow_stop_cleanly_on_ctrl_c(pcs_cli):
             assert len(documents) >= 2 and all(d["name"] == cli.name for d in documents)
         else:
             assert f"cluster:{cli.name} done ACTIVE" in out
+    assert _watch_on_a_terminal(cli) > 0  # redrawn in place: the cursor goes back up over the last copy
     _ok(cli.destroy())
+
+
+def _watch_on_a_terminal(cli) -> int:
+    """Run ``status NAME --watch`` with a terminal for stdout; return how often it moved the cursor up."""
+    import select
+
+    master, replica = pty.openpty()
+    proc = subprocess.Popen([*_fmcluster(), "status", cli.name, "--watch"], stdout=replica,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env={**cli.env, "LINES": "50"}, text=True)
+    os.close(replica)
+    seen = b""
+    deadline = time.monotonic() + 12  # the first copy, then a redraw after 5 s
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 0.5)[0]:
+            seen += os.read(master, 65536)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert cli.name.encode() in seen
+    return seen.count(b"\x1b[1A")
 
 
 def test_no_at_the_prompt_aborts_with_exit_1(pcs_cli):

@@ -71,3 +71,21 @@ def _complete_shell_option(argv: list[str], commands: set[str]) -> list[str]:
 def detected_shell() -> str:
     shell = os.path.basename(os.environ.get("SHELL", ""))
     return shell if shell in SHELLS else "bash"
+
+
+def click_exception_types() -> tuple[type[BaseException], ...]:
+    """Typer ≥ 0.2x carries its own copy of click; older ones use click itself. Catch whichever is live."""
+    types: list[type[BaseException]] = []
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+
+        types.append(TyperClickException)
+    except ImportError:
+        pass
+    try:
+        from click import ClickException
+
+        types.append(ClickException)
+    except ImportError:
+        pass
+    return tuple(types)

@@ -48,6 +48,15 @@ def queue_counts(ctx: Any, incomplete: str) -> list[tuple[str, str]]:
     return out
 
 
+def for_shell(action: str, shell: str) -> str:
+    """``--show-completion SHELL`` (action ``script``) or ``--install-completion SHELL`` (``install``)."""
+    import typer
+
+    if shell not in SHELLS:
+        raise typer.BadParameter(f"{shell!r}: completion is for {', '.join(SHELLS)}")
+    return script(shell) if action == "script" else install(shell)
+
+
 def script(shell: str, prog_name: str = "fmcluster") -> str:
     from typer._completion_shared import get_completion_script
 
