@@ -23,7 +23,8 @@ class MissingExtra(UsageError):
 
     def __init__(self, extra: str, needed_for: str):
         self.extra = extra
-        super().__init__(f"{needed_for} needs the {extra} extra ({EXTRAS[extra][1]}): pip install 'fmcluster[{extra}]'")
+        self.hint = f"the {extra} extra ({EXTRAS[extra][1]}): pip install 'fmcluster[{extra}]'"
+        super().__init__(f"{needed_for} needs {self.hint}")
 
 
 def available(extra: str) -> bool:

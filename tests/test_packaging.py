@@ -185,3 +185,17 @@ def test_light_install_names_the_missing_extra(light: Path, tmp_path: Path, args
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ") and f"pip install 'fmcluster[{extra}]'" in lines[0]
+
+
+def test_light_install_reads_a_parallelcluster_clusters_own_log(light: Path, tmp_path: Path) -> None:
+    env = {**_clean_env(tmp_path), "FMCLUSTER_HOME": str(tmp_path / "home")}
+    seed = ("from fmcluster.state import StateStore; s = StateStore(); "
+            "s.save_cluster('pc1', 'us-east-1', 'parallelcluster', 'name: pc1\\nqueues: [{name: q, "
+            "instance_type: p5.48xlarge, nodes: 1}]\\n', None, 'ACTIVE'); "
+            "s.log_event('pc1', 'us-east-1', 'pcluster_cluster:pc1', 'done', 'CREATE_COMPLETE')")
+    result = _run(light / "bin" / "python", "-c", seed, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    result = _run(light / "bin" / "fmcluster", "logs", "pc1", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "fmcluster  pcluster_cluster:pc1 done CREATE_COMPLETE" in result.stdout
+    assert "pip install 'fmcluster[parallelcluster]'" in result.stderr

@@ -40,18 +40,23 @@ def stream(name: str, follow: bool, lines: int, emit: Callable[[LogLine], None],
            note: Callable[[str], None], interval: float = 5.0) -> None:
     """Print what is logged so far; with ``follow``, keep polling until Ctrl-C."""
     from fmcluster import aws
+    from fmcluster.extras import MissingExtra
     from fmcluster.lifecycle import Session, load_record, spec_of
     from fmcluster.state import StateStore
 
     store = StateStore()
     record = load_record(store, name, aws.target().region)
-    session = Session.open(spec_of(record), record.spec_path or "spec.yaml", store)
+    try:
+        session = Session.open(spec_of(record), record.spec_path or "spec.yaml", store)
+    except MissingExtra as exc:  # fmcluster's own log needs no backend: show it, and say what the rest needs
+        session = None
+        note(f"only fmcluster's own events: the backend's logs need {exc.hint}")
     seen: set[LogLine] = set()
     since: float | None = None
     notes_said: set[str] = set()
     while True:
         own = fmcluster_events(store, name, record.region, limit=lines if since is None else 10_000)
-        backend, notes = session.backend.cluster_logs(session, since, lines)
+        backend, notes = session.backend.cluster_logs(session, since, lines) if session else ([], [])
         for text in notes:
             if text not in notes_said:
                 note(text)
