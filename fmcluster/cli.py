@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from fmcluster import __version__
-from fmcluster.errors import FmclusterError
+from fmcluster.errors import Aborted, FmclusterError, SpecError
 
 app = typer.Typer(
     name="fmcluster",
@@ -19,12 +19,14 @@ app = typer.Typer(
         "Launch and manage foundation-model training clusters on AWS from one short YAML spec.\n\n"
         "Start offline: [bold]fmcluster plan configs/quickstart-pcs.yaml[/] shows GPUs, HBM, EFA, storage and "
         "cost; [bold]fmcluster validate SPEC[/] checks the rendered config with the backend's own rules. "
-        "No AWS account? Add [bold]--sandbox[/] to any command to use a local AWS-compatible endpoint."
+        "No AWS account? Add [bold]--sandbox[/] to any command to use a local AWS-compatible endpoint. "
+        "Global options may also come after the command: [bold]fmcluster status --sandbox[/]."
     ),
     no_args_is_help=True,
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    add_completion=False,  # ours take the shell as a value: `--show-completion zsh` prints zsh's script
 )
 
 
@@ -41,18 +43,40 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _completion_option(action: str):
+    def callback(shell: Optional[str]) -> None:
+        if shell:
+            from fmcluster.commandline import completion
+
+            typer.echo(completion.for_shell(action, shell))
+            raise typer.Exit()
+
+    return callback
+
+
 @app.callback()
 def main_options(
-    profile: Optional[str] = typer.Option(None, "--profile", help="AWS profile to use.", envvar="AWS_PROFILE"),
-    region: Optional[str] = typer.Option(None, "--region", help="AWS region (overrides the spec's region)."),
+    profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME", help="AWS profile to use.",
+                                          envvar="AWS_PROFILE"),
+    region: Optional[str] = typer.Option(None, "--region", metavar="REGION",
+                                         help="AWS region (overrides the spec's region)."),
     endpoint_url: Optional[str] = typer.Option(
-        None, "--endpoint-url", help="Send every AWS call here (also AWS_ENDPOINT_URL).", envvar="AWS_ENDPOINT_URL"
+        None, "--endpoint-url", metavar="URL", help="Send every AWS call here (also AWS_ENDPOINT_URL).",
+        envvar="AWS_ENDPOINT_URL"
     ),
     sandbox: bool = typer.Option(
         False, "--sandbox", help="Start (or reuse) the local sandbox and point every AWS call at it."
     ),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print the AWS API calls the command made."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    show_completion: Optional[str] = typer.Option(
+        None, "--show-completion", metavar="SHELL", callback=_completion_option("script"), is_eager=True,
+        help="Print the completion script for bash, zsh or fish (default: your $SHELL).",
+    ),
+    install_completion: Optional[str] = typer.Option(
+        None, "--install-completion", metavar="SHELL", callback=_completion_option("install"), is_eager=True,
+        help="Install completion for bash, zsh or fish (default: your $SHELL).",
+    ),
 ) -> None:
     from fmcluster import aws
 
@@ -72,7 +96,24 @@ ForceUnlockOption = typer.Option(
     False, "--force-unlock", help="Take the cluster's lock from a command that still holds it (it may be hung); "
     "warns loudly, since both may then change the cluster.",
 )
-SpecArgument = typer.Argument(..., help="Path to the cluster spec (YAML).", show_default=False)
+
+
+def completion_names(incomplete: str) -> list[tuple[str, str]]:
+    from fmcluster.commandline.completion import cluster_names
+
+    return cluster_names(incomplete)
+
+
+def completion_queue_counts(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    from fmcluster.commandline.completion import queue_counts
+
+    return queue_counts(ctx, incomplete)
+
+
+SpecArgument = typer.Argument(..., metavar="SPEC", help="Path to the cluster spec (YAML).", show_default=False)
+NameArgument = typer.Argument(..., metavar="NAME", help="Cluster name (see `fmcluster status`).", show_default=False,
+                              autocompletion=completion_names)
+JsonOption = typer.Option(False, "--json", help="Print the stable JSON object (docs/checks-json.md).")
 
 
 @app.command()
@@ -92,7 +133,7 @@ def schema() -> None:
 def render(
     spec: Path = SpecArgument,
     output: Optional[Path] = typer.Option(
-        None, "-o", "--output", help="Write the documents into this directory instead of printing them."
+        None, "-o", "--output", metavar="DIR", help="Write the documents into this directory instead of printing them."
     ),
 ) -> None:
     """Render the backend documents: a ParallelCluster cluster-config.yaml, or the PCS, EC2, IAM and FSx
@@ -123,21 +164,24 @@ def render(
 
 
 @app.command()
-def validate(spec: Path = SpecArgument) -> None:
+def validate(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
     """Render the spec, then check it with the backend's own rules.
 
-    Offline: ParallelCluster's ClusterSchema and botocore's PCS/EC2/IAM/FSx request shapes. With an AWS
-    endpoint (credentials, --endpoint-url or --sandbox): ParallelCluster's validators through
-    pcluster.lib.create_cluster(dryrun=True), and DescribeInstanceTypes for types outside the catalog.
-    Exit 1 when a check fails.
+    Offline: ParallelCluster's ClusterSchema (with the parallelcluster extra) and botocore's PCS/EC2/IAM/FSx
+    request shapes. With an AWS endpoint (credentials, --endpoint-url or --sandbox): ParallelCluster's
+    validators through pcluster.lib.create_cluster(dryrun=True), and DescribeInstanceTypes. Exit 1 when a check
+    fails.
 
-    Example: fmcluster --sandbox validate configs/quickstart-parallelcluster.yaml
+    Example: fmcluster --sandbox validate configs/quickstart-parallelcluster.yaml --json
     """
     from fmcluster import ui
-    from fmcluster.validate import run_checks
+    from fmcluster.validate import checks_report, run_checks
 
     results = run_checks(spec)
-    ui.print_check_results(results)
+    if as_json:
+        ui.print_json(checks_report(results, command="validate", spec=str(spec)))
+    else:
+        ui.print_check_results(results)
     if any(result.status == "failed" for result in results):
         raise typer.Exit(1)
 
@@ -146,7 +190,8 @@ def validate(spec: Path = SpecArgument) -> None:
 def plan(
     spec: Path = SpecArgument,
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON report (see docs/plan-json.md)."),
-    svg: Optional[Path] = typer.Option(None, "--svg", help="Also write the checkpoint-time chart as an SVG file."),
+    svg: Optional[Path] = typer.Option(None, "--svg", metavar="FILE",
+                                       help="Also write the checkpoint-time chart as an SVG file."),
     live_prices: bool = typer.Option(
         False, "--live-prices", help="Ask the AWS Pricing API instead of the bundled prices."
     ),
@@ -156,11 +201,11 @@ def plan(
 
     Example: fmcluster plan configs/p5-odcr-parallelcluster.yaml
     """
-    from rich.console import Console
-
+    from fmcluster import ui
     from fmcluster.plan.command import run_plan
 
-    code = run_plan(str(spec), as_json, str(svg) if svg else None, live_prices, Console(), Console(stderr=True))
+    code = run_plan(str(spec), as_json, str(svg) if svg else None, live_prices, ui.out_console(),
+                    ui.err_console())
     if code:
         raise typer.Exit(code)
 
@@ -170,7 +215,8 @@ def create(
     spec: Path = SpecArgument,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before creating."),
     no_wait: bool = typer.Option(False, "--no-wait", help="Send the requests that need no waiting, then return."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Stop waiting after this many minutes."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, metavar="MIN",
+                                            help="Stop waiting after this many minutes."),
     no_rollback: bool = typer.Option(
         False, "--no-rollback", help="ParallelCluster: keep a failed stack for debugging instead of rolling back."
     ),
@@ -221,7 +267,7 @@ def diff(
 
 
 @app.command()
-def preflight(spec: Path = SpecArgument) -> None:
+def preflight(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
     """Check the account before creating anything: credentials, subnet and AZ, instance-type offerings,
     vCPU quotas, capacity reservations and Capacity Blocks, key pair, S3 bucket, PCS limits, ParallelCluster
     and Node.js. Each failure comes with its fix; exit 1 when any check fails. `create` runs this first.
@@ -230,51 +276,50 @@ def preflight(spec: Path = SpecArgument) -> None:
     """
     from fmcluster import lifecycle, ui
     from fmcluster.spec import load_spec
+    from fmcluster.validate import checks_report
 
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
-    if not lifecycle.preflight(loaded.spec, to_stdout=True):
+    results = lifecycle.preflight_results(loaded.spec)
+    if as_json:
+        ui.print_json(checks_report(results, command="preflight", spec=str(spec)))
+    else:
+        ui.print_check_results(results)
+    if any(result.status == "failed" for result in results):
         raise typer.Exit(1)
 
 
 @app.command()
 def status(
-    name: Optional[str] = typer.Argument(None, help="Cluster name; omit it for a table of all known clusters."),
+    name: Optional[str] = typer.Argument(None, metavar="NAME", autocompletion=completion_names,
+                                         help="Cluster name; omit it for a table of all known clusters."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (same shape on both backends)."),
-    watch: bool = typer.Option(False, "--watch", help="Refresh every few seconds until Ctrl-C."),
+    watch: bool = typer.Option(False, "--watch", help="Refresh every 5 s until Ctrl-C: in place on a terminal; "
+                                                      "with --json, one JSON document per line."),
     refresh: bool = typer.Option(False, "--refresh", help="Also write what AWS says back into the local state."),
 ) -> None:
     """Show what exists: every cluster (local records and those tagged in AWS), or one cluster live from AWS:
     status (CREATING, ACTIVE, UPDATING, DELETING, FAILED, NOT_FOUND), queues and node counts, every resource
     made for it, drift from the spec, and cost (so far, per hour now, per hour at the maximum).
 
-    Example: fmcluster status quickstart-pcs --json
+    Example: fmcluster status quickstart-pcs --json   ·   fmcluster status quickstart-pcs --watch
     """
-    import time
-
     from fmcluster import lifecycle, ui
 
-    while True:
-        report = lifecycle.status(name, refresh)
-        if as_json:
-            typer.echo(lifecycle.dump_json(report))
-        else:
-            ui.print_status(report)
-            for row in report if isinstance(report, list) else [report]:
-                if row.get("problem"):
-                    ui.warning(f"cluster {row['name']}: its recorded spec does not validate: {row['problem']}")
-        if not watch:
-            return
-        try:
-            time.sleep(5)
-        except KeyboardInterrupt:
-            return
+    if watch:
+        ui.watch(lambda: lifecycle.status(name, refresh), as_json)
+    elif as_json:
+        ui.print_json(lifecycle.status(name, refresh))
+    else:
+        ui.print_status(lifecycle.status(name, refresh))
 
 
 @app.command()
 def scale(
-    target: str = typer.Argument(..., help="Cluster name, or a spec file whose node counts you edited."),
-    counts: Optional[list[str]] = typer.Argument(None, help="QUEUE=N (static) or QUEUE=MIN:MAX (dynamic).",
+    target: str = typer.Argument(..., metavar="NAME|SPEC", autocompletion=completion_names,
+                                 help="Cluster name, or a spec file whose node counts you edited."),
+    counts: Optional[list[str]] = typer.Argument(None, metavar="QUEUE=N…", autocompletion=completion_queue_counts,
+                                                 help="QUEUE=N (static) or QUEUE=MIN:MAX (scales with jobs).",
                                                  show_default=False),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing."),
     as_json: bool = typer.Option(False, "--json", help="Print the count changes applied as JSON."),
@@ -292,7 +337,7 @@ def scale(
 
 @app.command()
 def destroy(
-    name: str = typer.Argument(..., help="Cluster name (see `fmcluster status`)."),
+    name: str = NameArgument,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting."),
     keep_storage: bool = typer.Option(False, "--keep-storage", help="Keep FSx file systems (and their data)."),
     as_json: bool = typer.Option(False, "--json", help="Print {cluster, status, kept, left} as JSON."),
@@ -308,31 +353,15 @@ def destroy(
     raise typer.Exit(lifecycle.destroy(name, yes, keep_storage, as_json, force_unlock=force_unlock))
 
 
-def _mount_sandbox() -> None:
+def _mount_more() -> None:
+    from fmcluster.commandline.cluster_access import register
     from fmcluster.sandbox.cli import app as sandbox_app
 
+    register(app, NameArgument)
     app.add_typer(sandbox_app, name="sandbox")
 
 
-_mount_sandbox()
-
-
-def _click_exception_types() -> tuple[type[BaseException], ...]:
-    """Typer ≥ 0.2x carries its own copy of click; older ones use click itself. Catch whichever is live."""
-    types: list[type[BaseException]] = []
-    try:
-        from typer._click.exceptions import ClickException as TyperClickException
-
-        types.append(TyperClickException)
-    except ImportError:
-        pass
-    try:
-        from click import ClickException
-
-        types.append(ClickException)
-    except ImportError:
-        pass
-    return tuple(types)
+_mount_more()
 
 
 def _report_api_calls() -> None:
@@ -349,13 +378,28 @@ def main() -> None:
     """Entry point: every user-facing failure becomes one message and an exit code, never a traceback."""
     import atexit
 
+    from fmcluster.commandline import argv as argv_rules
+    from fmcluster.commandline import completion, helptext
+
     atexit.register(_report_api_calls)
+    command = helptext.tidy(typer.main.get_command(app))
+    if completion.complete_var("fmcluster") in os.environ:
+        completion.init()
     try:
-        code = app(standalone_mode=False)
+        args = argv_rules.hoist_global_options(sys.argv[1:], set(command.commands))  # type: ignore[attr-defined]
+        code = command.main(args=args, prog_name="fmcluster", standalone_mode=False)
         if code == 130:  # Typer turns Ctrl-C outside the engine into exit 130 before we see it
             sys.stderr.write("interrupted; re-run the same command to continue\n")
         if isinstance(code, int) and code:
             sys.exit(code)
+    except Aborted as exc:
+        sys.stderr.write(f"{exc}\n")
+        sys.exit(Aborted.exit_code)
+    except SpecError as exc:
+        from fmcluster import ui
+
+        ui.errors(str(problem) for problem in exc.problems)
+        sys.exit(exc.exit_code)
     except FmclusterError as exc:
         from fmcluster import ui
 
@@ -371,7 +415,7 @@ def main() -> None:
     except typer.Abort:
         sys.stderr.write("aborted\n")
         sys.exit(130)
-    except _click_exception_types() as exc:  # usage errors: bad flag, missing argument, unknown command
+    except argv_rules.click_exception_types() as exc:  # usage errors: bad flag, missing argument, unknown command
         exc.show()  # type: ignore[attr-defined]
         sys.exit(getattr(exc, "exit_code", 2))
     except Exception as exc:  # AWS errors a command did not translate still get one clear line

@@ -15,6 +15,12 @@ class FmclusterError(Exception):
     exit_code: int = 1
 
 
+class Aborted(FmclusterError):
+    """The user answered "no": nothing changed. Printed as ``aborted``, exit 1 (not bad input)."""
+
+    exit_code = 1
+
+
 class UsageError(FmclusterError):
     """Bad input that is not a spec file: a bad flag value, an unknown name, a missing file."""
 

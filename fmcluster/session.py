@@ -30,6 +30,9 @@ def backend_named(name: str) -> Backend:
         from fmcluster.backends.pcs import PcsBackend
 
         return PcsBackend()
+    from fmcluster.extras import require
+
+    require("parallelcluster", "a ParallelCluster cluster")
     from fmcluster.backends.parallelcluster import ParallelClusterBackend
 
     return ParallelClusterBackend()

@@ -3,44 +3,62 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
 
     from fmcluster.errors import SpecProblem
     from fmcluster.validate import CheckResult
 
 
-@functools.cache
-def err_console() -> Console:
+# Off a terminal (a pipe, a file, a CI log) nothing is wrapped or cut: lines are as long as their content.
+# COLUMNS is ignored there on purpose, since CI runners often export a narrow one.
+UNLIMITED_WIDTH = 100_000
+
+
+def _console(stderr: bool) -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    console = Console(stderr=stderr, highlight=False)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, highlight=False, width=UNLIMITED_WIDTH, soft_wrap=True)
+
+
+@functools.cache
+def err_console() -> Console:
+    return _console(stderr=True)
 
 
 @functools.cache
 def out_console() -> Console:
-    from rich.console import Console
-
-    return Console(highlight=False)
+    return _console(stderr=False)
 
 
 def error(message: str) -> None:
+    """``error: <first line>`` with the rest indented below; each line printed whole (no wrapping)."""
     lines = message.splitlines() or [""]
     console = err_console()
-    console.print(f"[bold red]error:[/] {_escape(lines[0])}")
+    console.print(f"[bold red]error:[/] {_escape(lines[0])}", soft_wrap=True)
     for line in lines[1:]:
-        console.print(f"  {_escape(line)}")
+        console.print(f"  {_escape(line)}", soft_wrap=True)
+
+
+def errors(messages: Iterable[str]) -> None:
+    """One ``error:`` line per message (spec problems: ``file:line:col: path: message``, grep-able)."""
+    for message in messages:
+        error(message)
 
 
 def warning(message: str) -> None:
-    err_console().print(f"[yellow]warning:[/] {_escape(message)}")
+    err_console().print(f"[yellow]warning:[/] {_escape(message)}", soft_wrap=True)
 
 
 def note(message: str) -> None:
-    err_console().print(f"[dim]·[/] {_escape(message)}")
+    err_console().print(f"[dim]·[/] {_escape(message)}", soft_wrap=True)
 
 
 def print_warnings(problems: Iterable[SpecProblem]) -> None:
@@ -80,57 +98,122 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def print_status(report: dict | list) -> None:
-    from rich.table import Table
+def print_json(value: Any, one_line: bool = False) -> None:
+    """JSON on stdout as it is (no markup, no wrapping); ``one_line`` for JSON Lines."""
+    import json
 
-    console = out_console()
+    text = json.dumps(value, default=str, separators=(",", ":")) if one_line else json.dumps(value, indent=2,
+                                                                                                default=str)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def status_view(report: dict | list) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     if isinstance(report, list):
         if not report:
-            console.print("no clusters yet: `fmcluster create SPEC` makes one")
-            return
+            return Text("no clusters yet: `fmcluster create SPEC` makes one")
         table = Table(box=None, header_style="bold")
-        for column in ("name", "backend", "region", "where", "status", "queues", "max nodes", "$/hour"):
-            table.add_column(column)
+        table.add_column("name", no_wrap=True)
+        for column in ("backend", "region", "status", "where", "queues", "max nodes", "$/hour"):
+            table.add_column(column, no_wrap=column in ("status", "$/hour"))
         for row in report:
             cost = f"{row['usd_per_hour']:,.2f}" if row.get("usd_per_hour") else "n/a"
-            table.add_row(row["name"], row["backend"], row["region"], row.get("where", ""), row["status"],
+            table.add_row(row["name"], row["backend"], row["region"], row["status"], row.get("where", ""),
                           ", ".join(row["queues"]) or "—", str(row["nodes_max"] or "—"), cost)
-        console.print(table)
-        for row in report:
-            if row.get("problem"):
-                console.print(f"[dim]{_escape(row['name'])}: {_escape(row['problem'])}[/]")
-        return
+        problems = [Text(f"{row['name']}: {row['problem']}", style="dim") for row in report if row.get("problem")]
+        return Group(table, *problems) if problems else table
     raw = f" ({report['backend_status']})" if report.get("backend_status") not in (None, report["status"]) else ""
-    console.print(f"[bold]{report['name']}[/] ({report['backend']}, {report['region']}): "
-                  f"[bold]{report['status']}[/]{_escape(raw)}")
+    parts: list[RenderableType] = [Text.from_markup(
+        f"[bold]{_escape(report['name'])}[/] ({report['backend']}, {report['region']}): [bold]{report['status']}[/]"
+        + _escape(raw))]
     for key in ("since", "slurm_endpoint", "head_node", "compute_fleet", "version", "error"):
         if report.get(key):
-            console.print(f"  {key.replace('_', ' ')}: {_escape(str(report[key]))}")
+            parts.append(Text(f"  {key.replace('_', ' ')}: {report[key]}"))
     if "usd_so_far" in report:
-        console.print(f"  cost: ${report['usd_so_far']:,.2f} so far, ${report['usd_per_hour_now']:,.2f}/hour now, "
-                      f"${report['usd_per_hour_max']:,.2f}/hour at the queues' maximum "
-                      f"[dim]({_escape(report['cost_basis'])})[/]")
+        parts.append(Text.from_markup(
+            f"  cost: ${report['usd_so_far']:,.2f} so far, ${report['usd_per_hour_now']:,.2f}/hour now, "
+            f"${report['usd_per_hour_max']:,.2f}/hour at the queues' maximum "
+            f"[dim]({_escape(report['cost_basis'])})[/]"))
     queues = Table(box=None, header_style="bold", title="queues", title_justify="left")
     for column in ("name", "instance type", "min", "max", "running", "status"):
         queues.add_column(column)
     for queue in report["queues"]:
         queues.add_row(queue["name"], str(queue.get("instance_type")), str(queue.get("min")), str(queue.get("max")),
                        str(queue.get("running_instances", "")), str(queue.get("status")))
-    console.print(queues)
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
     for column in ("type", "id", "status"):
         resources.add_column(column)
     for item in report["resources"]:
         resources.add_row(item["type"], str(item["id"]), str(item["status"]) + (f" — {item['error']}"
                                                                               if item.get("error") else ""))
-    console.print(resources)
     drift = report.get("drift")
     if drift is None:
-        console.print(f"[yellow]drift not checked:[/] {_escape(report.get('drift_unknown') or '')}")
+        drift_view: list[RenderableType] = [Text.from_markup(
+            f"[yellow]drift not checked:[/] {_escape(report.get('drift_unknown') or '')}")]
     elif drift:
-        console.print(f"[yellow]drift from the spec[/] ({len(drift)}; `fmcluster create SPEC` repairs it):")
-        for item in drift:
-            console.print(f"  {_escape(item['resource'])}: expected {_escape(str(item['expected']))}, "
-                          f"actual {_escape(str(item['actual']))}")
+        drift_view = [Text.from_markup(f"[yellow]drift from the spec[/] ({len(drift)}; `fmcluster create SPEC` "
+                                       "repairs it):")]
+        drift_view += [Text(f"  {item['resource']}: expected {item['expected']}, actual {item['actual']}")
+                       for item in drift]
     else:
-        console.print("[green]in sync with the spec[/]")
+        drift_view = [Text.from_markup("[green]in sync with the spec[/]")]
+    return Group(*parts, queues, resources, *drift_view)
+
+
+def print_status(report: dict | list) -> None:
+    out_console().print(status_view(report))
+
+
+def watch(fetch: Callable[[], Any], as_json: bool, interval: float = 5.0) -> None:
+    """Show ``fetch()`` every ``interval`` seconds until Ctrl-C: redrawn in place on a terminal, one JSON
+    document per line with ``as_json``, else a fresh copy each time (a log keeps them all)."""
+    import time
+
+    console = out_console()
+    try:
+        if as_json or not console.is_terminal:
+            while True:
+                if as_json:
+                    print_json(fetch(), one_line=True)
+                else:
+                    console.print(status_view(fetch()))
+                time.sleep(interval)
+        from rich.live import Live
+
+        with Live(status_view(fetch()), console=console, auto_refresh=False) as live:
+            while True:
+                time.sleep(interval)
+                live.update(status_view(fetch()), refresh=True)
+    except KeyboardInterrupt:
+        return
+
+
+class Ticker:
+    """One status line while waiting: a spinner on a terminal; elsewhere a line each time it changes."""
+
+    def __init__(self, title: str):
+        self.title = title
+        self._status: Any = None
+        self._last = ""
+
+    def __enter__(self) -> Ticker:
+        console = err_console()
+        if console.is_terminal:
+            self._status = console.status(self.title)
+            self._status.__enter__()
+        return self
+
+    def update(self, text: str, elapsed: float) -> None:
+        if self._status is not None:
+            self._status.update(f"{self.title}: {text} ({elapsed:.0f} s)")
+        elif text != self._last:
+            note(f"{self.title}: {text} ({elapsed:.0f} s)")
+        self._last = text
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.__exit__(None, None, None)

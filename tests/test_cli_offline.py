@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 QUICKSTART_PCS = ROOT / "configs" / "quickstart-pcs.yaml"
-COMMANDS = ["plan", "render", "validate", "create", "scale", "status", "destroy", "sandbox", "schema"]
+COMMANDS = ["plan", "render", "validate", "preflight", "create", "scale", "status", "destroy", "ssh", "smoke",
+            "logs", "sandbox", "schema"]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

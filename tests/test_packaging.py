@@ -1,5 +1,7 @@
 """The wheel: built from the checkout, it carries the templates and the catalog, and once installed into a
-fresh virtual environment it renders a spec from outside the repository using only what it shipped.
+fresh virtual environment it renders a spec from outside the repository using only what it shipped. Installed
+without extras (the light install) it stays under 120 MB, plans and validates, and names the extra a command
+needs.
 
 The wheel is built with pip's build isolation (pip fetches hatchling from PyPI). If that cannot work (no
 network) and hatchling is importable here, the build falls back to ``--no-build-isolation``.
@@ -8,6 +10,7 @@ network) and hatchling is importable here, the build falls back to ``--no-build-
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -113,3 +116,86 @@ def test_installed_command_renders_outside_the_repo(installed: Path, tmp_path: P
 
     result = _run(command, "validate", QUICKSTART, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- the light install: the wheel without extras, its dependencies resolved by pip --------------------------
+
+LIGHT_LIMIT_MB = 120
+
+
+@pytest.fixture(scope="module")
+def light(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv where pip installs the wheel as `pip install fmcluster` would: no extras, every dependency
+    resolved from the package index (pip's cache keeps repeated runs quick)."""
+    venv = tmp_path_factory.mktemp("light") / "env"
+    result = _run(sys.executable, "-m", "venv", venv, cwd=venv.parent)
+    assert result.returncode == 0, result.stderr
+    result = _run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel,
+                  cwd=venv.parent)
+    assert result.returncode == 0, "pip could not install the wheel's dependencies:\n" + result.stdout + result.stderr
+    return venv
+
+
+def _site_packages_mb(venv: Path) -> float:
+    purelib = Path(_run(venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                        cwd=venv).stdout.strip())
+    return sum(f.stat().st_size for f in purelib.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6
+
+
+def test_light_install_is_small_and_leaves_the_extras_out(light: Path, tmp_path: Path) -> None:
+    size = _site_packages_mb(light)
+    assert size < LIGHT_LIMIT_MB, f"site-packages is {size:.0f} MB"
+    probe = _run(light / "bin" / "python", "-c", "import importlib.util as u; print([m for m in ('pcluster', 'moto') "
+                 "if u.find_spec(m)])", cwd=tmp_path)
+    assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
+
+
+def test_light_install_plans_renders_and_validates(light: Path, tmp_path: Path) -> None:
+    command = light / "bin" / "fmcluster"
+    env = _clean_env(tmp_path)
+    result = _run(command, "plan", QUICKSTART, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "$/hour" in result.stdout and "quickstart-pcs" in result.stdout
+    result = _run(command, "validate", QUICKSTART, "--json", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ok"] is True
+    # a ParallelCluster spec: its schema check is skipped, and says which extra enables it
+    result = _run(command, "validate", ROOT / "configs" / "quickstart-parallelcluster.yaml", "--json", cwd=tmp_path,
+                  env=env)
+    assert result.returncode == 0, result.stderr
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["pcluster schema"]["status"] == "skipped"
+    assert "pip install 'fmcluster[parallelcluster]'" in checks["pcluster schema"]["summary"]
+    result = _run(command, "render", ROOT / "configs" / "quickstart-parallelcluster.yaml", cwd=tmp_path, env=env)
+    assert result.returncode == 0 and "Scheduler: slurm" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(("args", "extra"), [
+    (("sandbox", "start"), "sandbox"),
+    (("sandbox",), "sandbox"),
+    (("--sandbox", "status"), "sandbox"),
+    (("status", "--sandbox"), "sandbox"),
+    (("create", ROOT / "configs" / "quickstart-parallelcluster.yaml", "--yes"), "parallelcluster"),
+], ids=["sandbox-start", "sandbox-foreground", "global-sandbox", "sandbox-after-command", "parallelcluster-create"])
+def test_light_install_names_the_missing_extra(light: Path, tmp_path: Path, args: tuple, extra: str) -> None:
+    env = {**_clean_env(tmp_path), "FMCLUSTER_HOME": str(tmp_path / "home")}
+    result = _run(light / "bin" / "fmcluster", *args, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and f"pip install 'fmcluster[{extra}]'" in lines[0]
+
+
+def test_light_install_reads_a_parallelcluster_clusters_own_log(light: Path, tmp_path: Path) -> None:
+    env = {**_clean_env(tmp_path), "FMCLUSTER_HOME": str(tmp_path / "home")}
+    seed = ("from fmcluster.state import StateStore; s = StateStore(); "
+            "s.save_cluster('pc1', 'us-east-1', 'parallelcluster', 'name: pc1\\nqueues: [{name: q, "
+            "instance_type: p5.48xlarge, nodes: 1}]\\n', None, 'ACTIVE'); "
+            "s.log_event('pc1', 'us-east-1', 'pcluster_cluster:pc1', 'done', 'CREATE_COMPLETE')")
+    result = _run(light / "bin" / "python", "-c", seed, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    result = _run(light / "bin" / "fmcluster", "logs", "pc1", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "fmcluster  pcluster_cluster:pc1 done CREATE_COMPLETE" in result.stdout
+    assert "pip install 'fmcluster[parallelcluster]'" in result.stderr

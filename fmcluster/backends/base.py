@@ -48,13 +48,24 @@ class Question:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoginNode:
     """Where users reach the cluster: the PCS login node or the ParallelCluster head node."""
 
     instance_id: str
-    public_ip: str | None
-    private_ip: str | None
+    role: str  # "login node" (PCS) or "head node" (ParallelCluster)
+    state: str | None = None  # the EC2 instance state
+    public_ip: str | None = None
+    private_ip: str | None = None
+
+
+@dataclass(frozen=True, order=True)
+class LogLine:
+    """One line of ``fmcluster logs``: fmcluster's own events and the backend's, merged by time."""
+
+    at: float  # seconds since the epoch
+    source: str  # "fmcluster", "cloudformation", or a CloudWatch log stream
+    text: str
 
 
 class Backend(ABC):
@@ -92,4 +103,9 @@ class Backend(ABC):
 
     @abstractmethod
     def login_node(self, session: Session) -> LoginNode | None:
-        """The node users log in to, when it runs."""
+        """The node users log in to (in whatever state it is), or None when there is none."""
+
+    @abstractmethod
+    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+        """What the backend logs in AWS for the cluster (the last ``lines`` per source, or what came after
+        ``since``), and notes on what it could not read and why."""

@@ -12,7 +12,7 @@ import yaml
 from fmcluster import aws
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Engine, Resource, ResourceChange
-from fmcluster.errors import FmclusterError, UsageError
+from fmcluster.errors import Aborted, FmclusterError, UsageError
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
 from fmcluster.state import ClusterRecord, StateStore
@@ -26,12 +26,6 @@ class ClusterNotFound(FmclusterError):
 
 
 class PreflightFailed(FmclusterError):
-    exit_code = 1
-
-
-class Aborted(FmclusterError):
-    """The user said no: nothing was changed."""
-
     exit_code = 1
 
 

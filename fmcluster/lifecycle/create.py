@@ -16,13 +16,20 @@ from fmcluster.session import Session
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 
 
+def preflight_results(spec: Spec) -> list:
+    """Every preflight check's result (``fmcluster preflight`` prints them, as a table or as JSON)."""
+    from fmcluster.preflight import run_preflight
+
+    region = aws.region_for(spec.region)
+    return run_preflight(spec, region, lambda service: aws.client(service, region))
+
+
 def preflight(spec: Spec, to_stdout: bool = False) -> bool:
     """Run the preflight checks and print them (to stderr while creating); True when nothing failed."""
     from fmcluster import ui
-    from fmcluster.preflight import preflight_failed, run_preflight
+    from fmcluster.preflight import preflight_failed
 
-    region = aws.region_for(spec.region)
-    results = run_preflight(spec, region, lambda service: aws.client(service, region))
+    results = preflight_results(spec)
     ui.print_check_results(results, console=ui.out_console() if to_stdout else ui.err_console())
     return not preflight_failed(results)
 

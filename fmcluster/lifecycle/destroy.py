@@ -80,7 +80,10 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         store.set_cluster_status(name, first.region, "STORAGE_KEPT")
         ui.note("kept: " + "; ".join(kept))
     else:
+        from fmcluster.connect.ssh import forget_host_keys
+
         store.forget_cluster(name, first.region)
+        forget_host_keys(name)
     if json_output:
         print(dump_json(_result(name, "STORAGE_KEPT" if kept else "NOT_FOUND", kept, [])))
     else:

@@ -106,8 +106,9 @@ def _plain(value: Any) -> Any:
 
 
 def where(endpoint_label: str) -> str:
-    """A record's endpoint as a column: aws, sandbox, or the endpoint URL."""
-    return "sandbox" if endpoint_label.startswith("sandbox:") else (endpoint_label or "?")
+    """A record's endpoint as a column: aws, sandbox, or the endpoint URL ("unrecorded" for records older
+    than state v2)."""
+    return "sandbox" if endpoint_label.startswith("sandbox:") else (endpoint_label or "unrecorded")
 
 
 def list_clusters(store: StateStore) -> list[dict[str, Any]]:

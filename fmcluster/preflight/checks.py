@@ -271,7 +271,7 @@ def check_parallelcluster(ctx: Context) -> list[CheckResult]:
         results.append(CheckResult("parallelcluster", "passed", f"aws-parallelcluster {get_installed_version()}"))
     except Exception as exc:  # ImportError, or a broken install
         results.append(CheckResult("parallelcluster", "failed", f"aws-parallelcluster is not usable: {exc}",
-                                   [fix("pip install 'aws-parallelcluster>=3.16' into fmcluster's environment")]))
+                                   [fix("pip install 'fmcluster[parallelcluster]'")]))
     try:
         node, version, major = find_node()
     except NodeJsProblem as exc:

@@ -63,9 +63,11 @@ def main(
     """Run the sandbox in the foreground when no subcommand is given."""
     if ctx.invoked_subcommand is not None:
         return
+    from fmcluster.extras import require
     from fmcluster.sandbox import manager
 
     try:
+        require("sandbox", "fmcluster sandbox")
         current = manager.status()
         if current and current["running"]:
             raise FmclusterError(
@@ -114,7 +116,12 @@ def start_cmd(
 
 @app.command("stop")
 def stop_cmd() -> None:
-    """Stop the background sandbox (its state is in memory and is lost)."""
+    """Stop the background sandbox (its state is in memory and is lost).
+
+    \b
+    Example:
+      fmcluster sandbox stop
+    """
     from fmcluster.sandbox import manager
 
     try:

@@ -202,6 +202,9 @@ def start(
         elif port and not port_free(port):
             raise UsageError(f"port {port} on 127.0.0.1 is in use; pick another with --port")
 
+        from fmcluster.extras import require
+
+        require("sandbox", "the sandbox")
         d = sandbox_dir(home)
         d.mkdir(parents=True, exist_ok=True)
         log = log_path(home)

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import importlib.util
 import json
 import os
 import signal
@@ -127,7 +128,10 @@ class SandboxApp:
         iam_extras.install()
         pcs_amis.install()
         install_service_quotas()
-        pcluster_support.install(self.faults)
+        # Without fmcluster[parallelcluster] the sandbox serves PCS only: nothing to emulate pcluster for.
+        self.pcluster_support = importlib.util.find_spec("pcluster") is not None
+        if self.pcluster_support:
+            pcluster_support.install(self.faults)
         self._new_pcs = lambda: PcsEmulator(self.faults)
         self.pcs = self._new_pcs()
         self.port: int | None = None
@@ -218,7 +222,7 @@ class SandboxApp:
 
     def health(self) -> dict[str, Any]:
         return {"ok": True, "pid": os.getpid(), "port": self.port, "endpoint_url": self.endpoint_url,
-                "services": list(ADVERTISED_SERVICES), "pcs": True, "pcluster_support": True,
+                "services": list(ADVERTISED_SERVICES), "pcs": True, "pcluster_support": self.pcluster_support,
                 "faults_available": True}
 
     # -- AWS requests ------------------------------------------------------------------------------

@@ -20,6 +20,18 @@ class CheckResult:
     summary: str
     details: list[str] = field(default_factory=list)
 
+    def to_json(self) -> dict[str, object]:
+        """docs/checks-json.md: details without the ``fix: `` lines, which become ``fix`` (null: none)."""
+        fixes = [d.removeprefix("fix: ") for d in self.details if d.startswith("fix: ")]
+        return {"name": self.name, "status": self.status, "summary": self.summary,
+                "details": [d for d in self.details if not d.startswith("fix: ")],
+                "fix": "\n".join(fixes) or None}
+
+
+def checks_report(results: list[CheckResult], **about: object) -> dict[str, object]:
+    """The ``--json`` object of ``validate`` and ``preflight``: ``ok`` is false when any check failed."""
+    return {**about, "ok": not any(r.status == "failed" for r in results), "checks": [r.to_json() for r in results]}
+
 
 def run_checks(spec_path: Path) -> list[CheckResult]:
     """Every check, in order; those that need AWS are skipped (and say so) when none is reachable."""
@@ -51,6 +63,14 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
 
 
 def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list[CheckResult]:
+    from fmcluster import extras
+
+    if not extras.available("parallelcluster"):
+        hint = f"needs the parallelcluster extra: {extras.install_hint('parallelcluster')}"
+        requests = [d for d in rendered.documents if d.kind != "pcluster_cluster"]
+        return ([CheckResult("pcluster schema", "skipped", hint)]
+                + ([_botocore_checks(rendered, requests)] if requests else [])
+                + [CheckResult("pcluster validators", "skipped", hint)])
     from fmcluster.spec.trace import locate
     from fmcluster.validate.parallelcluster import (
         check_schema,

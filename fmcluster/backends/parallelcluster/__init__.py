@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from fmcluster.backends.base import Backend, Discovered, LoginNode, Question
+from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine, Question
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
 from fmcluster.backends.ec2 import SecurityGroup
 from fmcluster.backends.fsx import FsxOpenZfs
@@ -154,11 +154,16 @@ class ParallelClusterBackend(Backend):
         return report
 
     def login_node(self, session: Session) -> LoginNode | None:
-        described = self._describe(session)
-        head = (described or {}).get("headNode") or {}
-        if not head or head.get("state") != "running":
+        head = (self._describe(session) or {}).get("headNode") or {}
+        if not head.get("instanceId"):
             return None
-        return LoginNode(head["instanceId"], head.get("publicIpAddress"), head.get("privateIpAddress"))
+        return LoginNode(head["instanceId"], "head node", head.get("state"), head.get("publicIpAddress"),
+                         head.get("privateIpAddress"))
+
+    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+        from fmcluster.backends.parallelcluster.logs import cluster_logs
+
+        return cluster_logs(session.name, session.region, since, lines)
 
 
 def _deployed_queues(described: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster.backends.base import Backend, Discovered, LoginNode
+from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
@@ -214,13 +214,24 @@ class PcsBackend(Backend):
         login = next((g for g in groups if g["name"] == LOGIN_GROUP), None)
         if login is None:
             return None
-        running = [i for i in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:compute-node-group-id",
-                                                              "Values": [login["id"]]}])
-                   if i["State"]["Name"] == "running"]
-        if not running:
+        # PCS tags the instances it launches with their node group's id.
+        nodes = sorted((i for i in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:compute-node-group-id",
+                                                                 "Values": [login["id"]]}])
+                        if i["State"]["Name"] in ("pending", "running")),
+                       key=lambda i: (i["State"]["Name"] != "running", str(i.get("LaunchTime"))))
+        if not nodes:
             return None
-        node = running[0]
-        return LoginNode(node["InstanceId"], node.get("PublicIpAddress"), node.get("PrivateIpAddress"))
+        node = nodes[0]
+        return LoginNode(node["InstanceId"], "login node", node["State"]["Name"], node.get("PublicIpAddress"),
+                         node.get("PrivateIpAddress"))
+
+    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+        from fmcluster.backends.pcs.logs import cluster_logs
+
+        cluster = self._cluster(session)
+        if cluster is None:
+            return [], [f"PCS has no cluster {session.name} in {session.region}"]
+        return cluster_logs(session.ctx, cluster, since, lines)
 
 
 def _instance_row(instance: dict[str, Any], queue: str) -> dict[str, Any]:

@@ -1,0 +1,29 @@
+"""From a cluster name to an ssh target: the recorded spec, then the backend's login node (or ``--host``)."""
+
+from __future__ import annotations
+
+from fmcluster.connect.login import NodeNotFound, SshTarget, target_for_host, target_for_node
+from fmcluster.spec.models import Spec
+
+
+def resolve(name: str, host: str | None = None, user: str | None = None,
+            identity: str | None = None) -> tuple[Spec, SshTarget]:
+    """The cluster's spec and how to reach it. ``host`` (HOST[:PORT]) skips the AWS look-up: a node reached
+    through a VPN or a bastion, or any Slurm login host."""
+    from fmcluster import aws
+    from fmcluster.lifecycle.common import open_cluster
+    from fmcluster.state import StateStore
+
+    session = open_cluster(StateStore(readonly=True), name)
+    spec = session.spec
+    if spec is None:
+        raise NodeNotFound(f"the recorded spec of {name} no longer loads ({session.record.problem or 'see status'}); "
+                           f"use --host, or `fmcluster status {name}` for what exists")
+    if host:
+        return spec, target_for_host(spec, host, user, identity)
+    node = session.backend.login_node(session)
+    if node is None:
+        where = "login node (PCS compute node group 'login')" if spec.backend == "pcs" else "head node"
+        raise NodeNotFound(f"cluster {name} has no running {where} in {session.region}; "
+                           f"`fmcluster status {name}` shows what exists")
+    return spec, target_for_node(spec, session.region, node, aws.target().profile, user, identity)

@@ -1,0 +1,60 @@
+"""ssh command lines and ssh-config blocks for a :class:`~fmcluster.connect.login.SshTarget`."""
+
+from __future__ import annotations
+
+import shlex
+
+from fmcluster.connect.login import SshTarget
+
+
+def known_hosts(cluster: str) -> str:
+    """Each cluster's host keys live in their own file under fmcluster's state dir: AWS hands the same
+    addresses to new instances, and a cluster's keys should not clash with another's in ~/.ssh/known_hosts."""
+    from fmcluster.state import home
+
+    path = home() / "ssh" / f"{cluster}.known_hosts"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def ssh_options(target: SshTarget, batch: bool = False) -> list[str]:
+    # A fresh cluster's host key is new by definition: accept it once, refuse a changed one.
+    options = ["-o", "StrictHostKeyChecking=accept-new", "-o", f"UserKnownHostsFile={known_hosts(target.cluster)}"]
+    if target.identity:
+        options += ["-i", target.identity]
+    if target.port:
+        options += ["-p", str(target.port)]
+    if target.proxy_command:
+        options += ["-o", f"ProxyCommand={target.proxy_command}"]
+    if batch:  # never stop at a password or passphrase prompt nobody will answer
+        options += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=20"]
+    return options
+
+
+def ssh_argv(target: SshTarget, command: list[str] | None = None, batch: bool = False) -> list[str]:
+    return ["ssh", *ssh_options(target, batch), f"{target.user}@{target.host}", *(command or [])]
+
+
+def command_line(target: SshTarget, command: list[str] | None = None) -> str:
+    return shlex.join(ssh_argv(target, command))
+
+
+def config_block(target: SshTarget, alias: str | None = None) -> str:
+    """A ``Host`` block for ~/.ssh/config: afterwards plain ``ssh <alias>`` (and scp, rsync, VS Code) work."""
+    lines = [f"Host {alias or target.cluster}", f"    HostName {target.host}", f"    User {target.user}"]
+    if target.port:
+        lines.append(f"    Port {target.port}")
+    if target.identity:
+        lines.append(f"    IdentityFile {target.identity}")
+    if target.proxy_command:
+        lines.append(f"    ProxyCommand {target.proxy_command}")
+    lines.append("    StrictHostKeyChecking accept-new")
+    lines.append(f"    UserKnownHostsFile {known_hosts(target.cluster)}")
+    return "\n".join(lines)
+
+
+def forget_host_keys(cluster: str) -> None:
+    """A destroyed cluster's host keys go with it (a new cluster of the same name has new ones)."""
+    from fmcluster.state import home
+
+    (home() / "ssh" / f"{cluster}.known_hosts").unlink(missing_ok=True)

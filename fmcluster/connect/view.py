@@ -1,0 +1,34 @@
+"""How ``fmcluster smoke`` prints its report: one row per check, per node and then for the whole job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "absent": "[red]✗[/]", "skipped": "[dim]–[/]"}
+
+
+def print_smoke(report: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from fmcluster import ui
+
+    console = ui.out_console()
+    console.print(f"[bold]smoke test of {escape(report['cluster'])}[/]: queue {report['queue']}, "
+                  f"{report['nodes']} × {report['instance_type']}, Slurm job {report['job_id']} "
+                  f"{report['job_state']}", soft_wrap=True)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("", "node", "check", "result", "detail"):
+        table.add_column(column)
+    rows = [(node["node"], check) for node in report["node_checks"] for check in node["checks"]]
+    rows += [("all", check) for check in report["checks"]]
+    for node, check in rows:
+        table.add_row(_MARKS.get(check["status"], "?"), escape(node), check["name"], check["status"],
+                      escape(check["detail"] or ""))
+    console.print(table)
+    failing = sum(1 for _, check in rows if check["status"] in ("failed", "absent"))
+    if failing:
+        console.print(f"[red]✗[/] {failing} check(s) failed; the job's output is in {escape(report['output_file'])} "
+                      "on the cluster", soft_wrap=True)
+    else:
+        console.print("[green]✓[/] every check passed")
