@@ -278,6 +278,10 @@ class Engine:
         for resource in in_order(resources):
             record = self._record_for(resource)
             observed = resource.read(self.ctx, record.id if record else None)
+            if observed is not None and observed.phase in ("ready", "pending"):
+                # What AWS issued is a fact, also for the resource's own document (a security group's rule
+                # that names the group itself); a dependent of a replacement is replaced anyway (below).
+                self.ctx.publish(observed.outputs)
             change = self._change_for(resource, observed, only)
             # A dependent of something replaced is replaced too: it holds the old one's id, and AWS will not
             # delete a resource still in use (a PCS node group named by a queue).
@@ -287,8 +291,6 @@ class Engine:
                                         f"depends on {', '.join(cascaded)}, which is replaced")
             if change.action == "replace":
                 replaced.add(resource.name)
-            if observed is not None and change.action not in ("create", "replace"):
-                self.ctx.publish(observed.outputs)
             changes.append(change)
         for orphan in orphans:
             changes.append(ResourceChange(orphan.name, "delete", reason="no longer in the spec"))
@@ -422,6 +424,7 @@ class Engine:
                                   lambda token: resource.create(self.ctx, token))
             self._save(resource, observed)
         elif observed.phase == "ready":
+            self.ctx.publish(observed.outputs)  # its own document may name what AWS issued it (see plan)
             changes = resource.changes(self.ctx, observed)
             if self._only is not None:
                 changes = [c for c in changes if self._only(c.path)]

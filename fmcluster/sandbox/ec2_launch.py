@@ -295,4 +295,25 @@ def install() -> None:
     InstanceBackend.run_instances = run_instances
     InstanceBackend.terminate_instances = terminate_instances
     InstanceResponse.run_instances = _keep_extras
+    _keep_template_tags_apart()
     _installed = True
+
+
+def _keep_template_tags_apart() -> None:
+    """CreateLaunchTemplate's own ``TagSpecifications`` tag the launch template; ``LaunchTemplateData``'s tag
+    what instances launch (EC2 API reference, CreateLaunchTemplate and RequestLaunchTemplateData). moto 5.2.5
+    appends the first to the second, so a template's version data would show tags AWS never puts there."""
+    from moto.ec2.models.launch_templates import LaunchTemplateBackend
+
+    original = LaunchTemplateBackend.create_launch_template
+
+    def create_launch_template(self, name, description, template_data, tag_spec):
+        appended = len(tag_spec or {})
+        specs = template_data.get("TagSpecifications")
+        if appended and isinstance(specs, list) and len(specs) >= appended:
+            del specs[-appended:]
+            if not specs:
+                template_data.pop("TagSpecifications")
+        return original(self, name, description, template_data, tag_spec)
+
+    LaunchTemplateBackend.create_launch_template = create_launch_template

@@ -1,0 +1,128 @@
+"""End-to-end: re-running ``create`` converges any change, ``diff`` shows it first, ``status`` reports drift,
+and ``scale`` always lands on the counts asked for. The installed ``fmcluster`` against the sandbox; every
+assertion about AWS reads the sandbox directly, not fmcluster's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import yaml
+
+try:
+    from lifecycle_fixture import PclusterCli, PcsCli, _ok, cli_fixture
+except ImportError:  # tests/ imported as a package
+    from tests.lifecycle_fixture import PclusterCli, PcsCli, _ok, cli_fixture
+
+cli = cli_fixture(PcsCli)
+pc_cli = cli_fixture(PclusterCli)
+
+
+def _edit(cli, change) -> None:
+    data = yaml.safe_load(cli.spec.read_text())
+    change(data)
+    cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _group(cli, name: str) -> dict:
+    pcs = cli.sandbox.client("pcs")
+    return pcs.get_compute_node_group(clusterIdentifier=cli.name, computeNodeGroupIdentifier=name)["computeNodeGroup"]
+
+
+def _diff(cli) -> dict:
+    return json.loads(_ok(cli.run("diff", str(cli.spec), "--json")).stdout)
+
+
+def _changes(report: dict) -> dict[str, dict]:
+    return {c["resource"]: c for c in report["changes"] if c["action"] != "no-op"}
+
+
+def test_scale_back_to_an_earlier_count_really_changes_the_node_group(cli):
+    """Each scale is a new request: going back to a count used before must not replay the earlier one."""
+    _ok(cli.create())
+    for count in (5, 6, 3, 5):
+        result = _ok(cli.run("scale", cli.name, f"gpu={count}", "--yes"))
+        assert "scaled" in result.stdout + result.stderr
+        scaling = _group(cli, "gpu")["scalingConfiguration"]
+        assert (scaling["minInstanceCount"], scaling["maxInstanceCount"]) == (count, count), (count, scaling)
+    same = _ok(cli.run("scale", cli.name, "gpu=5", "--yes"))
+    assert "already" in same.stdout + same.stderr  # a no-op is said, and true: the live group is 5..5
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
+def test_a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli):
+    _ok(cli.create())
+    report = cli.status()
+    assert report["drift"] == [], json.dumps(report["drift"], indent=1)
+    pcs = cli.sandbox.client("pcs")
+    pcs.delete_queue(clusterIdentifier=cli.name, queueIdentifier="burst")
+    for _ in range(200):  # the sandbox keeps a queue DELETING for a moment, as PCS does
+        if not [q for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"] if q["name"] == "burst"]:
+            break
+        time.sleep(0.1)
+    drift = cli.status()["drift"]
+    assert {"resource": "queue:burst", "expected": "exists", "actual": "missing"} in drift, drift
+    text = _ok(cli.run("status", cli.name)).stdout
+    assert "drift from the spec" in text and "queue:burst" in text
+
+    assert _changes(_diff(cli))["queue:burst"]["action"] == "create"
+    _ok(cli.create())
+    names = [q["name"] for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"]]
+    assert sorted(names) == ["burst", "gpu"], names
+    assert cli.status()["drift"] == []
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
+def test_an_instance_type_edit_is_shown_as_replace_and_applied(cli):
+    _ok(cli.create())
+    _edit(cli, lambda data: data["queues"][1].update(instance_type="m7i.2xlarge"))
+    changes = _changes(_diff(cli))
+    group = changes["compute_node_group:burst"]
+    assert group["action"] == "replace", group
+    assert group["reason"], group  # why PCS cannot change it in place
+    assert "instanceConfigs" in json.dumps(group["attributes"]), group
+    # the plain diff says the same, and nothing changed yet
+    assert _group(cli, "burst")["instanceConfigs"] == [{"instanceType": "p5.4xlarge"}]
+
+    _ok(cli.create())
+    assert _group(cli, "burst")["instanceConfigs"] == [{"instanceType": "m7i.2xlarge"}]
+    burst = next(q for q in cli.status()["queues"] if q["name"] == "burst")
+    assert burst["instance_type"] == "m7i.2xlarge", burst
+    assert _diff(cli)["in_sync"] is True
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
+def test_a_queue_removed_from_the_spec_is_deleted_and_destroy_still_works(cli):
+    _ok(cli.create())
+    _edit(cli, lambda data: data["queues"].pop(1))
+    changes = _changes(_diff(cli))
+    assert changes["queue:burst"]["action"] == "delete"
+    assert changes["compute_node_group:burst"]["action"] == "delete"
+    _ok(cli.create())
+    pcs = cli.sandbox.client("pcs")
+    assert [q["name"] for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"]] == ["gpu"]
+    groups = sorted(g["name"] for g in pcs.list_compute_node_groups(clusterIdentifier=cli.name)["computeNodeGroups"])
+    assert groups == ["gpu", "login"], groups
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
+def test_parallelcluster_counts_and_an_added_queue_converge(pc_cli):
+    cli = pc_cli
+    _ok(cli.create())
+    _edit(cli, lambda data: (data["queues"][0].update(nodes={"min": 0, "max": 4}),
+                             data["queues"].append({"name": "cpu", "instance_type": "m7i.2xlarge",
+                                                    "nodes": {"min": 0, "max": 3}})))
+    change = _changes(_diff(cli))["pcluster_cluster:" + cli.name]
+    assert change["action"] == "update", change
+    _ok(cli.create())
+    queues = {q["name"]: q for q in cli.status()["queues"]}  # read from the configuration ParallelCluster deployed
+    assert (queues["gpu"]["min"], queues["gpu"]["max"]) == (0, 4), queues
+    assert (queues["cpu"]["min"], queues["cpu"]["max"]) == (0, 3), queues
+    assert _diff(cli)["in_sync"] is True
+    _ok(cli.destroy())
+    cli.wait_until_gone()
