@@ -133,6 +133,8 @@ def status_view(report: dict | list) -> RenderableType:
     for key in ("since", "slurm_endpoint", "head_node", "compute_fleet", "version", "error"):
         if report.get(key):
             parts.append(Text(f"  {key.replace('_', ' ')}: {report[key]}"))
+    for problem in report.get("problems") or []:
+        parts.append(Text(f"  problem: {problem}", style="yellow"))
     if "usd_so_far" in report:
         parts.append(Text.from_markup(
             f"  cost: ${report['usd_so_far']:,.2f} so far, ${report['usd_per_hour_now']:,.2f}/hour now, "

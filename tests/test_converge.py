@@ -126,3 +126,16 @@ def test_parallelcluster_counts_and_an_added_queue_converge(pc_cli):
     assert _diff(cli)["in_sync"] is True
     _ok(cli.destroy())
     cli.wait_until_gone()
+
+
+def test_create_does_not_call_ready_a_cluster_whose_nodes_cannot_register(cli):
+    # 32 network interfaces get no public address in the default VPC's public subnet, and with no NAT the
+    # nodes never reach PCS: PCS keeps the group ACTIVE and says so in errorInfo.
+    _edit(cli, lambda data: data["queues"][0].update(instance_type="p5.48xlarge"))
+    result = _ok(cli.create("--skip-preflight"), code=1)
+    assert "reports problems" in result.stderr and "compute node group gpu" in result.stderr, result.stderr
+    assert "is ready" not in result.stdout
+    report = cli.status()
+    assert any(p.startswith("compute node group gpu:") for p in report["problems"]), report
+    _ok(cli.destroy())
+    cli.assert_nothing_left()

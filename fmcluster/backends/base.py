@@ -86,7 +86,8 @@ class Backend(ABC):
     @abstractmethod
     def describe(self, session: Session) -> dict[str, Any]:
         """Live status in the shape of DESIGN §3: ``status`` from :data:`STATUSES`, ``backend_status``,
-        ``queues``, ``slurm_endpoint``, ``instances`` (id, queue, type, state, launch time)."""
+        ``queues``, ``slurm_endpoint``, ``instances`` (id, queue, type, state, launch time), and ``problems``
+        (what AWS reports wrong with parts whose status looks fine)."""
 
     @abstractmethod
     def scales(self, path: str) -> bool:

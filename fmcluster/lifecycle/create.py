@@ -90,7 +90,19 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
                     "the rest")
             return 0
         store.set_cluster_status(spec.name, session.region, "ACTIVE")
+        problems = session.backend.describe(session).get("problems") or []
+        if problems:
+            raise Unhealthy(f"cluster {spec.name} was made, but AWS reports problems with it:\n"
+                            + "\n".join(f"  {p}" for p in problems)
+                            + f"\n`{session.hint(f'fmcluster status {spec.name}')}` shows them; fix the cause "
+                            "(for nodes that cannot register: a private subnet with a NAT gateway) and re-run create")
     return _done(session, plan, json_output, "is ready")
+
+
+class Unhealthy(FmclusterError):
+    """Every resource is made and AWS calls each one ready, yet reports that part of it does not work."""
+
+    exit_code = 1
 
 
 def _done(session: Session, plan: Plan, json_output: bool, what: str) -> int:

@@ -120,7 +120,7 @@ class ParallelClusterBackend(Backend):
     def describe(self, session: Session) -> dict[str, Any]:
         report: dict[str, Any] = {"name": session.name, "backend": "parallelcluster", "region": session.region,
                                   "status": "NOT_FOUND", "backend_status": None, "queues": [],
-                                  "slurm_endpoint": None, "instances": []}
+                                  "slurm_endpoint": None, "instances": [], "problems": []}
         described = self._describe(session)
         if described is None:
             return report
@@ -136,6 +136,8 @@ class ParallelClusterBackend(Backend):
         report["cloudformation_stack_status"] = stack_status
         report["compute_fleet"] = described.get("computeFleetStatus")
         report["version"] = described.get("version")
+        report["problems"] = [f"{f.get('failureCode')}: {f.get('failureReason')}"
+                              for f in described.get("failures") or []]
         head = described.get("headNode") or {}
         if head:
             report["head_node"] = (f"{head.get('instanceId')} {head.get('state')} "

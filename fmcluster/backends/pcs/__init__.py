@@ -172,7 +172,7 @@ class PcsBackend(Backend):
     def describe(self, session: Session) -> dict[str, Any]:
         report: dict[str, Any] = {"name": session.name, "backend": "pcs", "region": session.region,
                                   "status": "NOT_FOUND", "backend_status": None, "queues": [],
-                                  "slurm_endpoint": None, "instances": []}
+                                  "slurm_endpoint": None, "instances": [], "problems": []}
         cluster = self._cluster(session)
         if cluster is None:
             return report
@@ -203,6 +203,11 @@ class PcsBackend(Backend):
                 "running_instances": sum(1 for m in members for i in instances.get(m["id"], [])
                                          if i["State"]["Name"] == "running"),
             })
+        # PCS keeps a node group ACTIVE when its nodes fail to launch or register ("provisioning status doesn't
+        # indicate the overall health of the compute node group", botocore's PCS model); errorInfo says why.
+        report["problems"] = [f"{kind} {item['name']}: {error_info(item)}"
+                              for kind, items in (("compute node group", groups), ("queue", queues))
+                              for item in items if error_info(item)]
         report["status"] = _overall(cluster["status"], [g["status"] for g in groups] + [q["status"] for q in queues])
         return report
 
