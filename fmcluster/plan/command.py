@@ -14,7 +14,7 @@ from fmcluster.plan.chart import chart_for, render_svg
 from fmcluster.plan.figures import plan_report
 from fmcluster.plan.prices import LivePriceBook, PriceBook, PriceError, fetch_on_demand
 from fmcluster.plan.report import print_report
-from fmcluster.spec.loader import load_spec
+from fmcluster.spec.instance_facts import load_with_instance_facts
 
 
 def run_plan(
@@ -26,7 +26,7 @@ def run_plan(
     console_err: Console,
 ) -> int:
     """Print the plan report for ``spec_path``; return the exit code."""
-    loaded = load_spec(spec_path)
+    loaded = load_with_instance_facts(spec_path, console_err)
     for warning in loaded.warnings:
         console_err.print(f"warning: {warning}", markup=False, highlight=False)
     spec = loaded.spec

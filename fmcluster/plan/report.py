@@ -65,14 +65,15 @@ def queues_table(report: PlanReport) -> Table:
         table.add_column(header, justify=justify, no_wrap=header in ("instance", "nodes"))
     for q in report.queues:
         nodes = f"{q.min_nodes}-{q.nodes}" if q.dynamic else str(q.nodes)
-        accel = f"{q.accelerators:,}" if q.in_catalog else NA
+        known = q.in_catalog or q.facts_source == "ec2"
+        accel = f"{q.accelerators:,}" if known else NA
         model = f"\n{q.accelerator_model.split(' (')[0]}" if q.accelerator_model else ""
         table.add_row(
             q.name,
             q.instance_type,
             nodes,
             accel + model,
-            _num(q.hbm_total_gb) if q.in_catalog else NA,
+            _num(q.hbm_total_gb) if known else NA,
             _num(q.hbm_bandwidth_tbps, ",.1f") if q.in_catalog else NA,
             _interconnect(q) if q.in_catalog else NA,
             _efa(q) if q.in_catalog else NA,

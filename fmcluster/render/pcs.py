@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING
 
-from fmcluster import catalog
+from fmcluster.catalog.hardware import hardware
 from fmcluster.render.common import compute_root_volume_gib, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.templates import render_text, render_yaml
@@ -148,12 +147,7 @@ def render_pcs(
 
 
 def architecture(instance_type: str) -> str:
-    facts = catalog.instance(instance_type)
-    if facts is not None:
-        return facts.arch
-    family = instance_type.split(".")[0]
-    # Graviton families carry a 'g' after the generation digit (m7g, c7gn, r8g).
-    return "arm64" if re.match(r"^[a-z]+\d+g", family) else "x86_64"
+    return hardware(instance_type).architecture or "x86_64"
 
 
 def _ami_for(spec: Spec, instance_type: str, images: dict[str, Image] | None) -> str | None:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from fmcluster import catalog
+from fmcluster.catalog.hardware import hardware, missing_facts
 from fmcluster.errors import SpecProblem
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Slurm, Spec, max_nodes, min_nodes
@@ -54,6 +55,10 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
         warnings.append(document.problem(path, message))
 
     for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags):
+        rule(spec, error, warn)
+    from fmcluster.spec.hardware_rules import HARDWARE_RULES
+
+    for rule in HARDWARE_RULES:
         rule(spec, error, warn)
     return errors, warnings
 
@@ -129,10 +134,13 @@ def _instance_types(spec: Spec, error: Report, warn: Report) -> None:
         if problem:
             error((*path, "instance_type"), problem)
             continue
-        facts = catalog.instance(queue.instance_type)
-        if facts is None:
-            warn((*path, "instance_type"), f"'{queue.instance_type}' is not in fmcluster's catalog: treated as "
-                                           "a node without accelerators or EFA (validate confirms it exists)")
+        facts = hardware(queue.instance_type)
+        missing = missing_facts(facts)
+        if missing:
+            warn((*path, "instance_type"), f"'{queue.instance_type}' is not in fmcluster's catalog and EC2 has not "
+                                           f"been asked yet: its {', '.join(missing)} are unknown, so it is treated "
+                                           "as a node without accelerators or EFA; run with an AWS endpoint "
+                                           "(credentials, --endpoint-url or --sandbox) to read DescribeInstanceTypes")
             if queue.efa:
                 warn((*path, "efa"), f"EFA support of '{queue.instance_type}' is unknown to fmcluster; AWS "
                                      "will refuse the launch if it has none")

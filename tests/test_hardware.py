@@ -1,0 +1,103 @@
+"""The machines: architecture checks at load time, and facts for instance types outside the catalog read from
+EC2's DescribeInstanceTypes (the sandbox serves AWS's published data) and cached on disk."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fmcluster.catalog import hardware as hw
+from fmcluster.errors import SpecError
+from fmcluster.render import render
+from fmcluster.spec import load_spec
+
+FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
+GB200_ON_X86_HEAD = """\
+name: gb200
+backend: parallelcluster
+head_node:
+  instance_type: m7i.2xlarge
+queues:
+  - name: train
+    instance_type: p6e-gb200.36xlarge
+    nodes: 18
+    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}
+"""
+
+
+def _offline_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({"FMCLUSTER_HOME": str(home), "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                "AWS_EC2_METADATA_DISABLED": "true", "NO_COLOR": "1", "COLUMNS": "200"})
+    return env
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh state dir, so no cached DescribeInstanceTypes answer of another test leaks in."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("FMCLUSTER_HOME", str(state))
+    return state
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- item 8: architectures ------------------------------------------------------------------------------
+
+
+def test_x86_head_with_gb200_compute_exits_2_naming_the_line(tmp_path: Path, home: Path) -> None:
+    path = _write(tmp_path, GB200_ON_X86_HEAD)
+    result = subprocess.run([FMCLUSTER, "plan", str(path)], capture_output=True, text=True,
+                            env=_offline_env(home), timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{path}:7:20: queues[0].instance_type: p6e-gb200.36xlarge is arm64 but the head node (m7i.2xlarge) " \
+           "is x86_64" in " ".join(result.stderr.split())
+
+
+def test_default_head_is_refused_too_and_the_hint_names_a_graviton_type(tmp_path: Path, home: Path) -> None:
+    text = GB200_ON_X86_HEAD.replace("head_node:\n  instance_type: m7i.2xlarge\n", "")
+    with pytest.raises(SpecError) as caught:
+        load_spec(_write(tmp_path, text))
+    message = str(caught.value)
+    assert ":5:20: queues[0].instance_type:" in message
+    assert "such as m7g.2xlarge" in message
+
+
+def test_arm64_head_with_gb200_compute_loads(tmp_path: Path, home: Path) -> None:
+    loaded = load_spec(_write(tmp_path, GB200_ON_X86_HEAD.replace("m7i.2xlarge", "m7g.2xlarge")))
+    assert loaded.spec.head_node.instance_type == "m7g.2xlarge"
+
+
+def test_pcs_node_groups_may_differ_in_architecture(tmp_path: Path, home: Path) -> None:
+    """PCS gives each node group its own AMI: an x86 login group with arm64 compute is a valid cluster."""
+    text = GB200_ON_X86_HEAD.replace("parallelcluster", "pcs").replace("p6e-gb200.36xlarge", "c7g.16xlarge")
+    text = text.replace("    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n", "")
+    loaded = load_spec(_write(tmp_path, text))
+    rendered = render(loaded.spec)
+    assert {d.key for d in rendered.documents if d.kind == "compute_node_group"} == {"login", "train"}
+
+
+def test_pcs_one_ami_for_two_architectures_is_refused(tmp_path: Path, home: Path) -> None:
+    text = GB200_ON_X86_HEAD.replace("parallelcluster", "pcs").replace("p6e-gb200.36xlarge", "c7g.16xlarge")
+    text = text.replace("    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n", "")
+    text += "image: {ami: ami-0123456789abcdef0}\n"
+    with pytest.raises(SpecError) as caught:
+        load_spec(_write(tmp_path, text))
+    assert ":7:20: queues[0].instance_type: c7g.16xlarge is arm64 but the login node (m7i.2xlarge)" in \
+        str(caught.value)
+
+
+@pytest.mark.parametrize(("name", "arch"), [
+    ("m7g.large", "arm64"), ("c7gn.16xlarge", "arm64"), ("a1.large", "arm64"), ("g5g.16xlarge", "arm64"),
+    ("m7i.large", "x86_64"), ("g5.12xlarge", "x86_64"), ("p6e-gb200.36xlarge", "arm64"), ("trn2.48xlarge", "x86_64")])
+def test_architecture_without_an_endpoint(name: str, arch: str, home: Path) -> None:
+    assert hw.hardware(name).architecture == arch
