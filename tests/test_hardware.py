@@ -3,12 +3,14 @@ EC2's DescribeInstanceTypes (the sandbox serves AWS's published data) and cached
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fmcluster.catalog import hardware as hw
 from fmcluster.errors import SpecError
@@ -101,3 +103,75 @@ def test_pcs_one_ami_for_two_architectures_is_refused(tmp_path: Path, home: Path
     ("m7i.large", "x86_64"), ("g5.12xlarge", "x86_64"), ("p6e-gb200.36xlarge", "arm64"), ("trn2.48xlarge", "x86_64")])
 def test_architecture_without_an_endpoint(name: str, arch: str, home: Path) -> None:
     assert hw.hardware(name).architecture == arch
+
+
+# --- item 7: any instance type ---------------------------------------------------------------------------
+
+G5 = """\
+name: g5-demo
+backend: parallelcluster
+queues:
+  - name: infer
+    instance_type: g5.12xlarge
+    nodes: 2
+"""
+
+
+def _sandbox_env(sandbox, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(sandbox.env)
+    env.update({"FMCLUSTER_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"})
+    return env
+
+
+def test_g5_facts_come_from_describe_instance_types(tmp_path: Path, sandbox) -> None:
+    home = tmp_path / "state"
+    path = _write(tmp_path, G5)
+    env = _sandbox_env(sandbox, home)
+    result = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True, env=env,
+                            timeout=180)
+    assert result.returncode == 0, result.stderr
+    queue = json.loads(result.stdout)["queues"][0]
+    assert (queue["gpus"], queue["accelerators_per_node"], queue["facts_source"]) == (8, 4, "ec2")
+    assert queue["accelerator_model"] == "NVIDIA A10G"
+    assert queue["hbm_total_gb"] == pytest.approx(2 * 4 * 22888 / 1024 * 1.073741824, abs=0.2)
+    assert "not in fmcluster's catalog" not in result.stderr
+
+    rendered = subprocess.run([FMCLUSTER, "render", str(path)], capture_output=True, text=True, env=env, timeout=180)
+    assert rendered.returncode == 0, rendered.stderr
+    queue_doc = yaml.safe_load(rendered.stdout)["Scheduling"]["SlurmQueues"][0]
+    assert queue_doc["HealthChecks"]["Gpu"]["Enabled"] is True
+    assert queue_doc["ComputeResources"][0]["Efa"]["Enabled"] is True  # EC2: EfaSupported, 1 EFA interface
+
+    # The answer is cached under the state dir: offline, the same facts hold.
+    cached = json.loads((home / "cache" / "instance-types.json").read_text())
+    assert cached["instance_types"]["g5.12xlarge"]["GpuInfo"]["Gpus"][0]["Count"] == 4
+    offline = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True,
+                             env=_offline_env(home), timeout=180)
+    assert offline.returncode == 0, offline.stderr
+    assert json.loads(offline.stdout)["queues"][0]["gpus"] == 8
+
+
+def test_offline_warning_names_the_missing_facts(tmp_path: Path, home: Path) -> None:
+    result = subprocess.run([FMCLUSTER, "plan", str(_write(tmp_path, G5))], capture_output=True, text=True,
+                            env=_offline_env(home), timeout=120)
+    assert result.returncode == 0, result.stderr
+    flat = " ".join(result.stderr.split())
+    assert "queues[0].instance_type: 'g5.12xlarge' is not in fmcluster's catalog" in flat
+    assert "GPU/accelerator count and memory, EFA support, network cards and EFA interfaces" in flat
+
+
+def test_pcs_efa_layout_from_ec2_for_a_new_family(home: Path) -> None:
+    """p4d's layout from DescribeInstanceTypes (4 cards, 4 EFA interfaces); a type with card 0 ENA-only keeps it."""
+    from fmcluster.spec.decisions import efa_network_interfaces
+    from fmcluster.spec.models import Queue
+
+    hw.remember([{"InstanceType": "x9e.48xlarge", "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+                  "GpuInfo": {"Gpus": [{"Count": 8, "Manufacturer": "NVIDIA", "Name": "X",
+                                        "MemoryInfo": {"SizeInMiB": 81920}}]},
+                  "NetworkInfo": {"EfaSupported": True, "MaximumNetworkCards": 5,
+                                  "EfaInfo": {"MaximumEfaInterfaces": 4}}}])
+    layout = efa_network_interfaces(Queue(name="q", instance_type="x9e.48xlarge", nodes=1))
+    assert layout[0] == {"card": 0, "device": 0, "efa": False}
+    assert [nic["card"] for nic in layout[1:]] == [1, 2, 3, 4]
+    assert hw.hardware("x9e.48xlarge").has_gpus
