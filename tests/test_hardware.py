@@ -175,3 +175,52 @@ def test_pcs_efa_layout_from_ec2_for_a_new_family(home: Path) -> None:
     assert layout[0] == {"card": 0, "device": 0, "efa": False}
     assert [nic["card"] for nic in layout[1:]] == [1, 2, 3, 4]
     assert hw.hardware("x9e.48xlarge").has_gpus
+
+
+# --- item 4: images by purpose -----------------------------------------------------------------------------
+
+PCS_P5 = """\
+name: imgfam
+backend: pcs
+queues:
+  - name: train
+    instance_type: p5.48xlarge
+    nodes: 2
+"""
+
+
+def test_pcs_sample_family_renders_the_sample_ami_lookup(tmp_path: Path, home: Path) -> None:
+    loaded = load_spec(_write(tmp_path, PCS_P5 + "image: {family: pcs-sample}\n"))
+    assert loaded.spec.image.family == "pcs-sample"
+    render(loaded.spec)  # offline: no AMI is named until create looks the sample AMI up
+
+
+@pytest.mark.parametrize(("backend", "family", "parameter"), [
+    ("pcs", "dlami", "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-amazon-linux-2023/latest/ami-id"),
+    ("pcs", "neuron", "/aws/service/neuron/dlami/multi-framework/amazon-linux-2023/latest/image_id"),
+    ("parallelcluster", "dlami",
+     "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"),
+])
+def test_deep_learning_families_are_refused_with_the_way_forward(tmp_path: Path, home: Path, backend: str,
+                                                                 family: str, parameter: str) -> None:
+    text = PCS_P5.replace("pcs", backend, 1) + f"image:\n  family: {family}\n"
+    with pytest.raises(SpecError) as caught:
+        load_spec(_write(tmp_path, text))
+    message = str(caught.value)
+    assert ":8:11: image.family: AWS's" in message and parameter in message
+    assert ("pcluster build-image" in message) is (backend == "parallelcluster")
+
+
+def test_pcs_sample_family_on_parallelcluster_and_two_images_are_refused(tmp_path: Path, home: Path) -> None:
+    with pytest.raises(SpecError, match=r":7:17: image.family: AWS's PCS sample AMIs carry the PCS agent"):
+        load_spec(_write(tmp_path, PCS_P5.replace("pcs", "parallelcluster", 1) + "image: {family: pcs-sample}\n"))
+    with pytest.raises(SpecError, match=r":7:8: image: give exactly one of image.ami"):
+        load_spec(_write(tmp_path, PCS_P5 + "image: {family: pcs-sample, ami: ami-0123456789abcdef0}\n"))
+
+
+def test_trainium_on_pcs_needs_a_neuron_image(tmp_path: Path, home: Path) -> None:
+    """AWS's PCS sample AMIs have no Neuron driver: a trn2 node group is not silently given one."""
+    text = PCS_P5.replace("p5.48xlarge", "trn2.48xlarge")
+    with pytest.raises(SpecError, match=r":5:20: queues\[0\].instance_type: trn2.48xlarge needs the Neuron driver"):
+        load_spec(_write(tmp_path, text))
+    assert load_spec(_write(tmp_path, text + "image: {ami: ami-0123456789abcdef0}\n")).spec.image.ami

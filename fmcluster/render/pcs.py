@@ -151,7 +151,7 @@ def architecture(instance_type: str) -> str:
 
 
 def _ami_for(spec: Spec, instance_type: str, images: dict[str, Image] | None) -> str | None:
-    if spec.image is not None:
+    if spec.image is not None and spec.image.ami is not None:
         return spec.image.ami
     image = (images or {}).get(architecture(instance_type))
     return image.ami_id if image else None

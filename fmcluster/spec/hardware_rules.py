@@ -58,4 +58,69 @@ def architectures(spec: Spec, error: Report, warn: Report) -> None:
               "architecture")
 
 
-HARDWARE_RULES = (architectures,)
+
+# The SSM public parameters AWS publishes for its deep-learning images:
+# DLAMI Developer Guide, "Find the DLAMI ID" (find-dlami-id.html):
+#   /aws/service/deeplearning/ami/{x86_64|arm64}/base-oss-nvidia-driver-gpu-{ubuntu-22.04|ubuntu-24.04|
+#   amazon-linux-2023}/latest/ami-id
+# Neuron documentation, "Neuron DLAMI User Guide", "Using SSM parameters to find DLAMI id" (x86_64 only):
+#   /aws/service/neuron/dlami/multi-framework/{ubuntu-22.04|amazon-linux-2023}/latest/image_id
+DLAMI_OS = {"ubuntu2204": "ubuntu-22.04", "ubuntu2404": "ubuntu-24.04", "alinux2023": "amazon-linux-2023"}
+NEURON_OS = {"ubuntu2204": "ubuntu-22.04", "alinux2023": "amazon-linux-2023"}
+
+
+def dlami_parameter(architecture: str, os: str) -> str | None:
+    part = DLAMI_OS.get(os)
+    return f"/aws/service/deeplearning/ami/{architecture}/base-oss-nvidia-driver-gpu-{part}/latest/ami-id" \
+        if part else None
+
+
+def neuron_parameter(os: str) -> str | None:
+    part = NEURON_OS.get(os)
+    return f"/aws/service/neuron/dlami/multi-framework/{part}/latest/image_id" if part else None
+
+
+def _build_advice(spec: Spec, family: str) -> str:
+    from fmcluster.spec.decisions import operating_system
+
+    os = operating_system(spec)
+    arch = hardware(spec.queues[0].instance_type).architecture or "x86_64"
+    parameter = dlami_parameter(arch, os) if family == "dlami" else neuron_parameter(os)
+    source = f" (AWS publishes it as the SSM parameter {parameter})" if parameter else ""
+    if spec.backend == "parallelcluster":
+        return (f"ParallelCluster boots only images that carry its cookbook: build one with `pcluster build-image` "
+                f"whose Build.ParentImage is the {family} image{source}, then set image.ami to it")
+    return (f"PCS nodes need the PCS agent and Slurm installed (PCS user guide, 'Custom Amazon Machine Images for "
+            f"AWS PCS'): build an AMI from the {family} image{source} with them, then set image.ami to it")
+
+
+def images(spec: Spec, error: Report, warn: Report) -> None:
+    """image: exactly one of ami and family, and only the families the backend can boot as published."""
+    image = spec.image
+    if image is not None:
+        if (image.ami is None) == (image.family is None):
+            error(("image",), "give exactly one of image.ami (your own AMI) or image.family (an image AWS "
+                              "publishes: pcs-sample)")
+            return
+        if image.family == "pcs-sample" and spec.backend == "parallelcluster":
+            error(("image", "family"), "AWS's PCS sample AMIs carry the PCS agent, not ParallelCluster's cookbook; "
+                                       "ParallelCluster boots its own official AMIs for `os` (remove image)")
+        elif image.family in ("dlami", "neuron"):
+            name = "Deep Learning AMI" if image.family == "dlami" else "Neuron DLAMI"
+            error(("image", "family"), f"AWS's {name} cannot boot {spec.backend} nodes as published: "
+                                       f"{_build_advice(spec, image.family)}")
+    if spec.backend != "pcs" or (image is not None and image.ami is not None):
+        return
+    # AWS's PCS sample AMIs have Slurm, the PCS agent and EFA, but no Neuron driver: a Trainium or Inferentia node
+    # group on them would run with its accelerators unusable.
+    for index, queue in enumerate(spec.queues):
+        facts = hardware(queue.instance_type)
+        if facts.accelerator_kind in ("trainium", "inferentia"):
+            parameter = neuron_parameter("alinux2023")
+            error(("queues", index, "instance_type"),
+                  f"{queue.instance_type} needs the Neuron driver, which AWS's PCS sample AMIs do not carry: set "
+                  "image.ami to a PCS AMI built from the Neuron DLAMI (AWS publishes it as the SSM parameter "
+                  f"{parameter}) with the PCS agent and Slurm installed")
+
+
+HARDWARE_RULES = (architectures, images)

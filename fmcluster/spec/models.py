@@ -56,8 +56,18 @@ class HeadNode(_Strict):
     root_volume_gib: int = Field(200, ge=35, le=16384)
 
 
+ImageFamily = Literal["pcs-sample", "dlami", "neuron"]
+
+
 class Image(_Strict):
-    ami: AmiId = Field(description="Custom AMI (for example one built from the DLAMI) for all nodes.")
+    ami: AmiId | None = Field(
+        None, description="Custom AMI for all nodes: on ParallelCluster one built by `pcluster build-image` (its "
+        "Build.ParentImage may be a DLAMI); on PCS one with the PCS agent and Slurm installed. Give ami or family.")
+    family: ImageFamily | None = Field(
+        None, description="An image AWS publishes, by purpose. pcs-sample: AWS's PCS sample AMIs (pcs backend; "
+        "the default there). dlami and neuron (the Deep Learning AMI and the Neuron DLAMI, found by their SSM "
+        "public parameters) carry neither ParallelCluster's cookbook nor the PCS agent, so neither backend can "
+        "boot them as they are: build an image from them and set ami. Give ami or family.")
 
 
 class NodeRange(_Strict):

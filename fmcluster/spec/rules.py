@@ -256,7 +256,8 @@ def _slurm(spec: Spec, error: Report, warn: Report) -> None:
             error(("slurm", "version"), f"Slurm {slurm.version} reached its end of life on AWS PCS on "
                                         f"{PCS_END_OF_LIFE[slurm.version]}; PCS refuses new clusters on it. Use "
                                         f"{Slurm.model_fields['version'].default}")
-        if spec.image is None and spec.os is not None and spec.os != decisions.PCS_SAMPLE_AMI_OS:
+        sample = spec.image is None or spec.image.family == "pcs-sample"
+        if sample and spec.os is not None and spec.os != decisions.PCS_SAMPLE_AMI_OS:
             error(("os",), f"AWS's PCS sample AMIs come only in Amazon Linux 2023 ({decisions.PCS_SAMPLE_AMI_OS}), "
                            f"not {spec.os}: remove os, or set image.ami to a PCS-ready {spec.os} AMI")
         if slurm.database is not None:
