@@ -224,3 +224,93 @@ def test_trainium_on_pcs_needs_a_neuron_image(tmp_path: Path, home: Path) -> Non
     with pytest.raises(SpecError, match=r":5:20: queues\[0\].instance_type: trn2.48xlarge needs the Neuron driver"):
         load_spec(_write(tmp_path, text))
     assert load_spec(_write(tmp_path, text + "image: {ami: ami-0123456789abcdef0}\n")).spec.image.ami
+
+
+# --- item 5: capacity detail ---------------------------------------------------------------------------------
+
+GB200_X72 = """\
+name: gb200
+backend: parallelcluster
+head_node: {instance_type: m7g.2xlarge}
+network: {subnet_id: subnet-0123456789abcdef0}
+queues:
+  - name: train
+    instance_type: p6e-gb200.36xlarge
+    nodes: 36
+    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, ultraserver: u-p6e-gb200x72}
+"""
+GROUP = "arn:aws:resource-groups:us-east-1:123456789012:group/train-odcrs"
+
+
+def test_ultraserver_queue_renders_and_plans_its_nvlink_domains(tmp_path: Path, home: Path) -> None:
+    loaded = load_spec(_write(tmp_path, GB200_X72))
+    config = render(loaded.spec).documents[0].body
+    queue = config["Scheduling"]["SlurmQueues"][0]
+    assert queue["CapacityType"] == "CAPACITY_BLOCK"
+    assert queue["CapacityReservationTarget"] == {"CapacityReservationId": "cr-0123456789abcdef0"}
+    assert queue["Tags"] == [{"Key": "fmcluster:ultraserver", "Value": "u-p6e-gb200x72"}]
+    assert queue["ComputeResources"][0]["MinCount"] == queue["ComputeResources"][0]["MaxCount"] == 36
+    result = subprocess.run([FMCLUSTER, "plan", str(tmp_path / "spec.yaml"), "--json"], capture_output=True,
+                            text=True, env=_offline_env(home), timeout=120)
+    assert result.returncode == 0, result.stderr
+    domain = json.loads(result.stdout)["queues"][0]["ultraserver"]
+    assert domain == {"type": "u-p6e-gb200x72", "count": 2, "instances_per_domain": 18,
+                      "accelerators_per_domain": 72, "link": "NVLink 5"}
+    text = subprocess.run([FMCLUSTER, "plan", str(tmp_path / "spec.yaml")], capture_output=True, text=True,
+                          env=_offline_env(home), timeout=120).stdout
+    assert "2 × u-p6e-gb200x72 UltraServers, each one NVLink 5 domain of 72 GPUs on 18 instances" in \
+        " ".join(text.split())
+
+
+@pytest.mark.parametrize(("change", "where", "message"), [
+    (("nodes: 36", "nodes: 20"), ":8:12: queues[0].nodes: 20 nodes is not a whole number of u-p6e-gb200x72 "
+     "UltraServers (18 p6e-gb200.36xlarge each): use 18 or 36", None),
+    (("ultraserver: u-p6e-gb200x72", "ultraserver: u-trn2x64"), ":9:89: queues[0].capacity.ultraserver: "
+     "u-trn2x64 is made of trn2u.48xlarge instances, not p6e-gb200.36xlarge", None),
+    (("type: capacity-block, reservation_id", "type: reservation, reservation_id"),
+     ":9:86: queues[0].capacity.ultraserver: UltraServers are sold only as Capacity Blocks", None),
+])
+def test_ultraserver_rules(tmp_path: Path, home: Path, change: tuple[str, str], where: str, message: None) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_spec(_write(tmp_path, GB200_X72.replace(*change)))
+    assert where in str(caught.value)
+
+
+def test_pcs_ultraserver_tags_its_nodes_and_warns_about_imex(tmp_path: Path, home: Path) -> None:
+    hw.remember([{"InstanceType": "p6e-gb200.36xlarge", "ProcessorInfo": {"SupportedArchitectures": ["arm64"]},
+                  "NetworkInfo": {"EfaSupported": True, "MaximumNetworkCards": 17,
+                                  "EfaInfo": {"MaximumEfaInterfaces": 16}}}])
+    text = GB200_X72.replace("parallelcluster", "pcs").replace("nodes: 36", "nodes: 18")
+    loaded = load_spec(_write(tmp_path, text))
+    assert any("PCS does not set up NVIDIA IMEX" in str(w) for w in loaded.warnings)
+    template = next(d for d in render(loaded.spec).documents if d.kind == "launch_template" and d.key == "train")
+    data = template.body["LaunchTemplateData"]
+    assert {"Key": "fmcluster:ultraserver", "Value": "u-p6e-gb200x72"} in data["TagSpecifications"][0]["Tags"]
+    # the EFA layout came from the cached DescribeInstanceTypes answer: card 0 ENA, EFA on cards 1-16
+    assert sum(1 for nic in data["NetworkInterfaces"] if nic.get("InterfaceType") == "efa") == 16
+
+
+@pytest.mark.parametrize("backend", ["parallelcluster", "pcs"])
+def test_reservation_resource_group_is_the_launch_target(tmp_path: Path, home: Path, backend: str) -> None:
+    text = (f"name: grp\nbackend: {backend}\nnetwork: {{subnet_id: subnet-0123456789abcdef0}}\nqueues:\n"
+            f"  - name: train\n    instance_type: p5.48xlarge\n    nodes: 2\n"
+            f"    capacity: {{type: reservation, resource_group_arn: '{GROUP}'}}\n")
+    rendered = render(load_spec(_write(tmp_path, text)).spec)
+    if backend == "parallelcluster":
+        target = rendered.documents[0].body["Scheduling"]["SlurmQueues"][0]["CapacityReservationTarget"]
+    else:
+        template = next(d for d in rendered.documents if d.kind == "launch_template" and d.key == "train")
+        target = template.body["LaunchTemplateData"]["CapacityReservationSpecification"]["CapacityReservationTarget"]
+    assert target == {"CapacityReservationResourceGroupArn": GROUP}
+
+
+def test_resource_group_rules(tmp_path: Path, home: Path) -> None:
+    base = "name: grp\nqueues:\n  - name: train\n    instance_type: p5.48xlarge\n    nodes: 2\n"
+    both = base + f"    capacity: {{type: reservation, reservation_id: cr-0123456789abcdef0, resource_group_arn: " \
+                  f"'{GROUP}'}}\n"
+    with pytest.raises(SpecError, match="give reservation_id or resource_group_arn, not both"):
+        load_spec(_write(tmp_path, both))
+    block = base + f"    capacity: {{type: capacity-block, reservation_id: cr-0123456789abcdef0, " \
+                   f"resource_group_arn: '{GROUP}'}}\n"
+    with pytest.raises(SpecError, match="resource_group_arn is for capacity type 'reservation'"):
+        load_spec(_write(tmp_path, block))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.plan.prices import PriceBook, QueuePrice
-from fmcluster.spec.decisions import efa_enabled
+from fmcluster.spec.decisions import efa_enabled, ultraserver_shape
 from fmcluster.spec.models import Queue, Spec, max_nodes, min_nodes
 
 # --- accounting (mixed-precision training with Adam, the common FM recipe) ------------------------
@@ -83,6 +83,17 @@ class QueueFigures:
     price_as_of: str | None
     # Where the hardware facts come from: "catalog", "ec2" (DescribeInstanceTypes, cached) or "name" (unknown).
     facts_source: str = "catalog"
+    # capacity.ultraserver: the accelerators that share one NVLink / NeuronLink domain, and how many domains.
+    ultraserver: UltraServerFigures | None = None
+
+
+@dataclass(frozen=True)
+class UltraServerFigures:
+    type: str
+    count: int
+    instances_per_domain: int
+    accelerators_per_domain: int | None
+    link: str | None
 
 
 @dataclass(frozen=True)
@@ -201,6 +212,16 @@ def queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
     facts = catalog.instance(queue.instance_type)
     if facts is None:
         return _described_queue_figures(queue, price)
+    figures = _catalog_queue_figures(queue, price, facts)
+    shape = ultraserver_shape(queue.capacity.ultraserver) if queue.capacity.ultraserver else None
+    if shape is None:
+        return figures
+    domains = UltraServerFigures(shape.name, max_nodes(queue) // shape.instances, shape.instances,
+                                 shape.accelerators, shape.domain)
+    return replace(figures, ultraserver=domains)
+
+
+def _catalog_queue_figures(queue: Queue, price: QueuePrice, facts: catalog.InstanceFacts) -> QueueFigures:
     nodes = max_nodes(queue)
     per_node = facts.accelerators if facts else 0
     efa_on = facts is not None and facts.efa is not None and efa_enabled(queue)

@@ -94,6 +94,21 @@ def price_notes(report: PlanReport) -> Table:
     return notes
 
 
+def domain_notes(report: PlanReport) -> list[Text]:
+    """UltraServer queues: how many accelerators share one NVLink / NeuronLink domain."""
+    notes = []
+    for q in report.queues:
+        u = q.ultraserver
+        if u is None:
+            continue
+        kind = "GPUs" if q.accelerator_kind == "gpu" else "chips"
+        per = f"{u.accelerators_per_domain} {kind} on {u.instances_per_domain} instances" \
+            if u.accelerators_per_domain else f"{u.instances_per_domain} instances"
+        notes.append(Text(f"  {q.name}: {u.count} × {u.type} UltraServer{'s' if u.count != 1 else ''}, each one "
+                          f"{u.link or 'accelerator'} domain of {per}\n"))
+    return notes
+
+
 def _size(n_bytes: float) -> str:
     return f"{n_bytes / 1e12:,.2f} TB" if n_bytes >= 1e12 else f"{n_bytes / 1e9:,.0f} GB"
 
@@ -228,6 +243,7 @@ def render(report: PlanReport) -> RenderableType:
         header,
         queues_table(report),
         price_notes(report),
+        *domain_notes(report),
         storage_text(report),
         workload_table(report),
     ]

@@ -63,6 +63,8 @@ def render_parallelcluster(
             "compute_resource": decisions.compute_resource_name(queue, "parallelcluster"),
             "capacity_type": CAPACITY_TYPES[queue.capacity.type],
             "reservation_id": queue.capacity.reservation_id,
+            "resource_group_arn": queue.capacity.resource_group_arn,
+            "ultraserver": queue.capacity.ultraserver,
             "min_count": min_nodes(queue),
             "max_count": max_nodes(queue),
             "efa": efa,

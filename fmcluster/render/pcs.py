@@ -115,6 +115,8 @@ def render_pcs(
             "max_count": max_nodes(q),
             "purchase_option": PURCHASE_OPTIONS[q.capacity.type],
             "reservation_id": q.capacity.reservation_id,
+            "resource_group_arn": q.capacity.resource_group_arn,
+            "ultraserver": q.capacity.ultraserver,
             "capacity_block": q.capacity.type == "capacity-block",
             # the placement group document's key: the launch template refers to it by ${placement_group.<key>.name}
             "placement_group": q.name if q.name in placement_groups else None,
@@ -132,6 +134,7 @@ def render_pcs(
             key_name=ssh.key_name, root_volume_gib=compute_root_volume_gib(spec),
             root_device_name=_root_device(group["instance_type"], images),
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
+            resource_group_arn=group["resource_group_arn"], ultraserver=group["ultraserver"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
             user_data=user_data)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
@@ -172,6 +175,8 @@ def _login_group(spec: Spec) -> dict[str, object]:
         "max_count": 1,
         "purchase_option": "ONDEMAND",
         "reservation_id": None,
+        "resource_group_arn": None,
+        "ultraserver": None,
         "capacity_block": False,
         "placement_group": None,
         "network_interfaces": [],

@@ -5,6 +5,8 @@ Templates never decide; they lay out what these functions return.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
 
@@ -91,3 +93,28 @@ def pcs_size(spec: Spec) -> str:
     if spec.pcs.size != "auto":
         return spec.pcs.size
     return pcs_size_for(pcs_nodes(spec)) or "LARGE"
+
+
+@dataclass(frozen=True)
+class UltraServerShape:
+    """One EC2 UltraServer type: its instance type, how many instances, and accelerators in its one domain."""
+
+    name: str
+    instance_type: str
+    instances: int
+    accelerators: int | None
+    domain: str | None  # the link that spans it (NVLink 5, NeuronLink-v3)
+
+
+def ultraserver_shape(name: str) -> UltraServerShape | None:
+    """From the catalog's UltraServer facts (instance-facts.yaml: EKS user guide, AWS Neuron 'Trn2 architecture')."""
+    from fmcluster import catalog
+
+    for instance_type in catalog.instance_names():
+        facts = catalog.instance(instance_type)
+        if facts is None or facts.ultraserver is None or name not in facts.ultraserver.types:
+            continue
+        shape = facts.ultraserver.types[name]
+        link = facts.interconnect.name if facts.interconnect else None
+        return UltraServerShape(name, instance_type, shape.instances, shape.accelerators, link)
+    return None

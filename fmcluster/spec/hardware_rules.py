@@ -123,4 +123,36 @@ def images(spec: Spec, error: Report, warn: Report) -> None:
                   f"{parameter}) with the PCS agent and Slurm installed")
 
 
-HARDWARE_RULES = (architectures, images)
+
+def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
+    """An UltraServer Capacity Block is bought, and launched, in whole UltraServers of one instance type
+    (DescribeCapacityBlockOfferings UltraserverType/UltraserverCount; sizes from the catalog's UltraServer facts)."""
+    from fmcluster.spec.decisions import ultraserver_shape
+    from fmcluster.spec.models import max_nodes
+
+    for index, queue in enumerate(spec.queues):
+        name = queue.capacity.ultraserver
+        path = ("queues", index, "capacity", "ultraserver")
+        if name is None:
+            continue
+        if queue.capacity.type != "capacity-block":
+            error(path, f"UltraServers are sold only as Capacity Blocks: set capacity.type: capacity-block, not "
+                        f"'{queue.capacity.type}'")
+            continue
+        shape = ultraserver_shape(name)
+        if shape is None or shape.instance_type != queue.instance_type:
+            member = f"{shape.instance_type} instances" if shape else "other instances"
+            error(path, f"{name} is made of {member}, not {queue.instance_type}")
+            continue
+        nodes = max_nodes(queue)
+        if nodes % shape.instances:
+            below, above = nodes // shape.instances * shape.instances, -(-nodes // shape.instances) * shape.instances
+            hint = f"{below} or {above}" if below else f"{above}"
+            error(("queues", index, "nodes"), f"{nodes} nodes is not a whole number of {name} UltraServers "
+                                              f"({shape.instances} {shape.instance_type} each): use {hint}")
+        if spec.backend == "pcs" and shape.instance_type.startswith("p6e-gb200"):
+            warn(path, "PCS does not set up NVIDIA IMEX, which GPU memory sharing over NVLink across an "
+                       "UltraServer's instances needs: your image.ami must run it (ParallelCluster sets it up itself)")
+
+
+HARDWARE_RULES = (architectures, images, ultraservers)

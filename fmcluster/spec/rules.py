@@ -156,8 +156,18 @@ def _capacity(spec: Spec, error: Report, warn: Report) -> None:
             error((*path, "nodes", "min"), f"min ({low}) is larger than max ({high})")
         kind = queue.capacity.type
         has_id = queue.capacity.reservation_id is not None
-        if kind in ("reservation", "capacity-block") and not has_id:
+        group = queue.capacity.resource_group_arn is not None
+        if kind == "reservation" and has_id and group:
+            error((*path, "capacity", "resource_group_arn"), "give reservation_id or resource_group_arn, not both "
+                                                             "(a launch targets one of them)")
+        elif kind == "reservation" and not has_id and not group:
+            error((*path, "capacity"), "capacity type 'reservation' needs reservation_id (cr-…) or "
+                                       "resource_group_arn (a group of reservations)")
+        elif kind == "capacity-block" and not has_id:
             error((*path, "capacity"), f"capacity type '{kind}' needs reservation_id (cr-…)")
+        if group and kind != "reservation":
+            error((*path, "capacity", "resource_group_arn"), "resource_group_arn is for capacity type 'reservation' "
+                                                             f"(On-Demand Capacity Reservations), not '{kind}'")
         if kind in ("on-demand", "spot") and has_id:
             error((*path, "capacity", "reservation_id"),
                   f"reservation_id is only used with capacity type 'reservation' or 'capacity-block', not '{kind}'")
