@@ -314,3 +314,36 @@ def test_resource_group_rules(tmp_path: Path, home: Path) -> None:
                    f"resource_group_arn: '{GROUP}'}}\n"
     with pytest.raises(SpecError, match="resource_group_arn is for capacity type 'reservation'"):
         load_spec(_write(tmp_path, block))
+
+
+# --- item 9: Capacity Block prices -------------------------------------------------------------------------
+
+
+def test_capacity_block_price_comes_from_ec2_offerings(tmp_path: Path, home: Path, sandbox) -> None:
+    """The sandbox sells u-p6e-gb200x72 blocks at AWS's published $10.582 per GPU-hour (instance-facts.yaml)."""
+    from fmcluster.plan.capacity_block_prices import fetch_capacity_block_prices
+    from fmcluster.plan.figures import plan_report
+    from fmcluster.plan.prices import LivePriceBook, PriceBook
+
+    spec = load_spec(_write(tmp_path, GB200_X72)).spec
+    blocks = fetch_capacity_block_prices(spec, "us-east-1", ec2=sandbox.client("ec2"))
+    price = blocks["train"]
+    assert price.usd_per_instance_hour == pytest.approx(4 * 10.582)
+    assert "DescribeCapacityBlockOfferings" in price.note and "us-east-1-dfw-2a" in price.note
+    report = plan_report(spec, LivePriceBook("us-east-1", {"p6e-gb200.36xlarge": None}, blocks))
+    queue = report.queues[0]
+    assert (queue.price_basis, queue.usd_per_hour) == ("capacity-block", pytest.approx(36 * 4 * 10.582))
+    # without --live-prices: the bundled basis, said as such
+    assert plan_report(spec, PriceBook("us-east-1")).queues[0].price_note.startswith("Capacity Block price")
+
+
+def test_capacity_block_queue_without_a_bundled_block_rate_states_the_on_demand_basis(tmp_path: Path,
+                                                                                      home: Path) -> None:
+    from fmcluster.plan.figures import plan_report
+    from fmcluster.plan.prices import PriceBook
+
+    text = ("name: p5cb\nqueues:\n  - name: train\n    instance_type: p5.48xlarge\n    nodes: 2\n"
+            "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n")
+    queue = plan_report(load_spec(_write(tmp_path, text)).spec, PriceBook("us-east-1")).queues[0]
+    assert queue.price_basis == "on-demand"
+    assert "Capacity Block price is not bundled" in queue.price_note
