@@ -98,6 +98,10 @@ def domain_notes(report: PlanReport) -> list[Text]:
     """UltraServer queues: how many accelerators share one NVLink / NeuronLink domain."""
     notes = []
     for q in report.queues:
+        if q.facts_source == "ec2":
+            notes.append(Text(f"  {q.name}: {q.instance_type} is not in fmcluster's catalog; its accelerators and "
+                              "their memory come from EC2 DescribeInstanceTypes (HBM bandwidth, links and EFA "
+                              "bandwidth are not known)\n"))
         u = q.ultraserver
         if u is None:
             continue
