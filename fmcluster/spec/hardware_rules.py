@@ -150,9 +150,17 @@ def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
             hint = f"{below} or {above}" if below else f"{above}"
             error(("queues", index, "nodes"), f"{nodes} nodes is not a whole number of {name} UltraServers "
                                               f"({shape.instances} {shape.instance_type} each): use {hint}")
-        if spec.backend == "pcs" and shape.instance_type.startswith("p6e-gb200"):
-            warn(path, "PCS does not set up NVIDIA IMEX, which GPU memory sharing over NVLink across an "
-                       "UltraServer's instances needs: your image.ami must run it (ParallelCluster sets it up itself)")
+        if not shape.instance_type.startswith("p6e-gb200"):
+            continue
+        if spec.backend == "pcs":
+            warn(path, "PCS picks the Slurm topology for the UltraServer, but NVLink between its instances needs "
+                       "an AMI with nvidia-imex enabled and a Slurm prolog that configures IMEX per job (PCS user "
+                       "guide, 'Configure UltraServer instances'); fmcluster installs neither: use such an image.ami")
+        else:
+            warn(path, "ParallelCluster installs and starts nvidia-imex and makes each UltraServer a Slurm block, "
+                       "but GPU-to-GPU NVLink across instances also needs the IMEX prolog of its guide 'Support "
+                       "NVIDIA-IMEX with p6e-gb200 instance' (a head node OnNodeStart action); fmcluster does not "
+                       "install it yet")
 
 
 HARDWARE_RULES = (architectures, images, ultraservers)
