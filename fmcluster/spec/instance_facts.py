@@ -16,8 +16,9 @@ from fmcluster.spec.loader import LoadedSpec, load_spec
 
 
 def spec_instance_types(loaded: LoadedSpec) -> list[str]:
-    spec = loaded.spec
-    return [spec.head_node.instance_type, *(q.instance_type for q in spec.queues)]
+    """The compute types: their accelerators and EFA matter. A head or login type's only fact that matters is its
+    architecture, which its name says (so a spec of catalog queue types costs no call)."""
+    return [q.instance_type for q in loaded.spec.queues]
 
 
 def load_with_instance_facts(path: str | Path, console_err: Any = None) -> LoadedSpec:
