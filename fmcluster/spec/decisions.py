@@ -45,6 +45,8 @@ def efa_network_interfaces(queue: Queue) -> list[dict[str, int | bool]]:
         raise LookupError(f"the EFA interface layout of {queue.instance_type} is not in fmcluster's catalog and not "
                           "read from EC2 yet (DescribeInstanceTypes MaximumEfaInterfaces; run with an AWS "
                           "endpoint once)")
+    # One EFA interface per card: a type that allows more EFA interfaces than it has cards still gets one per card.
+    count = min(count, facts.network_cards)
     # AWS: the primary interface is card 0, device 0; every additional one takes the next card, device 1.
     if facts.network_cards > count:
         return [{"card": 0, "device": 0, "efa": False}] + [
