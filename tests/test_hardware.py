@@ -264,6 +264,12 @@ def test_ultraserver_queue_renders_and_plans_its_nvlink_domains(tmp_path: Path, 
         " ".join(text.split())
 
 
+def test_ultraserver_only_type_without_ultraserver_is_pointed_at_it(tmp_path: Path, home: Path) -> None:
+    loaded = load_spec(_write(tmp_path, GB200_X72.replace(", ultraserver: u-p6e-gb200x72", "")))
+    assert any(":7:20: queues[0].instance_type: p6e-gb200.36xlarge is sold only in EC2 UltraServers "
+               "(u-p6e-gb200x36 (9 instances), u-p6e-gb200x72 (18 instances))" in str(w) for w in loaded.warnings)
+
+
 @pytest.mark.parametrize(("change", "where", "message"), [
     (("nodes: 36", "nodes: 20"), ":8:12: queues[0].nodes: 20 nodes is not a whole number of u-p6e-gb200x72 "
      "UltraServers (18 p6e-gb200.36xlarge each): use 18 or 36", None),

@@ -127,6 +127,7 @@ def images(spec: Spec, error: Report, warn: Report) -> None:
 def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
     """An UltraServer Capacity Block is bought, and launched, in whole UltraServers of one instance type
     (DescribeCapacityBlockOfferings UltraserverType/UltraserverCount; sizes from the catalog's UltraServer facts)."""
+    from fmcluster import catalog
     from fmcluster.spec.decisions import ultraserver_shape
     from fmcluster.spec.models import max_nodes
 
@@ -134,6 +135,12 @@ def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
         name = queue.capacity.ultraserver
         path = ("queues", index, "capacity", "ultraserver")
         if name is None:
+            facts = catalog.instance(queue.instance_type)
+            if facts is not None and facts.is_ultraserver_only and facts.ultraserver is not None:
+                sizes = ", ".join(f"{n} ({t.instances} instances)" for n, t in facts.ultraserver.types.items())
+                warn(("queues", index, "instance_type"),
+                     f"{queue.instance_type} is sold only in EC2 UltraServers ({sizes}): set capacity.ultraserver to "
+                     "size the queue in whole UltraServers and see its NVLink / NeuronLink domains in plan")
             continue
         if queue.capacity.type != "capacity-block":
             error(path, f"UltraServers are sold only as Capacity Blocks: set capacity.type: capacity-block, not "
