@@ -47,7 +47,7 @@ def find_images(spec: Spec, ec2: Any, warn: Callable[[str], None] | None = None)
 
     needed = sorted(architectures(spec))
     try:
-        if spec.image is not None:
+        if spec.image is not None and spec.image.ami is not None:
             return _own_image(spec, ec2, needed)
         found = {arch: _sample_image(spec, ec2, arch) for arch in needed}
     except ClientError as exc:

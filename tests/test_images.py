@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.errors import UsageError
+from fmcluster.errors import SpecError, UsageError
 from fmcluster.images import SAMPLE_CAUTION, find_images, supports
 from fmcluster.spec import load_spec
 
@@ -69,9 +69,16 @@ def test_own_ami_gives_its_root_device_and_must_fit_every_architecture(sandbox, 
     images = find_images(_spec(tmp_path, f"image: {{ami: {ubuntu['ImageId']}}}\n"), ec2, warn=warnings.append)
     assert images["x86_64"].root_device_name == "/dev/sda1" and not images["x86_64"].sample
     assert warnings == []  # AWS's caution is about sample AMIs only
-    mixed = _spec(tmp_path, f"image: {{ami: {ubuntu['ImageId']}}}\n", instance_type="c7gn.16xlarge")
+    # An x86_64 login node with arm64 compute cannot share one AMI: refused when the spec loads, before any call.
+    with pytest.raises(SpecError, match="c7gn.16xlarge is arm64 but the login node .* and image.ami is one AMI"):
+        _spec(tmp_path, f"image: {{ami: {ubuntu['ImageId']}}}\n", instance_type="c7gn.16xlarge")
+    # Its AMI of the other architecture is still caught when it is looked up.
+    path = tmp_path / "arm.yaml"
+    path.write_text(SPEC.format(region="us-east-1", instance_type="c7gn.16xlarge").replace("m7i.xlarge", "m7g.large")
+                    + f"image: {{ami: {ubuntu['ImageId']}}}\n")
+    arm = load_spec(path).spec
     with pytest.raises(UsageError, match="is x86_64, but the spec's instance types also need arm64"):
-        find_images(mixed, ec2)
+        find_images(arm, ec2)
 
 
 def test_supports_reads_name_before_26_05_and_description_after():

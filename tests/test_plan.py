@@ -90,7 +90,10 @@ FAMILIES = {
 def test_catalog_family(tmp_path: Path, instance_type: str) -> None:
     per_node, hbm_gb, efa_gbps, efa_version, usd, basis = FAMILIES[instance_type]
     nodes = 3
-    path = write_spec(tmp_path, [{"name": "train", "instance_type": instance_type, "nodes": nodes}])
+    # ParallelCluster needs a head node of the compute nodes' architecture (arm64 for GB200's Grace CPUs).
+    head = "m7g.2xlarge" if catalog.instance(instance_type).arch == "arm64" else "m7i.2xlarge"
+    path = write_spec(tmp_path, [{"name": "train", "instance_type": instance_type, "nodes": nodes}],
+                      head_node={"instance_type": head})
     report = report_for(path)
     q = report.queues[0]
     assert q.accelerators == per_node * nodes
@@ -390,9 +393,11 @@ def test_report_of_a_wide_cluster_fits_100_columns(tmp_path: Path) -> None:
         tmp_path,
         [
             {"name": "pretrain-main-queue", "instance_type": "p6e-gb200.36xlarge", "nodes": 18},
-            {"name": "eval", "instance_type": "trn2.48xlarge", "nodes": {"min": 0, "max": 64}},
-            {"name": "prep", "instance_type": "c7i.8xlarge", "nodes": {"min": 0, "max": 128}},
+            {"name": "eval", "instance_type": "p6e-gb200.36xlarge", "nodes": {"min": 0, "max": 64}},
+            {"name": "prep", "instance_type": "c7g.8xlarge", "nodes": {"min": 0, "max": 128}},
         ],
+        # one architecture on ParallelCluster: arm64, as GB200's Grace CPUs
+        head_node={"instance_type": "m7g.4xlarge"},
         storage={
             "lustre": {"capacity_gib": 96000, "throughput_per_tib": 125, "s3_import": "s3://bucket/data"},
             "home": {"type": "efs"},

@@ -172,10 +172,10 @@ class Reservations:
         self._ec2 = sandbox.client("ec2", REGION)
         self.made: list[str] = []
 
-    def odcr(self, *, instance_type="p5.48xlarge", zone="us-east-1a", count=2) -> str:
+    def odcr(self, *, instance_type="p5.48xlarge", zone="us-east-1a", count=2, match="targeted") -> str:
         made = self._ec2.create_capacity_reservation(
             InstanceType=instance_type, InstancePlatform="Linux/UNIX", AvailabilityZone=zone, InstanceCount=count,
-            InstanceMatchCriteria="targeted")["CapacityReservation"]
+            InstanceMatchCriteria=match)["CapacityReservation"]
         self.made.append(made["CapacityReservationId"])
         return made["CapacityReservationId"]
 
@@ -240,6 +240,17 @@ def test_good_odcr_passes(sandbox, reservations):
     _, check = _reserved(sandbox, rid, kind="reservation", nodes=4)
     assert check.status == "passed", check
     assert check.summary == f"capacity reservation {rid}: 4 × p5.48xlarge in us-east-1a, active"
+
+
+@pytest.mark.parametrize(("match", "said"), [
+    ("targeted", "is targeted: only launches that name it (as this queue does) use it"),
+    ("open", "is open: other p5.48xlarge launches in us-east-1a can take its slots as well"),
+])
+def test_odcr_says_whether_it_is_open_or_targeted(sandbox, reservations, match, said):
+    rid = reservations.odcr(count=2, match=match)
+    _, check = _reserved(sandbox, rid, kind="reservation", nodes=2)
+    assert check.status == "passed", check
+    assert f"{rid} {said}" in check.details
 
 
 def test_unknown_reservation_fails(sandbox):

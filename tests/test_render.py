@@ -160,7 +160,10 @@ queues:
     ("p5.4xlarge", 1, True),
 ])
 def test_pcs_efa_interfaces_per_instance_type(tmp_path: Path, instance_type: str, efa: int, card0_efa: bool) -> None:
-    _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type=instance_type))
+    text = PCS_QUEUE.format(instance_type=instance_type)
+    if instance_type.startswith("trn"):  # Trainium needs a PCS AMI with the Neuron driver, not the sample AMI
+        text += "image: {ami: ami-0123456789abcdef0}\n"
+    _, rendered = _render_text(tmp_path, text)
     data = rendered.one("launch_template", "train").body["LaunchTemplateData"]
     nics = data["NetworkInterfaces"]
     assert "SecurityGroupIds" not in data

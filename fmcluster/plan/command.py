@@ -10,11 +10,13 @@ from pathlib import Path
 
 from rich.console import Console
 
+from fmcluster import aws
+from fmcluster.plan.capacity_block_prices import fetch_capacity_block_prices
 from fmcluster.plan.chart import chart_for, render_svg
 from fmcluster.plan.figures import plan_report
 from fmcluster.plan.prices import LivePriceBook, PriceBook, PriceError, fetch_on_demand
 from fmcluster.plan.report import print_report
-from fmcluster.spec.loader import load_spec
+from fmcluster.spec.instance_facts import load_with_instance_facts
 
 
 def run_plan(
@@ -26,7 +28,7 @@ def run_plan(
     console_err: Console,
 ) -> int:
     """Print the plan report for ``spec_path``; return the exit code."""
-    loaded = load_spec(spec_path)
+    loaded = load_with_instance_facts(spec_path, console_err)
     for warning in loaded.warnings:
         console_err.print(f"warning: {warning}", markup=False, highlight=False)
     spec = loaded.spec
@@ -35,7 +37,9 @@ def run_plan(
     if live_prices:
         types = [q.instance_type for q in spec.queues] + [spec.head_node.instance_type]
         try:
-            prices = LivePriceBook(spec.region, fetch_on_demand(types, spec.region))
+            on_demand = fetch_on_demand(types, spec.region)
+            blocks = fetch_capacity_block_prices(spec, aws.region_for(spec.region))
+            prices = LivePriceBook(spec.region, on_demand, blocks)
         except PriceError as exc:
             console_err.print(f"error: {exc}", markup=False, highlight=False)
             return exc.exit_code

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fmcluster import catalog
+from fmcluster.catalog.hardware import hardware
 from fmcluster.plan.prices import PriceBook, QueuePrice
-from fmcluster.spec.decisions import efa_enabled
+from fmcluster.spec.decisions import efa_enabled, ultraserver_shape
 from fmcluster.spec.models import Queue, Spec, max_nodes, min_nodes
 
 # --- accounting (mixed-precision training with Adam, the common FM recipe) ------------------------
@@ -39,6 +40,8 @@ FLOPS_PER_PARAM_PER_TOKEN = 6
 #: AWS counts FSx capacity in decimal steps: 1,200 GiB is sold as "1.2 TiB", and the throughput of a
 #: PERSISTENT_2 file system is that figure x MB/s/TiB (4,800 GiB at 250 MB/s/TiB = 1,200 MB/s).
 GIB_PER_FSX_TIB = 1000
+#: DescribeInstanceTypes gives accelerator memory in MiB; the report counts HBM in decimal GB.
+GB_PER_GIB = 1.073741824
 LUSTRE_TIERS = (125, 250, 500, 1000)
 NETWORK_ASSUMPTION = (
     "the nodes reach storage at most at their EFA bandwidth (Gbps x nodes); Lustre over TCP uses ENA, "
@@ -78,6 +81,19 @@ class QueueFigures:
     price_basis: str | None
     price_note: str
     price_as_of: str | None
+    # Where the hardware facts come from: "catalog", "ec2" (DescribeInstanceTypes, cached) or "name" (unknown).
+    facts_source: str = "catalog"
+    # capacity.ultraserver: the accelerators that share one NVLink / NeuronLink domain, and how many domains.
+    ultraserver: UltraServerFigures | None = None
+
+
+@dataclass(frozen=True)
+class UltraServerFigures:
+    type: str
+    count: int
+    instances_per_domain: int
+    accelerators_per_domain: int | None
+    link: str | None
 
 
 @dataclass(frozen=True)
@@ -194,6 +210,18 @@ class PlanReport:
 
 def queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
     facts = catalog.instance(queue.instance_type)
+    if facts is None:
+        return _described_queue_figures(queue, price)
+    figures = _catalog_queue_figures(queue, price, facts)
+    shape = ultraserver_shape(queue.capacity.ultraserver) if queue.capacity.ultraserver else None
+    if shape is None:
+        return figures
+    domains = UltraServerFigures(shape.name, max_nodes(queue) // shape.instances, shape.instances,
+                                 shape.accelerators, shape.domain)
+    return replace(figures, ultraserver=domains)
+
+
+def _catalog_queue_figures(queue: Queue, price: QueuePrice, facts: catalog.InstanceFacts) -> QueueFigures:
     nodes = max_nodes(queue)
     per_node = facts.accelerators if facts else 0
     efa_on = facts is not None and facts.efa is not None and efa_enabled(queue)
@@ -226,6 +254,23 @@ def queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
         price_note=price.note,
         price_as_of=price.as_of,
     )
+
+
+def _described_queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
+    """A type outside the catalog: what DescribeInstanceTypes told (accelerators and their memory), or nothing."""
+    facts = hardware(queue.instance_type)
+    nodes = max_nodes(queue)
+    per_node = facts.accelerators or 0
+    hbm_gb = (facts.accelerator_memory_gib or 0) * GB_PER_GIB * per_node * nodes
+    return QueueFigures(
+        name=queue.name, instance_type=queue.instance_type, nodes=nodes, min_nodes=min_nodes(queue),
+        dynamic=not isinstance(queue.nodes, int), in_catalog=False, accelerators_per_node=per_node,
+        accelerators=per_node * nodes, accelerator_model=facts.accelerator_model,
+        accelerator_kind=facts.accelerator_kind, gpus=per_node * nodes,
+        hbm_total_gb=round(hbm_gb, 1), hbm_bandwidth_tbps=0.0, bf16_dense_pflops=None, interconnect=None,
+        efa_version=None, efa_gbps_per_node=None, efa_gbps_total=None, usd_per_node_hour=price.usd_per_hour,
+        usd_per_hour=round(price.usd_per_hour * nodes, 4) if price.usd_per_hour is not None else None,
+        price_basis=price.basis, price_note=price.note, price_as_of=price.as_of, facts_source=facts.source)
 
 
 def training_queue(queues: list[QueueFigures]) -> QueueFigures | None:

@@ -115,10 +115,23 @@ class LivePriceBook(PriceBook):
 
     source = "live"
 
-    def __init__(self, region: str, on_demand: dict[str, float | None]):
+    def __init__(self, region: str, on_demand: dict[str, float | None],
+                 capacity_blocks: dict[str, Any] | None = None):
         super().__init__(region)
         self.on_demand = on_demand
+        # queue name -> capacity_block_prices.BlockPrice (or None: EC2 offered no priced block)
+        self.capacity_blocks = capacity_blocks or {}
         self._as_of = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+
+    def queue_price(self, queue: Queue) -> QueuePrice:
+        block = self.capacity_blocks.get(queue.name)
+        if queue.capacity.type == "capacity-block" and block is not None:
+            return QueuePrice(block.usd_per_instance_hour, "capacity-block", block.note, self._as_of)
+        price = super().queue_price(queue)
+        if queue.capacity.type == "capacity-block" and queue.name in self.capacity_blocks:
+            return QueuePrice(price.usd_per_hour, price.basis,
+                              f"{price.note}; EC2 offers no priced Capacity Block for this queue now", price.as_of)
+        return price
 
     @property
     def as_of(self) -> str | None:

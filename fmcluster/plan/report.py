@@ -65,14 +65,15 @@ def queues_table(report: PlanReport) -> Table:
         table.add_column(header, justify=justify, no_wrap=header in ("instance", "nodes"))
     for q in report.queues:
         nodes = f"{q.min_nodes}-{q.nodes}" if q.dynamic else str(q.nodes)
-        accel = f"{q.accelerators:,}" if q.in_catalog else NA
+        known = q.in_catalog or q.facts_source == "ec2"
+        accel = f"{q.accelerators:,}" if known else NA
         model = f"\n{q.accelerator_model.split(' (')[0]}" if q.accelerator_model else ""
         table.add_row(
             q.name,
             q.instance_type,
             nodes,
             accel + model,
-            _num(q.hbm_total_gb) if q.in_catalog else NA,
+            _num(q.hbm_total_gb) if known else NA,
             _num(q.hbm_bandwidth_tbps, ",.1f") if q.in_catalog else NA,
             _interconnect(q) if q.in_catalog else NA,
             _efa(q) if q.in_catalog else NA,
@@ -90,6 +91,25 @@ def price_notes(report: PlanReport) -> Table:
         when = f", as of {q.price_as_of}" if q.price_as_of else ""
         per_node = f"{_usd(q.usd_per_node_hour)}/node-hour, " if q.usd_per_node_hour is not None else ""
         notes.add_row(f"  {q.name}:", f"{per_node}{q.price_note}{when}")
+    return notes
+
+
+def domain_notes(report: PlanReport) -> list[Text]:
+    """UltraServer queues: how many accelerators share one NVLink / NeuronLink domain."""
+    notes = []
+    for q in report.queues:
+        if q.facts_source == "ec2":
+            notes.append(Text(f"  {q.name}: {q.instance_type} is not in fmcluster's catalog; its accelerators and "
+                              "their memory come from EC2 DescribeInstanceTypes (HBM bandwidth, links and EFA "
+                              "bandwidth are not known)\n"))
+        u = q.ultraserver
+        if u is None:
+            continue
+        kind = "GPUs" if q.accelerator_kind == "gpu" else "chips"
+        per = f"{u.accelerators_per_domain} {kind} on {u.instances_per_domain} instances" \
+            if u.accelerators_per_domain else f"{u.instances_per_domain} instances"
+        notes.append(Text(f"  {q.name}: {u.count} × {u.type} UltraServer{'s' if u.count != 1 else ''}, each one "
+                          f"{u.link or 'accelerator'} domain of {per}\n"))
     return notes
 
 
@@ -227,6 +247,7 @@ def render(report: PlanReport) -> RenderableType:
         header,
         queues_table(report),
         price_notes(report),
+        *domain_notes(report),
         storage_text(report),
         workload_table(report),
     ]

@@ -205,6 +205,15 @@ def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckR
     failures: list[str] = []
     warnings: list[str] = []
     fixes: list[str] = []
+    # EC2 InstanceMatchCriteria: a targeted ODCR serves only launches that name it; an open one serves any matching
+    # launch in the account. fmcluster names it either way, so its nodes use it; an open one can also be filled by
+    # other instances of the type in its AZ.
+    criteria = cr.get("InstanceMatchCriteria")
+    if criteria == "open" and not block:
+        details.append(f"{rid} is open: other {cr.get('InstanceType', queue.instance_type)} launches in "
+                       f"{cr.get('AvailabilityZone', 'its AZ')} can take its slots as well")
+    elif criteria == "targeted":
+        details.append(f"{rid} is targeted: only launches that name it (as this queue does) use it")
 
     if block and kind != "capacity-block":
         failures.append(f"{rid} is an On-Demand Capacity Reservation, not a Capacity Block")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fmcluster import __version__, catalog
+from fmcluster import __version__
+from fmcluster.catalog.hardware import hardware
 from fmcluster.render.common import (
     PCLUSTER_VERSION,
     SSH_CLOSED_CIDR,
@@ -54,7 +55,7 @@ def render_parallelcluster(
                               f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
     queues = []
     for queue in spec.queues:
-        facts = catalog.instance(queue.instance_type)
+        facts = hardware(queue.instance_type)
         efa = decisions.efa_enabled(queue)
         queues.append({
             "name": queue.name,
@@ -62,15 +63,17 @@ def render_parallelcluster(
             "compute_resource": decisions.compute_resource_name(queue, "parallelcluster"),
             "capacity_type": CAPACITY_TYPES[queue.capacity.type],
             "reservation_id": queue.capacity.reservation_id,
+            "resource_group_arn": queue.capacity.resource_group_arn,
+            "ultraserver": queue.capacity.ultraserver,
             "min_count": min_nodes(queue),
             "max_count": max_nodes(queue),
             "efa": efa,
-            "efa_gdr": efa and bool(facts and facts.accelerator.kind == "gpu"),
+            "efa_gdr": efa and facts.has_gpus,
             "placement_group": decisions.placement_group_enabled(queue),
-            "gpu_health_checks": queue.gpu_health_checks and bool(facts and facts.accelerator.kind == "gpu"),
+            "gpu_health_checks": queue.gpu_health_checks and facts.has_gpus,
             "subnet_id": compute_subnet,
             "root_volume_gib": compute_root_volume_gib(spec),
-            "has_nvme": bool(facts and facts.nvme_gb),
+            "has_nvme": bool(facts.nvme_gb),
         })
 
     shared_storage = []

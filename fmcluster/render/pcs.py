@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING
 
-from fmcluster import catalog
+from fmcluster.catalog.hardware import hardware
 from fmcluster.render.common import compute_root_volume_gib, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.templates import render_text, render_yaml
@@ -116,6 +115,8 @@ def render_pcs(
             "max_count": max_nodes(q),
             "purchase_option": PURCHASE_OPTIONS[q.capacity.type],
             "reservation_id": q.capacity.reservation_id,
+            "resource_group_arn": q.capacity.resource_group_arn,
+            "ultraserver": q.capacity.ultraserver,
             "capacity_block": q.capacity.type == "capacity-block",
             # the placement group document's key: the launch template refers to it by ${placement_group.<key>.name}
             "placement_group": q.name if q.name in placement_groups else None,
@@ -133,6 +134,7 @@ def render_pcs(
             key_name=ssh.key_name, root_volume_gib=compute_root_volume_gib(spec),
             root_device_name=_root_device(group["instance_type"], images),
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
+            resource_group_arn=group["resource_group_arn"], ultraserver=group["ultraserver"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
             user_data=user_data)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
@@ -148,16 +150,11 @@ def render_pcs(
 
 
 def architecture(instance_type: str) -> str:
-    facts = catalog.instance(instance_type)
-    if facts is not None:
-        return facts.arch
-    family = instance_type.split(".")[0]
-    # Graviton families carry a 'g' after the generation digit (m7g, c7gn, r8g).
-    return "arm64" if re.match(r"^[a-z]+\d+g", family) else "x86_64"
+    return hardware(instance_type).architecture or "x86_64"
 
 
 def _ami_for(spec: Spec, instance_type: str, images: dict[str, Image] | None) -> str | None:
-    if spec.image is not None:
+    if spec.image is not None and spec.image.ami is not None:
         return spec.image.ami
     image = (images or {}).get(architecture(instance_type))
     return image.ami_id if image else None
@@ -178,6 +175,8 @@ def _login_group(spec: Spec) -> dict[str, object]:
         "max_count": 1,
         "purchase_option": "ONDEMAND",
         "reservation_id": None,
+        "resource_group_arn": None,
+        "ultraserver": None,
         "capacity_block": False,
         "placement_group": None,
         "network_interfaces": [],

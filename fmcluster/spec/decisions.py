@@ -5,7 +5,9 @@ Templates never decide; they lay out what these functions return.
 
 from __future__ import annotations
 
-from fmcluster import catalog
+from dataclasses import dataclass
+
+from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
 
 PCS_SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
@@ -24,8 +26,7 @@ def efa_enabled(queue: Queue) -> bool:
     """EFA is on wherever the instance supports it, unless the spec says otherwise."""
     if queue.efa is not None:
         return queue.efa
-    facts = catalog.instance(queue.instance_type)
-    return bool(facts and facts.efa_supported)
+    return bool(hardware(queue.instance_type).efa_supported)
 
 
 def efa_network_interfaces(queue: Queue) -> list[dict[str, int | bool]]:
@@ -36,14 +37,18 @@ def efa_network_interfaces(queue: Queue) -> list[dict[str, int | bool]]:
     """
     if not efa_enabled(queue):
         return []
-    facts = catalog.instance(queue.instance_type)
-    if facts is None or facts.efa is None:
+    facts = hardware(queue.instance_type)
+    if not facts.efa_supported or not facts.network_cards:
         return [{"card": 0, "device": 0, "efa": True}]
     count = facts.efa_interfaces
     if count is None:
-        raise LookupError(f"the EFA interface layout of {queue.instance_type} is not in fmcluster's catalog")
+        raise LookupError(f"the EFA interface layout of {queue.instance_type} is not in fmcluster's catalog and not "
+                          "read from EC2 yet (DescribeInstanceTypes MaximumEfaInterfaces; run with an AWS "
+                          "endpoint once)")
+    # One EFA interface per card: a type that allows more EFA interfaces than it has cards still gets one per card.
+    count = min(count, facts.network_cards)
     # AWS: the primary interface is card 0, device 0; every additional one takes the next card, device 1.
-    if facts.efa.network_cards > count:
+    if facts.network_cards > count:
         return [{"card": 0, "device": 0, "efa": False}] + [
             {"card": card, "device": 1, "efa": True} for card in range(1, count + 1)
         ]
@@ -90,3 +95,28 @@ def pcs_size(spec: Spec) -> str:
     if spec.pcs.size != "auto":
         return spec.pcs.size
     return pcs_size_for(pcs_nodes(spec)) or "LARGE"
+
+
+@dataclass(frozen=True)
+class UltraServerShape:
+    """One EC2 UltraServer type: its instance type, how many instances, and accelerators in its one domain."""
+
+    name: str
+    instance_type: str
+    instances: int
+    accelerators: int | None
+    domain: str | None  # the link that spans it (NVLink 5, NeuronLink-v3)
+
+
+def ultraserver_shape(name: str) -> UltraServerShape | None:
+    """From the catalog's UltraServer facts (instance-facts.yaml: EKS user guide, AWS Neuron 'Trn2 architecture')."""
+    from fmcluster import catalog
+
+    for instance_type in catalog.instance_names():
+        facts = catalog.instance(instance_type)
+        if facts is None or facts.ultraserver is None or name not in facts.ultraserver.types:
+            continue
+        shape = facts.ultraserver.types[name]
+        link = facts.interconnect.name if facts.interconnect else None
+        return UltraServerShape(name, instance_type, shape.instances, shape.accelerators, link)
+    return None

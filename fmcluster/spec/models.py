@@ -56,8 +56,18 @@ class HeadNode(_Strict):
     root_volume_gib: int = Field(200, ge=35, le=16384)
 
 
+ImageFamily = Literal["pcs-sample", "dlami", "neuron"]
+
+
 class Image(_Strict):
-    ami: AmiId = Field(description="Custom AMI (for example one built from the DLAMI) for all nodes.")
+    ami: AmiId | None = Field(
+        None, description="Custom AMI for all nodes: on ParallelCluster one built by `pcluster build-image` (its "
+        "Build.ParentImage may be a DLAMI); on PCS one with the PCS agent and Slurm installed. Give ami or family.")
+    family: ImageFamily | None = Field(
+        None, description="An image AWS publishes, by purpose. pcs-sample: AWS's PCS sample AMIs (pcs backend; "
+        "the default there). dlami and neuron (the Deep Learning AMI and the Neuron DLAMI, found by their SSM "
+        "public parameters) carry neither ParallelCluster's cookbook nor the PCS agent, so neither backend can "
+        "boot them as they are: build an image from them and set ami. Give ami or family.")
 
 
 class NodeRange(_Strict):
@@ -65,11 +75,28 @@ class NodeRange(_Strict):
     max: int = Field(ge=1, le=2048)
 
 
+# botocore ec2 model, CapacityReservationTarget.CapacityReservationResourceGroupArn; ParallelCluster's own pattern
+# for it (pcluster/schemas/cluster_schema.py): arn:<partition>:resource-groups:<region>:<account>:group/<name>.
+ResourceGroupArn = Annotated[str, StringConstraints(
+    pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[A-Za-z0-9_.-]{1,128}$")]
+UltraServerType = Literal["u-p6e-gb200x36", "u-p6e-gb200x72", "u-trn2x64"]
+
+
 class Capacity(_Strict):
     type: CapacityType = "on-demand"
     reservation_id: ReservationId | None = Field(
-        None, description="ODCR or Capacity Block id (cr-…); required for reservation and capacity-block."
+        None, description="ODCR or Capacity Block id (cr-…); for reservation and capacity-block (or, for a "
+        "reservation, resource_group_arn). Targeted and open ODCRs alike: the nodes name it, so they use it."
     )
+    resource_group_arn: ResourceGroupArn | None = Field(
+        None, description="type reservation only: a capacity reservation resource group (several ODCRs, "
+        "arn:aws:resource-groups:REGION:ACCOUNT:group/NAME) the nodes launch into, instead of one reservation_id "
+        "(ParallelCluster CapacityReservationResourceGroupArn; PCS launch template CapacityReservationTarget).")
+    ultraserver: UltraServerType | None = Field(
+        None, description="type capacity-block only: the EC2 UltraServer the Capacity Block reserves "
+        "(u-p6e-gb200x36 = 9 and u-p6e-gb200x72 = 18 p6e-gb200.36xlarge; u-trn2x64 = 4 trn2u.48xlarge). The queue "
+        "holds whole UltraServers (nodes a multiple of its size); each is one NVLink / NeuronLink domain, shown "
+        "by plan and tagged on the nodes (fmcluster:ultraserver).")
 
 
 class Queue(_Strict):

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from fmcluster import catalog
+from fmcluster.catalog.hardware import hardware, missing_facts
 from fmcluster.errors import SpecProblem
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Slurm, Spec, max_nodes, min_nodes
@@ -54,6 +55,10 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
         warnings.append(document.problem(path, message))
 
     for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags):
+        rule(spec, error, warn)
+    from fmcluster.spec.hardware_rules import HARDWARE_RULES
+
+    for rule in HARDWARE_RULES:
         rule(spec, error, warn)
     return errors, warnings
 
@@ -129,10 +134,13 @@ def _instance_types(spec: Spec, error: Report, warn: Report) -> None:
         if problem:
             error((*path, "instance_type"), problem)
             continue
-        facts = catalog.instance(queue.instance_type)
-        if facts is None:
-            warn((*path, "instance_type"), f"'{queue.instance_type}' is not in fmcluster's catalog: treated as "
-                                           "a node without accelerators or EFA (validate confirms it exists)")
+        facts = hardware(queue.instance_type)
+        missing = missing_facts(facts)
+        if missing:
+            warn((*path, "instance_type"), f"'{queue.instance_type}' is not in fmcluster's catalog and EC2 has not "
+                                           f"been asked yet: its {', '.join(missing)} are unknown, so it is treated "
+                                           "as a node without accelerators or EFA; run with an AWS endpoint "
+                                           "(credentials, --endpoint-url or --sandbox) to read DescribeInstanceTypes")
             if queue.efa:
                 warn((*path, "efa"), f"EFA support of '{queue.instance_type}' is unknown to fmcluster; AWS "
                                      "will refuse the launch if it has none")
@@ -148,8 +156,18 @@ def _capacity(spec: Spec, error: Report, warn: Report) -> None:
             error((*path, "nodes", "min"), f"min ({low}) is larger than max ({high})")
         kind = queue.capacity.type
         has_id = queue.capacity.reservation_id is not None
-        if kind in ("reservation", "capacity-block") and not has_id:
+        group = queue.capacity.resource_group_arn is not None
+        if kind == "reservation" and has_id and group:
+            error((*path, "capacity", "resource_group_arn"), "give reservation_id or resource_group_arn, not both "
+                                                             "(a launch targets one of them)")
+        elif kind == "reservation" and not has_id and not group:
+            error((*path, "capacity"), "capacity type 'reservation' needs reservation_id (cr-…) or "
+                                       "resource_group_arn (a group of reservations)")
+        elif kind == "capacity-block" and not has_id:
             error((*path, "capacity"), f"capacity type '{kind}' needs reservation_id (cr-…)")
+        if group and kind != "reservation":
+            error((*path, "capacity", "resource_group_arn"), "resource_group_arn is for capacity type 'reservation' "
+                                                             f"(On-Demand Capacity Reservations), not '{kind}'")
         if kind in ("on-demand", "spot") and has_id:
             error((*path, "capacity", "reservation_id"),
                   f"reservation_id is only used with capacity type 'reservation' or 'capacity-block', not '{kind}'")
@@ -248,7 +266,8 @@ def _slurm(spec: Spec, error: Report, warn: Report) -> None:
             error(("slurm", "version"), f"Slurm {slurm.version} reached its end of life on AWS PCS on "
                                         f"{PCS_END_OF_LIFE[slurm.version]}; PCS refuses new clusters on it. Use "
                                         f"{Slurm.model_fields['version'].default}")
-        if spec.image is None and spec.os is not None and spec.os != decisions.PCS_SAMPLE_AMI_OS:
+        sample = spec.image is None or spec.image.family == "pcs-sample"
+        if sample and spec.os is not None and spec.os != decisions.PCS_SAMPLE_AMI_OS:
             error(("os",), f"AWS's PCS sample AMIs come only in Amazon Linux 2023 ({decisions.PCS_SAMPLE_AMI_OS}), "
                            f"not {spec.os}: remove os, or set image.ami to a PCS-ready {spec.os} AMI")
         if slurm.database is not None:

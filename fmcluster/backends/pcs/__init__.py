@@ -46,7 +46,7 @@ class PcsBackend(Backend):
         from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
 
         spec = session.require_spec()
-        wanted = spec.image.ami if spec.image else ""
+        wanted = (spec.image.ami or "") if spec.image else ""
         record = session.store.resource(session.name, session.region, "images", "pcs")
         if record is not None and record.outputs.get("ami") == wanted and \
                 architectures(spec) <= set(record.outputs.get("images", {})):

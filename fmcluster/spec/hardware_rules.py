@@ -1,0 +1,173 @@
+"""Rules about the machines themselves: architectures, images and UltraServers.
+
+Each rule mirrors what AWS refuses, or what cannot work, and points at the field it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from fmcluster.catalog.hardware import hardware
+from fmcluster.spec.models import Spec
+from fmcluster.spec.positions import Path_
+
+Report = Callable[[Path_, str], None]
+_FAMILY = re.compile(r"^(?P<letters>[a-z]+)(?P<generation>\d+)[a-z-]*\.(?P<size>.+)$")
+
+
+def _counterpart(instance_type: str, architecture: str) -> str | None:
+    """The same family and size on the other architecture (m7i.2xlarge <-> m7g.2xlarge), as a hint only."""
+    match = _FAMILY.match(instance_type)
+    if not match or match["letters"] not in ("m", "c", "r"):
+        return None
+    suffix = "g" if architecture == "arm64" else "i"
+    return f"{match['letters']}{match['generation']}{suffix}.{match['size']}"
+
+
+def architectures(spec: Spec, error: Report, warn: Report) -> None:
+    """ParallelCluster runs one OS image on the head node and every compute node: its
+    InstanceArchitectureCompatibilityValidator (pcluster/validators/cluster_validators.py) fails a cluster whose
+    compute types do not support the head node's architecture. PCS gives every node group its own AMI
+    (CreateComputeNodeGroup amiId), so x86_64 and arm64 node groups live in one cluster; one image.ami for all
+    of them cannot, because an AMI has one architecture (DescribeImages Architecture)."""
+    head = hardware(spec.head_node.instance_type)
+    if spec.backend == "parallelcluster":
+        for index, queue in enumerate(spec.queues):
+            compute = hardware(queue.instance_type)
+            if None in (head.architecture, compute.architecture) or compute.architecture == head.architecture:
+                continue
+            hint = _counterpart(spec.head_node.instance_type, compute.architecture or "")
+            fix = f"set head_node.instance_type to an {compute.architecture} type" + (
+                f" such as {hint}" if hint else "")
+            error(("queues", index, "instance_type"),
+                  f"{queue.instance_type} is {compute.architecture} but the head node ({spec.head_node.instance_type}) "
+                  f"is {head.architecture}: ParallelCluster boots one image on every node and refuses compute types "
+                  f"of another architecture than the head node's; {fix}, or use the pcs backend")
+        return
+    if spec.image is None or spec.image.ami is None:
+        return
+    for index, queue in enumerate(spec.queues):
+        compute = hardware(queue.instance_type)
+        if None in (head.architecture, compute.architecture) or compute.architecture == head.architecture:
+            continue
+        error(("queues", index, "instance_type"),
+              f"{queue.instance_type} is {compute.architecture} but the login node ({spec.head_node.instance_type}) "
+              f"is {head.architecture}, and image.ami is one AMI for every node group (an AMI has one "
+              "architecture): use an image.family that AWS publishes for both, or a login type of the same "
+              "architecture")
+
+
+
+# The SSM public parameters AWS publishes for its deep-learning images:
+# DLAMI Developer Guide, "Find the DLAMI ID" (find-dlami-id.html):
+#   /aws/service/deeplearning/ami/{x86_64|arm64}/base-oss-nvidia-driver-gpu-{ubuntu-22.04|ubuntu-24.04|
+#   amazon-linux-2023}/latest/ami-id
+# Neuron documentation, "Neuron DLAMI User Guide", "Using SSM parameters to find DLAMI id" (x86_64 only):
+#   /aws/service/neuron/dlami/multi-framework/{ubuntu-22.04|amazon-linux-2023}/latest/image_id
+DLAMI_OS = {"ubuntu2204": "ubuntu-22.04", "ubuntu2404": "ubuntu-24.04", "alinux2023": "amazon-linux-2023"}
+NEURON_OS = {"ubuntu2204": "ubuntu-22.04", "alinux2023": "amazon-linux-2023"}
+
+
+def dlami_parameter(architecture: str, os: str) -> str | None:
+    part = DLAMI_OS.get(os)
+    return f"/aws/service/deeplearning/ami/{architecture}/base-oss-nvidia-driver-gpu-{part}/latest/ami-id" \
+        if part else None
+
+
+def neuron_parameter(os: str) -> str | None:
+    part = NEURON_OS.get(os)
+    return f"/aws/service/neuron/dlami/multi-framework/{part}/latest/image_id" if part else None
+
+
+def _build_advice(spec: Spec, family: str) -> str:
+    from fmcluster.spec.decisions import operating_system
+
+    os = operating_system(spec)
+    arch = hardware(spec.queues[0].instance_type).architecture or "x86_64"
+    parameter = dlami_parameter(arch, os) if family == "dlami" else neuron_parameter(os)
+    source = f" (AWS publishes it as the SSM parameter {parameter})" if parameter else ""
+    if spec.backend == "parallelcluster":
+        return (f"ParallelCluster boots only images that carry its cookbook: build one with `pcluster build-image` "
+                f"whose Build.ParentImage is the {family} image{source}, then set image.ami to it")
+    return (f"PCS nodes need the PCS agent and Slurm installed (PCS user guide, 'Custom Amazon Machine Images for "
+            f"AWS PCS'): build an AMI from the {family} image{source} with them, then set image.ami to it")
+
+
+def images(spec: Spec, error: Report, warn: Report) -> None:
+    """image: exactly one of ami and family, and only the families the backend can boot as published."""
+    image = spec.image
+    if image is not None:
+        if (image.ami is None) == (image.family is None):
+            error(("image",), "give exactly one of image.ami (your own AMI) or image.family (an image AWS "
+                              "publishes: pcs-sample)")
+            return
+        if image.family == "pcs-sample" and spec.backend == "parallelcluster":
+            error(("image", "family"), "AWS's PCS sample AMIs carry the PCS agent, not ParallelCluster's cookbook; "
+                                       "ParallelCluster boots its own official AMIs for `os` (remove image)")
+        elif image.family in ("dlami", "neuron"):
+            name = "Deep Learning AMI" if image.family == "dlami" else "Neuron DLAMI"
+            error(("image", "family"), f"AWS's {name} cannot boot {spec.backend} nodes as published: "
+                                       f"{_build_advice(spec, image.family)}")
+    if spec.backend != "pcs" or (image is not None and image.ami is not None):
+        return
+    # AWS's PCS sample AMIs have Slurm, the PCS agent and EFA, but no Neuron driver: a Trainium or Inferentia node
+    # group on them would run with its accelerators unusable.
+    for index, queue in enumerate(spec.queues):
+        facts = hardware(queue.instance_type)
+        if facts.accelerator_kind in ("trainium", "inferentia"):
+            parameter = neuron_parameter("alinux2023")
+            error(("queues", index, "instance_type"),
+                  f"{queue.instance_type} needs the Neuron driver, which AWS's PCS sample AMIs do not carry: set "
+                  "image.ami to a PCS AMI built from the Neuron DLAMI (AWS publishes it as the SSM parameter "
+                  f"{parameter}) with the PCS agent and Slurm installed")
+
+
+
+def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
+    """An UltraServer Capacity Block is bought, and launched, in whole UltraServers of one instance type
+    (DescribeCapacityBlockOfferings UltraserverType/UltraserverCount; sizes from the catalog's UltraServer facts)."""
+    from fmcluster import catalog
+    from fmcluster.spec.decisions import ultraserver_shape
+    from fmcluster.spec.models import max_nodes
+
+    for index, queue in enumerate(spec.queues):
+        name = queue.capacity.ultraserver
+        path = ("queues", index, "capacity", "ultraserver")
+        if name is None:
+            facts = catalog.instance(queue.instance_type)
+            if facts is not None and facts.is_ultraserver_only and facts.ultraserver is not None:
+                sizes = ", ".join(f"{n} ({t.instances} instances)" for n, t in facts.ultraserver.types.items())
+                warn(("queues", index, "instance_type"),
+                     f"{queue.instance_type} is sold only in EC2 UltraServers ({sizes}): set capacity.ultraserver to "
+                     "size the queue in whole UltraServers and see its NVLink / NeuronLink domains in plan")
+            continue
+        if queue.capacity.type != "capacity-block":
+            error(path, f"UltraServers are sold only as Capacity Blocks: set capacity.type: capacity-block, not "
+                        f"'{queue.capacity.type}'")
+            continue
+        shape = ultraserver_shape(name)
+        if shape is None or shape.instance_type != queue.instance_type:
+            member = f"{shape.instance_type} instances" if shape else "other instances"
+            error(path, f"{name} is made of {member}, not {queue.instance_type}")
+            continue
+        nodes = max_nodes(queue)
+        if nodes % shape.instances:
+            below, above = nodes // shape.instances * shape.instances, -(-nodes // shape.instances) * shape.instances
+            hint = f"{below} or {above}" if below else f"{above}"
+            error(("queues", index, "nodes"), f"{nodes} nodes is not a whole number of {name} UltraServers "
+                                              f"({shape.instances} {shape.instance_type} each): use {hint}")
+        if not shape.instance_type.startswith("p6e-gb200"):
+            continue
+        if spec.backend == "pcs":
+            warn(path, "PCS picks the Slurm topology for the UltraServer, but NVLink between its instances needs "
+                       "an AMI with nvidia-imex enabled and a Slurm prolog that configures IMEX per job (PCS user "
+                       "guide, 'Configure UltraServer instances'); fmcluster installs neither: use such an image.ami")
+        else:
+            warn(path, "ParallelCluster installs and starts nvidia-imex and makes each UltraServer a Slurm block, "
+                       "but GPU-to-GPU NVLink across instances also needs the IMEX prolog of its guide 'Support "
+                       "NVIDIA-IMEX with p6e-gb200 instance' (a head node OnNodeStart action); fmcluster does not "
+                       "install it yet")
+
+
+HARDWARE_RULES = (architectures, images, ultraservers)

@@ -1,0 +1,59 @@
+"""End to end in the sandbox: a queue of an instance type outside the catalog (g5.12xlarge), whose GPUs and EFA
+come from DescribeInstanceTypes, created and destroyed on both backends by the installed command."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+try:
+    from lifecycle_fixture import PclusterCli, PcsCli, _ok, cli_fixture
+except ImportError:  # tests/ imported as a package
+    from tests.lifecycle_fixture import PclusterCli, PcsCli, _ok, cli_fixture
+
+pcs_cli = cli_fixture(PcsCli)
+pcluster_cli = cli_fixture(PclusterCli)
+
+
+def _g5_spec(cli, backend: str, network: dict | None = None) -> None:
+    data = {"name": cli.name, "backend": backend, "region": "us-east-1",
+            "queues": [{"name": "infer", "instance_type": "g5.12xlarge", "nodes": 1}]}
+    if network:
+        data["network"] = network
+    cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_g5_queue_on_pcs(pcs_cli, sandbox):
+    _g5_spec(pcs_cli, "pcs")
+    plan = json.loads(_ok(pcs_cli.run("plan", str(pcs_cli.spec), "--json")).stdout)
+    assert (plan["queues"][0]["gpus"], plan["queues"][0]["facts_source"]) == (4, "ec2")
+    _ok(pcs_cli.create())
+    assert pcs_cli.status()["status"] == "ACTIVE"
+    ec2 = sandbox.client("ec2")
+    templates = ec2.describe_launch_templates(Filters=[{"Name": "tag:fmcluster:cluster", "Values": [pcs_cli.name]}])
+    infer = next(t for t in templates["LaunchTemplates"] if t["LaunchTemplateName"].endswith("-infer"))
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=infer["LaunchTemplateId"])[
+        "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    # EC2: g5.12xlarge has one network card and one EFA interface (MaximumEfaInterfaces 1)
+    assert [(n["NetworkCardIndex"], n.get("InterfaceType")) for n in data["NetworkInterfaces"]] == [(0, "efa")]
+    _ok(pcs_cli.destroy())
+    pcs_cli.assert_nothing_left()
+
+
+def test_g5_queue_on_parallelcluster(pcluster_cli, sandbox):
+    network = sandbox.private_network()
+    # ParallelCluster lays EFA on a single-card type as a primary plus an efa-only interface: no public IP there.
+    _g5_spec(pcluster_cli, "parallelcluster", {"subnet_id": network["private_subnet"],
+                                               "head_subnet_id": network["public_subnet"]})
+    rendered = yaml.safe_load(_ok(pcluster_cli.run("render", str(pcluster_cli.spec))).stdout)
+    queue = rendered["Scheduling"]["SlurmQueues"][0]
+    assert queue["HealthChecks"]["Gpu"]["Enabled"] is True
+    assert queue["ComputeResources"][0]["Efa"]["Enabled"] is True
+    validated = _ok(pcluster_cli.run("validate", str(pcluster_cli.spec)))
+    assert "pcluster validators" in validated.stdout
+    _ok(pcluster_cli.create())
+    assert pcluster_cli.status()["backend_status"] == "CREATE_COMPLETE"
+    _ok(pcluster_cli.destroy())
+    pcluster_cli.wait_until_gone()
+    pcluster_cli.assert_nothing_left()
