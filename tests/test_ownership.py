@@ -113,3 +113,26 @@ def test_destroy_after_the_state_file_is_deleted_removes_everything(cli):
     assert any(row["name"] == cli.name for row in listed), listed  # found by its tags in AWS
     _ok(cli.destroy())
     cli.assert_nothing_left()
+
+
+def test_ssh_is_open_on_the_login_node_only(cli):
+    data = cli.spec.read_text() + "network: {ssh: {allowed_cidr: 203.0.113.0/24}}\n"
+    cli.spec.write_text(data)
+    _ok(cli.create())
+    ec2 = cli.sandbox.client("ec2")
+
+    def groups_of(template: str) -> list[dict]:
+        version = ec2.describe_launch_template_versions(LaunchTemplateName=f"{cli.name}-{template}",
+                                                        Versions=["$Latest"])["LaunchTemplateVersions"][0]
+        data = version["LaunchTemplateData"]
+        ids = data.get("SecurityGroupIds") or [g for nic in data.get("NetworkInterfaces", []) for g in nic["Groups"]]
+        return ec2.describe_security_groups(GroupIds=sorted(set(ids)))["SecurityGroups"]
+
+    def ssh_sources(groups: list[dict]) -> list[str]:
+        return [r["CidrIp"] for g in groups for p in g["IpPermissions"] if p.get("FromPort") == 22
+                for r in p.get("IpRanges", [])]
+
+    assert ssh_sources(groups_of("login")) == ["203.0.113.0/24"]
+    assert ssh_sources(groups_of("gpu")) == [] and ssh_sources(groups_of("burst")) == []
+    _ok(cli.destroy())
+    cli.assert_nothing_left()

@@ -290,16 +290,18 @@ def test_pcs_size_and_login_group() -> None:
 @pytest.mark.parametrize("path", PCS_CONFIGS, ids=[p.stem for p in PCS_CONFIGS])
 def test_pcs_ssh_never_open_unless_written(path: Path) -> None:
     spec = _load(path)
-    ingress = render(spec).one("security_group").body["ingress"]["IpPermissions"]
-    cidrs = [r["CidrIp"] for rule in ingress for r in rule.get("IpRanges", [])]
+    groups = render(spec).by_kind("security_group")
+    cidrs = [r["CidrIp"] for group in groups for rule in group.body["ingress"]["IpPermissions"]
+             for r in rule.get("IpRanges", [])]
     assert "0.0.0.0/0" not in cidrs
     assert cidrs == ([spec.network.ssh.allowed_cidr] if spec.network.ssh.allowed_cidr else [])
+    assert [g.key for g in groups] == (["cluster", "login"] if spec.network.ssh.allowed_cidr else ["cluster"])
 
 
 def test_pcs_ssh_open_when_written(tmp_path: Path) -> None:
     _, rendered = _render_text(tmp_path, PCS_QUEUE.format(instance_type="p5.48xlarge").replace(
         "network: {", "network: {ssh: {allowed_cidr: 0.0.0.0/0}, "))
-    ingress = rendered.one("security_group").body["ingress"]["IpPermissions"]
+    ingress = rendered.one("security_group", "login").body["ingress"]["IpPermissions"]
     assert [r["CidrIp"] for rule in ingress for r in rule.get("IpRanges", [])] == ["0.0.0.0/0"]
 
 

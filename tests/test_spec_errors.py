@@ -411,8 +411,14 @@ def test_pcs_ssh_rule_matches_the_address_family(tmp_path: Path, cidr: str, rang
     from fmcluster.validate.requests import check_document
 
     spec = _write(tmp_path, PCS + f"network:\n  ssh: {{allowed_cidr: '{cidr}'}}\n")
-    document = next(d for d in render(load_spec(spec).spec).documents if d.kind == "security_group")
-    ssh = [p for p in document.body["ingress"]["IpPermissions"] if p.get("FromPort") == 22]
+    documents = render(load_spec(spec).spec).documents
+    groups = {d.key: d for d in documents if d.kind == "security_group"}
+    ssh = [p for p in groups["login"].body["ingress"]["IpPermissions"] if p.get("FromPort") == 22]
     assert ssh == [{"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22,
-                    ranges: [{key: cidr, "Description": "SSH to the login nodes"}]}]
-    assert check_document(document) == []
+                    ranges: [{key: cidr, "Description": "SSH to the login node"}]}]
+    assert all(check_document(d) == [] for d in groups.values())
+    # SSH only on the login node: the group every compute node carries has no port-22 rule, and only the
+    # login launch template names the SSH group
+    assert not [p for p in groups["cluster"].body["ingress"]["IpPermissions"] if p.get("FromPort") == 22]
+    templates = {d.key: d.text for d in documents if d.kind == "launch_template"}
+    assert [key for key, text in templates.items() if "${security_group.login.id}" in text] == ["login"]

@@ -72,7 +72,13 @@ def render_pcs(
         {"create": "CreateSecurityGroup", "ingress": "AuthorizeSecurityGroupIngress",
          "egress": "AuthorizeSecurityGroupEgress"},
         "pcs/security_group.yaml.j2", name=f"{spec.name}-cluster", cluster=spec.name,
-        vpc_id=vpc_id or "${network.vpc_id}", ssh_allowed_cidr=ssh.allowed_cidr)
+        vpc_id=vpc_id or "${network.vpc_id}")
+    if ssh.allowed_cidr:
+        add("security-group-login.yaml", "security_group", "login", "ec2",
+            {"create": "CreateSecurityGroup", "ingress": "AuthorizeSecurityGroupIngress",
+             "egress": "AuthorizeSecurityGroupEgress"},
+            "pcs/login_security_group.yaml.j2", name=f"{spec.name}-login-ssh", cluster=spec.name,
+            vpc_id=vpc_id or "${network.vpc_id}", ssh_allowed_cidr=ssh.allowed_cidr)
 
     placement_groups = {q.name: f"{spec.name}-{q.name}" for q in spec.queues if decisions.placement_group_enabled(q)}
     for queue_name, group_name in placement_groups.items():
@@ -136,7 +142,7 @@ def render_pcs(
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
             resource_group_arn=group["resource_group_arn"], ultraserver=group["ultraserver"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
-            user_data=user_data)
+            login_security_group=bool(ssh.allowed_cidr) and group["name"] == LOGIN_GROUP, user_data=user_data)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
             cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], images),
