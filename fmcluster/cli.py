@@ -311,7 +311,11 @@ def status(
     elif as_json:
         ui.print_json(lifecycle.status(name, refresh))
     else:
-        ui.print_status(lifecycle.status(name, refresh))
+        report = lifecycle.status(name, refresh)
+        ui.print_status(report)
+        for row in report if isinstance(report, list) else [report]:
+            if row.get("problem"):
+                ui.warning(f"cluster {row['name']}: its recorded spec does not validate: {row['problem']}")
 
 
 @app.command()

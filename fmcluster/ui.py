@@ -124,8 +124,7 @@ def status_view(report: dict | list) -> RenderableType:
             cost = f"{row['usd_per_hour']:,.2f}" if row.get("usd_per_hour") else "n/a"
             table.add_row(row["name"], row["backend"], row["region"], row["status"], row.get("where", ""),
                           ", ".join(row["queues"]) or "—", str(row["nodes_max"] or "—"), cost)
-        problems = [Text(f"{row['name']}: {row['problem']}", style="dim") for row in report if row.get("problem")]
-        return Group(table, *problems) if problems else table
+        return table
     raw = f" ({report['backend_status']})" if report.get("backend_status") not in (None, report["status"]) else ""
     parts: list[RenderableType] = [Text.from_markup(
         f"[bold]{_escape(report['name'])}[/] ({report['backend']}, {report['region']}): [bold]{report['status']}[/]"

@@ -43,7 +43,7 @@ def test_new_lustre_file_system_is_created_by_the_stack_and_outlives_it(cli, san
     if "pc-lustre-data" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
         s3.create_bucket(Bucket="pc-lustre-data")
     _ok(cli.create())
-    assert cli.status()["status"] == "CREATE_COMPLETE"
+    assert cli.status()["backend_status"] == "CREATE_COMPLETE"
     [fs_id] = _stack_resources(sandbox, cli.name, "AWS::FSx::FileSystem")
     groups = [g for g in _stack_resources(sandbox, cli.name, "AWS::EC2::SecurityGroup")]
     assert re.fullmatch(r"fs-[0-9a-f]{17}", fs_id)
