@@ -46,6 +46,10 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
         return [aws_failure("subnet", "default VPC", exc)]
     ctx.placement = placement
     ctx.head_zone = placement.availability_zone
+    if placement.created:
+        return [CheckResult("subnet", "passed", f"no subnet in the spec: fmcluster creates {placement.describe()}",
+                            [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity reservations, "
+                             "when they share one AZ); compute nodes go to its private subnet behind a NAT gateway"])]
     subnet = ec2.describe_subnets(SubnetIds=[placement.subnet_id])["Subnets"][0]
     where = f"{placement.subnet_id} in {placement.availability_zone} ({placement.vpc_id})"
     if named:
@@ -55,6 +59,11 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
                                [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity "
                                 "reservations, when they share one AZ); set network.subnet_id to choose another"])]
     results += _subnet_addresses(ctx, subnet)
+    if named:
+        from fmcluster.preflight.network import check_node_network
+
+        results += guarded("node network", named)(
+            lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named))(ctx)
     if spec.network.head_subnet_id:
         results += _head_subnet(ctx)
     return results

@@ -10,6 +10,7 @@ from fmcluster.render.common import (
     resource_tags,
 )
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
+from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
@@ -48,7 +49,11 @@ def render_parallelcluster(
     """Render the cluster configuration (first), then the requests for what fmcluster creates before it (an
     OpenZFS /home and its security group). ``subnet_id`` fills a subnet the spec left to create time."""
     rendered = RenderedDocuments(backend="parallelcluster")
-    compute_subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    network = render_network(spec)
+    compute_subnet = network.compute_subnet_id if network else spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    if network is not None:
+        vpc_id = network.vpc_id
+        rendered.notes.append(network_note(network))
     if compute_subnet == SUBNET_TO_RESOLVE:
         rendered.notes.append("no subnet in the spec: the default VPC's subnet in an AZ that offers the "
                               f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
@@ -117,7 +122,7 @@ def render_parallelcluster(
         custom_ami=spec.image.ami if spec.image else None,
         head_node={
             "instance_type": spec.head_node.instance_type,
-            "subnet_id": spec.network.head_subnet_id or compute_subnet,
+            "subnet_id": network.head_subnet_id if network else spec.network.head_subnet_id or compute_subnet,
             "key_name": ssh.key_name,
             "ssh_allowed_cidr": ssh.allowed_cidr or SSH_CLOSED_CIDR,
             "root_volume_gib": spec.head_node.root_volume_gib,
@@ -140,6 +145,8 @@ def render_parallelcluster(
     ))
     if home is not None and home.type == "openzfs":
         _render_openzfs(rendered, spec, compute_subnet, vpc_id)
+    if network is not None:
+        rendered.documents.extend(network.documents)
     return rendered
 
 

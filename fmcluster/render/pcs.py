@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fmcluster import catalog
 from fmcluster.render.common import compute_root_volume_gib, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
+from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_text, render_yaml
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
@@ -53,7 +54,13 @@ def render_pcs(
     without it (offline) no AMI is named unless the spec gives one, and the root device name is a stand-in."""
     rendered = RenderedDocuments(backend="pcs")
     tags = resource_tags(spec)
-    subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    network = render_network(spec)
+    subnet = network.compute_subnet_id if network else spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    login_subnet = network.head_subnet_id if network else subnet
+    if network is not None:
+        vpc_id = network.vpc_id
+        rendered.documents.extend(network.documents)
+        rendered.notes.append(network_note(network))
     if subnet == SUBNET_TO_RESOLVE:
         rendered.notes.append("no subnet in the spec: the default VPC's subnet in an AZ that offers the "
                               f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
@@ -138,7 +145,7 @@ def render_pcs(
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
             cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], images),
-            subnet_id=subnet,
+            subnet_id=login_subnet if group["name"] == LOGIN_GROUP else subnet,
             purchase_option=group["purchase_option"], launch_template=group["name"],
             min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"])
     for group in groups[1:]:

@@ -48,6 +48,19 @@ class Network(_Strict):
         "VPC's subnet in an AZ that offers the instance type, found at create time.",
     )
     head_subnet_id: SubnetId | None = Field(None, description="Subnet for the head/login node (default: subnet_id).")
+    create_vpc: bool | None = Field(
+        None,
+        description="Create the cluster's own network: a VPC, a public subnet for the head/login node, a private "
+        "subnet for compute (in the AZ that offers the types or holds the reservation) behind a NAT gateway, an "
+        "internet gateway and an S3 gateway endpoint, all removed by destroy. Default: on when subnet_id is "
+        "absent. false without subnet_id: the default VPC's public subnet, which only single-interface nodes "
+        "can use (a multi-interface EFA node gets no public IP there).",
+    )
+    vpc_cidr: Cidr = Field(
+        "10.0.0.0/16",
+        description="IPv4 block of the VPC fmcluster creates (a /16 to a /20): the private compute subnet takes "
+        "its first half, the public subnet a sixteenth after it. Only with a created network.",
+    )
     ssh: SshAccess = Field(default_factory=SshAccess)
 
 

@@ -36,7 +36,8 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
 
         try:
             placement = resolve_placement(spec, aws.client("ec2", region))
-            results.append(CheckResult("subnet", "passed", f"{placement.subnet_id} in {placement.availability_zone}"))
+            results.append(CheckResult("subnet", "passed", placement.describe()))
+            results += _node_network(spec, region, placement)
         except Exception as exc:  # report it as a failed check; the rest can still run
             results.append(CheckResult("subnet", "failed", _message(exc)))
     rendered = render(spec, str(spec_path), subnet_id=placement.subnet_id if placement else None)
@@ -151,3 +152,15 @@ def _instance_type_check(spec, region: str, online: bool) -> CheckResult:
 
 def _message(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _node_network(spec, region: str, placement) -> list[CheckResult]:
+    """Whether multi-interface nodes can reach out of the spec's own subnet (see fmcluster.preflight.network)."""
+    if placement.created or not spec.network.subnet_id:
+        return []
+    from fmcluster.preflight.network import check_node_network
+
+    try:
+        return check_node_network(spec, region, aws.client("ec2", region), placement.subnet_id)
+    except Exception as exc:  # report it as a failed check; the rest can still run
+        return [CheckResult("node network", "failed", _message(exc))]

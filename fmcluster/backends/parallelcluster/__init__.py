@@ -20,6 +20,8 @@ from fmcluster.backends.parallelcluster.resources import (
     ComputeFleet,
     PclusterCluster,
 )
+from fmcluster.backends.vpc import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.vpc import after_routes
 from fmcluster.engine import Resource, ResourceChange
 from fmcluster.render.parallelcluster import render_parallelcluster
 
@@ -57,8 +59,11 @@ class ParallelClusterBackend(Backend):
                 resources.append(PclusterCluster(document.key, document, rollback=options.get("rollback", True),
                                                  stop_fleet_for_update=options.get("stop_fleet", False),
                                                  locate=options.get("locate")))
+            elif document.kind in NETWORK_RESOURCES:
+                resources.append(NETWORK_RESOURCES[document.kind](document.key, document))
             else:
                 raise ValueError(f"the ParallelCluster backend has no resource for {document.kind} documents")
+        after_routes(resources)
         return [*resources, ComputeFleet(spec.name)]
 
     def scales(self, path: str) -> bool:

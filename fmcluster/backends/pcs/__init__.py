@@ -18,6 +18,8 @@ from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
 from fmcluster.backends.iam import InstanceProfile
 from fmcluster.backends.ownership import is_ours
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
+from fmcluster.backends.vpc import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.vpc import after_routes
 from fmcluster.engine import Resource
 from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
 
@@ -86,8 +88,11 @@ class PcsBackend(Backend):
                 resources.append(PcsNodeGroup(document.key, document, cluster=spec.name))
             elif document.kind == "queue":
                 resources.append(PcsQueue(document.key, document, cluster=spec.name))
+            elif document.kind in NETWORK_RESOURCES:
+                resources.append(NETWORK_RESOURCES[document.kind](document.key, document))
             else:
                 raise ValueError(f"the PCS backend has no resource for {document.kind} documents")
+        after_routes(resources)
         return resources
 
     def scales(self, path: str) -> bool:

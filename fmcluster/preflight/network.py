@@ -1,0 +1,70 @@
+"""Can multi-interface nodes in the spec's subnet reach the internet and the PCS API?
+
+A node launched with several network interfaces (multi-EFA) gets no public IPv4 address, whatever the
+subnet's auto-assign setting ("Assign a public IPv4 address during instance launch", EC2 user guide;
+ParallelCluster's MultiNetworkInterfacesInstancesValidator says the same). It reaches PCS (to register,
+``RegisterComputeNodeGroupInstance``), S3 and package mirrors only through a default route to a NAT
+gateway, or, for PCS, through a PCS interface endpoint with private DNS ("AWS PCS VPC and subnet
+requirements", PCS user guide). PCS nodes that cannot register never join the cluster, so PCS fails the
+check; on ParallelCluster it is a warning, as ParallelCluster's own validator gives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fmcluster.spec.models import Spec
+from fmcluster.spec.networking import interface_count, multi_interface_queues
+from fmcluster.validate import CheckResult
+
+NAME = "node network"
+
+
+def _route_table(ec2: Any, subnet: dict[str, Any]) -> dict[str, Any] | None:
+    explicit = ec2.describe_route_tables(
+        Filters=[{"Name": "association.subnet-id", "Values": [subnet["SubnetId"]]}])["RouteTables"]
+    if explicit:
+        return explicit[0]
+    main = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [subnet["VpcId"]]},
+                                              {"Name": "association.main", "Values": ["true"]}])["RouteTables"]
+    return main[0] if main else None
+
+
+def _nat_route(table: dict[str, Any] | None) -> bool:
+    return any(r.get("DestinationCidrBlock") == "0.0.0.0/0" and r.get("NatGatewayId") and r.get("State", "active")
+               == "active" for r in (table or {}).get("Routes") or [])
+
+
+def _pcs_endpoint(ec2: Any, vpc_id: str, region: str) -> bool:
+    endpoints = ec2.describe_vpc_endpoints(Filters=[
+        {"Name": "vpc-id", "Values": [vpc_id]},
+        {"Name": "service-name", "Values": [f"com.amazonaws.{region}.pcs"]}])["VpcEndpoints"]
+    return any(e.get("VpcEndpointType", "").lower() == "interface" and e.get("PrivateDnsEnabled", True)
+               and str(e.get("State", "")).lower() == "available" for e in endpoints)
+
+
+def check_node_network(spec: Spec, region: str, ec2: Any, subnet_id: str) -> list[CheckResult]:
+    """One result for the spec's own compute subnet (nothing to check for one fmcluster creates)."""
+    queues = multi_interface_queues(spec)
+    if not queues:
+        return []
+    names = ", ".join(f"{q.name} ({q.instance_type}, {interface_count(q)} interfaces)" for _, q in queues)
+    subnet = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
+    problems = []
+    if subnet.get("MapPublicIpOnLaunch"):
+        problems.append(f"{subnet_id} auto-assigns public IPv4 addresses, which EC2 cannot give a multi-interface "
+                        "node (ParallelCluster refuses to launch them with AssignPublicIp)")
+    nat = _nat_route(_route_table(ec2, subnet))
+    endpoint = spec.backend == "pcs" and _pcs_endpoint(ec2, subnet["VpcId"], region)
+    if not nat and not endpoint:
+        problems.append(f"{subnet_id} has no default route to a NAT gateway"
+                        + (f" and VPC {subnet['VpcId']} no PCS interface endpoint (com.amazonaws.{region}.pcs): "
+                           "the nodes could not register with PCS" if spec.backend == "pcs" else
+                           ": the nodes could not reach the internet or S3"))
+    if not problems:
+        how = "a NAT gateway" if nat else "the PCS interface endpoint"
+        return [CheckResult(NAME, "passed", f"{subnet_id} reaches out through {how} for {names}")]
+    fix = ("fix: use a private subnet whose route table sends 0.0.0.0/0 to a NAT gateway (and does not auto-assign "
+           "public IPs), or remove network.subnet_id and let fmcluster create such a network")
+    status = "failed" if spec.backend == "pcs" else "warning"
+    return [CheckResult(NAME, status, f"multi-interface queues {names}: " + "; ".join(problems), [fix])]
