@@ -44,14 +44,15 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
     results.append(CheckResult("render", "passed", f"{len(rendered.documents)} documents", rendered.notes))
 
     if spec.backend == "parallelcluster":
-        results.extend(_parallelcluster_checks(loaded, rendered, region, online))
+        results.extend(_parallelcluster_checks(loaded, rendered, region, online,
+                                               placement.availability_zone if placement else None))
     else:
         results.append(_botocore_checks(rendered))
     results.append(_instance_type_check(spec, region, online))
     return results
 
 
-def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list[CheckResult]:
+def _parallelcluster_checks(loaded, rendered, region: str, online: bool, zone: str | None = None) -> list[CheckResult]:
     from fmcluster.spec.trace import locate
     from fmcluster.validate.parallelcluster import (
         check_schema,
@@ -74,7 +75,7 @@ def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list
         results.append(CheckResult("pcluster validators", "skipped",
                                    "no AWS endpoint or credentials (use --sandbox, --endpoint-url or a profile)"))
         return results
-    config, notes = _config_for_validators(name, document.body, region)
+    config, notes = _config_for_validators(name, document.body, region, zone)
     findings = check_with_validators(name, config, region)
     details = []
     for level, messages in findings.by_level.items():
@@ -87,21 +88,24 @@ def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list
     return results
 
 
-def _config_for_validators(name: str, config: dict, region: str) -> tuple[dict, list[str]]:
+def _config_for_validators(name: str, config: dict, region: str, zone: str | None = None) -> tuple[dict, list[str]]:
     """The config ParallelCluster's validators can judge: an OpenZFS /home that fmcluster already created
     for this cluster is filled in; one it has yet to create is left out (its validators read the live file
     system, which does not exist before ``create``), and the details say so."""
     from fmcluster.render.common import CLUSTER_TAG
     from fmcluster.render.documents import references, resolve
     from fmcluster.render.parallelcluster import OPENZFS_ROOT_VOLUME
+    from fmcluster.validate.network import network_stand_ins
     from fmcluster.validate.requests import stand_in
 
     root_volume = OPENZFS_ROOT_VOLUME[2:-1]
     # The cluster's own id (an ownership tag) is issued at create time; any well-formed value serves here.
     values: dict[str, str] = {ref: stand_in(ref) for ref in references(config) if ref.startswith("fmcluster.")}
+    subnets, notes = network_stand_ins(config, name, region, zone)
+    values.update(subnets)
     refs = references(config) - set(values)
     if not refs:
-        return resolve(config, values), []
+        return resolve(config, values), notes
     if root_volume in refs:
         fsx = aws.client("fsx", region)
         for page in fsx.get_paginator("describe_file_systems").paginate():
@@ -111,12 +115,12 @@ def _config_for_validators(name: str, config: dict, region: str) -> tuple[dict, 
                         fs.get("Lifecycle") not in ("DELETING", "FAILED"):
                     values[root_volume] = fs["OpenZFSConfiguration"]["RootVolumeId"]
     if refs <= set(values):
-        return resolve(config, values), [f"OpenZFS /home: the existing root volume {values[root_volume]}"]
+        return resolve(config, values), [*notes, f"OpenZFS /home: the existing root volume {values[root_volume]}"]
     storage = [s for s in config.get("SharedStorage") or [] if not references(s)]
     trimmed = {k: v for k, v in resolve({k: v for k, v in config.items() if k != "SharedStorage"}, values).items()}
     if storage:
         trimmed["SharedStorage"] = storage
-    return trimmed, ["not judged by ParallelCluster yet: SharedStorage that fmcluster creates at create time "
+    return trimmed, [*notes, "not judged by ParallelCluster yet: SharedStorage that fmcluster creates at create time "
                      "(the OpenZFS /home; its CreateFileSystem request is checked against botocore's FSx model)"]
 
 
