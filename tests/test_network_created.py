@@ -44,6 +44,7 @@ def _errors(tmp_path: Path, text: str) -> list[str]:
 
 
 P5 = "queues:\n  - {name: train, instance_type: p5.48xlarge, nodes: 2}\n"
+P5_BLOCK = "queues:\n  - name: train\n    instance_type: p5.48xlarge\n    nodes: 2\n"
 
 
 # -- rendering ------------------------------------------------------------------------------------------------
@@ -269,3 +270,102 @@ def test_parallelcluster_without_subnet_creates_its_network_and_destroy_removes_
     _ok(pc_cli.destroy())
     pc_cli.wait_until_gone()
     assert _tagged(sandbox, pc_cli.name) == {}
+
+
+# -- extra IAM policies and security groups (issue 14 item 2) ----------------------------------------------
+SUBNET = "subnet-0123456789abcdef0"
+ACCESS = (f"network:\n  subnet_id: {SUBNET}\n  additional_security_groups: [sg-0123456789abcdef0]\n"
+          "iam: {additional_policies: [arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess]}\n")
+
+
+def test_policies_and_groups_render_on_parallelcluster(tmp_path, monkeypatch):
+    from fmcluster.validate.parallelcluster import check_schema
+
+    text = ("name: acc\nbackend: parallelcluster\n" + ACCESS + P5_BLOCK +
+            "    iam: {additional_policies: [arn:aws:iam::123456789012:policy/ecr-read]}\n")
+    spec = _load(tmp_path, text).spec
+    config = render(spec).one("pcluster_cluster").body
+    head, queue = config["HeadNode"], config["Scheduling"]["SlurmQueues"][0]
+    assert head["Networking"]["AdditionalSecurityGroups"] == ["sg-0123456789abcdef0"]
+    assert {"Policy": "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"} in head["Iam"]["AdditionalIamPolicies"]
+    assert queue["Networking"]["AdditionalSecurityGroups"] == ["sg-0123456789abcdef0"]
+    assert queue["Iam"]["AdditionalIamPolicies"] == [{"Policy": "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"},
+                                                     {"Policy": "arn:aws:iam::123456789012:policy/ecr-read"}]
+    monkeypatch.setenv("AWS_DEFAULT_REGION", spec.region)
+    assert check_schema(spec.name, with_stand_ins(config), spec.region).errors == []
+    own = _load(tmp_path, text.replace("additional_security_groups", "security_groups")).spec
+    assert render(own).one("pcluster_cluster").body["HeadNode"]["Networking"]["SecurityGroups"] == \
+        ["sg-0123456789abcdef0"]
+
+
+def test_policies_and_groups_render_on_pcs(tmp_path):
+    rendered = render(_load(tmp_path, "name: acc\nbackend: pcs\n" + ACCESS + P5).spec)
+    profile = rendered.one("instance_profile", "nodes").body
+    assert "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess" in profile["managed_policies"]
+    nics = rendered.one("launch_template", "train").body["LaunchTemplateData"]["NetworkInterfaces"]
+    assert nics[0]["Groups"] == ["${security_group.cluster.id}", "sg-0123456789abcdef0"]
+    assert all(n["Groups"] == ["${security_group.cluster.id}"] for n in nics[1:])
+    login = rendered.one("launch_template", "login").body["LaunchTemplateData"]
+    assert login["SecurityGroupIds"] == ["${security_group.cluster.id}", "sg-0123456789abcdef0"]
+    for document in rendered.documents:
+        assert check_document(document) == [], document.filename
+
+
+def test_access_fields_a_backend_cannot_honour_are_refused(tmp_path):
+    errors = _errors(tmp_path, f"name: acc\nbackend: pcs\nnetwork:\n  subnet_id: {SUBNET}\n"
+                               f"  security_groups: [sg-0123456789abcdef0]\n{P5}")
+    assert any(":5:20: network.security_groups: not supported on pcs" in e for e in errors), errors
+    errors = _errors(tmp_path, f"name: acc\nbackend: pcs\n{P5_BLOCK}    iam: {{additional_policies: "
+                               "[arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess]}\n")
+    assert any("queues[0].iam: not supported on pcs" in e for e in errors), errors
+    errors = _errors(tmp_path, "name: acc\nbackend: pcs\nnetwork:\n  additional_security_groups: "
+                               f"[sg-0123456789abcdef0]\n{P5}")
+    assert any("network.additional_security_groups: security groups belong to a VPC" in e for e in errors), errors
+    errors = _errors(tmp_path, f"name: acc\nbackend: parallelcluster\nnetwork:\n  subnet_id: {SUBNET}\n"
+                               "  security_groups: [sg-0123456789abcdef0]\n"
+                               f"  additional_security_groups: [sg-0123456789abcdef1]\n{P5}")
+    assert any("not both" in e for e in errors), errors
+    errors = _errors(tmp_path, "name: acc\nbackend: pcs\niam: {additional_policies: [s3-read]}\n" + P5)
+    assert any("iam.additional_policies[0]" in e for e in errors), errors
+
+
+def test_pcs_policies_and_groups_attach_diff_and_outlive_destroy(sandbox, tmp_path):
+    ec2, iam = sandbox.client("ec2"), sandbox.client("iam")
+    network = sandbox.private_network()
+    group = ec2.create_security_group(GroupName=f"db-{uuid.uuid4().hex[:6]}", Description="team database",
+                                      VpcId=network["vpc"])["GroupId"]
+    policy = iam.create_policy(PolicyName=f"data-read-{uuid.uuid4().hex[:6]}", PolicyDocument=(
+        '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", '
+        '"Resource": "*"}]}'))["Policy"]["Arn"]
+    cli = PcsCli(sandbox, tmp_path)
+    data = yaml.safe_load(cli.spec.read_text())
+    data["network"] = {"subnet_id": network["private_subnet"], "additional_security_groups": [group]}
+    data["iam"] = {"additional_policies": [policy, "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"]}
+    cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    try:
+        _ok(cli.create())
+        from fmcluster.render.pcs import node_role_name
+
+        role = node_role_name(cli.name, "us-east-1")
+        attached = {p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]}
+        assert {policy, "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"} <= attached
+        templates = ec2.describe_launch_templates(Filters=[{"Name": f"tag:{TAG}", "Values": [cli.name]}])
+        for template in templates["LaunchTemplates"]:
+            version = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])[
+                "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+            groups = version.get("SecurityGroupIds") or version["NetworkInterfaces"][0]["Groups"]
+            assert group in groups, (template["LaunchTemplateName"], groups)
+
+        data["iam"] = {"additional_policies": ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"]}
+        cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+        diff = __import__("json").loads(_ok(cli.run("diff", str(cli.spec), "--json")).stdout)
+        change = next(c for c in diff["changes"] if c["resource"] == "instance_profile:nodes")
+        assert change["action"] == "update" and policy in change["attributes"]["managed_policies"]["old"]
+        _ok(cli.create())
+        attached = {p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]}
+        assert policy not in attached
+    finally:
+        _ok(cli.destroy())
+    # fmcluster never deletes what it did not create
+    assert iam.get_policy(PolicyArn=policy)["Policy"]["Arn"] == policy
+    assert ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["GroupId"] == group

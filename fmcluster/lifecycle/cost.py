@@ -25,6 +25,9 @@ def usd_per_hour_max(spec: Spec) -> float | None:
     for queue in spec.queues:
         total += (price(queue.instance_type) or 0.0) * max_nodes(queue)
     total += price(spec.head_node.instance_type) or 0.0
+    from fmcluster.render.network import network_usd_per_hour
+
+    total += network_usd_per_hour(spec) or 0.0  # the NAT gateway of a network fmcluster creates
     return total or None
 
 

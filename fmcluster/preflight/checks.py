@@ -47,9 +47,12 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
     ctx.placement = placement
     ctx.head_zone = placement.availability_zone
     if placement.created:
+        from fmcluster.preflight.network import check_access
+
         return [CheckResult("subnet", "passed", f"no subnet in the spec: fmcluster creates {placement.describe()}",
                             [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity reservations, "
-                             "when they share one AZ); compute nodes go to its private subnet behind a NAT gateway"])]
+                             "when they share one AZ); compute nodes go to its private subnet behind a NAT gateway"]),
+                *guarded("iam policies")(lambda ctx: check_access(ctx.spec, ec2, ctx.aws("iam"), ""))(ctx)]
     subnet = ec2.describe_subnets(SubnetIds=[placement.subnet_id])["Subnets"][0]
     where = f"{placement.subnet_id} in {placement.availability_zone} ({placement.vpc_id})"
     if named:
@@ -60,10 +63,12 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
                                 "reservations, when they share one AZ); set network.subnet_id to choose another"])]
     results += _subnet_addresses(ctx, subnet)
     if named:
-        from fmcluster.preflight.network import check_node_network
+        from fmcluster.preflight.network import check_access, check_node_network
 
         results += guarded("node network", named)(
             lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named))(ctx)
+        results += guarded("security groups and policies")(
+            lambda ctx: check_access(ctx.spec, ec2, ctx.aws("iam"), placement.vpc_id))(ctx)
     if spec.network.head_subnet_id:
         results += _head_subnet(ctx)
     return results

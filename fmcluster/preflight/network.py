@@ -68,3 +68,42 @@ def check_node_network(spec: Spec, region: str, ec2: Any, subnet_id: str) -> lis
            "public IPs), or remove network.subnet_id and let fmcluster create such a network")
     status = "failed" if spec.backend == "pcs" else "warning"
     return [CheckResult(NAME, status, f"multi-interface queues {names}: " + "; ".join(problems), [fix])]
+
+
+def check_access(spec: Spec, ec2: Any, iam: Any, vpc_id: str) -> list[CheckResult]:
+    """The spec's own security groups exist in the subnet's VPC, and its IAM policies exist."""
+    from botocore.exceptions import ClientError
+
+    results: list[CheckResult] = []
+    groups = sorted({*spec.network.additional_security_groups, *spec.network.security_groups})
+    if groups:
+        try:
+            found = ec2.describe_security_groups(GroupIds=groups)["SecurityGroups"]
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            results.append(CheckResult("security groups", "failed", f"AWS said {code}: "
+                                       f"{exc.response.get('Error', {}).get('Message', '')}",
+                                       ["fix: list security groups that exist in the subnet's VPC"]))
+        else:
+            elsewhere = [f"{g['GroupId']} ({g['VpcId']})" for g in found if g.get("VpcId") != vpc_id]
+            if elsewhere:
+                results.append(CheckResult("security groups", "failed", f"not in the subnet's VPC {vpc_id}: "
+                                           + ", ".join(elsewhere), ["fix: use groups of the subnet's VPC"]))
+            else:
+                results.append(CheckResult("security groups", "passed", f"{', '.join(groups)} in {vpc_id}"))
+    policies = list(dict.fromkeys([*spec.iam.additional_policies,
+                                   *(arn for q in spec.queues if q.iam for arn in q.iam.additional_policies)]))
+    missing = []
+    for arn in policies:
+        try:
+            iam.get_policy(PolicyArn=arn)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise
+            missing.append(arn)
+    if missing:
+        results.append(CheckResult("iam policies", "failed", f"no such policy: {', '.join(missing)}",
+                                   ["fix: check the ARNs (`aws iam get-policy --policy-arn ARN`)"]))
+    elif policies:
+        results.append(CheckResult("iam policies", "passed", f"{len(policies)} policies exist"))
+    return results

@@ -25,10 +25,25 @@ PUBLIC_SUBNET_REF = f"${{subnet.{PUBLIC_SUBNET}.id}}"
 VPC_REF = f"${{vpc.{VPC_KEY}.id}}"
 # Route tables whose routes must exist before anything launches into the subnets (nodes register at boot).
 ROUTE_TABLES = ("route_table:compute", "route_table:public")
-# AWS's published price of a NAT gateway in us-east-1 (Amazon VPC pricing, "NAT Gateway pricing"): per hour
-# it exists, plus the same per GB it processes. Other regions differ by a few cents.
+# AWS's published price of a NAT gateway (Amazon VPC pricing, "NAT Gateway pricing"): per hour it exists,
+# plus the same per GB it processes. Bundled for the regions where it is $0.045; elsewhere the plan says the
+# price is not known rather than guess.
 NAT_GATEWAY_USD_PER_HOUR = 0.045
 NAT_GATEWAY_USD_PER_GB = 0.045
+NAT_GATEWAY_PRICED_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
+# Every public IPv4 address is billed per hour since February 2024 (Amazon VPC pricing, "Public IPv4
+# address"): the NAT gateway's Elastic IP.
+PUBLIC_IPV4_USD_PER_HOUR = 0.005
+
+
+def network_usd_per_hour(spec: Spec) -> float | None:
+    """What the created network costs per hour before any traffic (NAT gateway and its address); 0 when the
+    spec's own network is used; None when the region's NAT gateway price is not bundled."""
+    if not creates_network(spec):
+        return 0.0
+    if spec.region not in NAT_GATEWAY_PRICED_REGIONS:
+        return None
+    return round(NAT_GATEWAY_USD_PER_HOUR + PUBLIC_IPV4_USD_PER_HOUR, 4)
 
 
 @dataclass
@@ -84,4 +99,5 @@ def network_note(network: NetworkDocuments) -> str:
     return (f"network: fmcluster creates a VPC ({network.cidr}) with a private compute subnet behind a NAT gateway "
             f"and a public subnet for the head/login node, in the AZ chosen at create time "
             f"(${{network.availability_zone}}); the NAT gateway costs ${NAT_GATEWAY_USD_PER_HOUR}/h plus "
-            f"${NAT_GATEWAY_USD_PER_GB}/GB processed (us-east-1) while the cluster exists")
+            f"${NAT_GATEWAY_USD_PER_GB}/GB processed (us-east-1) and its public IPv4 address "
+            f"${PUBLIC_IPV4_USD_PER_HOUR}/h while the cluster exists")

@@ -76,6 +76,9 @@ def render_parallelcluster(
             "subnet_id": compute_subnet,
             "root_volume_gib": compute_root_volume_gib(spec),
             "has_nvme": bool(facts and facts.nvme_gb),
+            # the cluster's policies, then the queue's own (ParallelCluster gives each queue its own role)
+            "policies": list(dict.fromkeys([*spec.iam.additional_policies,
+                                            *(queue.iam.additional_policies if queue.iam else [])])),
         })
 
     shared_storage = []
@@ -134,6 +137,8 @@ def render_parallelcluster(
             "database": spec.slurm.database,
         },
         queues=queues,
+        access={"policies": spec.iam.additional_policies, "security_groups": spec.network.security_groups,
+                "additional_security_groups": spec.network.additional_security_groups},
         shared_storage=shared_storage,
         monitoring=spec.software.monitoring,
         # ParallelCluster puts these on its stack and everything the stack makes.

@@ -92,7 +92,7 @@ def render_pcs(
         {"role": "CreateRole", "inline_policy": "PutRolePolicy", "profile": "CreateInstanceProfile"},
         "pcs/instance_profile.yaml.j2", cluster=spec.name, role_name=role, profile_name=role,
         assume_role_policy=json.dumps(ASSUME_ROLE_POLICY), node_policy=json.dumps(NODE_POLICY),
-        managed_policy_arns=NODE_MANAGED_POLICIES)
+        managed_policy_arns=[*NODE_MANAGED_POLICIES, *spec.iam.additional_policies])
 
     lustre = spec.storage.lustre
     lustre_mounts = []
@@ -141,7 +141,7 @@ def render_pcs(
             root_device_name=_root_device(group["instance_type"], images),
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
-            user_data=user_data)
+            user_data=user_data, extra_security_groups=spec.network.additional_security_groups)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
             cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], images),

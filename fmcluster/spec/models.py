@@ -24,6 +24,10 @@ AmiId = Annotated[str, StringConstraints(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17
 # The shape only (IPv4 or IPv6 with a prefix length); rules check it is a network with ipaddress.
 Cidr = Annotated[str, StringConstraints(pattern=r"^[0-9A-Fa-f:.]+/\d{1,3}$", max_length=64)]
 MountPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9_./-]*$", max_length=255)]
+# EC2's security group id; ParallelCluster's and IAM's policy ARN (pcluster's AdditionalIamPolicy pattern).
+SecurityGroupId = Annotated[str, StringConstraints(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
+PolicyArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/[\w+=,.@/-]+$",
+                                             max_length=2048)]
 S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
 
 
@@ -62,6 +66,16 @@ class Network(_Strict):
         "its first half, the public subnet a sixteenth after it. Only with a created network.",
     )
     ssh: SshAccess = Field(default_factory=SshAccess)
+    additional_security_groups: list[SecurityGroupId] = Field(
+        default_factory=list, max_length=4,
+        description="Existing security groups put on every node (head/login and compute) besides fmcluster's own "
+        "cluster group, e.g. to reach a database or a license server. They must be in the subnet's VPC, so they "
+        "need network.subnet_id. fmcluster never changes or deletes them.")
+    security_groups: list[SecurityGroupId] = Field(
+        default_factory=list, max_length=5,
+        description="ParallelCluster only: existing security groups used instead of the ones ParallelCluster "
+        "creates for the head node and the queues (HeadNode/SlurmQueues Networking.SecurityGroups); they must "
+        "allow all traffic among the nodes. Refused on pcs, whose controller and nodes share fmcluster's group.")
 
 
 class HeadNode(_Strict):
@@ -85,6 +99,23 @@ class Capacity(_Strict):
     )
 
 
+class Iam(_Strict):
+    additional_policies: list[PolicyArn] = Field(
+        default_factory=list, max_length=10,
+        description="Managed IAM policies (ARNs) attached to the nodes' role, e.g. "
+        "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess for data or AmazonEC2ContainerRegistryReadOnly for "
+        "images. ParallelCluster: Iam.AdditionalIamPolicies of the head node and every queue; pcs: attached to "
+        "fmcluster's node role (detached, never deleted, by destroy).")
+
+
+class QueueIam(_Strict):
+    additional_policies: list[PolicyArn] = Field(
+        default_factory=list, max_length=10,
+        description="ParallelCluster only: managed policies for this queue's nodes alone, besides iam."
+        "additional_policies (SlurmQueues[].Iam.AdditionalIamPolicies). Refused on pcs, where every node group "
+        "shares fmcluster's one node role.")
+
+
 class Queue(_Strict):
     name: str = Field(description="Slurm partition name.")
     instance_type: str
@@ -98,6 +129,7 @@ class Queue(_Strict):
         "auto", description="auto: on for on-demand and spot; off for ODCRs and Capacity Blocks (AWS places those)."
     )
     gpu_health_checks: bool = True
+    iam: QueueIam | None = Field(None, description="IAM for this queue's nodes (ParallelCluster only).")
     compute_resource: str | None = Field(
         None,
         description="Name of the ParallelCluster compute resource or PCS compute node group. Default: derived "
@@ -179,6 +211,7 @@ class Spec(_Strict):
     software: Software = Field(default_factory=Software)
     slurm: Slurm = Field(default_factory=Slurm)
     pcs: Pcs = Field(default_factory=Pcs)
+    iam: Iam = Field(default_factory=Iam, description="IAM for every node of the cluster.")
     workload: Workload | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 

@@ -88,3 +88,34 @@ def _check_vpc_cidr(cidr: str, error: Report) -> None:
         error(path, f"'{cidr}' is IPv6; a VPC's primary block is IPv4")
     elif not low <= network.prefixlen <= high:
         error(path, f"'{cidr}' is a /{network.prefixlen}; fmcluster splits a /{low} to a /{high} into its subnets")
+
+
+def check_access(spec: Spec, error: Report, warn: Report) -> None:
+    """Load-time rules of the IAM policies and security groups the spec adds."""
+    network = spec.network
+    if spec.backend == "pcs":
+        if network.security_groups:
+            error(("network", "security_groups"), "not supported on pcs: the PCS controller and every node share "
+                  "fmcluster's self-referencing cluster group, which Slurm and EFA need; put your groups in "
+                  "network.additional_security_groups instead")
+        for index, queue in enumerate(spec.queues):
+            if queue.iam is not None and "iam" in queue.model_fields_set:
+                error(("queues", index, "iam"), "not supported on pcs: every node group uses fmcluster's one node "
+                      "role; put the policies in iam.additional_policies (they then reach every node)")
+    if network.security_groups and network.additional_security_groups and spec.backend == "parallelcluster":
+        # pcluster/schemas/cluster_schema.py: "SecurityGroups and AdditionalSecurityGroups can not be configured
+        # together."
+        error(("network", "additional_security_groups"), "ParallelCluster takes security_groups or "
+              "additional_security_groups, not both: with your own groups, list them all in security_groups")
+    for field in ("additional_security_groups", "security_groups"):
+        groups = getattr(network, field)
+        if groups and creates_network(spec):
+            error(("network", field), "security groups belong to a VPC, and the network fmcluster creates is new: "
+                  "set network.subnet_id to a subnet in their VPC")
+        for index, group in enumerate(groups):
+            if group in groups[:index]:
+                error(("network", field, index), f"{group} is listed twice")
+    policies = list(spec.iam.additional_policies)
+    for index, arn in enumerate(policies):
+        if arn in policies[:index]:
+            error(("iam", "additional_policies", index), f"{arn} is listed twice")

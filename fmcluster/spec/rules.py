@@ -53,10 +53,10 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
     def warn(path: Path_, message: str) -> None:
         warnings.append(document.problem(path, message))
 
-    from fmcluster.spec.networking import check_network
+    from fmcluster.spec.networking import check_access, check_network
 
     for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags,
-                 check_network):
+                 check_network, check_access):
         rule(spec, error, warn)
     return errors, warnings
 
