@@ -43,7 +43,9 @@ def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
 
 
 def instance_types(spec: Spec) -> list[str]:
-    return sorted({spec.head_node.instance_type, *(q.instance_type for q in spec.queues)})
+    from fmcluster.spec.models import instance_types_of
+
+    return sorted({spec.head_node.instance_type, *(t for q in spec.queues for t in instance_types_of(q))})
 
 
 def offering_zones(ec2: Any, instance_type: str) -> set[str]:

@@ -44,10 +44,16 @@ def _pcs_endpoint(ec2: Any, vpc_id: str, region: str) -> bool:
 
 
 def check_node_network(spec: Spec, region: str, ec2: Any, subnet_id: str) -> list[CheckResult]:
-    """One result for the spec's own compute subnet (nothing to check for one fmcluster creates)."""
-    queues = multi_interface_queues(spec)
-    if not queues:
-        return []
+    """One result per subnet of the spec that multi-interface queues use (nothing to check for a network
+    fmcluster creates)."""
+    by_subnet: dict[str, list[tuple[int, Any]]] = {}
+    for index, queue in multi_interface_queues(spec):
+        by_subnet.setdefault(queue.subnet_id or subnet_id, []).append((index, queue))
+    return [result for subnet, queues in by_subnet.items()
+            for result in _subnet_reach(spec, region, ec2, subnet, queues)]
+
+
+def _subnet_reach(spec: Spec, region: str, ec2: Any, subnet_id: str, queues: list) -> list[CheckResult]:
     names = ", ".join(f"{q.name} ({q.instance_type}, {interface_count(q)} interfaces)" for _, q in queues)
     subnet = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
     problems = []
@@ -106,4 +112,36 @@ def check_access(spec: Spec, ec2: Any, iam: Any, vpc_id: str) -> list[CheckResul
                                    ["fix: check the ARNs (`aws iam get-policy --policy-arn ARN`)"]))
     elif policies:
         results.append(CheckResult("iam policies", "passed", f"{len(policies)} policies exist"))
+    return results
+
+
+def check_queue_subnets(spec: Spec, ec2: Any, vpc_id: str) -> list[CheckResult]:
+    """Each queue's own subnet exists, is in the VPC of network.subnet_id, and its AZ offers the queue's types."""
+    from botocore.exceptions import ClientError
+
+    from fmcluster.network import offering_zones
+    from fmcluster.spec.models import instance_types_of
+
+    results = []
+    for queue in (q for q in spec.queues if q.subnet_id):
+        name = f"subnet of {queue.name}"
+        try:
+            subnet = ec2.describe_subnets(SubnetIds=[queue.subnet_id])["Subnets"][0]
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            results.append(CheckResult(name, "failed", f"{queue.subnet_id}: AWS said {error.get('Code')}: "
+                                       f"{error.get('Message', '')}", ["fix: check queues[].subnet_id and the region"]))
+            continue
+        zone = subnet["AvailabilityZone"]
+        if subnet["VpcId"] != vpc_id:
+            results.append(CheckResult(name, "failed", f"{queue.subnet_id} is in {subnet['VpcId']}, network.subnet_id "
+                                       f"in {vpc_id}", [f"fix: choose a subnet of {vpc_id} for queue {queue.name}"]))
+            continue
+        absent = [t for t in instance_types_of(queue) if zone not in offering_zones(ec2, t)]
+        if absent:
+            results.append(CheckResult(name, "failed", f"{', '.join(absent)} not offered in {zone} "
+                                       f"({queue.subnet_id})", ["fix: choose a subnet in an AZ that offers them"]))
+        else:
+            results.append(CheckResult(name, "passed", f"{queue.subnet_id} in {zone} offers "
+                                       f"{', '.join(instance_types_of(queue))}"))
     return results

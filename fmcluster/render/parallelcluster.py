@@ -13,7 +13,7 @@ from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocu
 from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Spec, max_nodes, min_nodes
+from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
 CAPACITY_TYPES = {
     "on-demand": "ONDEMAND",
@@ -73,7 +73,8 @@ def render_parallelcluster(
             "efa_gdr": efa and bool(facts and facts.accelerator.kind == "gpu"),
             "placement_group": decisions.placement_group_enabled(queue),
             "gpu_health_checks": queue.gpu_health_checks and bool(facts and facts.accelerator.kind == "gpu"),
-            "subnet_id": compute_subnet,
+            "subnet_id": queue.subnet_id or compute_subnet,
+            "instance_types": list(instance_types_of(queue)),
             "root_volume_gib": compute_root_volume_gib(spec),
             "has_nvme": bool(facts and facts.nvme_gb),
             # the cluster's policies, then the queue's own (ParallelCluster gives each queue its own role)

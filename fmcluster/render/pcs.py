@@ -12,7 +12,7 @@ from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocu
 from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_text, render_yaml
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Spec, max_nodes, min_nodes
+from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
 if TYPE_CHECKING:
     from fmcluster.images import Image
@@ -119,6 +119,8 @@ def render_pcs(
             "name": decisions.compute_resource_name(q, "pcs"),
             "queue": q.name,
             "instance_type": q.instance_type,
+            "instance_types": list(instance_types_of(q)),
+            "subnet_id": q.subnet_id,
             "min_count": min_nodes(q),
             "max_count": max_nodes(q),
             "purchase_option": PURCHASE_OPTIONS[q.capacity.type],
@@ -145,9 +147,10 @@ def render_pcs(
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
             cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], images),
-            subnet_id=login_subnet if group["name"] == LOGIN_GROUP else subnet,
+            subnet_id=login_subnet if group["name"] == LOGIN_GROUP else group.get("subnet_id") or subnet,
             purchase_option=group["purchase_option"], launch_template=group["name"],
-            min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"])
+            min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"],
+            instance_types=group.get("instance_types") or [group["instance_type"]])
     for group in groups[1:]:
         add(f"queue-{group['queue']}.yaml", "queue", group["queue"], "pcs", {"": "CreateQueue"},
             "pcs/queue.yaml.j2", cluster=spec.name, name=group["queue"], node_group=group["name"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
 
 Backend = Literal["parallelcluster", "pcs"]
 CapacityType = Literal["on-demand", "spot", "reservation", "capacity-block"]
@@ -29,6 +29,49 @@ SecurityGroupId = Annotated[str, StringConstraints(pattern=r"^sg-([0-9a-f]{8}|[0
 PolicyArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/[\w+=,.@/-]+$",
                                              max_length=2048)]
 S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+
+
+class InstanceTypes(str):
+    """A queue's instance type: one name, or several the backend may launch interchangeably.
+
+    It *is* the name every single-type reading of the spec uses (catalog facts, EFA layout, plan and cost):
+    the most expensive of the list by the catalog's On-Demand price (else the first), so a plan never
+    understates. ``.all`` holds every type in the spec's order; renderers send all of them."""
+
+    all: tuple[str, ...]
+
+    @classmethod
+    def of(cls, value: str | list[str]) -> InstanceTypes:
+        names = (value,) if isinstance(value, str) else tuple(value)
+        if not names:
+            raise ValueError("name at least one instance type")
+        from fmcluster import catalog
+
+        def price(name: str) -> float:
+            facts = catalog.instance(name)
+            return (facts.usd_per_hour or 0.0) if facts else 0.0
+
+        primary = max(names, key=lambda name: (price(name), -names.index(name)))
+        made = cls(primary)
+        made.all = names
+        return made
+
+
+def _serialize_types(value: str) -> str | list[str]:
+    names = getattr(value, "all", (value,))
+    return names[0] if len(names) == 1 else list(names)
+
+
+QueueInstanceType = Annotated[
+    str | list[Annotated[str, StringConstraints(min_length=1)]],
+    AfterValidator(InstanceTypes.of),
+    PlainSerializer(_serialize_types),
+]
+
+
+def instance_types_of(queue: Queue) -> tuple[str, ...]:
+    """Every instance type of a queue, in the spec's order."""
+    return getattr(queue.instance_type, "all", (queue.instance_type,))
 
 
 class _Strict(BaseModel):
@@ -118,7 +161,14 @@ class QueueIam(_Strict):
 
 class Queue(_Strict):
     name: str = Field(description="Slurm partition name.")
-    instance_type: str
+    instance_type: QueueInstanceType = Field(
+        description="EC2 instance type of the queue's nodes, or a list of types the backend may launch "
+        "interchangeably (ParallelCluster compute resource Instances, PCS instanceConfigs): they must have the "
+        "same vCPUs, accelerators and EFA layout, and not be a reservation or Capacity Block (those hold one "
+        "type). plan and cost use the most expensive of the list.")
+    subnet_id: SubnetId | None = Field(
+        None, description="This queue's own subnet (another AZ, or a private subnet for multi-interface nodes), "
+        "in the VPC of network.subnet_id. Default: network.subnet_id.")
     # strict: a quoted '4' or a bare true is a mistake, not a node count.
     nodes: Annotated[int, Field(strict=True, ge=1, le=2048)] | NodeRange = Field(
         description="Static node count (an integer), or {min, max} for a queue that scales with jobs."

@@ -63,6 +63,10 @@ def check_network(spec: Spec, error: Report, warn: Report) -> None:
                                            "(or create_vpc: false) the VPC is yours")
         else:
             _check_vpc_cidr(network.vpc_cidr, error)
+    for index, queue in enumerate(spec.queues):
+        if queue.subnet_id and not network.subnet_id:
+            error(("queues", index, "subnet_id"), "a queue's own subnet must be in the VPC of network.subnet_id: "
+                  "set network.subnet_id too (a network fmcluster creates has one compute subnet)")
     if network.subnet_id is None and network.create_vpc is False:
         for index, queue in multi_interface_queues(spec):
             message = (f"'{queue.instance_type}' launches with {interface_count(queue)} network interfaces, so it "
