@@ -443,11 +443,11 @@ def cost_figures(spec: Spec, queues: list[QueueFigures], head: QueuePrice) -> Co
 def _total(cost: CostFigures) -> float | None:
     parts = [
         p
-        for p in (cost.compute_usd_per_hour, cost.head_node_usd_per_hour, cost.storage_usd_per_hour,
-                  cost.network_usd_per_hour or None)
+        for p in (cost.compute_usd_per_hour, cost.head_node_usd_per_hour, cost.storage_usd_per_hour)
         if p is not None
     ]
-    return round(sum(parts), 4) if parts else None
+    # The network alone is no total: with no node priced, the total stays unknown.
+    return round(sum(parts) + (cost.network_usd_per_hour or 0.0), 4) if parts else None
 
 
 # --- verdict ----------------------------------------------------------------------------------------
