@@ -17,9 +17,9 @@ from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs, associations
 from fmcluster.backends.iam import InstanceProfile
+from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.network_plan import scan_network
 from fmcluster.backends.ownership import is_ours, tag_dict, tagged_for_cluster
-from fmcluster.backends.vpc import RESOURCES as NETWORK_RESOURCES
-from fmcluster.backends.vpc import scan_network
 from fmcluster.engine import Context, Resource
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from botocore.exceptions import ClientError
 
 from fmcluster.backends.ec2 import error_code, tolerate
-from fmcluster.backends.ownership import is_ours, require_ours, tag_dict, tagged_for_cluster
+from fmcluster.backends.ownership import is_ours, require_ours, tag_dict
 from fmcluster.engine import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown
 from fmcluster.render.common import CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document
@@ -31,7 +31,7 @@ BUSY_CODES = ("DependencyViolation", "InvalidIPAddress.InUse", "AuthFailure")
 BUSY_RETRIES = 90
 
 
-def _phase(state: str) -> str:
+def phase_of(state: str) -> str:
     state = (state or "available").lower()
     if state in GONE_STATES:
         return "gone"
@@ -93,7 +93,7 @@ class NetworkResource(Resource):
                    {"Name": f"tag:{RESOURCE_TAG}", "Values": [self.name]}]
         for item in self._items(ctx, Filters=filters):
             tags = tag_dict(item.get("Tags"))
-            if tags.get(RESOURCE_TAG) == self.name and is_ours(tags, ctx) and _phase(self._state(item)) != "gone":
+            if tags.get(RESOURCE_TAG) == self.name and is_ours(tags, ctx) and phase_of(self._state(item)) != "gone":
                 return item
         return None
 
@@ -112,7 +112,7 @@ class NetworkResource(Resource):
         if item is None:
             return None
         state = self._state(item)
-        phase = _phase(state)
+        phase = phase_of(state)
         if phase == "gone":
             return None
         attributes, missing = self.attributes(ctx, item) if phase == "ready" and self.document else ({}, [])
@@ -372,46 +372,3 @@ class VpcEndpoint(NetworkResource):
             code = (failure.get("Error") or {}).get("Code", "")
             if "NotFound" not in code:
                 raise ClientError({"Error": failure.get("Error") or {}}, "DeleteVpcEndpoints")
-
-
-RESOURCES: dict[str, type[NetworkResource]] = {
-    cls.kind: cls for cls in (Vpc, Subnet, InternetGateway, ElasticIp, NatGateway, RouteTable, VpcEndpoint)}
-# Kinds that launch into the subnets and need the routes in place first (nodes register with PCS at boot).
-ROUTE_TABLE_NAMES = ("route_table:compute", "route_table:public")
-
-
-def network_resources(documents: list[Document]) -> dict[str, Resource]:
-    """The network's resources by document name (``kind:key``), for a backend's plan."""
-    return {f"{d.kind}:{d.key}": RESOURCES[d.kind](d.key, d) for d in documents if d.kind in RESOURCES}
-
-
-def after_routes(resources: list[Resource]) -> None:
-    """Make everything that launches into a created subnet wait for both route tables: a node that boots
-    before its default route exists cannot reach PCS (or anything) to finish its setup."""
-    names = {r.name for r in resources}
-    if not set(ROUTE_TABLE_NAMES) <= names:
-        return
-    for resource in resources:
-        if resource.kind in RESOURCES:
-            continue
-        if any(ref.startswith("subnet.") for ref in resource.references()):
-            resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(ROUTE_TABLE_NAMES)))
-
-
-def scan_network(ctx: Context) -> list[tuple[str, str, str, dict[str, str], str]]:
-    """Every networking resource tagged for the cluster: (kind, id, state, tags, description)."""
-    ec2 = ctx.client("ec2")
-    found = []
-    tag_filter = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [ctx.cluster]}]
-    for cls in RESOURCES.values():
-        if ec2.can_paginate(cls.describe):
-            pages = list(ec2.get_paginator(cls.describe).paginate(Filters=tag_filter))
-        else:  # DescribeAddresses answers with every address at once
-            pages = [getattr(ec2, cls.describe)(Filters=tag_filter)]
-        for item in (i for page in pages for i in page[cls.items_key]):
-            tags = tag_dict(item.get("Tags"))
-            state = str(item.get("State", "available"))
-            if not tagged_for_cluster(tags, ctx) or _phase(state) == "gone":
-                continue
-            found.append((cls.kind, item[cls.id_field], state, tags, f"{cls.label} {item[cls.id_field]}"))
-    return found

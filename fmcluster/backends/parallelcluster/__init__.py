@@ -12,6 +12,8 @@ from fmcluster.backends.base import Backend, Discovered, LoginNode, Question
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
 from fmcluster.backends.ec2 import SecurityGroup
 from fmcluster.backends.fsx import FsxOpenZfs
+from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import api_error, pcluster
 from fmcluster.backends.parallelcluster.resources import (
@@ -20,8 +22,6 @@ from fmcluster.backends.parallelcluster.resources import (
     ComputeFleet,
     PclusterCluster,
 )
-from fmcluster.backends.vpc import RESOURCES as NETWORK_RESOURCES
-from fmcluster.backends.vpc import after_routes
 from fmcluster.engine import Resource, ResourceChange
 from fmcluster.render.parallelcluster import render_parallelcluster
 

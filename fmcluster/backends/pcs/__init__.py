@@ -16,10 +16,10 @@ from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, sca
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
 from fmcluster.backends.iam import InstanceProfile
+from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
-from fmcluster.backends.vpc import RESOURCES as NETWORK_RESOURCES
-from fmcluster.backends.vpc import after_routes
 from fmcluster.engine import Resource
 from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
 
