@@ -369,3 +369,14 @@ def test_pcs_policies_and_groups_attach_diff_and_outlive_destroy(sandbox, tmp_pa
     # fmcluster never deletes what it did not create
     assert iam.get_policy(PolicyArn=policy)["Policy"]["Arn"] == policy
     assert ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["GroupId"] == group
+
+
+def test_status_cost_counts_a_live_nat_gateway():
+    from fmcluster.lifecycle.cost import live_cost
+
+    report = {"region": "us-east-1", "instances": [], "queues": [],
+              "resources": [{"type": "nat_gateway", "status": "available"}, {"type": "vpc", "status": "available"}]}
+    cost = live_cost(report)
+    assert cost["usd_per_hour_now"] == cost["usd_per_hour_max"] == 0.05
+    report["region"] = "ap-northeast-1"
+    assert "no price for NAT gateway in ap-northeast-1" in live_cost(report)["cost_basis"]
