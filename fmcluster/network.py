@@ -19,12 +19,20 @@ class Placement:
     availability_zone: str
     # The VPC's IPv4 blocks: NFS file systems fmcluster creates admit clients from them.
     vpc_cidrs: tuple[str, ...] = ()
+    # A network fmcluster creates (fmcluster.backends.vpc): its ids are references filled at create time.
+    created: bool = False
 
     def values(self) -> dict[str, Any]:
         """What documents refer to as ``${network.…}``."""
         return {"network.vpc_id": self.vpc_id, "network.subnet_id": self.subnet_id,
+                "network.availability_zone": self.availability_zone,
                 "network.vpc_ip_ranges": [{"CidrIp": block, "Description": "clients in the VPC"}
                                           for block in self.vpc_cidrs]}
+
+    def describe(self) -> str:
+        if self.created:
+            return f"a new VPC ({', '.join(self.vpc_cidrs)}) with its subnets in {self.availability_zone}"
+        return f"{self.subnet_id} in {self.availability_zone} ({self.vpc_id})"
 
 
 def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
@@ -35,7 +43,9 @@ def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
 
 
 def instance_types(spec: Spec) -> list[str]:
-    return sorted({spec.head_node.instance_type, *(q.instance_type for q in spec.queues)})
+    from fmcluster.spec.models import instance_types_of
+
+    return sorted({spec.head_node.instance_type, *(t for q in spec.queues for t in instance_types_of(q))})
 
 
 def offering_zones(ec2: Any, instance_type: str) -> set[str]:
@@ -71,6 +81,10 @@ def resolve_placement(spec: Spec, ec2: Any) -> Placement:
     :func:`reservation_zone`) when that AZ offers every type, else in the first AZ that does."""
     from botocore.exceptions import ClientError
 
+    from fmcluster.spec.networking import creates_network
+
+    if creates_network(spec):
+        return _created_network_placement(spec, ec2)
     if spec.network.subnet_id:
         try:
             subnet = ec2.describe_subnets(SubnetIds=[spec.network.subnet_id])["Subnets"][0]
@@ -100,3 +114,20 @@ def resolve_placement(spec: Spec, ec2: Any) -> Placement:
     reserved = reservation_zone(spec, ec2)
     chosen = next((s for s in candidates if s["AvailabilityZone"] == reserved), candidates[0])
     return Placement(chosen["SubnetId"], vpc_id, chosen["AvailabilityZone"], vpc_cidrs(ec2, vpc_id))
+
+
+def _created_network_placement(spec: Spec, ec2: Any) -> Placement:
+    """The AZ of the network fmcluster creates: that of the spec's reservations when it offers every type,
+    else the first AZ (by name) that does. Its ids are references to the resources that make it."""
+    from fmcluster.render.network import COMPUTE_SUBNET_REF, VPC_REF
+
+    zones: set[str] | None = None
+    for instance_type in instance_types(spec):
+        offered = offering_zones(ec2, instance_type)
+        zones = offered if zones is None else zones & offered
+    if not zones:
+        raise UsageError(f"no Availability Zone of {spec.region} offers all of {', '.join(instance_types(spec))}: "
+                         "split the queues, or choose other instance types")
+    reserved = reservation_zone(spec, ec2)
+    zone = reserved if reserved in zones else sorted(zones)[0]
+    return Placement(COMPUTE_SUBNET_REF, VPC_REF, zone, (spec.network.vpc_cidr,), created=True)

@@ -110,7 +110,8 @@ def test_render_to_directory(tmp_path: Path) -> None:
     for document in expected.documents:
         assert yaml.safe_load((out / document.filename).read_text()) == document.body
         assert f"wrote {out / document.filename}" in _flat(result.stderr)
-    assert "subnet-00000000000000000 stands in" in _flat(result.stderr)  # the note about the subnet
+    # the note about the network fmcluster creates for a spec without a subnet
+    assert "network: fmcluster creates a VPC (10.0.0.0/16)" in _flat(result.stderr)
 
 
 def test_render_to_stdout(tmp_path: Path) -> None:

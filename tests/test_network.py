@@ -58,7 +58,9 @@ def test_without_reservations_the_first_zone_offering_every_type_wins(sandbox):
 
 def test_a_capacity_block_in_another_zone_moves_the_placement_there(sandbox, seed):
     ec2 = sandbox.client("ec2", REGION)
-    spec = _spec(("p5en.48xlarge", seed("us-east-1c")))
+    # The network fmcluster creates goes to the block's zone too.
+    assert resolve_placement(_spec(("p5en.48xlarge", seed("us-east-1c"))), ec2).availability_zone == "us-east-1c"
+    spec = _spec(("p5en.48xlarge", seed("us-east-1c")), network={"create_vpc": False})
     placement = resolve_placement(spec, ec2)
     assert placement.availability_zone == "us-east-1c"
     subnet = ec2.describe_subnets(SubnetIds=[placement.subnet_id])["Subnets"][0]

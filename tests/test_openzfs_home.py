@@ -80,11 +80,16 @@ def test_validate_offline_checks_both_documents(tmp_path):
 
 
 def test_a_spec_without_openzfs_refers_to_no_resource():
-    """Only the cluster's own id (an ownership tag, filled when the config is sent) is left to fill."""
+    """Only the cluster's own id (an ownership tag, filled when the config is sent) and the subnets of the
+    network fmcluster creates for a spec without one are left to fill."""
     spec = load_spec(CONFIGS / "quickstart-parallelcluster.yaml").spec
     rendered = render(spec)
-    assert [d.filename for d in rendered.documents] == ["cluster-config.yaml"]
-    assert references(rendered.documents[0].body) == {"fmcluster.cluster_id"}
+    assert [d.filename for d in rendered.documents if d.kind not in NETWORK_KINDS] == ["cluster-config.yaml"]
+    assert references(rendered.documents[0].body) == {"fmcluster.cluster_id", "subnet.compute.id",
+                                                      "subnet.public.id"}
+
+
+NETWORK_KINDS = {"vpc", "subnet", "internet_gateway", "elastic_ip", "nat_gateway", "route_table", "vpc_endpoint"}
 
 
 # end to end -----------------------------------------------------------------------------------------

@@ -18,7 +18,11 @@ from fmcluster.plan.command import run_plan
 from fmcluster.plan.figures import plan_report
 from fmcluster.plan.prices import LivePriceBook, PriceBook, on_demand_filters, parse_on_demand
 from fmcluster.plan.report import render
+from fmcluster.render.network import network_usd_per_hour
 from fmcluster.spec.loader import load_spec
+
+# Specs here name no subnet, so fmcluster creates their network: its NAT gateway is part of the total.
+NETWORK = 0.05
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 
@@ -108,8 +112,8 @@ def test_catalog_family(tmp_path: Path, instance_type: str) -> None:
         assert any(instance_type in item for item in report.cost.unknown)
     else:
         assert q.usd_per_hour == pytest.approx(usd * nodes)
-        assert report.usd_per_hour == pytest.approx(usd * nodes)
-        assert report.usd_per_day == pytest.approx(usd * nodes * 24, abs=0.01)
+        assert report.usd_per_hour == pytest.approx(usd * nodes + NETWORK)
+        assert report.usd_per_day == pytest.approx((usd * nodes + NETWORK) * 24, abs=0.01)
 
 
 def test_capacity_block_fallback_is_labelled(tmp_path: Path) -> None:
@@ -162,7 +166,7 @@ def test_multi_queue_cluster(tmp_path: Path) -> None:
     assert cpu.usd_per_hour is None and cpu.efa_gbps_total is None
     assert report.workload is not None and report.workload.training_queue == "big"  # most accelerators
     assert report.workload.allreduce_gpus == 48
-    assert report.usd_per_hour == pytest.approx(2 * 55.04 + 6 * 113.9328)
+    assert report.usd_per_hour == pytest.approx(2 * 55.04 + 6 * 113.9328 + NETWORK)
     assert "queue cpu (c7i.8xlarge)" in report.cost.unknown
     assert "FSx for Lustre" in report.cost.unknown
 
@@ -488,7 +492,7 @@ def test_live_price_book_uses_live_on_demand_and_labels_fallbacks(tmp_path: Path
     assert b.price_basis == "capacity-block" and "bundled" in b.price_note
     assert report.cost.head_node_usd_per_hour == 0.4032
     assert report.prices.source == "live"
-    assert report.usd_per_hour == pytest.approx(50.0 + 47.76 + 0.4032)
+    assert report.usd_per_hour == pytest.approx(50.0 + 47.76 + 0.4032 + NETWORK)
 
 
 def _closed_port() -> int:
@@ -518,3 +522,17 @@ def test_bad_spec_raises_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as exc:
         run(path)
     assert exc.value.exit_code == 2 and "did you mean 'p5.48xlarge'" in str(exc.value)
+
+
+def test_the_created_network_is_priced_and_a_named_subnet_is_not(tmp_path: Path) -> None:
+    path = write_spec(tmp_path, [{"name": "a", "instance_type": "p5.48xlarge", "nodes": 1}])
+    spec = load_spec(path).spec
+    assert network_usd_per_hour(spec) == NETWORK
+    report = report_for(path)
+    assert report.cost.network_usd_per_hour == NETWORK
+    assert report.usd_per_hour == pytest.approx(55.04 + NETWORK)
+    subnet = spec.network.model_copy(update={"subnet_id": "subnet-0123456789abcdef0"})
+    named = spec.model_copy(update={"network": subnet})
+    assert network_usd_per_hour(named) == 0.0
+    elsewhere = spec.model_copy(update={"region": "ap-northeast-1"})
+    assert network_usd_per_hour(elsewhere) is None

@@ -56,6 +56,11 @@ def _failed(results) -> dict:
     return {r.name: r for r in results if r.status == "failed"}
 
 
+def _private_subnet(sandbox, zone: str) -> str:
+    """A subnet multi-interface (p5) nodes can work from: private, behind a NAT gateway."""
+    return sandbox.private_network(REGION, zone)["private_subnet"]
+
+
 def _default_subnet(sandbox, zone: str) -> str:
     ec2 = sandbox.client("ec2", REGION)
     subnets = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
@@ -90,7 +95,7 @@ def test_good_spec_passes_every_check(sandbox, backend):
     assert {"credentials", "subnet", "offering p5.48xlarge", "offering m7i.2xlarge", "vcpu quota L-417A185B",
             "vcpu quota L-7212CCBC", "vcpu quota L-1216C47A", "key pair", f"bucket {bucket}"} <= names
     assert "123456789012" in _by_name(results, "credentials").summary
-    assert "default VPC" in _by_name(results, "subnet").summary
+    assert "fmcluster creates a new VPC" in _by_name(results, "subnet").summary
     assert "need 768" in _by_name(results, "vcpu quota L-417A185B").summary  # 4 × 192 vCPUs
     if backend == "pcs":
         assert {"pcs size", "pcs clusters"} <= names
@@ -150,7 +155,7 @@ def test_low_vcpu_quota_fails_with_the_increase_to_request(sandbox):
 def test_reserved_queues_do_not_count_against_the_on_demand_quota(sandbox, reservations):
     sandbox.quotas({"region": REGION, "L-417A185B": 0})
     rid = reservations.block()
-    subnet = _default_subnet(sandbox, "us-east-1a")
+    subnet = _private_subnet(sandbox, "us-east-1a")
     spec = _spec(network={"subnet_id": subnet},
                  queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
                           "capacity": {"type": "capacity-block", "reservation_id": rid}}])
@@ -218,7 +223,7 @@ def reservations(sandbox):
 
 
 def _reserved(sandbox, rid: str, *, kind="capacity-block", nodes=2, instance_type="p5.48xlarge", zone="us-east-1a"):
-    spec = _spec(network={"subnet_id": _default_subnet(sandbox, zone)},
+    spec = _spec(network={"subnet_id": _private_subnet(sandbox, zone)},
                  queues=[{"name": "train", "instance_type": instance_type, "nodes": nodes,
                           "capacity": {"type": kind, "reservation_id": rid}}])
     results = _run(sandbox, spec)

@@ -7,6 +7,7 @@ resource fmcluster made, and drift: what exists that the spec no longer has).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +17,16 @@ from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs, associations
 from fmcluster.backends.iam import InstanceProfile
+from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.network_plan import scan_network
 from fmcluster.backends.ownership import is_ours, tag_dict, tagged_for_cluster
 from fmcluster.engine import Context, Resource
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
+
+
+def _network_handle(cls: Callable[..., Resource], key: str, ident: str) -> Resource:
+    return cls(key, known_id=ident)
+
 
 _HANDLES: dict[str, Callable[[str, str], Resource]] = {
     "security_group": lambda key, ident: SecurityGroup(key, known_id=ident),
@@ -28,6 +36,7 @@ _HANDLES: dict[str, Callable[[str, str], Resource]] = {
     "fsx_openzfs": lambda key, ident: FsxOpenZfs(key, known_id=ident),
     "fsx_data_repository": lambda key, ident: FsxDataRepository(key, known_id=ident),
 }
+_HANDLES.update({kind: functools.partial(_network_handle, cls) for kind, cls in NETWORK_RESOURCES.items()})
 LIVE_INSTANCE_STATES = ["pending", "running", "stopping", "stopped"]
 
 
@@ -71,6 +80,8 @@ def scan_ec2(ctx: Context) -> list[Discovered]:
         if tagged_for_cluster(tags, ctx) and group.get("State") not in ("deleted", "deleting"):
             found.append(_found(ctx, tags, group["GroupName"], group.get("State", "available"),
                                 f"placement group {group['GroupName']}", f"placement_group:{group['GroupName']}"))
+    for kind, ident, state, tags, description in scan_network(ctx):  # the network fmcluster created
+        found.append(_found(ctx, tags, ident, state, description, f"{kind}:{ident}"))
     return found
 
 

@@ -25,6 +25,9 @@ def usd_per_hour_max(spec: Spec) -> float | None:
     for queue in spec.queues:
         total += (price(queue.instance_type) or 0.0) * max_nodes(queue)
     total += price(spec.head_node.instance_type) or 0.0
+    from fmcluster.render.network import network_usd_per_hour
+
+    total += network_usd_per_hour(spec) or 0.0  # the NAT gateway of a network fmcluster creates
     return total or None
 
 
@@ -70,8 +73,28 @@ def live_cost(report: dict[str, Any], now: dt.datetime | None = None) -> dict[st
     # The head or login node runs whatever the queues do.
     per_hour_max += sum(price(i.get("instance_type")) or 0.0 for i in report.get("instances") or []
                         if i.get("queue") in ("(head node)", "login") and i.get("state") in ("pending", "running"))
+    # A NAT gateway fmcluster created bills while it exists (its launch time is not read: not in usd_so_far).
+    nat = _nat_gateways_usd_per_hour(report)
+    per_hour_now += nat or 0.0
+    per_hour_max += nat or 0.0
+    if nat is None:
+        unpriced.add(f"NAT gateway in {report.get('region')}")
     return {"usd_so_far": round(so_far, 2), "usd_per_hour_now": round(per_hour_now, 2),
             "usd_per_hour_max": round(per_hour_max, 2),
             "cost_by_queue": {q: {k: round(v, 2) for k, v in c.items()} for q, c in sorted(per_queue.items())},
             "cost_basis": f"bundled On-Demand prices as of {catalog.price_as_of()}, from instance launch times"
                           + (f"; no price for {', '.join(sorted(unpriced))}" if unpriced else "")}
+
+
+def _nat_gateways_usd_per_hour(report: dict[str, Any]) -> float | None:
+    """The hourly price of the live NAT gateways among the cluster's resources (with their public IPv4
+    address); None when the region's price is not bundled."""
+    from fmcluster.render.network import NAT_GATEWAY_PRICED_REGIONS, NAT_GATEWAY_USD_PER_HOUR, PUBLIC_IPV4_USD_PER_HOUR
+
+    count = sum(1 for r in report.get("resources") or [] if r.get("type") == "nat_gateway"
+                and str(r.get("status", "")).lower() in ("pending", "available"))
+    if not count:
+        return 0.0
+    if report.get("region") not in NAT_GATEWAY_PRICED_REGIONS:
+        return None
+    return count * (NAT_GATEWAY_USD_PER_HOUR + PUBLIC_IPV4_USD_PER_HOUR)

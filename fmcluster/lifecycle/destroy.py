@@ -115,8 +115,8 @@ def _kept_names(session: Session, found: list[Discovered]) -> set[str]:
     storage = {d.resource for d in found if d.handle is not None and d.handle.is_storage}
     if not storage:
         return set()
-    if session.spec is None:
-        return storage | {d.resource for d in found if d.resource.startswith("security_group:")}
+    if session.spec is None:  # the groups its interfaces use, and the subnets and VPC fmcluster made for it
+        return storage | {d.resource for d in found if d.resource.startswith(("security_group:", "subnet:", "vpc:"))}
     resources = {r.name: r for r in wire(session.resources())}
     keep = set(storage)
     frontier = [name for name in storage if name in resources]

@@ -162,6 +162,8 @@ class CostFigures:
     head_node_usd_per_hour: float | None
     storage_usd_per_hour: float | None
     unknown: list[str]
+    # The network fmcluster creates (NAT gateway and its public address); 0 with the spec's own subnet.
+    network_usd_per_hour: float | None = 0.0
 
 
 @dataclass(frozen=True)
@@ -468,12 +470,18 @@ def cost_figures(spec: Spec, queues: list[QueueFigures], head: QueuePrice) -> Co
         unknown.append("FSx for Lustre")
     if spec.storage.home is not None:
         unknown.append("FSx for OpenZFS /home" if spec.storage.home.type == "openzfs" else "EFS /home")
+    from fmcluster.render.network import network_usd_per_hour
+
+    network = network_usd_per_hour(spec)
+    if network is None:
+        unknown.append(f"NAT gateway of the created network (no bundled price for {spec.region})")
     return CostFigures(
         compute_usd_per_hour=round(sum(known), 4) if known else None,
         head_node_instance_type=spec.head_node.instance_type,
         head_node_usd_per_hour=head.usd_per_hour,
         storage_usd_per_hour=None,
         unknown=unknown,
+        network_usd_per_hour=network,
     )
 
 
@@ -483,7 +491,8 @@ def _total(cost: CostFigures) -> float | None:
         for p in (cost.compute_usd_per_hour, cost.head_node_usd_per_hour, cost.storage_usd_per_hour)
         if p is not None
     ]
-    return round(sum(parts), 4) if parts else None
+    # The network alone is no total: with no node priced, the total stays unknown.
+    return round(sum(parts) + (cost.network_usd_per_hour or 0.0), 4) if parts else None
 
 
 # --- verdict ----------------------------------------------------------------------------------------

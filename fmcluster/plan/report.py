@@ -214,6 +214,8 @@ def cost_table(report: PlanReport) -> Table:
     row("compute (queues at max)", cost.compute_usd_per_hour)
     row(f"head node ({cost.head_node_instance_type})", cost.head_node_usd_per_hour)
     row("storage (FSx)", cost.storage_usd_per_hour)
+    if cost.network_usd_per_hour != 0.0:
+        row("network (NAT gateway + public IPv4; traffic extra)", cost.network_usd_per_hour)
     known = " (known parts)" if cost.unknown else ""
     table.add_row(f"total{known}", _usd(report.usd_per_hour), _usd(report.usd_per_day), style="bold")
     return table

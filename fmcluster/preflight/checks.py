@@ -46,6 +46,13 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
         return [aws_failure("subnet", "default VPC", exc)]
     ctx.placement = placement
     ctx.head_zone = placement.availability_zone
+    if placement.created:
+        from fmcluster.preflight.network import check_access
+
+        return [CheckResult("subnet", "passed", f"no subnet in the spec: fmcluster creates {placement.describe()}",
+                            [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity reservations, "
+                             "when they share one AZ); compute nodes go to its private subnet behind a NAT gateway"]),
+                *guarded("iam policies")(lambda ctx: check_access(ctx.spec, ec2, ctx.aws("iam"), ""))(ctx)]
     subnet = ec2.describe_subnets(SubnetIds=[placement.subnet_id])["Subnets"][0]
     where = f"{placement.subnet_id} in {placement.availability_zone} ({placement.vpc_id})"
     if named:
@@ -55,6 +62,14 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
                                [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity "
                                 "reservations, when they share one AZ); set network.subnet_id to choose another"])]
     results += _subnet_addresses(ctx, subnet)
+    if named:
+        from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
+
+        results += guarded("node network", named)(
+            lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named))(ctx)
+        results += guarded("security groups and policies")(
+            lambda ctx: check_access(ctx.spec, ec2, ctx.aws("iam"), placement.vpc_id))(ctx)
+        results += guarded("queue subnets")(lambda ctx: check_queue_subnets(ctx.spec, ec2, placement.vpc_id))(ctx)
     if spec.network.head_subnet_id:
         results += _head_subnet(ctx)
     return results
@@ -105,7 +120,11 @@ def check_offerings(ctx: Context) -> list[CheckResult]:
     """Each instance type is offered in the AZ its nodes go to; if not, where it is."""
     if ctx.placement is None:
         return [CheckResult("instance types", "skipped", "needs the subnet's Availability Zone (see the subnet check)")]
-    zones = {q.instance_type: ctx.placement.availability_zone for q in ctx.spec.queues}
+    from fmcluster.spec.models import instance_types_of
+
+    # A queue in its own subnet is checked with that subnet (fmcluster.preflight.network.check_queue_subnets).
+    zones = {t: ctx.placement.availability_zone for q in ctx.spec.queues if not q.subnet_id
+             for t in instance_types_of(q)}
     zones.setdefault(ctx.spec.head_node.instance_type, ctx.head_zone or ctx.placement.availability_zone)
     return [result for instance_type, zone in sorted(zones.items()) for result in _offering(ctx, instance_type, zone)]
 

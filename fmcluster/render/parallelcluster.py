@@ -11,9 +11,10 @@ from fmcluster.render.common import (
     resource_tags,
 )
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
+from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Spec, max_nodes, min_nodes
+from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
 CAPACITY_TYPES = {
     "on-demand": "ONDEMAND",
@@ -49,7 +50,11 @@ def render_parallelcluster(
     """Render the cluster configuration (first), then the requests for what fmcluster creates before it (an
     OpenZFS /home and its security group). ``subnet_id`` fills a subnet the spec left to create time."""
     rendered = RenderedDocuments(backend="parallelcluster")
-    compute_subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    network = render_network(spec)
+    compute_subnet = network.compute_subnet_id if network else spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    if network is not None:
+        vpc_id = network.vpc_id
+        rendered.notes.append(network_note(network))
     if compute_subnet == SUBNET_TO_RESOLVE:
         rendered.notes.append("no subnet in the spec: the default VPC's subnet in an AZ that offers the "
                               f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
@@ -71,9 +76,13 @@ def render_parallelcluster(
             "efa_gdr": efa and facts.has_gpus,
             "placement_group": decisions.placement_group_enabled(queue),
             "gpu_health_checks": queue.gpu_health_checks and facts.has_gpus,
-            "subnet_id": compute_subnet,
+            "subnet_id": queue.subnet_id or compute_subnet,
+            "instance_types": list(instance_types_of(queue)),
             "root_volume_gib": compute_root_volume_gib(spec),
             "has_nvme": bool(facts.nvme_gb),
+            # the cluster's policies, then the queue's own (ParallelCluster gives each queue its own role)
+            "policies": list(dict.fromkeys([*spec.iam.additional_policies,
+                                            *(queue.iam.additional_policies if queue.iam else [])])),
         })
 
     shared_storage = []
@@ -120,7 +129,7 @@ def render_parallelcluster(
         custom_ami=spec.image.ami if spec.image else None,
         head_node={
             "instance_type": spec.head_node.instance_type,
-            "subnet_id": spec.network.head_subnet_id or compute_subnet,
+            "subnet_id": network.head_subnet_id if network else spec.network.head_subnet_id or compute_subnet,
             "key_name": ssh.key_name,
             "ssh_allowed_cidr": ssh.allowed_cidr or SSH_CLOSED_CIDR,
             "root_volume_gib": spec.head_node.root_volume_gib,
@@ -132,6 +141,8 @@ def render_parallelcluster(
             "database": spec.slurm.database,
         },
         queues=queues,
+        access={"policies": spec.iam.additional_policies, "security_groups": spec.network.security_groups,
+                "additional_security_groups": spec.network.additional_security_groups},
         shared_storage=shared_storage,
         monitoring=spec.software.monitoring,
         # ParallelCluster puts these on its stack and everything the stack makes.
@@ -143,6 +154,8 @@ def render_parallelcluster(
     ))
     if home is not None and home.type == "openzfs":
         _render_openzfs(rendered, spec, compute_subnet, vpc_id)
+    if network is not None:
+        rendered.documents.extend(network.documents)
     return rendered
 
 

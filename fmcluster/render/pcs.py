@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.common import compute_root_volume_gib, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
+from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_text, render_yaml
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Spec, max_nodes, min_nodes
+from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
 if TYPE_CHECKING:
     from fmcluster.images import Image
@@ -52,7 +53,13 @@ def render_pcs(
     without it (offline) no AMI is named unless the spec gives one, and the root device name is a stand-in."""
     rendered = RenderedDocuments(backend="pcs")
     tags = resource_tags(spec)
-    subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    network = render_network(spec)
+    subnet = network.compute_subnet_id if network else spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+    login_subnet = network.head_subnet_id if network else subnet
+    if network is not None:
+        vpc_id = network.vpc_id
+        rendered.documents.extend(network.documents)
+        rendered.notes.append(network_note(network))
     if subnet == SUBNET_TO_RESOLVE:
         rendered.notes.append("no subnet in the spec: the default VPC's subnet in an AZ that offers the "
                               f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
@@ -90,7 +97,7 @@ def render_pcs(
         {"role": "CreateRole", "inline_policy": "PutRolePolicy", "profile": "CreateInstanceProfile"},
         "pcs/instance_profile.yaml.j2", cluster=spec.name, role_name=role, profile_name=role,
         assume_role_policy=json.dumps(ASSUME_ROLE_POLICY), node_policy=json.dumps(NODE_POLICY),
-        managed_policy_arns=NODE_MANAGED_POLICIES)
+        managed_policy_arns=[*NODE_MANAGED_POLICIES, *spec.iam.additional_policies])
 
     lustre = spec.storage.lustre
     lustre_mounts = []
@@ -117,6 +124,8 @@ def render_pcs(
             "name": decisions.compute_resource_name(q, "pcs"),
             "queue": q.name,
             "instance_type": q.instance_type,
+            "instance_types": list(instance_types_of(q)),
+            "subnet_id": q.subnet_id,
             "min_count": min_nodes(q),
             "max_count": max_nodes(q),
             "purchase_option": PURCHASE_OPTIONS[q.capacity.type],
@@ -142,13 +151,15 @@ def render_pcs(
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
             resource_group_arn=group["resource_group_arn"], ultraserver=group["ultraserver"],
             placement_group=group["placement_group"], network_interfaces=group["network_interfaces"],
-            login_security_group=bool(ssh.allowed_cidr) and group["name"] == LOGIN_GROUP, user_data=user_data)
+            login_security_group=bool(ssh.allowed_cidr) and group["name"] == LOGIN_GROUP, user_data=user_data,
+            extra_security_groups=spec.network.additional_security_groups)
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
             cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], images),
-            subnet_id=subnet,
+            subnet_id=login_subnet if group["name"] == LOGIN_GROUP else group.get("subnet_id") or subnet,
             purchase_option=group["purchase_option"], launch_template=group["name"],
-            min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"])
+            min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"],
+            instance_types=group.get("instance_types") or [group["instance_type"]])
     for group in groups[1:]:
         add(f"queue-{group['queue']}.yaml", "queue", group["queue"], "pcs", {"": "CreateQueue"},
             "pcs/queue.yaml.j2", cluster=spec.name, name=group["queue"], node_group=group["name"])

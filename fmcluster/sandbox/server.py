@@ -110,6 +110,7 @@ class SandboxApp:
             pcluster_support,
             pcs_amis,
             placement_groups,
+            vpc_teardown,
         )
         from fmcluster.sandbox.pcs import PcsEmulator
         from fmcluster.sandbox.service_quotas import install_service_quotas
@@ -125,6 +126,7 @@ class SandboxApp:
         ec2_accounts.install()
         instance_catalog.install()
         ec2_launch.install()
+        vpc_teardown.install()
         iam_extras.install()
         pcs_amis.install()
         install_service_quotas()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
 
 Backend = Literal["parallelcluster", "pcs"]
 CapacityType = Literal["on-demand", "spot", "reservation", "capacity-block"]
@@ -24,7 +24,54 @@ AmiId = Annotated[str, StringConstraints(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17
 # The shape only (IPv4 or IPv6 with a prefix length); rules check it is a network with ipaddress.
 Cidr = Annotated[str, StringConstraints(pattern=r"^[0-9A-Fa-f:.]+/\d{1,3}$", max_length=64)]
 MountPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9_./-]*$", max_length=255)]
+# EC2's security group id; ParallelCluster's and IAM's policy ARN (pcluster's AdditionalIamPolicy pattern).
+SecurityGroupId = Annotated[str, StringConstraints(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
+PolicyArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/[\w+=,.@/-]+$",
+                                             max_length=2048)]
 S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+
+
+class InstanceTypes(str):
+    """A queue's instance type: one name, or several the backend may launch interchangeably.
+
+    It *is* the name every single-type reading of the spec uses (catalog facts, EFA layout, plan and cost):
+    the most expensive of the list by the catalog's On-Demand price (else the first), so a plan never
+    understates. ``.all`` holds every type in the spec's order; renderers send all of them."""
+
+    all: tuple[str, ...]
+
+    @classmethod
+    def of(cls, value: str | list[str]) -> InstanceTypes:
+        names = (value,) if isinstance(value, str) else tuple(value)
+        if not names:
+            raise ValueError("name at least one instance type")
+        from fmcluster import catalog
+
+        def price(name: str) -> float:
+            facts = catalog.instance(name)
+            return (facts.usd_per_hour or 0.0) if facts else 0.0
+
+        primary = max(names, key=lambda name: (price(name), -names.index(name)))
+        made = cls(primary)
+        made.all = names
+        return made
+
+
+def _serialize_types(value: str) -> str | list[str]:
+    names = getattr(value, "all", (value,))
+    return names[0] if len(names) == 1 else list(names)
+
+
+QueueInstanceType = Annotated[
+    str | list[Annotated[str, StringConstraints(min_length=1)]],
+    AfterValidator(InstanceTypes.of),
+    PlainSerializer(_serialize_types),
+]
+
+
+def instance_types_of(queue: Queue) -> tuple[str, ...]:
+    """Every instance type of a queue, in the spec's order."""
+    return getattr(queue.instance_type, "all", (queue.instance_type,))
 
 
 class _Strict(BaseModel):
@@ -48,7 +95,30 @@ class Network(_Strict):
         "VPC's subnet in an AZ that offers the instance type, found at create time.",
     )
     head_subnet_id: SubnetId | None = Field(None, description="Subnet for the head/login node (default: subnet_id).")
+    create_vpc: bool | None = Field(
+        None,
+        description="Create the cluster's own network: a VPC, a public subnet for the head/login node, a private "
+        "subnet for compute (in the AZ that offers the types or holds the reservation) behind a NAT gateway, an "
+        "internet gateway and an S3 gateway endpoint, all removed by destroy. Default: on when subnet_id is "
+        "absent. false without subnet_id: the default VPC's public subnet, which only single-interface nodes "
+        "can use (a multi-interface EFA node gets no public IP there).",
+    )
+    vpc_cidr: Cidr = Field(
+        "10.0.0.0/16",
+        description="IPv4 block of the VPC fmcluster creates (a /16 to a /20): the private compute subnet takes "
+        "its first half, the public subnet a sixteenth after it. Only with a created network.",
+    )
     ssh: SshAccess = Field(default_factory=SshAccess)
+    additional_security_groups: list[SecurityGroupId] = Field(
+        default_factory=list, max_length=4,
+        description="Existing security groups put on every node (head/login and compute) besides fmcluster's own "
+        "cluster group, e.g. to reach a database or a license server. They must be in the subnet's VPC, so they "
+        "need network.subnet_id. fmcluster never changes or deletes them.")
+    security_groups: list[SecurityGroupId] = Field(
+        default_factory=list, max_length=5,
+        description="ParallelCluster only: existing security groups used instead of the ones ParallelCluster "
+        "creates for the head node and the queues (HeadNode/SlurmQueues Networking.SecurityGroups); they must "
+        "allow all traffic among the nodes. Refused on pcs, whose controller and nodes share fmcluster's group.")
 
 
 class HeadNode(_Strict):
@@ -99,9 +169,33 @@ class Capacity(_Strict):
         "by plan and tagged on the nodes (fmcluster:ultraserver).")
 
 
+class Iam(_Strict):
+    additional_policies: list[PolicyArn] = Field(
+        default_factory=list, max_length=10,
+        description="Managed IAM policies (ARNs) attached to the nodes' role, e.g. "
+        "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess for data or AmazonEC2ContainerRegistryReadOnly for "
+        "images. ParallelCluster: Iam.AdditionalIamPolicies of the head node and every queue; pcs: attached to "
+        "fmcluster's node role (detached, never deleted, by destroy).")
+
+
+class QueueIam(_Strict):
+    additional_policies: list[PolicyArn] = Field(
+        default_factory=list, max_length=10,
+        description="ParallelCluster only: managed policies for this queue's nodes alone, besides iam."
+        "additional_policies (SlurmQueues[].Iam.AdditionalIamPolicies). Refused on pcs, where every node group "
+        "shares fmcluster's one node role.")
+
+
 class Queue(_Strict):
     name: str = Field(description="Slurm partition name.")
-    instance_type: str
+    instance_type: QueueInstanceType = Field(
+        description="EC2 instance type of the queue's nodes, or a list of types the backend may launch "
+        "interchangeably (ParallelCluster compute resource Instances, PCS instanceConfigs): they must have the "
+        "same vCPUs, accelerators and EFA layout, and not be a reservation or Capacity Block (those hold one "
+        "type). plan and cost use the most expensive of the list.")
+    subnet_id: SubnetId | None = Field(
+        None, description="This queue's own subnet (another AZ, or a private subnet for multi-interface nodes), "
+        "in the VPC of network.subnet_id. Default: network.subnet_id.")
     # strict: a quoted '4' or a bare true is a mistake, not a node count.
     nodes: Annotated[int, Field(strict=True, ge=1, le=2048)] | NodeRange = Field(
         description="Static node count (an integer), or {min, max} for a queue that scales with jobs."
@@ -112,6 +206,7 @@ class Queue(_Strict):
         "auto", description="auto: on for on-demand and spot; off for ODCRs and Capacity Blocks (AWS places those)."
     )
     gpu_health_checks: bool = True
+    iam: QueueIam | None = Field(None, description="IAM for this queue's nodes (ParallelCluster only).")
     compute_resource: str | None = Field(
         None,
         description="Name of the ParallelCluster compute resource or PCS compute node group. Default: derived "
@@ -193,6 +288,7 @@ class Spec(_Strict):
     software: Software = Field(default_factory=Software)
     slurm: Slurm = Field(default_factory=Slurm)
     pcs: Pcs = Field(default_factory=Pcs)
+    iam: Iam = Field(default_factory=Iam, description="IAM for every node of the cluster.")
     workload: Workload | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 

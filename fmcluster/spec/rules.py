@@ -54,7 +54,11 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
     def warn(path: Path_, message: str) -> None:
         warnings.append(document.problem(path, message))
 
-    for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags):
+    from fmcluster.spec.instance_mix import check_instance_mix
+    from fmcluster.spec.networking import check_access, check_network
+
+    for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags,
+                 check_network, check_access, check_instance_mix):
         rule(spec, error, warn)
     from fmcluster.spec.hardware_rules import HARDWARE_RULES
 

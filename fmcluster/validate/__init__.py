@@ -48,21 +48,23 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
 
         try:
             placement = resolve_placement(spec, aws.client("ec2", region))
-            results.append(CheckResult("subnet", "passed", f"{placement.subnet_id} in {placement.availability_zone}"))
+            results.append(CheckResult("subnet", "passed", placement.describe()))
+            results += _node_network(spec, region, placement)
         except Exception as exc:  # report it as a failed check; the rest can still run
             results.append(CheckResult("subnet", "failed", _message(exc)))
     rendered = render(spec, str(spec_path), subnet_id=placement.subnet_id if placement else None)
     results.append(CheckResult("render", "passed", f"{len(rendered.documents)} documents", rendered.notes))
 
     if spec.backend == "parallelcluster":
-        results.extend(_parallelcluster_checks(loaded, rendered, region, online))
+        results.extend(_parallelcluster_checks(loaded, rendered, region, online,
+                                               placement.availability_zone if placement else None))
     else:
         results.append(_botocore_checks(rendered))
     results.append(_instance_type_check(spec, region, online))
     return results
 
 
-def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list[CheckResult]:
+def _parallelcluster_checks(loaded, rendered, region: str, online: bool, zone: str | None = None) -> list[CheckResult]:
     from fmcluster import extras
 
     if not extras.available("parallelcluster"):
@@ -93,7 +95,7 @@ def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list
         results.append(CheckResult("pcluster validators", "skipped",
                                    "no AWS endpoint or credentials (use --sandbox, --endpoint-url or a profile)"))
         return results
-    config, notes = _config_for_validators(name, document.body, region)
+    config, notes = _config_for_validators(name, document.body, region, zone)
     findings = check_with_validators(name, config, region)
     details = []
     for level, messages in findings.by_level.items():
@@ -106,21 +108,24 @@ def _parallelcluster_checks(loaded, rendered, region: str, online: bool) -> list
     return results
 
 
-def _config_for_validators(name: str, config: dict, region: str) -> tuple[dict, list[str]]:
+def _config_for_validators(name: str, config: dict, region: str, zone: str | None = None) -> tuple[dict, list[str]]:
     """The config ParallelCluster's validators can judge: an OpenZFS /home that fmcluster already created
     for this cluster is filled in; one it has yet to create is left out (its validators read the live file
     system, which does not exist before ``create``), and the details say so."""
     from fmcluster.render.common import CLUSTER_TAG
     from fmcluster.render.documents import references, resolve
     from fmcluster.render.parallelcluster import OPENZFS_ROOT_VOLUME
+    from fmcluster.validate.network import network_stand_ins
     from fmcluster.validate.requests import stand_in
 
     root_volume = OPENZFS_ROOT_VOLUME[2:-1]
     # The cluster's own id (an ownership tag) is issued at create time; any well-formed value serves here.
     values: dict[str, str] = {ref: stand_in(ref) for ref in references(config) if ref.startswith("fmcluster.")}
+    subnets, notes = network_stand_ins(config, name, region, zone)
+    values.update(subnets)
     refs = references(config) - set(values)
     if not refs:
-        return resolve(config, values), []
+        return resolve(config, values), notes
     if root_volume in refs:
         fsx = aws.client("fsx", region)
         for page in fsx.get_paginator("describe_file_systems").paginate():
@@ -130,12 +135,12 @@ def _config_for_validators(name: str, config: dict, region: str) -> tuple[dict, 
                         fs.get("Lifecycle") not in ("DELETING", "FAILED"):
                     values[root_volume] = fs["OpenZFSConfiguration"]["RootVolumeId"]
     if refs <= set(values):
-        return resolve(config, values), [f"OpenZFS /home: the existing root volume {values[root_volume]}"]
+        return resolve(config, values), [*notes, f"OpenZFS /home: the existing root volume {values[root_volume]}"]
     storage = [s for s in config.get("SharedStorage") or [] if not references(s)]
     trimmed = {k: v for k, v in resolve({k: v for k, v in config.items() if k != "SharedStorage"}, values).items()}
     if storage:
         trimmed["SharedStorage"] = storage
-    return trimmed, ["not judged by ParallelCluster yet: SharedStorage that fmcluster creates at create time "
+    return trimmed, [*notes, "not judged by ParallelCluster yet: SharedStorage that fmcluster creates at create time "
                      "(the OpenZFS /home; its CreateFileSystem request is checked against botocore's FSx model)"]
 
 
@@ -171,3 +176,15 @@ def _instance_type_check(spec, region: str, online: bool) -> CheckResult:
 
 def _message(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _node_network(spec, region: str, placement) -> list[CheckResult]:
+    """Whether multi-interface nodes can reach out of the spec's own subnet (see fmcluster.preflight.network)."""
+    if placement.created or not spec.network.subnet_id:
+        return []
+    from fmcluster.preflight.network import check_node_network
+
+    try:
+        return check_node_network(spec, region, aws.client("ec2", region), placement.subnet_id)
+    except Exception as exc:  # report it as a failed check; the rest can still run
+        return [CheckResult("node network", "failed", _message(exc))]

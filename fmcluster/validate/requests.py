@@ -16,6 +16,7 @@ _STAND_INS = {
     "network.vpc_id": "vpc-0123456789abcdef0",
     "network.vpc_ip_ranges": [{"CidrIp": "172.31.0.0/16", "Description": "the VPC"}],
     "fmcluster.cluster_id": "0123456789abcdef0123456789abcdef",
+    "network.availability_zone": "us-east-1a",
 }
 # By (kind, attribute): references name a resource by kind and key, ``${kind.key.attribute}``.
 _STAND_IN_BY_KIND = {
@@ -32,6 +33,12 @@ _STAND_IN_BY_KIND = {
     ("launch_template", "version"): "1",
     ("compute_node_group", "id"): "pcs_ngabcdef12",
     ("placement_group", "name"): "example-placement-group",
+    ("vpc", "id"): "vpc-0123456789abcdef1",
+    ("subnet", "id"): "subnet-0123456789abcdef1",
+    ("internet_gateway", "id"): "igw-0123456789abcdef0",
+    ("elastic_ip", "allocation_id"): "eipalloc-0123456789abcdef0",
+    ("nat_gateway", "id"): "nat-0123456789abcdef0",
+    ("route_table", "id"): "rtb-0123456789abcdef0",
 }
 
 

@@ -182,6 +182,24 @@ def test_nodes_register_only_with_a_route_to_pcs(world, sandbox, where, register
         assert "could not register" in group["errorInfo"][0]["message"]
 
 
+def test_nodes_behind_a_nat_gateway_need_an_egress_rule(world, sandbox):
+    """EC2 "Security group rules": a group lets out only what its egress rules allow. With the default
+    0.0.0.0/0 egress rule revoked (leaving only the self-referencing one), a node behind a NAT gateway cannot
+    reach the PCS API; the PCS user guide's "Security groups in AWS PCS" example keeps all outbound traffic."""
+    network = sandbox.private_network("us-east-2", ZONE)
+    group_id = world.security_group(network["vpc"])
+    world.ec2.authorize_security_group_egress(GroupId=group_id, IpPermissions=[
+        {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group_id}]}])
+    world.ec2.revoke_security_group_egress(GroupId=group_id, IpPermissions=[
+        {"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}])
+    cluster = world.cluster(subnet=network["private_subnet"])
+    template = world.launch_template(NetworkInterfaces=_efa_interfaces(group_id, 32))
+    group = world.wait_group(world.node_group(cluster, template, instance_type="p5.48xlarge", low=1, high=1,
+                                              subnets=[network["private_subnet"]]))
+    assert group["errorInfo"][0]["code"] == "NodeRegistrationFailed"
+    assert "outbound" in group["errorInfo"][0]["message"]
+
+
 def test_single_interface_node_in_the_default_vpc_registers(world):
     """"Default VPCs" (Amazon VPC user guide): the default VPC routes 0.0.0.0/0 to its internet gateway, and
     its subnets give a single-interface instance a public IPv4 address, so the node reaches PCS."""

@@ -12,6 +12,8 @@ from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine, Que
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
 from fmcluster.backends.ec2 import SecurityGroup
 from fmcluster.backends.fsx import FsxOpenZfs
+from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import api_error, pcluster
 from fmcluster.backends.parallelcluster.resources import (
@@ -57,8 +59,11 @@ class ParallelClusterBackend(Backend):
                 resources.append(PclusterCluster(document.key, document, rollback=options.get("rollback", True),
                                                  stop_fleet_for_update=options.get("stop_fleet", False),
                                                  locate=options.get("locate")))
+            elif document.kind in NETWORK_RESOURCES:
+                resources.append(NETWORK_RESOURCES[document.kind](document.key, document))
             else:
                 raise ValueError(f"the ParallelCluster backend has no resource for {document.kind} documents")
+        after_routes(resources)
         return [*resources, ComputeFleet(spec.name)]
 
     def scales(self, path: str) -> bool:

@@ -16,6 +16,8 @@ from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, sca
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
 from fmcluster.backends.iam import InstanceProfile
+from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
+from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
 from fmcluster.engine import Resource
@@ -86,8 +88,11 @@ class PcsBackend(Backend):
                 resources.append(PcsNodeGroup(document.key, document, cluster=spec.name))
             elif document.kind == "queue":
                 resources.append(PcsQueue(document.key, document, cluster=spec.name))
+            elif document.kind in NETWORK_RESOURCES:
+                resources.append(NETWORK_RESOURCES[document.kind](document.key, document))
             else:
                 raise ValueError(f"the PCS backend has no resource for {document.kind} documents")
+        after_routes(resources)
         return resources
 
     def scales(self, path: str) -> bool:

@@ -5,7 +5,8 @@ DNS resolution, "otherwise, nodes can't register", and it "might require VPC end
 PrivateLink to be able to contact the AWS PCS API". So a node reaches PCS through one of: a default route
 (0.0.0.0/0) to a NAT gateway; a default route to an internet gateway *and* a public IPv4 address on the
 instance (which EC2 gives only to single-interface launches); or a PCS interface endpoint
-(``com.amazonaws.<region>.pcs``) with private DNS in the VPC.
+(``com.amazonaws.<region>.pcs``) with private DNS in the VPC. Through a gateway, its security groups must
+also let the traffic out (an egress rule to 0.0.0.0/0).
 """
 
 from __future__ import annotations
@@ -41,6 +42,23 @@ def _pcs_endpoint(ec2: Any, vpc_id: str, region: str) -> bool:
                for e in ec2.vpc_end_points.values())
 
 
+def _egress_to_internet(instance: Any) -> bool:
+    """Whether the security groups of the instance's primary interface let HTTPS out to 0.0.0.0/0 (security
+    groups are stateful and deny what no egress rule allows: EC2 guide, "Security group rules"; PCS user
+    guide, "Security groups in AWS PCS", allows all outbound traffic to 0.0.0.0/0 in its example)."""
+    nics = getattr(instance, "nics", None) or {}
+    groups = nics[0].group_set if 0 in nics else getattr(instance, "security_groups", [])
+    for group in groups:
+        for rule in getattr(group, "egress_rules", []):
+            if (rule.ip_range or {}).get("CidrIp") != "0.0.0.0/0":
+                continue
+            protocol = str(rule.ip_protocol)
+            if protocol in ("-1", "all") or (protocol in ("tcp", "6") and rule.from_port is not None
+                                               and rule.from_port <= 443 <= rule.to_port):
+                return True
+    return False
+
+
 def why_unreachable(ec2: Any, instance: Any, region: str) -> str | None:
     """None when the instance can reach PCS; otherwise what stops it, in PCS's terms."""
     subnet = ec2.get_subnet(instance.subnet_id)
@@ -49,7 +67,12 @@ def why_unreachable(ec2: Any, instance: Any, region: str) -> str | None:
         return (f"VPC {vpc.id} does not have both DNS resolution and DNS hostnames enabled; nodes can't resolve "
                 "the PCS endpoint to register")
     nat, igw = _default_route_targets(_route_table(ec2, subnet))
-    if nat or _pcs_endpoint(ec2, vpc.id, region):
+    if _pcs_endpoint(ec2, vpc.id, region):
+        return None
+    if (nat or igw) and not _egress_to_internet(instance):
+        return (f"the security groups of instance {instance.id} allow no outbound HTTPS to 0.0.0.0/0, so it cannot "
+                "reach the PCS API through the subnet's gateway")
+    if nat:
         return None
     if igw and instance.public_ip:
         return None
