@@ -139,7 +139,8 @@ def test_g5_facts_come_from_describe_instance_types(tmp_path: Path, sandbox) -> 
 
     rendered = subprocess.run([FMCLUSTER, "render", str(path)], capture_output=True, text=True, env=env, timeout=180)
     assert rendered.returncode == 0, rendered.stderr
-    queue_doc = yaml.safe_load(rendered.stdout)["Scheduling"]["SlurmQueues"][0]
+    config = next(d for d in yaml.safe_load_all(rendered.stdout) if d and "Scheduling" in d)  # after the network's
+    queue_doc = config["Scheduling"]["SlurmQueues"][0]
     assert queue_doc["HealthChecks"]["Gpu"]["Enabled"] is True
     assert queue_doc["ComputeResources"][0]["Efa"]["Enabled"] is True  # EC2: EfaSupported, 1 EFA interface
 
