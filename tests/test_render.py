@@ -15,7 +15,6 @@ import yaml
 from fmcluster.render import RenderedDocuments, render
 from fmcluster.render.common import CLUSTER_TAG, SSH_CLOSED_CIDR
 from fmcluster.render.documents import Document, references, resolve
-from fmcluster.render.templates import render_text
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 from fmcluster.validate.parallelcluster import check_schema
@@ -476,9 +475,5 @@ def test_user_data_references_are_filled_before_encoding() -> None:
         values = {ref: stand_in(ref) for ref in references(document.body)}
         values |= {"fsx_lustre.lustre.dns_name": "fs-1.fsx.example", "fsx_lustre.lustre.mount_name": "mnt1"}
         user_data = _user_data(document, values)
-        assert '"fs-1.fsx.example@tcp:/mnt1 /fsx lustre' in user_data
+        assert "/opt/fmcluster/mount_storage.sh lustre fs-1.fsx.example mnt1 /fsx" in user_data
         assert "${fsx_lustre" not in user_data
-        assert user_data == render_text("pcs/user_data.mime.j2", cluster="b200-pcs", node_group=document.key,
-                                        lustre_mounts=[{"path": "/fsx", "dns_name": "fs-1.fsx.example",
-                                                        "mount_name": "mnt1"}],
-                                        containers=document.key != "login")

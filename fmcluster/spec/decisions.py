@@ -90,3 +90,30 @@ def pcs_size(spec: Spec) -> str:
     if spec.pcs.size != "auto":
         return spec.pcs.size
     return pcs_size_for(pcs_nodes(spec)) or "LARGE"
+
+
+def job_exclusive(queue: Queue) -> bool:
+    """Whole nodes per job: on for accelerator queues (training uses every GPU and EFA interface of a node, and a
+    second job on the node would contend for them), off for CPU queues (preprocessing packs many small jobs)."""
+    if queue.job_exclusive is not None:
+        return queue.job_exclusive
+    facts = catalog.instance(queue.instance_type)
+    return bool(facts and facts.accelerator)
+
+
+def queue_root_volume_gib(spec: Spec, queue: Queue) -> int:
+    """A compute node's root volume: as written, else room for container images and NCCL/EFA installs."""
+    if queue.root_volume_gib is not None:
+        return queue.root_volume_gib
+    return max(200, spec.head_node.root_volume_gib // 2)
+
+
+DEFAULT_SCRATCH_MOUNT = "/local_scratch"
+
+
+def scratch_mount(queue: Queue) -> str | None:
+    """Where the instance-store NVMe goes: as written, else /local_scratch on types that have it."""
+    if queue.scratch_mount is not None:
+        return queue.scratch_mount
+    facts = catalog.instance(queue.instance_type)
+    return DEFAULT_SCRATCH_MOUNT if facts and facts.nvme_gb else None

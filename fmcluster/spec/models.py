@@ -25,6 +25,10 @@ AmiId = Annotated[str, StringConstraints(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17
 Cidr = Annotated[str, StringConstraints(pattern=r"^[0-9A-Fa-f:.]+/\d{1,3}$", max_length=64)]
 MountPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9_./-]*$", max_length=255)]
 S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+# ParallelCluster's own patterns (pcluster/schemas/cluster_schema.py, pcluster/constants.py): an FSx file system
+# is fs- and 17 hex digits, an FSx volume fsvol- and 17, an EFS file system fs- and 8 or 17.
+FsxFileSystemId = Annotated[str, StringConstraints(pattern=r"^fs-[0-9a-f]{17}$")]
+HomeStorageId = Annotated[str, StringConstraints(pattern=r"^(fsvol-[0-9a-f]{17}|fs-[0-9a-f]{8}|fs-[0-9a-f]{17})$")]
 
 
 class _Strict(BaseModel):
@@ -84,7 +88,24 @@ class Queue(_Strict):
     placement_group: Literal["auto"] | bool = Field(
         "auto", description="auto: on for on-demand and spot; off for ODCRs and Capacity Blocks (AWS places those)."
     )
-    gpu_health_checks: bool = True
+    gpu_health_checks: bool = Field(
+        True, description="GPU health checks on NVIDIA GPU queues. ParallelCluster: HealthChecks.Gpu (DCGM before "
+        "each job). PCS: instanceHealthChecks (continuous STANDARD monitoring and a QUICK DCGM check at each start), "
+        "which needs Slurm 26.05: on 25.11 the default is off with a warning and an explicit true is refused.")
+    job_exclusive: bool | None = Field(
+        None, description="Whole nodes per job (Slurm OverSubscribe=EXCLUSIVE). Default: on for accelerator queues "
+        "(GPU/Trainium training wants every GPU and EFA interface of a node), off for CPU queues.")
+    slurm_settings: dict[str, str | int | float] = Field(
+        default_factory=dict, description="Extra Slurm partition settings for this queue. ParallelCluster: the "
+        "queue's CustomSlurmSettings. PCS: the queue's slurmCustomSettings, limited to the parameters PCS allows "
+        "for queues (PCS user guide, 'Custom Slurm settings for AWS PCS queues').")
+    root_volume_gib: int | None = Field(
+        None, ge=35, le=16384, description="Root volume of each compute node, GiB (container images need room). "
+        "Default: the larger of 200 and half the head node's root volume.")
+    scratch_mount: MountPath | None = Field(
+        None, description="Where the instance-store NVMe is mounted as local scratch (ParallelCluster "
+        "EphemeralVolume.MountDir; PCS: a RAID 0 of the NVMe devices made at boot). Default /local_scratch on "
+        "types with NVMe; refused on types without.")
     compute_resource: str | None = Field(
         None,
         description="Name of the ParallelCluster compute resource or PCS compute node group. Default: derived "
@@ -102,15 +123,22 @@ class Lustre(_Strict):
     )
     s3_import: S3Url | None = Field(None, description="S3 prefix linked as a data repository (lazy load).")
     s3_export: S3Url | None = None
-    existing_id: Annotated[str, StringConstraints(pattern=r"^fs-[0-9a-f]{8,17}$")] | None = Field(
-        None, description="Mount an existing file system instead of creating one."
-    )
+    existing_id: FsxFileSystemId | None = Field(
+        None, description="Mount an existing FSx for Lustre file system (fs- and 17 hex digits) instead of creating "
+        "one; its DNS name and mount name are read from FSx (DescribeFileSystems). The other fields except mount "
+        "are then not used. It is never deleted by fmcluster.")
 
 
 class HomeStorage(_Strict):
-    type: Literal["openzfs", "efs"] = "openzfs"
-    mount: MountPath = "/home"
-    capacity_gib: int = Field(256, ge=64, le=524288, description="OpenZFS only.")
+    type: Literal["openzfs", "efs"] = Field(
+        "openzfs", description="openzfs: FSx for OpenZFS (NFS); efs: Amazon EFS. Created by fmcluster, or existing.")
+    mount: MountPath = Field("/home", description="Where every node (head/login and compute) mounts it.")
+    capacity_gib: int = Field(256, ge=64, le=524288, description="OpenZFS only: the file system's size when "
+                                                                  "fmcluster creates it.")
+    existing_id: HomeStorageId | None = Field(
+        None, description="Mount existing storage instead of creating it: an FSx for OpenZFS volume (fsvol- and 17 "
+        "hex digits) with type openzfs, an EFS file system (fs- and 8 or 17 hex digits) with type efs. It must "
+        "accept NFS from the cluster's nodes; fmcluster never deletes it.")
 
 
 class Storage(_Strict):
@@ -119,8 +147,27 @@ class Storage(_Strict):
 
 
 class Software(_Strict):
-    containers: bool = Field(True, description="Enroot + Pyxis (and Docker) on compute nodes.")
-    monitoring: bool = Field(False, description="DCGM and EFA exporters for Prometheus.")
+    containers: bool = Field(
+        True, description="Enroot and Pyxis configured with Slurm on every node (srun --container-image), by the "
+        "script fmcluster/scripts/containers.sh: ParallelCluster CustomActions (it ships both, Pyxis disabled); "
+        "PCS user data (installs them where the image lacks them).")
+    monitoring: bool = Field(
+        False, description="Prometheus exporters on every node, by fmcluster/scripts/monitoring.sh: node_exporter "
+        "(host metrics, including EFA counters from /sys/class/infiniband) on port 9100 and, on NVIDIA GPU nodes, "
+        "NVIDIA's DCGM exporter on port 9400. ParallelCluster also turns on its CloudWatch dashboard and logs.")
+
+
+BootstrapTarget = Literal["compute", "head", "login"]
+
+
+class BootstrapScript(_Strict):
+    run: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
+        description="A script: a local path (relative to the spec file) that fmcluster uploads, or an s3:// URL "
+        "used as is.")
+    args: list[str] = Field(default_factory=list, description="Arguments passed to the script.")
+    on: BootstrapTarget = Field(
+        "compute", description="Which nodes run it: compute, head or login (head and login are the same node: the "
+        "ParallelCluster head node, the PCS login node group).")
 
 
 class SlurmDatabase(_Strict):
@@ -135,7 +182,13 @@ class Slurm(_Strict):
         "24.11 and 25.05 are past AWS's end of life.")
     accounting: bool = False
     database: SlurmDatabase | None = Field(None, description="ParallelCluster only: needed when accounting is on.")
-    scaledown_idle_minutes: int = Field(10, ge=1, le=1440)
+    scaledown_idle_minutes: int = Field(
+        10, ge=1, le=1440, description="Minutes a dynamic node stays idle before it is stopped (ParallelCluster "
+        "ScaledownIdletime; PCS scaleDownIdleTimeInSeconds).")
+    custom_settings: dict[str, str | int | float] = Field(
+        default_factory=dict, description="Extra slurm.conf settings for the cluster. ParallelCluster: "
+        "SlurmSettings.CustomSlurmSettings (its deny-list applies). PCS: the cluster's slurmCustomSettings, limited to "
+        "the parameters PCS allows (PCS user guide, 'Custom Slurm settings for AWS PCS clusters').")
 
 
 class Pcs(_Strict):
@@ -167,6 +220,9 @@ class Spec(_Strict):
     slurm: Slurm = Field(default_factory=Slurm)
     pcs: Pcs = Field(default_factory=Pcs)
     workload: Workload | None = None
+    bootstrap: list[BootstrapScript] = Field(
+        default_factory=list, description="Your own scripts, run as root after fmcluster's node setup: "
+        "ParallelCluster CustomActions OnNodeConfigured; PCS user-data parts.")
     tags: dict[str, str] = Field(default_factory=dict)
 
 

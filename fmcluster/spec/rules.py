@@ -55,6 +55,9 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
 
     for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags):
         rule(spec, error, warn)
+    from fmcluster.spec import rules_fields
+
+    rules_fields.check(spec, error, warn, document.file)
     return errors, warnings
 
 

@@ -32,6 +32,14 @@ _STAND_IN_BY_KIND = {
     ("launch_template", "version"): "1",
     ("compute_node_group", "id"): "pcs_ngabcdef12",
     ("placement_group", "name"): "example-placement-group",
+    ("efs", "id"): "fs-0123456789abcdef2",
+    ("efs", "dns_name"): "fs-0123456789abcdef2.efs.us-east-1.amazonaws.com",
+    ("existing_efs", "dns_name"): "fs-0123456789abcdef3.efs.us-east-1.amazonaws.com",
+    ("existing_fsx_lustre", "dns_name"): "fs-0123456789abcdef4.fsx.us-east-1.amazonaws.com",
+    ("existing_fsx_lustre", "mount_name"): "abcdefgh",
+    ("existing_fsx_volume", "dns_name"): "fs-0123456789abcdef5.fsx.us-east-1.amazonaws.com",
+    ("existing_fsx_volume", "volume_path"): "/fsx/home",
+    ("s3_bucket", "name"): "fmcluster-0123456789abcdef0123456789abcdef",
 }
 
 
