@@ -79,12 +79,13 @@ def test_validate_offline_checks_both_documents(tmp_path):
     assert any(line.startswith("✓  botocore shapes") and "ec2, fsx" in line for line in lines), result.stdout
 
 
-def test_a_spec_without_openzfs_refers_to_no_resource():
-    """Only the cluster's own id (an ownership tag, filled when the config is sent) is left to fill."""
+def test_a_spec_without_openzfs_refers_to_no_openzfs():
+    """Besides the cluster's own id (an ownership tag, filled when the config is sent), the config refers only to
+    the bucket its node scripts run from (software.containers is on by default)."""
     spec = load_spec(CONFIGS / "quickstart-parallelcluster.yaml").spec
     rendered = render(spec)
-    assert [d.filename for d in rendered.documents] == ["cluster-config.yaml"]
-    assert references(rendered.documents[0].body) == {"fmcluster.cluster_id"}
+    assert [d.filename for d in rendered.documents] == ["cluster-config.yaml", "scripts-bucket.yaml"]
+    assert references(rendered.documents[0].body) == {"fmcluster.cluster_id", "bucket.scripts.name"}
 
 
 # end to end -----------------------------------------------------------------------------------------

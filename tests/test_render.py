@@ -323,8 +323,9 @@ def test_parallelcluster_defaults(path: Path) -> None:
         assert queue["HealthChecks"]["Gpu"]["Enabled"] is True  # every example queue is a GPU queue
         resource = queue["ComputeResources"][0]
         assert resource["Efa"]["Enabled"] is (queue_spec.efa is not False)  # on unless the spec turns it off
-        if queue_spec.efa is not False:
-            assert resource["Efa"]["GdrSupport"] is True
+        # GdrSupport "has no effect and should no longer be used" (ParallelCluster 3.0.2 release notes): EFA
+        # turns GPUDirect RDMA on by itself wherever the instance type has it.
+        assert "GdrSupport" not in resource["Efa"]
     for storage in config.get("SharedStorage", []):
         if storage["StorageType"] == "FsxLustre" and "FileSystemId" not in storage["FsxLustreSettings"]:
             assert storage["FsxLustreSettings"]["DeploymentType"] == "PERSISTENT_2"
@@ -378,7 +379,7 @@ def test_parallelcluster_ssh_open_only_when_written(tmp_path: Path, monkeypatch:
     config = rendered.one("pcluster_cluster").body
     assert config["HeadNode"]["Ssh"] == {"KeyName": "my key: 1", "AllowedIps": "0.0.0.0/0"}
     monkeypatch.setenv("AWS_DEFAULT_REGION", spec.region)
-    assert check_schema(spec.name, config, spec.region).errors == []
+    assert check_schema(spec.name, with_stand_ins(config), spec.region).errors == []
 
 
 def test_parallelcluster_gpu_health_checks_off_without_gpus(tmp_path: Path) -> None:
@@ -414,7 +415,7 @@ def _tag_sets(value: Any) -> list[dict[str, str]]:
     found: list[dict[str, str]] = []
     if isinstance(value, dict):
         for key, item in value.items():
-            if key == "Tags" and isinstance(item, list):
+            if key in ("Tags", "TagSet") and isinstance(item, list):
                 found.append({t["Key"]: t["Value"] for t in item})
             elif key == "tags" and isinstance(item, dict):
                 found.append(dict(item))

@@ -2,7 +2,7 @@
 mounts, NVMe scratch, Enroot + Pyxis, exporters) and the user's ``bootstrap`` scripts, for both backends.
 
 ParallelCluster runs them as ``CustomActions.OnNodeConfigured`` from the cluster's S3 bucket, where fmcluster
-uploads them (``s3_bucket:scripts``). PCS runs them from the launch template's MIME user data: each script is
+uploads them (``bucket:scripts``). PCS runs them from the launch template's MIME user data: each script is
 carried gzip'd and base64'd (user data is capped at 16 KB, and its text must hold no ``${…}`` other than
 fmcluster's references), written under /opt/fmcluster and run with its arguments.
 """
@@ -10,7 +10,6 @@ fmcluster's references), written under /opt/fmcluster and run with its arguments
 from __future__ import annotations
 
 import base64
-import functools
 import gzip
 import hashlib
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ USER_DATA_LIMIT = 16 * 1024
 # The key prefix of everything fmcluster puts in the cluster's bucket.
 BUCKET_PREFIX = "fmcluster/scripts"
 SCRIPTS_BUCKET = "fmcluster-${fmcluster.cluster_id}"
+# How documents name the bucket once it exists (the reference also orders the cluster after it).
+BUCKET_REFERENCE = "${bucket.scripts.name}"
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,10 @@ class Step:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.source.read_bytes()).hexdigest() if self.source else ""
+        return hashlib.sha256(_read(self.source)).hexdigest() if self.source else ""
 
     def url(self) -> str:
-        return self.s3_url or f"s3://{SCRIPTS_BUCKET}/{BUCKET_PREFIX}/{self.name}"
+        return self.s3_url or f"s3://{BUCKET_REFERENCE}/{BUCKET_PREFIX}/{self.name}"
 
 
 @dataclass
@@ -89,14 +90,19 @@ def compute_steps(spec: Spec, queue: Queue, spec_file: str, backend: str) -> lis
     return steps + _user_steps(spec, spec_file, ("compute",))
 
 
-@functools.cache
-def _packed(path: Path, mtime: float) -> str:
-    return base64.b64encode(gzip.compress(path.read_bytes(), mtime=0)).decode()
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        from fmcluster.errors import UsageError
+
+        raise UsageError(f"bootstrap script {path}: {exc.strerror or exc} (local paths are relative to the spec "
+                         "file)") from None
 
 
 def packed(path: Path) -> str:
     """A script as gzip + base64: compact, and free of ``${`` (which the engine would read as a reference)."""
-    return _packed(path, path.stat().st_mtime)
+    return base64.b64encode(gzip.compress(_read(path), mtime=0)).decode()
 
 
 def custom_actions(steps: list[Step]) -> dict | None:
@@ -142,3 +148,33 @@ def pcs_user_data(cluster: str, node_group: str, mounts: list[dict[str, str]], s
         raise UsageError(f"the user data of PCS node group {node_group} is {len(text.encode()):,} bytes; EC2 takes "
                          f"{USER_DATA_LIMIT:,}. Move large bootstrap scripts to S3 (run: s3://…)")
     return text
+
+
+def without_bucket(config: dict) -> dict:
+    """``config`` without what names the bucket fmcluster makes at create time (CustomS3Bucket, the S3Access to
+    it, the CustomActions run from it): what ParallelCluster's validators can judge before it exists."""
+    import copy
+
+    from fmcluster.render.documents import references
+
+    bucket_ref = BUCKET_REFERENCE[2:-1]
+    config = copy.deepcopy(config)
+    config.pop("CustomS3Bucket", None)
+    for node in [config.get("HeadNode") or {}, *((config.get("Scheduling") or {}).get("SlurmQueues") or [])]:
+        iam = node.get("Iam") or {}
+        if "S3Access" in iam:
+            iam["S3Access"] = [a for a in iam["S3Access"] if bucket_ref not in references(a)]
+            if not iam["S3Access"]:
+                del iam["S3Access"]
+            if not iam:
+                node.pop("Iam", None)
+        actions = node.get("CustomActions") or {}
+        for event in list(actions):
+            sequence = [s for s in actions[event].get("Sequence", []) if bucket_ref not in references(s)]
+            if sequence:
+                actions[event]["Sequence"] = sequence
+            else:
+                del actions[event]
+        if "CustomActions" in node and not actions:
+            del node["CustomActions"]
+    return config

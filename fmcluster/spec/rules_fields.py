@@ -161,6 +161,8 @@ def _bootstrap(spec: Spec, error: Report, spec_file: str | None) -> None:
         if PurePosixPath(script.run).name in ("", ".", ".."):
             error(path, f"'{script.run}' is not a file name")
             continue
+        if not spec_file or not Path(spec_file).is_file():
+            continue  # a recorded spec (state file): its scripts were checked when it was loaded from its file
         local = bootstrap_path(script.run, spec_file)
         if not local.is_file():
             error(path, f"{local}: no such file (local paths are relative to the spec file)")

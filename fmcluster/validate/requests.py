@@ -39,7 +39,7 @@ _STAND_IN_BY_KIND = {
     ("existing_fsx_lustre", "mount_name"): "abcdefgh",
     ("existing_fsx_volume", "dns_name"): "fs-0123456789abcdef5.fsx.us-east-1.amazonaws.com",
     ("existing_fsx_volume", "volume_path"): "/fsx/home",
-    ("s3_bucket", "name"): "fmcluster-0123456789abcdef0123456789abcdef",
+    ("bucket", "name"): "fmcluster-0123456789abcdef0123456789abcdef",
 }
 
 
