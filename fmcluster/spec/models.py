@@ -52,12 +52,14 @@ class Network(_Strict):
         "VPC's subnet in an AZ that offers the instance type, found at create time.",
     )
     head_subnet_id: SubnetId | None = Field(None, description="Subnet for the head/login node (default: subnet_id).")
-    ssh: SshAccess = Field(default_factory=SshAccess)
+    ssh: SshAccess = Field(default_factory=SshAccess, description="SSH access to the head node (ParallelCluster) or "
+                           "login node (PCS).")
 
 
 class HeadNode(_Strict):
-    instance_type: str = "m7i.2xlarge"
-    root_volume_gib: int = Field(200, ge=35, le=16384)
+    instance_type: str = Field("m7i.2xlarge", description="The ParallelCluster head node, or the instance type of "
+                                                          "the PCS login node group (one node).")
+    root_volume_gib: int = Field(200, ge=35, le=16384, description="Root volume of the head/login node, GiB.")
 
 
 class Image(_Strict):
@@ -65,12 +67,15 @@ class Image(_Strict):
 
 
 class NodeRange(_Strict):
-    min: int = Field(ge=0, le=2048)
-    max: int = Field(ge=1, le=2048)
+    min: int = Field(ge=0, le=2048, description="Nodes that stay up (ParallelCluster MinCount; PCS "
+                                                "minInstanceCount).")
+    max: int = Field(ge=1, le=2048, description="Most nodes the queue scales to (MaxCount; maxInstanceCount).")
 
 
 class Capacity(_Strict):
-    type: CapacityType = "on-demand"
+    type: CapacityType = Field(
+        "on-demand", description="How the nodes are bought: on-demand, spot, reservation (an ODCR) or capacity-block "
+        "(ParallelCluster CapacityType; PCS purchaseOption and the launch template's market options).")
     reservation_id: ReservationId | None = Field(
         None, description="ODCR or Capacity Block id (cr-…); required for reservation and capacity-block."
     )
@@ -78,12 +83,12 @@ class Capacity(_Strict):
 
 class Queue(_Strict):
     name: str = Field(description="Slurm partition name.")
-    instance_type: str
+    instance_type: str = Field(description="EC2 instance type of the queue's nodes, e.g. p5.48xlarge.")
     # strict: a quoted '4' or a bare true is a mistake, not a node count.
     nodes: Annotated[int, Field(strict=True, ge=1, le=2048)] | NodeRange = Field(
         description="Static node count (an integer), or {min, max} for a queue that scales with jobs."
     )
-    capacity: Capacity = Field(default_factory=Capacity)
+    capacity: Capacity = Field(default_factory=Capacity, description="Where the nodes' capacity comes from.")
     efa: bool | None = Field(None, description="Default: on wherever the instance type supports EFA.")
     placement_group: Literal["auto"] | bool = Field(
         "auto", description="auto: on for on-demand and spot; off for ODCRs and Capacity Blocks (AWS places those)."
@@ -114,15 +119,16 @@ class Queue(_Strict):
 
 
 class Lustre(_Strict):
-    mount: MountPath = "/fsx"
+    mount: MountPath = Field("/fsx", description="Where every node mounts the Lustre file system.")
     capacity_gib: int = Field(1200, ge=1200, description="1200, 2400, then steps of 2400 GiB.")
     throughput_per_tib: Literal[125, 250, 500, 1000] = Field(250, description="MB/s per TiB (PERSISTENT_2).")
-    deployment_type: Literal["PERSISTENT_2"] = "PERSISTENT_2"
+    deployment_type: Literal["PERSISTENT_2"] = Field(
+        "PERSISTENT_2", description="FSx for Lustre deployment type; PERSISTENT_2 only (the current generation).")
     metadata_iops: Literal["auto"] | int = Field(
         "auto", description="auto, or provisioned metadata IOPS: 1500, 3000, 6000, 12000, then steps of 12000."
     )
     s3_import: S3Url | None = Field(None, description="S3 prefix linked as a data repository (lazy load).")
-    s3_export: S3Url | None = None
+    s3_export: S3Url | None = Field(None, description="S3 prefix that new and changed files are exported to.")
     existing_id: FsxFileSystemId | None = Field(
         None, description="Mount an existing FSx for Lustre file system (fs- and 17 hex digits) instead of creating "
         "one; its DNS name and mount name are read from FSx (DescribeFileSystems). The other fields except mount "
@@ -142,8 +148,8 @@ class HomeStorage(_Strict):
 
 
 class Storage(_Strict):
-    lustre: Lustre | None = None
-    home: HomeStorage | None = None
+    lustre: Lustre | None = Field(None, description="FSx for Lustre for data and checkpoints: created, or existing.")
+    home: HomeStorage | None = Field(None, description="Shared /home: FSx for OpenZFS or EFS, created or existing.")
 
 
 class Software(_Strict):
@@ -172,15 +178,17 @@ class BootstrapScript(_Strict):
 
 class SlurmDatabase(_Strict):
     uri: str = Field(description="host:port of the MySQL/MariaDB accounting database.")
-    user: str
-    password_secret_arn: Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:secretsmanager:.+")]
+    user: str = Field(description="Database user.")
+    password_secret_arn: Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:secretsmanager:.+")] = Field(
+        description="Secrets Manager secret that holds the database password.")
 
 
 class Slurm(_Strict):
     version: SlurmVersion = Field(
         "26.05", description="PCS only: the newest version botocore's PCS model and the PCS user guide support. "
         "24.11 and 25.05 are past AWS's end of life.")
-    accounting: bool = False
+    accounting: bool = Field(False, description="Slurm accounting. PCS: accounting mode STANDARD (PCS keeps the "
+                                                "database). ParallelCluster: needs slurm.database.")
     database: SlurmDatabase | None = Field(None, description="ParallelCluster only: needed when accounting is on.")
     scaledown_idle_minutes: int = Field(
         10, ge=1, le=1440, description="Minutes a dynamic node stays idle before it is stopped (ParallelCluster "
@@ -199,31 +207,38 @@ class Pcs(_Strict):
 
 class Workload(_Strict):
     model_params_b: float = Field(gt=0, le=100_000, description="Model size in billions of parameters.")
-    checkpoint_every_min: float = Field(30, gt=0, le=10_080)
-    tokens_per_second: float | None = Field(None, gt=0)
-    sequence_length: int | None = Field(None, gt=0)
+    checkpoint_every_min: float = Field(30, gt=0, le=10_080, description="Checkpoint interval: plan reports the "
+                                                                          "time a checkpoint takes and its share.")
+    tokens_per_second: float | None = Field(None, gt=0, description="Target training throughput: plan reports "
+                                                                     "the compute it needs against the cluster's.")
+    sequence_length: int | None = Field(None, gt=0, description="Training sequence length, reported with the "
+                                                                 "workload in plan.")
 
 
 class Spec(_Strict):
     name: str = Field(description="Cluster name, unique per region.")
-    region: RegionName = "us-east-1"
-    backend: Backend = "parallelcluster"
-    network: Network = Field(default_factory=Network)
-    head_node: HeadNode = Field(default_factory=HeadNode)
+    region: RegionName = Field("us-east-1", description="AWS Region of the cluster and everything it uses.")
+    backend: Backend = Field("parallelcluster", description="parallelcluster (AWS ParallelCluster 3) or pcs (AWS "
+                                                            "Parallel Computing Service).")
+    network: Network = Field(default_factory=Network, description="Subnets and SSH access.")
+    head_node: HeadNode = Field(default_factory=HeadNode, description="The head node (ParallelCluster) or login "
+                                                                      "node group (PCS).")
     os: OperatingSystem | None = Field(
         None, description="Node OS. Default: ubuntu2204 on ParallelCluster; on PCS without image.ami, the OS of AWS's "
         "PCS sample AMIs, alinux2023 (the only one they come in).")
-    image: Image | None = None
-    queues: list[Queue] = Field(min_length=1)
-    storage: Storage = Field(default_factory=Storage)
-    software: Software = Field(default_factory=Software)
-    slurm: Slurm = Field(default_factory=Slurm)
-    pcs: Pcs = Field(default_factory=Pcs)
-    workload: Workload | None = None
+    image: Image | None = Field(None, description="A custom image for every node.")
+    queues: list[Queue] = Field(min_length=1, description="Slurm partitions, one instance type each.")
+    storage: Storage = Field(default_factory=Storage, description="Shared file systems.")
+    software: Software = Field(default_factory=Software, description="Node software fmcluster sets up.")
+    slurm: Slurm = Field(default_factory=Slurm, description="Scheduler settings.")
+    pcs: Pcs = Field(default_factory=Pcs, description="Settings only the pcs backend has.")
+    workload: Workload | None = Field(None, description="The training job, for plan's report only (renders "
+                                                        "nothing).")
     bootstrap: list[BootstrapScript] = Field(
         default_factory=list, description="Your own scripts, run as root after fmcluster's node setup: "
         "ParallelCluster CustomActions OnNodeConfigured; PCS user-data parts.")
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags on everything fmcluster creates (with its "
+                                                                   "own fmcluster:* tags).")
 
 
 def min_nodes(queue: Queue) -> int:
