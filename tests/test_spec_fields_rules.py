@@ -109,3 +109,26 @@ def test_bootstrap_on_key_is_not_yaml_true(tmp_path: Path) -> None:
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(PC + "bootstrap:\n  - {run: ./x.sh, on: head}\n")
     assert load_spec(spec_file).spec.bootstrap[0].on == "head"
+
+
+def test_pcs_size_counts_the_login_node(tmp_path: Path) -> None:
+    """Queues reaching 32 nodes with the login group make 33: PCS's SMALL holds 32, so auto picks MEDIUM."""
+    from fmcluster.render import render
+
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(PCS.replace("nodes: 2", "nodes: {min: 0, max: 32}"))
+    assert render(load_spec(spec_file).spec, str(spec_file)).one("cluster").body["size"] == "MEDIUM"
+    spec_file.write_text(PCS.replace("nodes: 2", "nodes: {min: 0, max: 31}"))
+    assert render(load_spec(spec_file).spec, str(spec_file)).one("cluster").body["size"] == "SMALL"
+
+
+def test_no_gdr_support_anywhere(tmp_path: Path) -> None:
+    """GdrSupport "has no effect and should no longer be used" (ParallelCluster 3.0.2 release notes): not even
+    on p5.4xlarge, which has no GPUDirect RDMA at all."""
+    from fmcluster.render import render
+
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(PC + "  - {name: small, instance_type: p5.4xlarge, nodes: 1}\n")
+    config = render(load_spec(spec_file).spec, str(spec_file)).one("pcluster_cluster").body
+    for queue in config["Scheduling"]["SlurmQueues"]:
+        assert "GdrSupport" not in queue["ComputeResources"][0]["Efa"]

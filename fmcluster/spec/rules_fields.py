@@ -149,6 +149,10 @@ def bootstrap_path(run: str, spec_file: str | None) -> Path:
 
 def _bootstrap(spec: Spec, error: Report, spec_file: str | None) -> None:
     for index, script in enumerate(spec.bootstrap):
+        for number, arg in enumerate(script.args):
+            if "${" in arg:  # fmcluster's documents use ${…} for values AWS issues at create time
+                error(("bootstrap", index, "args", number), "'${' is reserved in fmcluster's documents; write $NAME "
+                                                            "without braces, or pass the value literally")
         path = ("bootstrap", index, "run")
         if script.run.startswith("s3://"):
             bucket, _, key = script.run[len("s3://"):].partition("/")
