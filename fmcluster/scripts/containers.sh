@@ -64,15 +64,25 @@ pcs() {
     fi
     local arch
     arch="$(uname -m)"
+    local base="https://github.com/NVIDIA/enroot/releases/download/v${ENROOT_VERSION}"
     if ! command -v enroot >/dev/null 2>&1; then
-        local base="https://github.com/NVIDIA/enroot/releases/download/v${ENROOT_VERSION}"
-        dnf install -y "${base}/enroot-${ENROOT_VERSION}-1.el8.${arch}.rpm" \
-            "${base}/enroot+caps-${ENROOT_VERSION}-1.el8.${arch}.rpm"
+        if command -v dnf >/dev/null 2>&1; then
+            dnf install -y "${base}/enroot-${ENROOT_VERSION}-1.el8.${arch}.rpm" \
+                "${base}/enroot+caps-${ENROOT_VERSION}-1.el8.${arch}.rpm"
+        else
+            local deb_arch
+            deb_arch="$(dpkg --print-architecture)"
+            curl -fsSLO "${base}/enroot_${ENROOT_VERSION}-1_${deb_arch}.deb"
+            curl -fsSLO "${base}/enroot+caps_${ENROOT_VERSION}-1_${deb_arch}.deb"
+            apt-get update -y
+            apt-get install -y "./enroot_${ENROOT_VERSION}-1_${deb_arch}.deb" \
+                "./enroot+caps_${ENROOT_VERSION}-1_${deb_arch}.deb"
+        fi
     fi
     runtime_dirs
     local plugin=/usr/local/lib/slurm/spank_pyxis.so
     if [[ ! -f "${plugin}" ]]; then
-        dnf install -y gcc make tar gzip
+        if command -v dnf >/dev/null 2>&1; then dnf install -y gcc make tar gzip; else apt-get install -y gcc make; fi
         local build
         build="$(mktemp -d)"
         curl -fsSL "https://github.com/NVIDIA/pyxis/archive/refs/tags/v${PYXIS_VERSION}.tar.gz" | tar -xz -C "${build}"

@@ -14,7 +14,13 @@ mount_point="${4:?mount point}"
 case "${kind}" in
     lustre)
         if ! command -v mount.lustre >/dev/null 2>&1; then
-            dnf install -y lustre-client
+            # FSx for Lustre guide, "Installing the Lustre client" (Amazon Linux 2023; Ubuntu).
+            if command -v dnf >/dev/null 2>&1; then
+                dnf install -y lustre-client
+            else
+                apt-get update -y
+                apt-get install -y "lustre-client-modules-$(uname -r)"
+            fi
         fi
         source="${server}@tcp:/${path}"
         fstype=lustre
