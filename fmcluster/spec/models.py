@@ -159,8 +159,10 @@ class Software(_Strict):
         "PCS user data (installs them where the image lacks them).")
     monitoring: bool = Field(
         False, description="Prometheus exporters on every node, by fmcluster/scripts/monitoring.sh: node_exporter "
-        "(host metrics, including EFA counters from /sys/class/infiniband) on port 9100 and, on NVIDIA GPU nodes, "
-        "NVIDIA's DCGM exporter on port 9400. ParallelCluster also turns on its CloudWatch dashboard and logs.")
+        "(host metrics, including EFA counters from /sys/class/infiniband) on port 9100 and, on NVIDIA GPU nodes "
+        "whose image has Docker (the DLAMI does), NVIDIA's DCGM exporter container on port 9400 (skipped, with a "
+        "message in the node's log, without Docker). Nothing scrapes them: point your Prometheus at the nodes. "
+        "ParallelCluster also turns on detailed monitoring and its CloudWatch dashboard and logs.")
 
 
 BootstrapTarget = Literal["compute", "head", "login"]
