@@ -122,8 +122,10 @@ def test_a_missing_existing_file_system_fails_with_its_id(cli):
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
     result = cli.create()
     assert result.returncode == 1, result.stderr
-    assert "fs-0fffffffffffffff0" in result.stderr and "Traceback" not in result.stderr, result.stderr
-    cli.destroy()
+    output = result.stdout + result.stderr
+    assert "✗  existing FSx for Lustre file system  fs-0fffffffffffffff0 (storage.lustre.existing_id)" in output, output
+    assert "Traceback" not in result.stderr, result.stderr
+    cli.assert_nothing_left()  # preflight stopped it before anything was made
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
