@@ -30,6 +30,9 @@ CASES = [
      "not supported on pcs with Slurm 25.11: PCS instance health checks need Slurm 26.05"),
     ("health-checks-on-cpu-pcs", "name: demo\nbackend: pcs\nqueues:\n  - name: cpu\n    instance_type: m7i.large\n"
      "    nodes: 1\n    gpu_health_checks: true\n", 7, 24, "queues[0].gpu_health_checks", "need NVIDIA GPUs"),
+    ("health-checks-on-trainium-pc", "name: demo\nqueues:\n  - name: trn\n    instance_type: trn2.48xlarge\n"
+     "    nodes: 1\n    gpu_health_checks: true\n", 6, 24, "queues[0].gpu_health_checks",
+     "not supported on parallelcluster"),
     ("pcs-queue-setting-not-allowed", PCS.replace("    nodes: 2\n", "    nodes: 2\n    slurm_settings: {Nodes: x}\n"),
      7, 29, "queues[0].slurm_settings.Nodes", "not supported on pcs: Nodes is not among the queue settings"),
     ("pcs-cluster-setting-not-allowed", PCS + "slurm: {custom_settings: {SlurmctldHost: x}}\n", 7, 42,

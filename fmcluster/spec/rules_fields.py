@@ -76,6 +76,13 @@ def pcs_health_checks_supported(spec: Spec) -> bool:
 
 def _health_checks(spec: Spec, error: Report, warn: Report) -> None:
     if spec.backend != "pcs":
+        for index, queue in enumerate(spec.queues):
+            facts = catalog.instance(queue.instance_type)
+            if queue.gpu_health_checks and "gpu_health_checks" in queue.model_fields_set and facts is not None \
+                    and facts.accelerator.kind != "gpu":
+                error(("queues", index, "gpu_health_checks"),
+                      f"not supported on parallelcluster: its GPU health check runs on GPU instances, and "
+                      f"{queue.instance_type} has none. Remove gpu_health_checks")
         return
     unsupported = []
     for index, queue in enumerate(spec.queues):
