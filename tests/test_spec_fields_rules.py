@@ -89,11 +89,11 @@ def test_health_checks_render_on_26_05_for_nvidia_only(tmp_path: Path) -> None:
     from fmcluster.render import render
 
     spec_file = tmp_path / "spec.yaml"
-    spec_file.write_text(PCS + "  - {name: trn, instance_type: trn2.48xlarge, nodes: 1}\n")
+    spec_file.write_text(PCS + "  - {name: cpu, instance_type: c7i.8xlarge, nodes: 1}\n")
     rendered = render(load_spec(spec_file).spec, str(spec_file))
     assert rendered.one("compute_node_group", "train").body["instanceHealthChecks"] == {
         "healthMonitoring": {"mode": "STANDARD"}, "deepHealthChecks": {"onStart": {"profile": "QUICK"}}}
-    assert "instanceHealthChecks" not in rendered.one("compute_node_group", "trn").body
+    assert "instanceHealthChecks" not in rendered.one("compute_node_group", "cpu").body
     assert "instanceHealthChecks" not in rendered.one("compute_node_group", "login").body
 
 
