@@ -51,7 +51,7 @@ def test_lustre_is_linked_mounted_and_kept_on_request(cli, sandbox):
         "LaunchTemplateVersions"][0]["LaunchTemplateData"]
     user_data = base64.b64decode(data["UserData"]).decode()
     mount = file_system["LustreConfiguration"]["MountName"]
-    assert f"{file_system['DNSName']}@tcp:/{mount} /fsx lustre" in user_data
+    assert f"/opt/fmcluster/mount_storage.sh lustre {file_system['DNSName']} {mount} /fsx" in user_data
     assert "${" not in user_data
 
     kept = _ok(cli.run("destroy", cli.name, "--yes", "--keep-storage"))

@@ -79,14 +79,16 @@ def test_validate_offline_checks_both_documents(tmp_path):
     assert any(line.startswith("✓  botocore shapes") and "ec2, fsx" in line for line in lines), result.stdout
 
 
-def test_a_spec_without_openzfs_refers_to_no_resource():
-    """Only the cluster's own id (an ownership tag, filled when the config is sent) and the subnets of the
-    network fmcluster creates for a spec without one are left to fill."""
+def test_a_spec_without_openzfs_refers_to_no_openzfs():
+    """Besides the cluster's own id (an ownership tag, filled when the config is sent), the config refers only to
+    the subnets of the network fmcluster creates for a spec without one, and the bucket its node scripts run from
+    (software.containers is on by default)."""
     spec = load_spec(CONFIGS / "quickstart-parallelcluster.yaml").spec
     rendered = render(spec)
-    assert [d.filename for d in rendered.documents if d.kind not in NETWORK_KINDS] == ["cluster-config.yaml"]
-    assert references(rendered.documents[0].body) == {"fmcluster.cluster_id", "subnet.compute.id",
-                                                      "subnet.public.id"}
+    assert [d.filename for d in rendered.documents if d.kind not in NETWORK_KINDS] == ["cluster-config.yaml",
+                                                                                       "scripts-bucket.yaml"]
+    assert references(rendered.one("pcluster_cluster").body) == {"fmcluster.cluster_id", "subnet.compute.id",
+                                                                 "subnet.public.id", "bucket.scripts.name"}
 
 
 NETWORK_KINDS = {"vpc", "subnet", "internet_gateway", "elastic_ip", "nat_gateway", "route_table", "vpc_endpoint"}

@@ -15,7 +15,6 @@ import yaml
 from fmcluster.render import RenderedDocuments, render
 from fmcluster.render.common import CLUSTER_TAG, SSH_CLOSED_CIDR
 from fmcluster.render.documents import Document, references, resolve
-from fmcluster.render.templates import render_text
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 from fmcluster.validate.parallelcluster import check_schema
@@ -329,8 +328,9 @@ def test_parallelcluster_defaults(path: Path) -> None:
         assert queue["HealthChecks"]["Gpu"]["Enabled"] is True  # every example queue is a GPU queue
         resource = queue["ComputeResources"][0]
         assert resource["Efa"]["Enabled"] is (queue_spec.efa is not False)  # on unless the spec turns it off
-        if queue_spec.efa is not False:
-            assert resource["Efa"]["GdrSupport"] is True
+        # GdrSupport "has no effect and should no longer be used" (ParallelCluster 3.0.2 release notes): EFA
+        # turns GPUDirect RDMA on by itself wherever the instance type has it.
+        assert "GdrSupport" not in resource["Efa"]
     for storage in config.get("SharedStorage", []):
         if storage["StorageType"] == "FsxLustre" and "FileSystemId" not in storage["FsxLustreSettings"]:
             assert storage["FsxLustreSettings"]["DeploymentType"] == "PERSISTENT_2"
@@ -384,8 +384,6 @@ def test_parallelcluster_ssh_open_only_when_written(tmp_path: Path, monkeypatch:
     config = rendered.one("pcluster_cluster").body
     assert config["HeadNode"]["Ssh"] == {"KeyName": "my key: 1", "AllowedIps": "0.0.0.0/0"}
     monkeypatch.setenv("AWS_DEFAULT_REGION", spec.region)
-    # The subnets of the network fmcluster creates are references until create: stand-ins for the schema.
-    from fmcluster.validate.requests import with_stand_ins
 
     assert check_schema(spec.name, with_stand_ins(config), spec.region).errors == []
 
@@ -423,7 +421,7 @@ def _tag_sets(value: Any) -> list[dict[str, str]]:
     found: list[dict[str, str]] = []
     if isinstance(value, dict):
         for key, item in value.items():
-            if key == "Tags" and isinstance(item, list):
+            if key in ("Tags", "TagSet") and isinstance(item, list):
                 found.append({t["Key"]: t["Value"] for t in item})
             elif key == "tags" and isinstance(item, dict):
                 found.append(dict(item))
@@ -484,9 +482,5 @@ def test_user_data_references_are_filled_before_encoding() -> None:
         values = {ref: stand_in(ref) for ref in references(document.body)}
         values |= {"fsx_lustre.lustre.dns_name": "fs-1.fsx.example", "fsx_lustre.lustre.mount_name": "mnt1"}
         user_data = _user_data(document, values)
-        assert '"fs-1.fsx.example@tcp:/mnt1 /fsx lustre' in user_data
+        assert "/opt/fmcluster/mount_storage.sh lustre fs-1.fsx.example mnt1 /fsx" in user_data
         assert "${fsx_lustre" not in user_data
-        assert user_data == render_text("pcs/user_data.mime.j2", cluster="b200-pcs", node_group=document.key,
-                                        lustre_mounts=[{"path": "/fsx", "dns_name": "fs-1.fsx.example",
-                                                        "mount_name": "mnt1"}],
-                                        containers=document.key != "login")

@@ -159,7 +159,7 @@ def test_example_with_its_openzfs_home_created_passes_the_fsx_validators(sandbox
     root_volume = _create_openzfs_home(sandbox, staged)
     output = _validate(sandbox, tmp_path, staged)
     assert f"the existing root volume {root_volume}" in output.replace("\n", " "), output
-    assert "not judged by ParallelCluster yet" not in output, output
+    assert "not judged by ParallelCluster yet: SharedStorage" not in output, output
 
 
 def _validate(sandbox, tmp_path: Path, staged: Path) -> str:

@@ -309,7 +309,7 @@ def storage_figures(spec: Spec) -> StorageFigures:
         home_figures = HomeFigures(
             type=home.type,
             mount=home.mount,
-            capacity_gib=home.capacity_gib if home.type == "openzfs" else None,
+            capacity_gib=home.capacity_gib if home.type == "openzfs" and not home.existing_id else None,
         )
     return StorageFigures(lustre=lustre_figures, home=home_figures)
 

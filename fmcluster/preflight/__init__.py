@@ -21,6 +21,7 @@ from fmcluster.preflight.checks import (
     check_subnet,
 )
 from fmcluster.preflight.common import FIX, Context
+from fmcluster.preflight.storage import check_existing_storage
 from fmcluster.spec.models import Spec
 from fmcluster.validate import CheckResult
 
@@ -35,7 +36,7 @@ def run_preflight(spec: Spec, region: str, client: Callable[[str], Any]) -> list
         results.append(CheckResult("aws checks", "skipped", "need working credentials and endpoint first"))
     else:
         for check in (check_subnet, check_offerings, check_quotas, check_reservations, check_key_pair,
-                      check_buckets):
+                      check_buckets, check_existing_storage):
             results += check(ctx)
         if spec.backend == "pcs":
             results += check_pcs(ctx)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fmcluster import __version__
 from fmcluster.catalog.hardware import hardware
+from fmcluster.render import node_software
 from fmcluster.render.common import (
     PCLUSTER_VERSION,
     SSH_CLOSED_CIDR,
-    compute_root_volume_gib,
     resource_tags,
 )
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
@@ -73,13 +73,16 @@ def render_parallelcluster(
             "min_count": min_nodes(queue),
             "max_count": max_nodes(queue),
             "efa": efa,
-            "efa_gdr": efa and facts.has_gpus,
             "placement_group": decisions.placement_group_enabled(queue),
             "gpu_health_checks": queue.gpu_health_checks and facts.has_gpus,
             "subnet_id": queue.subnet_id or compute_subnet,
             "instance_types": list(instance_types_of(queue)),
-            "root_volume_gib": compute_root_volume_gib(spec),
-            "has_nvme": bool(facts.nvme_gb),
+            "root_volume_gib": decisions.queue_root_volume_gib(spec, queue),
+            "scratch_mount": decisions.scratch_mount(queue),
+            "job_exclusive": decisions.job_exclusive(queue),
+            "custom_settings": dict(queue.slurm_settings),
+            "custom_actions": node_software.custom_actions(
+                node_software.compute_steps(spec, queue, spec_file, "parallelcluster")),
             # the cluster's policies, then the queue's own (ParallelCluster gives each queue its own role)
             "policies": list(dict.fromkeys([*spec.iam.additional_policies,
                                             *(queue.iam.additional_policies if queue.iam else [])])),
@@ -110,14 +113,21 @@ def render_parallelcluster(
         })
     home = spec.storage.home
     if home is not None:
-        if home.type == "openzfs":
+        if home.existing_id:
+            kind = "openzfs" if home.type == "openzfs" else "efs"
+            shared_storage.append({"kind": kind, "name": "home", "mount": home.mount, "volume_id": home.existing_id,
+                                   "existing_id": home.existing_id})
+        elif home.type == "openzfs":
             rendered.notes.append("ParallelCluster mounts OpenZFS but cannot create it: fmcluster creates the "
                                   f"file system first and fills {OPENZFS_ROOT_VOLUME} with its root volume")
             shared_storage.append({"kind": "openzfs", "name": "home", "mount": home.mount,
                                    "volume_id": OPENZFS_ROOT_VOLUME})
         else:
-            shared_storage.append({"kind": "efs", "name": "home", "mount": home.mount, "deletion_policy": "Retain"})
+            shared_storage.append({"kind": "efs", "name": "home", "mount": home.mount, "deletion_policy": "Retain",
+                                   "existing_id": None})
 
+    head_steps = node_software.head_steps(spec, spec_file, "parallelcluster")
+    objects = node_software.bucket_objects(spec, spec_file)
     ssh = spec.network.ssh
     text, body = render_yaml(
         "parallelcluster/cluster.yaml.j2",
@@ -139,7 +149,12 @@ def render_parallelcluster(
             # DRAIN lets running jobs finish; a shrink then needs a compute-fleet stop, which `scale` asks about.
             "queue_update_strategy": "DRAIN",
             "database": spec.slurm.database,
+            "custom_settings": [{name: value} for name, value in spec.slurm.custom_settings.items()],
         },
+        head_custom_actions=node_software.custom_actions(head_steps),
+        scripts_bucket=node_software.BUCKET_REFERENCE if objects else None,
+        bootstrap_buckets=sorted({b.run[len("s3://"):].split("/")[0] for b in spec.bootstrap
+                                  if b.run.startswith("s3://")}),
         queues=queues,
         access={"policies": spec.iam.additional_policies, "security_groups": spec.network.security_groups,
                 "additional_security_groups": spec.network.additional_security_groups},
@@ -152,8 +167,18 @@ def render_parallelcluster(
         filename="cluster-config.yaml", kind="pcluster_cluster", key=spec.name, service="pcluster",
         operations={"": "create_cluster"}, text=text, body=body,
     ))
-    if home is not None and home.type == "openzfs":
+    if home is not None and home.type == "openzfs" and not home.existing_id:
         _render_openzfs(rendered, spec, compute_subnet, vpc_id)
+    if objects:
+        text, body = render_yaml(
+            "parallelcluster/scripts_bucket.yaml.j2", bucket=node_software.SCRIPTS_BUCKET, region=spec.region,
+            tags=resource_tags(spec, "bucket:scripts"),
+            objects=[{"key": f"{node_software.BUCKET_PREFIX}/{o.name}", "source": str(o.source), "sha256": o.sha256}
+                     for o in objects])
+        rendered.documents.append(Document(
+            filename="scripts-bucket.yaml", kind="bucket", key="scripts", service="s3",
+            operations={"create": "CreateBucket", "tagging": "PutBucketTagging", "versioning": "PutBucketVersioning",
+                        "public_access": "PutPublicAccessBlock"}, text=text, body=body))
     if network is not None:
         rendered.documents.extend(network.documents)
     return rendered

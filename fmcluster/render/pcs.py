@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.catalog.hardware import hardware
-from fmcluster.render.common import compute_root_volume_gib, resource_tags
+from fmcluster.render import node_software, storage
+from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network
-from fmcluster.render.templates import render_text, render_yaml
+from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
+from fmcluster.spec.models import Queue, Spec, instance_types_of, max_nodes, min_nodes
+from fmcluster.spec.rules_fields import pcs_health_checks_supported
 
 if TYPE_CHECKING:
     from fmcluster.images import Image
@@ -111,21 +113,25 @@ def render_pcs(
                 {"": "CreateDataRepositoryAssociation"}, "pcs/fsx_data_repository.yaml.j2",
                 file_system_path="/data" if index == 0 else "/export", s3_path=s3_path,
                 export=s3_path == lustre.s3_export)
-        lustre_mounts.append({"path": lustre.mount, "dns_name": "${fsx_lustre.lustre.dns_name}",
-                              "mount_name": "${fsx_lustre.lustre.mount_name}"})
+        lustre_mounts.append({"kind": "lustre", "server": "${fsx_lustre.lustre.dns_name}",
+                              "path": "${fsx_lustre.lustre.mount_name}", "mount": lustre.mount})
+    elif lustre is not None:
+        lustre_mounts.append(storage.existing_lustre(add, spec))
+    home_mount = storage.pcs_home(add, spec, subnet)
+    mounts = lustre_mounts + ([home_mount] if home_mount else [])
 
     add("cluster.yaml", "cluster", spec.name, "pcs", {"": "CreateCluster"}, "pcs/cluster.yaml.j2",
         name=spec.name, slurm_version=spec.slurm.version, size=decisions.pcs_size(spec),
         size_limit=decisions.PCS_SIZE_LIMITS[decisions.pcs_size(spec)], subnet_id=subnet,
-        scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting)
+        scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting,
+        custom_settings=_settings(spec.slurm.custom_settings))
 
-    groups = [_login_group(spec)] + [
+    groups = [_login_group(spec, spec_file, login_subnet)] + [
         {
             "name": decisions.compute_resource_name(q, "pcs"),
             "queue": q.name,
             "instance_type": q.instance_type,
             "instance_types": list(instance_types_of(q)),
-            "subnet_id": q.subnet_id,
             "min_count": min_nodes(q),
             "max_count": max_nodes(q),
             "purchase_option": PURCHASE_OPTIONS[q.capacity.type],
@@ -136,17 +142,20 @@ def render_pcs(
             # the placement group document's key: the launch template refers to it by ${placement_group.<key>.name}
             "placement_group": q.name if q.name in placement_groups else None,
             "network_interfaces": decisions.efa_network_interfaces(q),
-            "containers": spec.software.containers,
+            "subnet_id": q.subnet_id or subnet,
+            "root_volume_gib": decisions.queue_root_volume_gib(spec, q),
+            "steps": node_software.compute_steps(spec, q, spec_file, "pcs"),
+            "health_checks": _health_checks(spec, q),
+            "queue_settings": _queue_settings(q),
         }
         for q in spec.queues
     ]
     for group in groups:
-        user_data = render_text("pcs/user_data.mime.j2", cluster=spec.name, node_group=group["name"],
-                                lustre_mounts=lustre_mounts, containers=group["containers"])
+        user_data = node_software.pcs_user_data(spec.name, group["name"], mounts, group["steps"])
         add(f"launch-template-{group['name']}.yaml", "launch_template", group["name"], "ec2",
             {"": "CreateLaunchTemplate"}, "pcs/launch_template.yaml.j2",
             name=f"{spec.name}-{group['name']}", node_group=group["name"], instance_type=group["instance_type"],
-            key_name=ssh.key_name, root_volume_gib=compute_root_volume_gib(spec),
+            key_name=ssh.key_name, root_volume_gib=group["root_volume_gib"],
             root_device_name=_root_device(group["instance_type"], images),
             reservation_id=group["reservation_id"], capacity_block=group["capacity_block"],
             resource_group_arn=group["resource_group_arn"], ultraserver=group["ultraserver"],
@@ -156,13 +165,14 @@ def render_pcs(
         add(f"compute-node-group-{group['name']}.yaml", "compute_node_group", group["name"], "pcs",
             {"": "CreateComputeNodeGroup"}, "pcs/compute_node_group.yaml.j2",
             cluster=spec.name, name=group["name"], ami_id=_ami_for(spec, group["instance_type"], images),
-            subnet_id=login_subnet if group["name"] == LOGIN_GROUP else group.get("subnet_id") or subnet,
+            subnet_id=group["subnet_id"], health_checks=group["health_checks"],
             purchase_option=group["purchase_option"], launch_template=group["name"],
             min_count=group["min_count"], max_count=group["max_count"], instance_type=group["instance_type"],
             instance_types=group.get("instance_types") or [group["instance_type"]])
     for group in groups[1:]:
         add(f"queue-{group['queue']}.yaml", "queue", group["queue"], "pcs", {"": "CreateQueue"},
-            "pcs/queue.yaml.j2", cluster=spec.name, name=group["queue"], node_group=group["name"])
+            "pcs/queue.yaml.j2", cluster=spec.name, name=group["queue"], node_group=group["name"],
+            custom_settings=group["queue_settings"])
     return rendered
 
 
@@ -182,8 +192,39 @@ def _root_device(instance_type: str, images: dict[str, Image] | None) -> str:
     return image.root_device_name if image else ROOT_DEVICE_TO_RESOLVE
 
 
-def _login_group(spec: Spec) -> dict[str, object]:
-    """The head node becomes a static one-node login group: where users ssh in and submit jobs."""
+def _settings(settings: dict[str, object]) -> list[dict[str, str]]:
+    """Custom Slurm settings as PCS takes them (SlurmCustomSetting: parameterName, parameterValue)."""
+    return [{"parameterName": name, "parameterValue": str(value)} for name, value in settings.items()]
+
+
+def _queue_settings(queue: Queue) -> list[dict[str, str]]:
+    """job_exclusive is Slurm's OverSubscribe=EXCLUSIVE on the partition (an allowed PCS queue setting)."""
+    settings: dict[str, object] = {}
+    if decisions.job_exclusive(queue):
+        settings["OverSubscribe"] = "EXCLUSIVE"
+    settings.update(queue.slurm_settings)
+    return _settings(settings)
+
+
+def _health_checks(spec: Spec, queue: Queue) -> dict[str, object] | None:
+    """PCS instanceHealthChecks for an NVIDIA GPU queue on Slurm 26.05+: continuous monitoring, and DCGM's quick
+    diagnostics each time a node starts (the least launch time; PCS picks the repair action). Otherwise none:
+    the spec's rules refuse an explicit gpu_health_checks that PCS cannot honour."""
+    from fmcluster import catalog
+
+    facts = catalog.instance(queue.instance_type)
+    described = hardware(queue.instance_type)  # a type outside the catalog: EC2 names the GPU's maker
+    nvidia = bool(facts.accelerator.vendor == "nvidia") if facts and facts.accelerator else \
+        described.has_gpus and "nvidia" in (described.accelerator_model or "").lower()
+    if not (queue.gpu_health_checks and nvidia and pcs_health_checks_supported(spec)):
+        return None
+    return {"healthMonitoring": {"mode": "STANDARD"}, "deepHealthChecks": {"onStart": {"profile": "QUICK"}}}
+
+
+def _login_group(spec: Spec, spec_file: str, login_subnet: str) -> dict[str, Any]:
+    """The head node becomes a static one-node login group: where users ssh in and submit jobs. It sits in
+    network.head_subnet_id when the spec gives one (a public subnet users reach)."""
+    subnet = spec.network.head_subnet_id or login_subnet
     return {
         "name": LOGIN_GROUP,
         "queue": None,
@@ -197,5 +238,9 @@ def _login_group(spec: Spec) -> dict[str, object]:
         "capacity_block": False,
         "placement_group": None,
         "network_interfaces": [],
-        "containers": False,
+        "subnet_id": subnet,
+        "root_volume_gib": spec.head_node.root_volume_gib,
+        "steps": node_software.head_steps(spec, spec_file, "pcs"),
+        "health_checks": None,
+        "queue_settings": [],
     }

@@ -120,3 +120,28 @@ def ultraserver_shape(name: str) -> UltraServerShape | None:
         link = facts.interconnect.name if facts.interconnect else None
         return UltraServerShape(name, instance_type, shape.instances, shape.accelerators, link)
     return None
+
+
+def job_exclusive(queue: Queue) -> bool:
+    """Whole nodes per job: on for accelerator queues (training uses every GPU and EFA interface of a node, and a
+    second job on the node would contend for them), off for CPU queues (preprocessing packs many small jobs)."""
+    if queue.job_exclusive is not None:
+        return queue.job_exclusive
+    return bool(hardware(queue.instance_type).accelerators)
+
+
+def queue_root_volume_gib(spec: Spec, queue: Queue) -> int:
+    """A compute node's root volume: as written, else room for container images and NCCL/EFA installs."""
+    if queue.root_volume_gib is not None:
+        return queue.root_volume_gib
+    return max(200, spec.head_node.root_volume_gib // 2)
+
+
+DEFAULT_SCRATCH_MOUNT = "/local_scratch"
+
+
+def scratch_mount(queue: Queue) -> str | None:
+    """Where the instance-store NVMe goes: as written, else /local_scratch on types that have it."""
+    if queue.scratch_mount is not None:
+        return queue.scratch_mount
+    return DEFAULT_SCRATCH_MOUNT if hardware(queue.instance_type).nvme_gb else None

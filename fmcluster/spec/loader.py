@@ -27,7 +27,9 @@ _PATTERN_HINTS = {
     "mount": "an absolute path like /fsx",
     "s3_import": "an S3 URL like s3://bucket/prefix",
     "s3_export": "an S3 URL like s3://bucket/prefix",
-    "existing_id": "a file system id like fs-0123456789abcdef0",
+    "existing_id": "an FSx file system id (fs- and 17 hex digits, like fs-0123456789abcdef0); for storage.home an "
+                   "FSx for OpenZFS volume id (fsvol- and 17) or an EFS id (fs- and 8 or 17)",
+    "scratch_mount": "an absolute path like /local_scratch",
     "password_secret_arn": "a Secrets Manager ARN",
 }
 

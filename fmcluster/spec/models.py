@@ -29,6 +29,10 @@ SecurityGroupId = Annotated[str, StringConstraints(pattern=r"^sg-([0-9a-f]{8}|[0
 PolicyArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/[\w+=,.@/-]+$",
                                              max_length=2048)]
 S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+# ParallelCluster's own patterns (pcluster/schemas/cluster_schema.py, pcluster/constants.py): an FSx file system
+# is fs- and 17 hex digits, an FSx volume fsvol- and 17, an EFS file system fs- and 8 or 17.
+FsxFileSystemId = Annotated[str, StringConstraints(pattern=r"^fs-[0-9a-f]{17}$")]
+HomeStorageId = Annotated[str, StringConstraints(pattern=r"^(fsvol-[0-9a-f]{17}|fs-[0-9a-f]{8}|fs-[0-9a-f]{17})$")]
 
 
 class InstanceTypes(str):
@@ -108,7 +112,8 @@ class Network(_Strict):
         description="IPv4 block of the VPC fmcluster creates (a /16 to a /20): the private compute subnet takes "
         "its first half, the public subnet a sixteenth after it. Only with a created network.",
     )
-    ssh: SshAccess = Field(default_factory=SshAccess)
+    ssh: SshAccess = Field(default_factory=SshAccess, description="SSH access to the head node (ParallelCluster) or "
+                           "login node (PCS).")
     additional_security_groups: list[SecurityGroupId] = Field(
         default_factory=list, max_length=4,
         description="Existing security groups put on every node (head/login and compute) besides fmcluster's own "
@@ -122,8 +127,9 @@ class Network(_Strict):
 
 
 class HeadNode(_Strict):
-    instance_type: str = "m7i.2xlarge"
-    root_volume_gib: int = Field(200, ge=35, le=16384)
+    instance_type: str = Field("m7i.2xlarge", description="The ParallelCluster head node, or the instance type of "
+                                                          "the PCS login node group (one node).")
+    root_volume_gib: int = Field(200, ge=35, le=16384, description="Root volume of the head/login node, GiB.")
 
 
 ImageFamily = Literal["pcs-sample", "dlami", "neuron"]
@@ -141,8 +147,9 @@ class Image(_Strict):
 
 
 class NodeRange(_Strict):
-    min: int = Field(ge=0, le=2048)
-    max: int = Field(ge=1, le=2048)
+    min: int = Field(ge=0, le=2048, description="Nodes that stay up (ParallelCluster MinCount; PCS "
+                                                "minInstanceCount).")
+    max: int = Field(ge=1, le=2048, description="Most nodes the queue scales to (MaxCount; maxInstanceCount).")
 
 
 # botocore ec2 model, CapacityReservationTarget.CapacityReservationResourceGroupArn; ParallelCluster's own pattern
@@ -153,7 +160,9 @@ UltraServerType = Literal["u-p6e-gb200x36", "u-p6e-gb200x72", "u-trn2x64"]
 
 
 class Capacity(_Strict):
-    type: CapacityType = "on-demand"
+    type: CapacityType = Field(
+        "on-demand", description="How the nodes are bought: on-demand, spot, reservation (an ODCR) or capacity-block "
+        "(ParallelCluster CapacityType; PCS purchaseOption and the launch template's market options).")
     reservation_id: ReservationId | None = Field(
         None, description="ODCR or Capacity Block id (cr-…); for reservation and capacity-block (or, for a "
         "reservation, resource_group_arn). Targeted and open ODCRs alike: the nodes name it, so they use it."
@@ -200,12 +209,29 @@ class Queue(_Strict):
     nodes: Annotated[int, Field(strict=True, ge=1, le=2048)] | NodeRange = Field(
         description="Static node count (an integer), or {min, max} for a queue that scales with jobs."
     )
-    capacity: Capacity = Field(default_factory=Capacity)
+    capacity: Capacity = Field(default_factory=Capacity, description="Where the nodes' capacity comes from.")
     efa: bool | None = Field(None, description="Default: on wherever the instance type supports EFA.")
     placement_group: Literal["auto"] | bool = Field(
         "auto", description="auto: on for on-demand and spot; off for ODCRs and Capacity Blocks (AWS places those)."
     )
-    gpu_health_checks: bool = True
+    gpu_health_checks: bool = Field(
+        True, description="GPU health checks on NVIDIA GPU queues. ParallelCluster: HealthChecks.Gpu (DCGM before "
+        "each job). PCS: instanceHealthChecks (continuous STANDARD monitoring and a QUICK DCGM check at each start), "
+        "which needs Slurm 26.05: on 25.11 the default is off with a warning and an explicit true is refused.")
+    job_exclusive: bool | None = Field(
+        None, description="Whole nodes per job (Slurm OverSubscribe=EXCLUSIVE). Default: on for accelerator queues "
+        "(GPU/Trainium training wants every GPU and EFA interface of a node), off for CPU queues.")
+    slurm_settings: dict[str, str | int | float] = Field(
+        default_factory=dict, description="Extra Slurm partition settings for this queue. ParallelCluster: the "
+        "queue's CustomSlurmSettings. PCS: the queue's slurmCustomSettings, limited to the parameters PCS allows "
+        "for queues (PCS user guide, 'Custom Slurm settings for AWS PCS queues').")
+    root_volume_gib: int | None = Field(
+        None, ge=35, le=16384, description="Root volume of each compute node, GiB (container images need room). "
+        "Default: the larger of 200 and half the head node's root volume.")
+    scratch_mount: MountPath | None = Field(
+        None, description="Where the instance-store NVMe is mounted as local scratch (ParallelCluster "
+        "EphemeralVolume.MountDir; PCS: a RAID 0 of the NVMe devices made at boot). Default /local_scratch on "
+        "types with NVMe; refused on types without.")
     iam: QueueIam | None = Field(None, description="IAM for this queue's nodes (ParallelCluster only).")
     compute_resource: str | None = Field(
         None,
@@ -215,49 +241,86 @@ class Queue(_Strict):
 
 
 class Lustre(_Strict):
-    mount: MountPath = "/fsx"
+    mount: MountPath = Field("/fsx", description="Where every node mounts the Lustre file system.")
     capacity_gib: int = Field(1200, ge=1200, description="1200, 2400, then steps of 2400 GiB.")
     throughput_per_tib: Literal[125, 250, 500, 1000] = Field(250, description="MB/s per TiB (PERSISTENT_2).")
-    deployment_type: Literal["PERSISTENT_2"] = "PERSISTENT_2"
+    deployment_type: Literal["PERSISTENT_2"] = Field(
+        "PERSISTENT_2", description="FSx for Lustre deployment type; PERSISTENT_2 only (the current generation).")
     metadata_iops: Literal["auto"] | int = Field(
         "auto", description="auto, or provisioned metadata IOPS: 1500, 3000, 6000, 12000, then steps of 12000."
     )
     s3_import: S3Url | None = Field(None, description="S3 prefix linked as a data repository (lazy load).")
-    s3_export: S3Url | None = None
-    existing_id: Annotated[str, StringConstraints(pattern=r"^fs-[0-9a-f]{8,17}$")] | None = Field(
-        None, description="Mount an existing file system instead of creating one."
-    )
+    s3_export: S3Url | None = Field(None, description="S3 prefix that new and changed files are exported to.")
+    existing_id: FsxFileSystemId | None = Field(
+        None, description="Mount an existing FSx for Lustre file system (fs- and 17 hex digits) instead of creating "
+        "one; its DNS name and mount name are read from FSx (DescribeFileSystems). The other fields except mount "
+        "are then not used. It is never deleted by fmcluster.")
 
 
 class HomeStorage(_Strict):
-    type: Literal["openzfs", "efs"] = "openzfs"
-    mount: MountPath = "/home"
-    capacity_gib: int = Field(256, ge=64, le=524288, description="OpenZFS only.")
+    type: Literal["openzfs", "efs"] = Field(
+        "openzfs", description="openzfs: FSx for OpenZFS (NFS); efs: Amazon EFS. Created by fmcluster, or existing.")
+    mount: MountPath = Field("/home", description="Where every node (head/login and compute) mounts it.")
+    capacity_gib: int = Field(256, ge=64, le=524288, description="OpenZFS only: the file system's size when "
+                                                                  "fmcluster creates it.")
+    existing_id: HomeStorageId | None = Field(
+        None, description="Mount existing storage instead of creating it: an FSx for OpenZFS volume (fsvol- and 17 "
+        "hex digits) with type openzfs, an EFS file system (fs- and 8 or 17 hex digits) with type efs. It must "
+        "accept NFS from the cluster's nodes; fmcluster never deletes it.")
 
 
 class Storage(_Strict):
-    lustre: Lustre | None = None
-    home: HomeStorage | None = None
+    lustre: Lustre | None = Field(None, description="FSx for Lustre for data and checkpoints: created, or existing.")
+    home: HomeStorage | None = Field(None, description="Shared /home: FSx for OpenZFS or EFS, created or existing.")
 
 
 class Software(_Strict):
-    containers: bool = Field(True, description="Enroot + Pyxis (and Docker) on compute nodes.")
-    monitoring: bool = Field(False, description="DCGM and EFA exporters for Prometheus.")
+    containers: bool = Field(
+        True, description="Enroot and Pyxis configured with Slurm on every node (srun --container-image), by the "
+        "script fmcluster/scripts/containers.sh: ParallelCluster CustomActions (it ships both, Pyxis disabled); "
+        "PCS user data (installs them where the image lacks them).")
+    monitoring: bool = Field(
+        False, description="Prometheus exporters on every node, by fmcluster/scripts/monitoring.sh: node_exporter "
+        "(host metrics, including EFA counters from /sys/class/infiniband) on port 9100 and, on NVIDIA GPU nodes "
+        "whose image has Docker (the DLAMI does), NVIDIA's DCGM exporter container on port 9400 (skipped, with a "
+        "message in the node's log, without Docker). Nothing scrapes them: point your Prometheus at the nodes. "
+        "ParallelCluster also turns on detailed monitoring and its CloudWatch dashboard and logs.")
+
+
+BootstrapTarget = Literal["compute", "head", "login"]
+
+
+class BootstrapScript(_Strict):
+    run: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
+        description="A script: a local path (relative to the spec file) that fmcluster uploads, or an s3:// URL "
+        "used as is.")
+    args: list[str] = Field(default_factory=list, description="Arguments passed to the script.")
+    on: BootstrapTarget = Field(
+        "compute", description="Which nodes run it: compute, head or login (head and login are the same node: the "
+        "ParallelCluster head node, the PCS login node group).")
 
 
 class SlurmDatabase(_Strict):
     uri: str = Field(description="host:port of the MySQL/MariaDB accounting database.")
-    user: str
-    password_secret_arn: Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:secretsmanager:.+")]
+    user: str = Field(description="Database user.")
+    password_secret_arn: Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:secretsmanager:.+")] = Field(
+        description="Secrets Manager secret that holds the database password.")
 
 
 class Slurm(_Strict):
     version: SlurmVersion = Field(
         "26.05", description="PCS only: the newest version botocore's PCS model and the PCS user guide support. "
         "24.11 and 25.05 are past AWS's end of life.")
-    accounting: bool = False
+    accounting: bool = Field(False, description="Slurm accounting. PCS: accounting mode STANDARD (PCS keeps the "
+                                                "database). ParallelCluster: needs slurm.database.")
     database: SlurmDatabase | None = Field(None, description="ParallelCluster only: needed when accounting is on.")
-    scaledown_idle_minutes: int = Field(10, ge=1, le=1440)
+    scaledown_idle_minutes: int = Field(
+        10, ge=1, le=1440, description="Minutes a dynamic node stays idle before it is stopped (ParallelCluster "
+        "ScaledownIdletime; PCS scaleDownIdleTimeInSeconds).")
+    custom_settings: dict[str, str | int | float] = Field(
+        default_factory=dict, description="Extra slurm.conf settings for the cluster. ParallelCluster: "
+        "SlurmSettings.CustomSlurmSettings (its deny-list applies). PCS: the cluster's slurmCustomSettings, limited to "
+        "the parameters PCS allows (PCS user guide, 'Custom Slurm settings for AWS PCS clusters').")
 
 
 class Pcs(_Strict):
@@ -268,29 +331,39 @@ class Pcs(_Strict):
 
 class Workload(_Strict):
     model_params_b: float = Field(gt=0, le=100_000, description="Model size in billions of parameters.")
-    checkpoint_every_min: float = Field(30, gt=0, le=10_080)
-    tokens_per_second: float | None = Field(None, gt=0)
-    sequence_length: int | None = Field(None, gt=0)
+    checkpoint_every_min: float = Field(30, gt=0, le=10_080, description="Checkpoint interval: plan reports the "
+                                                                          "time a checkpoint takes and its share.")
+    tokens_per_second: float | None = Field(None, gt=0, description="Target training throughput: plan reports "
+                                                                     "the compute it needs against the cluster's.")
+    sequence_length: int | None = Field(None, gt=0, description="Training sequence length, reported with the "
+                                                                 "workload in plan.")
 
 
 class Spec(_Strict):
     name: str = Field(description="Cluster name, unique per region.")
-    region: RegionName = "us-east-1"
-    backend: Backend = "parallelcluster"
-    network: Network = Field(default_factory=Network)
-    head_node: HeadNode = Field(default_factory=HeadNode)
+    region: RegionName = Field("us-east-1", description="AWS Region of the cluster and everything it uses.")
+    backend: Backend = Field("parallelcluster", description="parallelcluster (AWS ParallelCluster 3) or pcs (AWS "
+                                                            "Parallel Computing Service).")
+    network: Network = Field(default_factory=Network, description="Subnets and SSH access.")
+    head_node: HeadNode = Field(default_factory=HeadNode, description="The head node (ParallelCluster) or login "
+                                                                      "node group (PCS).")
     os: OperatingSystem | None = Field(
         None, description="Node OS. Default: ubuntu2204 on ParallelCluster; on PCS without image.ami, the OS of AWS's "
         "PCS sample AMIs, alinux2023 (the only one they come in).")
-    image: Image | None = None
-    queues: list[Queue] = Field(min_length=1)
-    storage: Storage = Field(default_factory=Storage)
-    software: Software = Field(default_factory=Software)
-    slurm: Slurm = Field(default_factory=Slurm)
-    pcs: Pcs = Field(default_factory=Pcs)
+    image: Image | None = Field(None, description="A custom image for every node.")
+    queues: list[Queue] = Field(min_length=1, description="Slurm partitions, one instance type each.")
+    storage: Storage = Field(default_factory=Storage, description="Shared file systems.")
+    software: Software = Field(default_factory=Software, description="Node software fmcluster sets up.")
+    slurm: Slurm = Field(default_factory=Slurm, description="Scheduler settings.")
+    pcs: Pcs = Field(default_factory=Pcs, description="Settings only the pcs backend has.")
+    workload: Workload | None = Field(None, description="The training job, for plan's report only (renders "
+                                                        "nothing).")
     iam: Iam = Field(default_factory=Iam, description="IAM for every node of the cluster.")
-    workload: Workload | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
+    bootstrap: list[BootstrapScript] = Field(
+        default_factory=list, description="Your own scripts, run as root after fmcluster's node setup: "
+        "ParallelCluster CustomActions OnNodeConfigured; PCS user-data parts.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags on everything fmcluster creates (with its "
+                                                                   "own fmcluster:* tags).")
 
 
 def min_nodes(queue: Queue) -> int:

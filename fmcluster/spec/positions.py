@@ -89,6 +89,9 @@ def _to_python(node: yaml.Node, path: Path_, document: PositionedDocument) -> An
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise SpecError([document.problem(path, "YAML merge keys (<<) are not supported in a spec")])
             key = _scalar(key_node, path, document)
+            if isinstance(key, bool):
+                # YAML 1.1 reads a bare `on:`/`yes:` key as a boolean; a spec's keys are names (`bootstrap[].on`).
+                key = key_node.value
             if not isinstance(key, str):
                 key = str(key)
             child = (*path, key)

@@ -64,6 +64,9 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
 
     for rule in HARDWARE_RULES:
         rule(spec, error, warn)
+    from fmcluster.spec import rules_fields
+
+    rules_fields.check(spec, error, warn, document.file)
     return errors, warnings
 
 
@@ -279,6 +282,9 @@ def _slurm(spec: Spec, error: Report, warn: Report) -> None:
     else:
         if "version" in slurm.model_fields_set:
             error(("slurm", "version"), "ParallelCluster ships its own Slurm; version is for the pcs backend")
+        if slurm.database is not None and not slurm.accounting:
+            error(("slurm", "database"), "ParallelCluster turns Slurm accounting on whenever it has a database: set "
+                                         "accounting: true, or remove database")
         if slurm.accounting and slurm.database is None:
             error(("slurm", "accounting"), "ParallelCluster needs a database for Slurm accounting: add "
                                            "slurm.database {uri, user, password_secret_arn}")

@@ -119,13 +119,20 @@ def _config_for_validators(name: str, config: dict, region: str, zone: str | Non
     from fmcluster.validate.requests import stand_in
 
     root_volume = OPENZFS_ROOT_VOLUME[2:-1]
+    from fmcluster.render.node_software import BUCKET_REFERENCE, without_bucket
+
+    bucket_notes = []
+    if BUCKET_REFERENCE[2:-1] in references(config):
+        config = without_bucket(config)
+        bucket_notes = ["not judged by ParallelCluster yet: the cluster's bucket (CustomS3Bucket) and the scripts run "
+                        "from it, which fmcluster makes and uploads at create time"]
     # The cluster's own id (an ownership tag) is issued at create time; any well-formed value serves here.
     values: dict[str, str] = {ref: stand_in(ref) for ref in references(config) if ref.startswith("fmcluster.")}
     subnets, notes = network_stand_ins(config, name, region, zone)
     values.update(subnets)
     refs = references(config) - set(values)
     if not refs:
-        return resolve(config, values), notes
+        return resolve(config, values), [*notes, *bucket_notes]
     if root_volume in refs:
         fsx = aws.client("fsx", region)
         for page in fsx.get_paginator("describe_file_systems").paginate():
@@ -135,13 +142,15 @@ def _config_for_validators(name: str, config: dict, region: str, zone: str | Non
                         fs.get("Lifecycle") not in ("DELETING", "FAILED"):
                     values[root_volume] = fs["OpenZFSConfiguration"]["RootVolumeId"]
     if refs <= set(values):
-        return resolve(config, values), [*notes, f"OpenZFS /home: the existing root volume {values[root_volume]}"]
+        return resolve(config, values), [*notes, f"OpenZFS /home: the existing root volume {values[root_volume]}",
+                                         *bucket_notes]
     storage = [s for s in config.get("SharedStorage") or [] if not references(s)]
     trimmed = {k: v for k, v in resolve({k: v for k, v in config.items() if k != "SharedStorage"}, values).items()}
     if storage:
         trimmed["SharedStorage"] = storage
     return trimmed, [*notes, "not judged by ParallelCluster yet: SharedStorage that fmcluster creates at create time "
-                     "(the OpenZFS /home; its CreateFileSystem request is checked against botocore's FSx model)"]
+                     "(the OpenZFS /home; its CreateFileSystem request is checked against botocore's FSx model)",
+                     *bucket_notes]
 
 
 def _botocore_checks(rendered, documents=None) -> CheckResult:

@@ -39,6 +39,14 @@ _STAND_IN_BY_KIND = {
     ("elastic_ip", "allocation_id"): "eipalloc-0123456789abcdef0",
     ("nat_gateway", "id"): "nat-0123456789abcdef0",
     ("route_table", "id"): "rtb-0123456789abcdef0",
+    ("efs", "id"): "fs-0123456789abcdef2",
+    ("efs", "dns_name"): "fs-0123456789abcdef2.efs.us-east-1.amazonaws.com",
+    ("existing_efs", "dns_name"): "fs-0123456789abcdef3.efs.us-east-1.amazonaws.com",
+    ("existing_fsx_lustre", "dns_name"): "fs-0123456789abcdef4.fsx.us-east-1.amazonaws.com",
+    ("existing_fsx_lustre", "mount_name"): "abcdefgh",
+    ("existing_fsx_volume", "dns_name"): "fs-0123456789abcdef5.fsx.us-east-1.amazonaws.com",
+    ("existing_fsx_volume", "volume_path"): "/fsx/home",
+    ("bucket", "name"): "fmcluster-0123456789abcdef0123456789abcdef",
 }
 
 

@@ -22,6 +22,7 @@ from fmcluster.backends.parallelcluster.resources import (
     ComputeFleet,
     PclusterCluster,
 )
+from fmcluster.backends.s3 import ScriptsBucket, scan_buckets
 from fmcluster.engine import Resource, ResourceChange
 from fmcluster.render.parallelcluster import render_parallelcluster
 
@@ -55,6 +56,8 @@ class ParallelClusterBackend(Backend):
                 resources.append(SecurityGroup(document.key, document))
             elif document.kind == "fsx_openzfs":
                 resources.append(FsxOpenZfs(document.key, document))
+            elif document.kind == "bucket":
+                resources.append(ScriptsBucket(document.key, document))
             elif document.kind == "pcluster_cluster":
                 resources.append(PclusterCluster(document.key, document, rollback=options.get("rollback", True),
                                                  stop_fleet_for_update=options.get("stop_fleet", False),
@@ -113,7 +116,7 @@ class ParallelClusterBackend(Backend):
                 described["cloudFormationStackStatus"],
                 f"ParallelCluster cluster {session.name} (stack {described['cloudFormationStackStatus']})",
                 ours, PclusterCluster(session.name) if ours else None, tags.get(CLUSTER_ID_TAG, "")))
-        found += scan_ec2(ctx) + scan_fsx(ctx)
+        found += scan_ec2(ctx) + scan_fsx(ctx) + scan_buckets(ctx)
         nodes = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [session.name]}])
         if nodes and described is None:  # the stack is gone and its nodes are not: end them
             found.append(Discovered(f"cluster_instances:{session.name}", session.name, f"{len(nodes)} running",

@@ -14,7 +14,9 @@ from botocore.exceptions import ClientError
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
-from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
+from fmcluster.backends.efs import EfsFileSystem, scan_efs
+from fmcluster.backends.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
+from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
 from fmcluster.backends.iam import InstanceProfile
 from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.backends.network_plan import after_routes
@@ -26,6 +28,12 @@ from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
 if TYPE_CHECKING:
     from fmcluster.images import Image
     from fmcluster.session import Session
+
+# Shared storage: /home made by fmcluster (FSx for OpenZFS or EFS), and look-ups of existing file systems.
+STORAGE_RESOURCES: dict[str, type[Resource]] = {
+    "fsx_openzfs": FsxOpenZfs, "efs": EfsFileSystem, "existing_fsx_lustre": ExistingFsxLustre,
+    "existing_fsx_volume": ExistingFsxVolume, "existing_efs": ExistingEfs,
+}
 
 # PCS's statuses in the one vocabulary of `status` (the raw one stays in backend_status).
 STATUS = {"CREATING": "CREATING", "ACTIVE": "ACTIVE", "UPDATING": "UPDATING", "DELETING": "DELETING",
@@ -82,6 +90,8 @@ class PcsBackend(Backend):
                 resources.append(FsxLustre(document.key, document))
             elif document.kind == "fsx_data_repository":
                 resources.append(FsxDataRepository(document.key, document))
+            elif document.kind in STORAGE_RESOURCES:
+                resources.append(STORAGE_RESOURCES[document.kind](document.key, document))
             elif document.kind == "cluster":
                 resources.append(PcsCluster(document.key, document))
             elif document.kind == "compute_node_group":
@@ -137,7 +147,7 @@ class PcsBackend(Backend):
 
     def discover(self, session: Session) -> list[Discovered]:
         ctx = session.ctx
-        found = scan_ec2(ctx) + scan_fsx(ctx)
+        found = scan_ec2(ctx) + scan_fsx(ctx) + scan_efs(ctx)
         role = node_role_name(session.name, session.region)
         found += scan_role(ctx, "nodes", role, role)
         cluster = self._cluster(session)

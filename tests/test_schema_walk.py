@@ -1,0 +1,272 @@
+"""No silent field: every leaf of ``fmcluster schema`` (the JSON Schema of Spec), on both backends, either changes
+what fmcluster renders (the documents; for ``workload.*``, which only feeds ``plan``, the plan report) or is
+refused at load time with ``file:line:col`` and a reason that names the backend.
+
+The walk is generic: a field added to the spec is walked without touching this file. A value is made from the
+schema (a flipped bool, another enum member, a number inside the bounds, a key added to a map); where the schema
+cannot say what a valid value looks like (ids, paths, fields whose value other fields constrain), ``PATCHES``
+gives one. A new field that fails here either needs a patch (its generic value is invalid) or needs rendering.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fmcluster.errors import SpecError
+from fmcluster.plan import plan_report
+from fmcluster.plan.prices import PriceBook
+from fmcluster.render import render
+from fmcluster.spec import load_spec
+from fmcluster.spec.models import Spec
+
+SETUP = "#!/bin/bash\necho setup \"$@\"\n"
+
+# Rich bases: every optional section present, so each leaf has something to change.
+BASE: dict[str, Any] = {
+    "name": "walk",
+    "region": "us-east-1",
+    "network": {"subnet_id": "subnet-0123456789abcdef0", "head_subnet_id": "subnet-0123456789abcdef1",
+                "ssh": {"key_name": "walk-key", "allowed_cidr": "203.0.113.0/24"}},
+    "head_node": {"instance_type": "m7i.2xlarge", "root_volume_gib": 200},
+    "queues": [{"name": "train", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 4}}],
+    "storage": {"lustre": {"mount": "/fsx", "capacity_gib": 1200, "s3_import": "s3://walk-data/in"},
+                "home": {"type": "openzfs", "mount": "/home", "capacity_gib": 256}},
+    "software": {"containers": True, "monitoring": False},
+    "slurm": {"scaledown_idle_minutes": 10},
+    "workload": {"model_params_b": 7, "checkpoint_every_min": 30, "tokens_per_second": 1000, "sequence_length": 4096},
+    "bootstrap": [{"run": "./setup.sh", "args": ["one"], "on": "compute"}],
+    "tags": {"team": "walk"},
+}
+# Leaf path → the change to make (paths → values), where the schema alone cannot give a valid one.
+PATCHES: dict[str, dict[str, Any]] = {
+    "name": {"name": "walk-two"},
+    "region": {"region": "us-west-2"},
+    "network.subnet_id": {"network.subnet_id": "subnet-0123456789abcdef2"},
+    "network.head_subnet_id": {"network.head_subnet_id": "subnet-0123456789abcdef3"},
+    "network.ssh.key_name": {"network.ssh.key_name": "other-key"},
+    "network.ssh.allowed_cidr": {"network.ssh.allowed_cidr": "198.51.100.0/24"},
+    "head_node.instance_type": {"head_node.instance_type": "m7i.4xlarge"},
+    "image.ami": {"image.ami": "ami-0123456789abcdef0"},
+    "queues[].name": {"queues[0].name": "pretrain"},
+    "queues[].instance_type": {"queues[0].instance_type": "p5en.48xlarge"},
+    "queues[].nodes": {"queues[0].nodes": 3},
+    "queues[].capacity.type": {"queues[0].capacity.type": "spot"},
+    "queues[].capacity.reservation_id": {"queues[0].capacity": {"type": "reservation",
+                                                                "reservation_id": "cr-0123456789abcdef0"}},
+    "queues[].compute_resource": {"queues[0].compute_resource": "gpus"},
+    "queues[].slurm_settings": {"queues[0].slurm_settings": {"MaxTime": "1-00:00:00"}},
+    "queues[].scratch_mount": {"queues[0].scratch_mount": "/scratch"},
+    "storage.lustre.mount": {"storage.lustre.mount": "/data"},
+    "storage.lustre.capacity_gib": {"storage.lustre.capacity_gib": 2400},
+    "storage.lustre.metadata_iops": {"storage.lustre.metadata_iops": 3000},
+    "storage.lustre.s3_import": {"storage.lustre.s3_import": "s3://walk-data/other"},
+    "storage.lustre.s3_export": {"storage.lustre.s3_export": "s3://walk-data/out"},
+    "storage.lustre.existing_id": {"storage.lustre": {"existing_id": "fs-0123456789abcdef0"}},
+    "storage.home.mount": {"storage.home.mount": "/shared"},
+    "storage.home.type": {"storage.home": {"type": "efs"}},
+    "queues[].nodes.min": {"queues[0].nodes.min": 2},
+    "storage.home.capacity_gib": {"storage.home.capacity_gib": 512},
+    "storage.home.existing_id": {"storage.home": {"existing_id": "fsvol-0123456789abcdef0"}},
+    "slurm.version": {"slurm.version": "25.11"},
+    "slurm.custom_settings": {"slurm.custom_settings": {"PriorityWeightAge": 1000}},
+    "slurm.database.uri": {"slurm.accounting": True, "slurm.database": {
+        "uri": "db.example:3306", "user": "slurm",
+        "password_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:slurmdb"}},
+    "tags": {"tags": {"team": "walk", "project": "x"}},
+    "bootstrap[].run": {"bootstrap[0].run": "s3://walk-data/setup.sh"},
+    "bootstrap[].args": {"bootstrap[0].args": ["two"]},
+    # A created network replaces the given subnets, so these patches drop them.
+    "network.create_vpc": {"network": {"create_vpc": True, "ssh": BASE["network"]["ssh"]}},
+    "network.vpc_cidr": {"network": {"vpc_cidr": "10.8.0.0/16", "ssh": BASE["network"]["ssh"]}},
+    "network.additional_security_groups": {"network.additional_security_groups": ["sg-0123456789abcdef0"]},
+    "network.security_groups": {"network.security_groups": ["sg-0123456789abcdef0"]},
+    "queues[].subnet_id": {"queues[0].subnet_id": "subnet-0123456789abcdef4"},
+    "iam.additional_policies": {"iam.additional_policies": ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"]},
+    "queues[].iam.additional_policies": {
+        "queues[0].iam": {"additional_policies": ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"]}},
+    "queues[].capacity.resource_group_arn": {"queues[0].capacity": {
+        "type": "reservation", "resource_group_arn": "arn:aws:resource-groups:us-east-1:123456789012:group/walk"}},
+    # UltraServers come only as Capacity Blocks of their own type, in whole UltraServers (arm64: an arm64 head).
+    "queues[].capacity.ultraserver": {
+        "head_node.instance_type": "m7g.2xlarge",
+        "queues[0]": {"name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18, "capacity": {
+            "type": "capacity-block", "reservation_id": "cr-0123456789abcdef0", "ultraserver": "u-p6e-gb200x72"}}},
+}
+# One change covers a section whose fields only come together.
+PATCHES["slurm.database.user"] = PATCHES["slurm.database.password_secret_arn"] = PATCHES["slurm.database.uri"]
+# Fields with one allowed value have nothing to change to (deployment_type: PERSISTENT_2 only).
+PLAN_ONLY = ("workload.",)
+
+
+def _leaves(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    defs = schema.get("$defs", {})
+
+    def deref(node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            node = defs[node["$ref"].split("/")[-1]]
+        return node
+
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        node = deref(node)
+        options = [deref(o) for o in node.get("anyOf", []) if o.get("type") != "null"] or [node]
+        objects = [o for o in options if o.get("type") == "object" and "properties" in o]
+        if len(objects) < len(options) or not objects:
+            found.append((path, node))  # a value: a scalar, a list of scalars, a map, or a union's scalar form
+        for obj in objects:
+            for name, child in obj["properties"].items():
+                walk(child, f"{path}.{name}" if path else name)
+        for option in options:
+            items = deref(option.get("items", {})) if option.get("type") == "array" else {}
+            if items.get("type") == "object" and "properties" in items:
+                found.remove((path, node)) if (path, node) in found else None
+                for name, child in items["properties"].items():
+                    walk(child, f"{path}[].{name}")
+
+    walk(schema, "")
+    return found
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    parts: list[Any] = []
+    for part in path.replace("]", "").split("."):
+        if "[" in part:
+            name, index = part.split("[")
+            parts += [name, int(index)]
+        else:
+            parts.append(part)
+    node: Any = data
+    for part in parts[:-1]:
+        if isinstance(part, int):
+            node = node[part]
+        else:
+            node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.replace("[]", "[0]").replace("]", "").split("."):
+        name, _, index = part.partition("[")
+        if not isinstance(node, dict) or name not in node:
+            return None
+        node = node[name]
+        if index:
+            node = node[int(index)]
+    return node
+
+
+def _generic(path: str, node: dict[str, Any], current: Any) -> list[dict[str, Any]]:
+    """Candidate changes: every other enum member and both booleans (a default of None is decided from other
+    fields, so either may be the one that differs), a number inside the bounds, a key added to a map."""
+    options = [o for o in node.get("anyOf", []) if o.get("type") != "null"] or [node]
+    where = path.replace("[]", "[0]")
+    candidates: list[dict[str, Any]] = []
+    for option in options:
+        if "enum" in option or "const" in option:
+            values = option.get("enum") or [option["const"]]
+            candidates += [{where: v} for v in values if v != current]
+            continue
+        kind = option.get("type")
+        if kind == "boolean":
+            candidates += [{where: v} for v in (True, False) if v != current]
+        elif kind in ("integer", "number"):
+            low = option.get("minimum", option.get("exclusiveMinimum", 0))
+            high = option.get("maximum", option.get("exclusiveMaximum", low + 1000))
+            base = current if isinstance(current, (int, float)) else node.get("default") or low
+            value = base * 2 if base and low <= base * 2 <= high else (low + high) // 2 or 1
+            candidates.append({where: value})
+        elif kind == "object" and "additionalProperties" in option:
+            candidates.append({where: {**(current or {}), "fmcluster-walk": "1"}})
+        elif kind == "array":
+            candidates.append({where: [*(current or []), "walk"]})
+    if not candidates:
+        raise AssertionError(f"{path}: the schema does not say what a valid value looks like; add it to PATCHES "
+                             f"in {Path(__file__).name}")
+    return candidates
+
+
+def _outcome(tmp_path: Path, data: dict[str, Any], backend: str) -> tuple[str, Any]:
+    """('refused', problems) or ('rendered', (documents, plan report))."""
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump({**data, "backend": backend}, sort_keys=False))
+    try:
+        spec = load_spec(spec_file).spec
+    except SpecError as exc:
+        return "refused", exc.problems
+    rendered = render(spec, str(spec_file))
+    documents = {d.filename: d.body for d in rendered.documents}
+    return "rendered", (documents, plan_report(spec, PriceBook(spec.region)).to_json())
+
+
+SCHEMA_LEAVES = _leaves(Spec.model_json_schema())
+
+
+def test_the_walk_sees_every_field() -> None:
+    paths = {p for p, _ in SCHEMA_LEAVES}
+    for expected in ("queues[].gpu_health_checks", "storage.home.existing_id", "bootstrap[].on",
+                     "slurm.custom_settings", "network.ssh.allowed_cidr", "workload.model_params_b"):
+        assert expected in paths, sorted(paths)
+
+
+@pytest.mark.parametrize("backend", ["parallelcluster", "pcs"])
+@pytest.mark.parametrize("path,node", SCHEMA_LEAVES, ids=[p for p, _ in SCHEMA_LEAVES])
+def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: str, path: str, node: dict) -> None:
+    (tmp_path / "setup.sh").write_text(SETUP)
+    base = copy.deepcopy(BASE)
+    kind, base_out = _outcome(tmp_path, base, backend)
+    assert kind == "rendered", f"the {backend} base spec must load: {base_out}"
+    if path == "backend":
+        candidates = [{"backend": "pcs" if backend == "parallelcluster" else "parallelcluster"}]
+    elif "enum" in node and len(node["enum"]) == 1 or node.get("const") is not None:
+        pytest.skip(f"{path} has one allowed value ({node.get('enum') or node.get('const')}): nothing to change")
+    else:
+        candidates = [PATCHES[path]] if path in PATCHES else _generic(path, node, _get(base, path))
+    problems = [_judge(tmp_path, base, base_out, backend, path, patch) for patch in candidates]
+    if None not in problems:
+        pytest.fail("\n".join(p for p in problems if p))
+
+
+def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, patch: dict) -> str | None:
+    """None when ``patch`` changes the output or is refused as the walk requires; else why not."""
+    changed = copy.deepcopy(base)
+    for where, value in patch.items():
+        _set(changed, where, value)
+    kind, out = _outcome(tmp_path, changed, patch.get("backend", backend))
+    if kind == "refused":
+        located = [p for p in out if p.line is not None]
+        if not located:
+            return f"{path} on {backend}: {patch} refused without a position: {out}"
+        if not any(name in p.message.lower() for p in located for name in ("pcs", "parallelcluster")):
+            return (f"{path} on {backend}: {patch} refused, but the reason does not say which backend cannot do it: "
+                    + "; ".join(str(p) for p in located))
+        return None
+    documents, report = out
+    base_documents, base_report = base_out
+    if path.startswith(PLAN_ONLY):
+        return None if report != base_report else f"{path} on {backend}: changes neither documents nor the plan"
+    if documents == base_documents:
+        return (f"{path} on {backend}: {patch} loads, but every rendered document is the same: the field is silently "
+                "dropped. Render it, or refuse it at load time with the reason")
+    return None
+
+
+def test_every_field_has_a_description() -> None:
+    """``fmcluster schema`` is what editors show: every property says what it does."""
+    schema = Spec.model_json_schema()
+    missing = []
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        for name, child in node.get("properties", {}).items():
+            if not child.get("description"):
+                missing.append(f"{path}{name}")
+    for name, definition in schema.get("$defs", {}).items():
+        walk(definition, f"{name}.")
+    walk(schema, "Spec.")
+    assert missing == [], f"fields without a description: {', '.join(missing)}"
