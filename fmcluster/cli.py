@@ -316,6 +316,8 @@ def status(
         for row in report if isinstance(report, list) else [report]:
             if row.get("problem"):
                 ui.warning(f"cluster {row['name']}: its recorded spec does not validate: {row['problem']}")
+            if row.get("note"):
+                ui.note(f"cluster {row['name']}: {row['note']}")
 
 
 @app.command()

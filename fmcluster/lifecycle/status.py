@@ -135,6 +135,8 @@ def list_clusters(store: StateStore) -> list[dict[str, Any]]:
 def _tagged_clusters(region: str) -> list[dict[str, Any]]:
     """Clusters in ``region`` whose anchor carries the fmcluster:cluster tag (PCS clusters, ParallelCluster
     stacks); [] when AWS cannot be reached."""
+    from fmcluster.backends.parallelcluster import STATUS as PCLUSTER_STATUS
+    from fmcluster.backends.pcs import STATUS as PCS_STATUS
     from fmcluster.render.common import CLUSTER_TAG
 
     if not aws.has_credentials(region):
@@ -146,13 +148,14 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
             for cluster in page["clusters"]:
                 tags = pcs.list_tags_for_resource(resourceArn=cluster["arn"]).get("tags") or {}
                 if tags.get(CLUSTER_TAG) == cluster["name"]:
-                    found.append(_row(cluster["name"], "pcs", region, cluster["status"]))
+                    found.append(_row(cluster["name"], "pcs", region, PCS_STATUS.get(cluster["status"], "UPDATING")))
         cloudformation = aws.client("cloudformation", region, quick=True)
         for page in cloudformation.get_paginator("describe_stacks").paginate():
             for stack in page["Stacks"]:
                 tags = {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
                 if tags.get(CLUSTER_TAG) == stack["StackName"] and stack["StackStatus"] != "DELETE_COMPLETE":
-                    found.append(_row(stack["StackName"], "parallelcluster", region, stack["StackStatus"]))
+                    found.append(_row(stack["StackName"], "parallelcluster", region,
+                                      PCLUSTER_STATUS.get(stack["StackStatus"], "UPDATING")))
     except Exception as exc:  # the local list still stands; say what could not be read
         from fmcluster import ui
 
@@ -163,7 +166,8 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
 def _row(name: str, backend: str, region: str, status: str) -> dict[str, Any]:
     return {"name": name, "backend": backend, "region": region, "status": status, "queues": [],
             "nodes_max": None, "usd_per_hour": None, "where": where(aws.target_label()), "source": "aws",
-            "problem": "no local record: `fmcluster status NAME` shows it; `fmcluster create SPEC` adopts it"}
+            "problem": None, "note": "no local record: `fmcluster status NAME` shows it; `fmcluster create SPEC` "
+            "adopts it"}
 
 
 def _found_in_aws(store: StateStore, name: str, region: str) -> Session | None:
