@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from fmcluster import aws
-from fmcluster.errors import FmclusterError
+from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
 from fmcluster.lifecycle.cost import live_cost, usd_per_hour_max
 from fmcluster.session import Session
@@ -52,11 +52,31 @@ def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, A
         check_reachable(record)
         spec, spec_problem = spec_of(record)
         session = Session.for_record(record, store, spec)
-    report = describe(session, spec_problem)
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        report = describe(session, spec_problem)
+    except (AwsError, BotoCoreError) as exc:
+        if record is None or session.spec is not None:
+            raise
+        why = str(exc).splitlines()[0] if isinstance(exc, AwsError) else aws.describe_error("AWS", exc).aws_message
+        report = _recorded(store, record, spec_problem, why)
     report["problem"] = record.problem if record is not None else None
     if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report
+
+
+def _recorded(store: StateStore, record: ClusterRecord, spec_problem: str, why: str) -> dict[str, Any]:
+    """A degraded record (its spec unusable) while AWS cannot be asked: what the state recorded, said as such,
+    so the cluster can still be seen (and `destroy` still works from AWS's tags once AWS answers)."""
+    return {"name": record.name, "backend": record.backend, "region": record.region, "status": record.status,
+            "backend_status": None, "queues": [], "slurm_endpoint": None, "instances": [],
+            "problems": [f"not read from AWS ({why}): the status and resources are what the state recorded"],
+            "resources": [{"type": r.kind, "key": r.key, "id": r.id, "status": r.status, "managed": True,
+                           "description": f"{r.kind}:{r.key} (recorded)"} for r in store.resources(record.name,
+                                                                                                  record.region)],
+            "drift": None, "drift_unknown": spec_problem}
 
 
 def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
