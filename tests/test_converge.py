@@ -131,7 +131,18 @@ def test_parallelcluster_counts_and_an_added_queue_converge(pc_cli):
 def test_create_does_not_call_ready_a_cluster_whose_nodes_cannot_register(cli):
     # 32 network interfaces get no public address in the default VPC's public subnet, and with no NAT the
     # nodes never reach PCS: PCS keeps the group ACTIVE and says so in errorInfo.
-    _edit(cli, lambda data: data["queues"][0].update(instance_type="p5.48xlarge"))
+    ec2 = cli.sandbox.client("ec2")
+    offered = {o["Location"] for o in ec2.describe_instance_type_offerings(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": ["p5.48xlarge"]}])[
+        "InstanceTypeOfferings"]}
+    public = next(s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "default-for-az",
+                                                                        "Values": ["true"]}])["Subnets"]
+                  if s["AvailabilityZone"] in offered)
+    _edit(cli, lambda data: (data["queues"][0].update(instance_type="p5.48xlarge"),
+                             data.setdefault("network", {}).update(subnet_id=public)))
+    # preflight refuses this subnet for multi-interface nodes on PCS; past it, AWS must be heard
+    refused = _ok(cli.create(), code=1)
+    assert "preflight failed" in refused.stderr and not cli.inventory()["clusters"]
     result = _ok(cli.create("--skip-preflight"), code=1)
     assert "reports problems" in result.stderr and "compute node group gpu" in result.stderr, result.stderr
     assert "is ready" not in result.stdout

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster.engine import AttributeFilter, Resource, ResourceChange, Unknown
+from fmcluster.graph import by_rank
 from fmcluster.lifecycle.common import orphans_of, plan_changes
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
@@ -32,7 +33,9 @@ class Plan:
     def to_delete_first(self) -> list[Resource]:
         """Resources that left the spec, and replacements: deleted (in reverse order) before the walk."""
         replaced = {c.resource for c in self.changes if c.action == "replace"}
-        return self.orphans + [r for r in self.resources if r.name in replaced]
+        # Orphans come from AWS's tags, not from documents, so no reference orders them: their kinds' teardown
+        # ranks do (a queue before the node group it names).
+        return by_rank(list(self.orphans)) + [r for r in self.resources if r.name in replaced]
 
     def counts(self) -> dict[str, int]:
         counts = {action: 0 for action in ("create", "update", "replace", "delete", "no-op")}
