@@ -106,6 +106,8 @@ class Sandbox:
         ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
         public, private = (ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
                            for cidr in (f"10.{block}.0.0/20", f"10.{block}.128.0/17"))
+        # A public subnet gives its instances public addresses (how a single-interface login node reaches PCS).
+        ec2.modify_subnet_attribute(SubnetId=public, MapPublicIpOnLaunch={"Value": True})
         gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
         ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
         public_routes = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
