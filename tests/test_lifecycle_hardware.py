@@ -46,7 +46,8 @@ def test_g5_queue_on_parallelcluster(pcluster_cli, sandbox):
     # ParallelCluster lays EFA on a single-card type as a primary plus an efa-only interface: no public IP there.
     _g5_spec(pcluster_cli, "parallelcluster", {"subnet_id": network["private_subnet"],
                                                "head_subnet_id": network["public_subnet"]})
-    rendered = yaml.safe_load(_ok(pcluster_cli.run("render", str(pcluster_cli.spec))).stdout)
+    rendered = next(d for d in yaml.safe_load_all(_ok(pcluster_cli.run("render", str(pcluster_cli.spec))).stdout)
+                    if d and "Scheduling" in d)  # the config, then the node scripts' bucket
     queue = rendered["Scheduling"]["SlurmQueues"][0]
     assert queue["HealthChecks"]["Gpu"]["Enabled"] is True
     assert queue["ComputeResources"][0]["Efa"]["Enabled"] is True
