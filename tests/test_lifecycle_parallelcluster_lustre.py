@@ -3,8 +3,7 @@
 CloudFormation), the cluster reaches CREATE_COMPLETE, and
 ``destroy --keep-storage`` removes the stack cleanly; the file system and its security group stay, as the
 rendered ``DeletionPolicy: Retain`` asks (ParallelCluster gives the storage security group the file
-system's policy). A plain ``destroy`` finds those two still tagged for the cluster, as it would on AWS,
-where CloudFormation propagates the stack's tags to them."""
+system's policy), with the created network they sit in."""
 
 from __future__ import annotations
 

@@ -45,6 +45,10 @@ def _found(ctx: Context, tags: dict[str, str], ident: str, status: str, descript
     """A tagged resource: managed (with a handle) when it names a resource of the plan and is this cluster's;
     reported otherwise, saying whose it is."""
     resource = tags.get(RESOURCE_TAG) or fallback
+    if resource.startswith("pcluster_cluster:"):
+        # CloudFormation copies the stack's tags onto what the stack makes (a retained Lustre file system and
+        # its security group): the tag names the stack, not this resource.
+        resource = fallback
     kind, _, key = resource.partition(":")
     ours = is_ours(tags, ctx)
     if not ours:

@@ -115,9 +115,13 @@ def _kept_names(session: Session, found: list[Discovered]) -> set[str]:
     storage = {d.resource for d in found if d.handle is not None and d.handle.is_storage}
     if not storage:
         return set()
-    if session.spec is None:  # the groups its interfaces use, and the subnets and VPC fmcluster made for it
-        return storage | {d.resource for d in found if d.resource.startswith(("security_group:", "subnet:", "vpc:"))}
+    # the groups its interfaces use, and the subnets and VPC fmcluster made for it
+    surroundings = {d.resource for d in found if d.resource.startswith(("security_group:", "subnet:", "vpc:"))}
+    if session.spec is None:
+        return storage | surroundings
     resources = {r.name: r for r in wire(session.resources())}
+    if storage - set(resources):  # made by the backend's own stack: no document says what it sits in
+        return storage | surroundings
     keep = set(storage)
     frontier = [name for name in storage if name in resources]
     while frontier:
