@@ -31,8 +31,12 @@ class Plan:
 
     def to_delete_first(self) -> list[Resource]:
         """Resources that left the spec, and replacements: deleted (in reverse order) before the walk."""
+        from fmcluster.graph import by_rank
+
         replaced = {c.resource for c in self.changes if c.action == "replace"}
-        return self.orphans + [r for r in self.resources if r.name in replaced]
+        # Orphans come from a tag scan, without documents to draw edges from: rank them as destroy does, so a
+        # removed queue goes before its node group (PCS refuses to delete a node group a queue still uses).
+        return by_rank(list(self.orphans)) + [r for r in self.resources if r.name in replaced]
 
     def counts(self) -> dict[str, int]:
         counts = {action: 0 for action in ("create", "update", "replace", "delete", "no-op")}
