@@ -18,6 +18,7 @@ no subnet: default VPC) and runs ``fmcluster create SPEC --yes`` in a subprocess
 
 Then it checks that polling backs off (intervals between reads of the PCS cluster grow) and that nothing
 was throttled (the sandbox has no throttling configured), destroys the cluster and checks nothing is left.
+Exits 1 when the ratio misses its target (``ratio <= 1.15``), something was throttled or left behind.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, Sandbox, run  # noqa: E402
 
+TARGET_RATIO = 1.15  # wall time at most 15 % over the critical path
 LATENCY = {
     "pcs.cluster": 6.0,
     "pcs.compute_node_group": 3.0,
@@ -180,6 +182,8 @@ def main() -> int:
         "critical_path_s": round(critical, 2),
         "serial_s": round(serial, 2),
         "ratio": round(wall / critical, 3),
+        "target": TARGET_RATIO,
+        "meets_target": wall / critical <= TARGET_RATIO,
         "api_calls_create": sum(create_calls["api_calls"].values()),
         "api_calls_status": sum(status_calls["api_calls"].values()),
         "calls_per_minute_waiting": round(per_minute, 1),
@@ -218,7 +222,7 @@ def main() -> int:
               f"leftovers after destroy: {d['leftovers_after_destroy'] or 'none'}")
         print(f"create calls by operation: {d['api_calls_create_by_op']}")
         print(f"status calls by operation: {d['api_calls_status_by_op']}")
-    ok = not leftovers and throttled == 0
+    ok = not leftovers and throttled == 0 and wall / critical <= TARGET_RATIO
     return 0 if ok else 1
 
 
