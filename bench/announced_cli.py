@@ -21,7 +21,10 @@ def main() -> None:
     registered: set[int] = set()
 
     def announce(event_name: str = "", **_: object) -> None:
-        print(PREFIX + ".".join(event_name.split(".")[1:3]), file=sys.stderr, flush=True)
+        # one write per line: the engine's threads send requests at once, and print() writes the text and
+        # its newline separately, so two lines could interleave
+        sys.stderr.write(PREFIX + ".".join(event_name.split(".")[1:3]) + "\n")
+        sys.stderr.flush()
 
     def session(region):
         new = original_session(region)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import queue
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -115,13 +116,14 @@ class Run:
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
         seen, deadline = None, time.monotonic() + TIMEOUT
+        sent = re.compile(re.escape(PREFIX + call) + r"(?![A-Za-z])")  # iam.DeleteRole, not iam.DeleteRolePolicy
         try:
             while seen is None and time.monotonic() < deadline and proc.poll() is None:
                 try:
                     line = lines.get(timeout=0.2)
                 except queue.Empty:
                     continue
-                if line.strip() == PREFIX + call:
+                if sent.search(line):
                     seen = time.monotonic()
             if seen is not None:
                 time.sleep(kill_after)
