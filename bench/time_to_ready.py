@@ -143,6 +143,9 @@ def main() -> int:
                                                     str(spec), "--yes")
             events = parse_events(create.stderr)
             graph = parse_plan(create.stderr)
+            if not graph:
+                raise SystemExit("no dependency graph in create's output: the plan rows no longer carry the "
+                                 "'after' column this script reads, so the critical path cannot be computed")
             first = events[0][0]
             done = {resource: at for at, mark, resource, _ in events if mark == "✓"}
             started = {}
