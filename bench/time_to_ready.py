@@ -10,9 +10,10 @@ no subnet: default VPC) and runs ``fmcluster create SPEC --yes`` in a subprocess
 
 * ``wall_s``: first engine event to the last resource ready, from the progress lines on stderr (one per
   event with the elapsed seconds, since stderr is not a TTY);
-* ``critical_path_s``: the longest path through the plan's dependency graph (the "after" column of the
-  plan the CLI prints), each resource weighted with the latency set for it; ``serial_s``: the sum of all
-  those latencies (every resource one after the other); ``ratio = wall_s / critical_path_s``;
+* ``critical_path_s``: the longest path through the dependency graph the engine walks (recorded by
+  ``bench/counted_cli.py`` from ``Engine.apply``), each resource weighted with the latency set for it;
+  ``serial_s``: the sum of all those latencies (every resource one after the other);
+  ``ratio = wall_s / critical_path_s``;
 * ``api_calls_create`` / ``api_calls_status``: botocore calls of ``create`` and of ``status NAME --json``;
 * ``calls_per_minute_waiting``: HTTP requests per minute between the first engine event and ready.
 
@@ -142,10 +143,9 @@ def main() -> int:
             total_s, create, create_calls = counted(sandbox, cli_home, tmp_path / "create.json", "create",
                                                     str(spec), "--yes")
             events = parse_events(create.stderr)
-            graph = parse_plan(create.stderr)
+            graph = create_calls.get("graph") or parse_plan(create.stderr)
             if not graph:
-                raise SystemExit("no dependency graph in create's output: the plan rows no longer carry the "
-                                 "'after' column this script reads, so the critical path cannot be computed")
+                raise SystemExit("no dependency graph recorded for create, so the critical path cannot be computed")
             first = events[0][0]
             done = {resource: at for at, mark, resource, _ in events if mark == "✓"}
             started = {}
