@@ -1,106 +1,59 @@
-"""Chaos lifecycles in the sandbox: create → status → destroy under seeded faults, then look for leftovers.
+"""Chaos lifecycles in the sandbox: faults, spec edits, out-of-band changes and kills inside IAM calls, then
+the live AWS state is compared with the spec and every leftover is looked for.
 
-    python bench/chaos.py [--runs 4] [--seed 1000] [--json]
+    python bench/chaos.py [--runs 10] [--seed 1000] [--kinds KIND,...] [--json]
 
-Runs alternate PCS and ParallelCluster (the quickstart configs, each with a unique name). Run *i* uses
-seed ``--seed + i`` for everything random in it:
+Run *i* uses seed ``--seed + i`` for everything random in it, and its kind is chosen by that seed
+(``KINDS[seed % len(KINDS)]``), so ``--runs 1 --seed SEED`` repeats one run exactly:
 
-* 20 % of all sandbox calls throttled (the sandbox's own seeded RNG) for the whole run;
-* one SIGKILL of the CLI at a random moment of ``create`` or of ``destroy`` (chosen by the seed), then
-  the same command is run again;
-* on PCS, one ICE: ``insufficient_capacity`` for the queue's instance type during a second ``create``,
-  which must fail clearly; the fault is then cleared and ``create`` re-run. If that re-run cannot recover
-  (a CREATE_FAILED node group stays), the run accepts the failure and destroys, and says so.
+* ``fault-pcs`` / ``fault-parallelcluster`` (this module): 20 % of all sandbox calls throttled for the whole
+  run; one SIGKILL of the CLI at a random moment of ``create`` or of ``destroy`` (chosen by the seed), then
+  the same command again; on PCS, an ICE (``insufficient_capacity`` for the queue's type) during a second
+  ``create``, which must fail clearly and name InsufficientInstanceCapacity; the fault is then cleared and
+  ``create`` re-run.
+* ``edits-pcs`` (bench/chaos_kinds.py): counts up, down and back to an earlier value through ``scale`` and
+  through the spec file + ``create``, an instance-type edit, a queue added then removed, under throttling;
+  the live state must equal the spec after every step.
+* ``drift-pcs``: a queue deleted and another node group's scaling changed with boto3 behind fmcluster's
+  back; ``status --json`` must list both in ``drift`` and ``create`` must repair them.
+* ``iam-kill-pcs``: SIGKILL inside one IAM call of create and one of destroy, rotating with the seed (five
+  consecutive seeds cover every call; the sandbox holds that call 4 s),
+  each followed by ``destroy``, which must leave nothing, IAM role and instance profile included.
+* ``edits-parallelcluster``: counts changed and a queue added through the spec file + ``create``.
 
-After every ``create`` that succeeds, the sandbox is checked for duplicates (more than one PCS cluster,
-security group, launch template, node group, queue or stack of one name); after ``destroy``, for anything
-left: EC2 instances not terminated, security groups, launch templates, placement groups, PCS clusters and
-CloudFormation stacks not DELETE_COMPLETE. Prints ``{"runs", "converged", "leaked", "duplicates"}`` and the
-seed of every run that did not converge (re-run one with ``--runs 1 --seed SEED``, and
-``--first parallelcluster`` for an odd run).
+A run **converges** only when the live state (read from the sandbox with boto3, never from fmcluster's
+output) equalled the spec after its last ``create`` (PCS: every node group's min/max and instance types, the
+set of queues and their node groups, all ACTIVE; ParallelCluster: the stack's deployed configuration), no
+command printed a traceback, no command that had to succeed failed, there were never two resources of one
+name, and the final ``destroy`` left nothing: EC2 instances, security groups, launch templates, placement
+groups, PCS clusters, the ``AWSPCS-<name>-<region>`` IAM role and instance profile, CloudFormation stacks.
+
+Prints ``{"runs", "converged", "leaked", "duplicates", "drift_repaired"}`` (with ``--json`` also every run's
+detail) and exits 1 unless every run converged with nothing leaked and no duplicates.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, Sandbox, duplicates, fmcluster_exe, run  # noqa: E402
+from chaos_kinds import DriftRun, EditRun, IamKillRun, PclusterEditRun  # noqa: E402
+from chaos_run import THROTTLE, TIMEOUT, Run  # noqa: E402
+from common import Sandbox, fmcluster_exe, run  # noqa: E402
 
-QUICKSTART = {"pcs": REPO / "configs" / "quickstart-pcs.yaml",
-              "parallelcluster": REPO / "configs" / "quickstart-parallelcluster.yaml"}
 # PCS transitions slow enough that a kill lands mid-way (create takes ~4 s without throttling)
 PCS_LATENCY = {"pcs.cluster": 2.0, "pcs.compute_node_group": 1.0, "pcs.queue": 0.5}
-THROTTLE = 0.2
-TIMEOUT = 900
 
 
-def write_spec(directory: Path, backend: str, name: str) -> tuple[Path, str]:
-    data = yaml.safe_load(QUICKSTART[backend].read_text())
-    data["name"] = name
-    path = directory / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path, data["queues"][0]["instance_type"]
+class FaultRun(Run):
+    """The fault lifecycle: create → status → destroy under throttling, a SIGKILL and (PCS) an ICE."""
 
-
-class Run:
-    def __init__(self, sandbox: Sandbox, directory: Path, backend: str, seed: int):
-        self.sandbox, self.backend, self.seed = sandbox, backend, seed
-        self.rng = random.Random(seed)
-        self.name = f"ch{seed % 1000:03d}-{uuid.uuid4().hex[:6]}"
-        self.spec, self.instance_type = write_spec(directory, backend, self.name)
-        self.env = sandbox.cli_env(directory / f"home-{self.name}")
-        self.log: list[str] = []
-        self.problems: list[str] = []
-        self.duplicates: dict[str, list[str]] = {}
-        self.leftovers: dict[str, list[str]] = {}
-
-    def say(self, text: str) -> None:
-        self.log.append(text)
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess:
-        started = time.monotonic()
-        result = run([*fmcluster_exe(), *args], self.env, timeout=TIMEOUT)
-        lines = result.stderr.strip().splitlines() or [""]
-        tail = next((line for line in lines if line.lower().startswith("error")), lines[-1])[:200]
-        self.say(f"{' '.join(args[:2])}: exit {result.returncode} in {time.monotonic() - started:.1f}s  {tail}")
-        if "Still tagged" in result.stderr:
-            self.say("  " + " | ".join(result.stderr.split("Still tagged", 1)[1].splitlines()[1:4]))
-        if "Traceback" in result.stderr:
-            self.problems.append(f"traceback in `{' '.join(args[:2])}`: {result.stderr[-400:]}")
-        return result
-
-    def killed(self, *args: str, within: float) -> None:
-        """Start the command, SIGKILL it after a random delay in [0.3, within] s."""
-        delay = self.rng.uniform(0.3, within)
-        proc = subprocess.Popen([*fmcluster_exe(), *args], env=self.env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        try:
-            proc.wait(timeout=delay)
-            self.say(f"{' '.join(args[:2])}: finished (exit {proc.returncode}) before the kill at {delay:.1f}s")
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
-            self.say(f"{' '.join(args[:2])}: SIGKILL after {delay:.1f}s")
-
-    def check_duplicates(self, when: str) -> None:
-        inventory = self.sandbox.inventory(self.name)
-        self.say(f"{when}: " + "; ".join(f"{k} {len(v)}" + (f" {v}" if k == "cfn_stacks" else "")
-                                         for k, v in inventory.items() if v))
-        found = duplicates(inventory)
-        if found:
-            self.duplicates[when] = found
+    kind = "fault-pcs"
 
     def execute(self) -> dict:
         sb = self.sandbox
@@ -113,7 +66,6 @@ class Run:
         create_s = 6.0 if self.backend == "pcs" else 30.0
         self.say(f"{self.backend} {self.name} seed {self.seed}: kill during {kill_in}, "
                  f"throttle {THROTTLE:.0%}{', ICE on ' + self.instance_type if self.backend == 'pcs' else ''}")
-        created = False
         if kill_in == "create":
             self.killed("create", str(self.spec), "--yes", within=create_s)
         if self.backend == "pcs":
@@ -124,56 +76,46 @@ class Run:
             elif "InsufficientInstanceCapacity" not in ice.stderr + ice.stdout:
                 self.problems.append("ICE failure does not name InsufficientInstanceCapacity")
             sb.faults({"insufficient_capacity": []})
-        final = self.cli("create", str(self.spec), "--yes")
-        if final.returncode == 0:
-            created = True
-        elif self.backend == "pcs":
-            # A node group left CREATE_FAILED by the ICE: accept the failure and destroy.
-            self.say("create after clearing the ICE did not recover; accepting the failure and destroying")
-            first_error = next((line for line in final.stderr.splitlines() if line.lower().startswith("error")),
-                               "")
-            self.problems.append(f"re-running create after an ICE does not recover: {first_error[:200]}")
-        else:
-            self.problems.append(f"create failed: {final.stderr[-300:]}")
+        created = self.create().returncode == 0
         if created:
             self.check_duplicates("after create")
-            status = self.cli("status", self.name, "--json")
-            if status.returncode != 0:
-                self.problems.append("status failed")
-            else:
-                report = json.loads(status.stdout)
-                if report.get("status") not in ("ACTIVE", "CREATE_COMPLETE", "UPDATE_COMPLETE"):
-                    self.problems.append(f"status says {report.get('status')} after a successful create")
+            self.check_status()
+            if self.backend == "pcs":
+                self.matches_spec("after the last create")
         if kill_in == "destroy":
             self.killed("destroy", self.name, "--yes", within=4.0 if self.backend == "pcs" else 8.0)
-        destroyed = self.cli("destroy", self.name, "--yes")
-        if destroyed.returncode != 0:
-            self.say("destroy failed once; one more try")
-            destroyed = self.cli("destroy", self.name, "--yes")
-        sb.faults({"reset": True})  # scan without throttling
-        inventory = sb.inventory(self.name)
-        self.leftovers = {kind: items for kind, items in inventory.items() if items}
-        found = duplicates(inventory)
-        if found:
-            self.duplicates["after destroy"] = found
-        converged = (destroyed.returncode == 0 and not self.leftovers and not self.duplicates
-                     and (created or self.backend == "pcs"))
-        return {"seed": self.seed, "backend": self.backend, "name": self.name, "kill_in": kill_in,
-                "created": created, "destroyed": destroyed.returncode == 0, "converged": converged,
-                "leftovers": self.leftovers, "duplicates": self.duplicates, "problems": self.problems,
-                "log": self.log}
+        destroyed = self.destroy_and_scan()
+        return self.result(created and destroyed, kill_in=kill_in, created=created, destroyed=destroyed)
+
+    def check_status(self) -> None:
+        status = self.must("status", self.name, "--json")
+        if status.returncode == 0:
+            report = json.loads(status.stdout)
+            if report.get("status") != "ACTIVE":
+                self.problems.append(f"status says {report.get('status')} after a successful create")
+
+
+class PclusterFaultRun(FaultRun):
+    kind, backend = "fault-parallelcluster", "parallelcluster"
+
+
+# with the default --seed 1000, ten runs give two each of drift, edits, fault-pcs and iam-kill
+KINDS: list[type[Run]] = [FaultRun, IamKillRun, PclusterFaultRun, PclusterEditRun, DriftRun, EditRun]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1000, help="run i uses seed SEED+i")
-    parser.add_argument("--first", choices=["pcs", "parallelcluster"], default="pcs",
-                        help="backend of the first run; they alternate")
+    parser.add_argument("--kinds", default="", help="comma-separated kinds to keep (default: all): "
+                        + ", ".join(k.kind for k in KINDS))
     parser.add_argument("--json", action="store_true", help="print the summary and every run as JSON")
     args = parser.parse_args()
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else (lambda *a: print(*a, flush=True))
-    order = ["pcs", "parallelcluster"] if args.first == "pcs" else ["parallelcluster", "pcs"]
+    wanted = [k for k in args.kinds.split(",") if k]
+    unknown = set(wanted) - {k.kind for k in KINDS}
+    if unknown:
+        parser.error(f"unknown kinds: {', '.join(sorted(unknown))}")
 
     results = []
     started = time.monotonic()
@@ -181,29 +123,32 @@ def main() -> int:
         sandbox = Sandbox(Path(tmp) / "sandbox-home").start()
         try:
             for i in range(args.runs):
-                run_ = Run(sandbox, Path(tmp), order[i % 2], args.seed + i)
+                seed = args.seed + i
+                kinds = [k for k in KINDS if not wanted or k.kind in wanted]
+                run_ = kinds[seed % len(kinds)](sandbox, Path(tmp), seed)
                 try:
                     result = run_.execute()
                 except Exception as exc:  # a crash of the harness or a hung command: report, clean up, go on
                     sandbox.faults({"reset": True})
                     run([*fmcluster_exe(), "destroy", run_.name, "--yes"], run_.env, timeout=TIMEOUT)
-                    result = {"seed": run_.seed, "backend": run_.backend, "name": run_.name, "converged": False,
-                              "leftovers": run_.leftovers, "duplicates": run_.duplicates,
-                              "problems": [*run_.problems, f"harness: {type(exc).__name__}: {exc}"],
-                              "log": run_.log}
+                    run_.leftovers = {k: v for k, v in sandbox.inventory(run_.name).items() if v}
+                    run_.problems.append(f"harness: {type(exc).__name__}: {exc}")
+                    result = run_.result(False)
                 results.append(result)
                 for line in result["log"]:
                     say("  " + line)
                 verdict = "converged" if result["converged"] else "DID NOT CONVERGE"
-                say(f"run {i + 1}/{args.runs} seed {result['seed']} {result['backend']}: {verdict}"
+                say(f"run {i + 1}/{args.runs} seed {result['seed']} {result['kind']}: {verdict}"
                     + (f"; leftovers {result['leftovers']}" if result["leftovers"] else "")
                     + (f"; duplicates {result['duplicates']}" if result["duplicates"] else "")
+                    + (f"; live != spec {result['mismatches']}" if result["mismatches"] else "")
                     + (f"; problems {result['problems']}" if result["problems"] else ""))
         finally:
             sandbox.stop()
     summary = {"runs": len(results), "converged": sum(r["converged"] for r in results),
                "leaked": sum(bool(r["leftovers"]) for r in results),
-               "duplicates": sum(bool(r["duplicates"]) for r in results)}
+               "duplicates": sum(bool(r["duplicates"]) for r in results),
+               "drift_repaired": sum(bool(r.get("drift_repaired")) for r in results)}
     not_converged = [r["seed"] for r in results if not r["converged"]]
     if args.json:
         print(json.dumps({**summary, "not_converged_seeds": not_converged,
@@ -213,7 +158,8 @@ def main() -> int:
         for seed in not_converged:
             print(f"seed {seed} did not converge")
         print(f"{time.monotonic() - started:.0f} s in all")
-    return 0 if summary["converged"] == summary["runs"] else 1
+    ok = summary["converged"] == summary["runs"] and summary["leaked"] == 0 and summary["duplicates"] == 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

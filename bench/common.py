@@ -87,47 +87,60 @@ class Sandbox:
                                     config=Config(retries={"mode": "standard", "max_attempts": 20}))
 
     # what the sandbox holds for one cluster --------------------------------------------------------
-    def inventory(self, name: str) -> dict[str, list[str]]:
-        """Live resources tagged (or named) for cluster *name*, as readable strings per kind."""
-        ec2, pcs, cfn = self.client("ec2"), self.client("pcs"), self.client("cloudformation")
+    def inventory(self, name: str, region: str = "us-east-1") -> dict[str, list[str]]:
+        """Live resources tagged (or named) for cluster *name*, as readable strings per kind. Every list
+        call pages through to the end, so a busy account cannot hide a leftover behind the first page."""
+        ec2, pcs, cfn, iam = (self.client(s) for s in ("ec2", "pcs", "cloudformation", "iam"))
+
+        def pages(client: Any, operation: str, key: str, **kwargs: Any) -> list[dict]:
+            return [item for page in client.get_paginator(operation).paginate(**kwargs) for item in page[key]]
+
         tag = [{"Name": f"tag:{TAG}", "Values": [name]}]
         inventory: dict[str, list[str]] = {}
         instances = set()
         for filters in (tag, [{"Name": "tag:parallelcluster:cluster-name", "Values": [name]}]):
             instances |= {f"{i['InstanceId']} {i['State']['Name']}"
-                          for r in ec2.describe_instances(Filters=filters)["Reservations"]
+                          for r in pages(ec2, "describe_instances", "Reservations", Filters=filters)
                           for i in r["Instances"] if i["State"]["Name"] != "terminated"}
         inventory["instances"] = sorted(instances)
         inventory["security_groups"] = [g["GroupName"] for g in
-                                        ec2.describe_security_groups(Filters=tag)["SecurityGroups"]]
+                                        pages(ec2, "describe_security_groups", "SecurityGroups", Filters=tag)]
         inventory["launch_templates"] = [t["LaunchTemplateName"] for t in
-                                         ec2.describe_launch_templates(Filters=tag)["LaunchTemplates"]]
+                                         pages(ec2, "describe_launch_templates", "LaunchTemplates", Filters=tag)]
         inventory["placement_groups"] = [g["GroupName"] for g in
                                          ec2.describe_placement_groups(Filters=tag)["PlacementGroups"]
                                          if g.get("State") not in ("deleted",)]
-        clusters = [c for c in pcs.list_clusters()["clusters"] if c["name"] == name]
+        clusters = [c for c in pages(pcs, "list_clusters", "clusters") if c["name"] == name]
         inventory["pcs_clusters"] = [f"{c['name']} {c['id']} {c['status']}" for c in clusters]
         groups, queues = [], []
         for cluster in clusters:
-            groups += [g["name"] for g in pcs.list_compute_node_groups(clusterIdentifier=cluster["id"])[
-                "computeNodeGroups"]]
-            queues += [q["name"] for q in pcs.list_queues(clusterIdentifier=cluster["id"])["queues"]]
+            groups += [g["name"] for g in pages(pcs, "list_compute_node_groups", "computeNodeGroups",
+                                                clusterIdentifier=cluster["id"])]
+            queues += [q["name"] for q in pages(pcs, "list_queues", "queues", clusterIdentifier=cluster["id"])]
         inventory["pcs_node_groups"], inventory["pcs_queues"] = groups, queues
+        # the PCS node role and its instance profile carry the cluster's name and region, not only its tags
+        role = f"AWSPCS-{name}-{region}"
+        inventory["iam_roles"] = [r["RoleName"] for r in pages(iam, "list_roles", "Roles")
+                                  if r["RoleName"] == role]
+        inventory["iam_instance_profiles"] = [p["InstanceProfileName"] for p in
+                                              pages(iam, "list_instance_profiles", "InstanceProfiles")
+                                              if p["InstanceProfileName"] == role]
         stacks = []
-        for page in cfn.get_paginator("list_stacks").paginate():
-            for stack in page["StackSummaries"]:
-                if stack["StackStatus"] != "DELETE_COMPLETE" and (
-                        stack["StackName"] == name or stack["StackName"].startswith(f"{name}-")):
-                    stacks.append(f"{stack['StackName']} {stack['StackStatus']}")
+        for stack in pages(cfn, "list_stacks", "StackSummaries"):
+            if stack["StackStatus"] != "DELETE_COMPLETE" and (
+                    stack["StackName"] == name or stack["StackName"].startswith(f"{name}-")):
+                stacks.append(f"{stack['StackName']} {stack['StackStatus']}")
         inventory["cfn_stacks"] = stacks
         return inventory
 
 
 def duplicates(inventory: dict[str, list[str]]) -> dict[str, list[str]]:
-    """More than one PCS cluster, security group, launch template or stack of the same name."""
+    """More than one PCS cluster, security group, launch template, node group, queue, IAM role or instance
+    profile or stack of the same name."""
     found = {}
     keyed = {"pcs_clusters": lambda s: s.split()[0], "security_groups": str, "launch_templates": str,
-             "cfn_stacks": lambda s: s.split()[0], "pcs_node_groups": str, "pcs_queues": str}
+             "cfn_stacks": lambda s: s.split()[0], "pcs_node_groups": str, "pcs_queues": str,
+             "iam_roles": str, "iam_instance_profiles": str}
     for kind, key in keyed.items():
         counts = Counter(key(item) for item in inventory.get(kind, []))
         extra = [f"{item} x{n}" for item, n in counts.items() if n > 1]

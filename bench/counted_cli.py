@@ -10,7 +10,8 @@ gets (same monotonic clock). The file holds::
 
     {"api_calls": {"service.Op": n}, "calls": [[t, "service.Op"]], "attempts": [[t, "service.Op"]],
      "events": [[t, resource, kind, status]], "throttled": n, "t0": monotonic at start,
-     "error_answers": n (4xx/5xx answers seen, a 404 on a read included)}
+     "error_answers": n (4xx/5xx answers seen, a 404 on a read included),
+     "graph": {resource: [what it depends on]} (each ``Engine.apply`` walk's resources)}
 """
 
 from __future__ import annotations
@@ -73,7 +74,17 @@ def main() -> None:
     aws._count_call = count_call
     aws.session = session
 
-    from fmcluster import progress
+    from fmcluster import engine, progress
+
+    original_apply = engine.Engine.apply
+
+    def apply(self, resources, *args, **kwargs):
+        # the dependency graph the engine walks (the printed plan does not show it)
+        with lock:
+            record.setdefault("graph", {}).update({r.name: list(r.depends_on) for r in resources})
+        return original_apply(self, resources, *args, **kwargs)
+
+    engine.Engine.apply = apply
 
     original_handle = progress.ProgressView.handle
 
