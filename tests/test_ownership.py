@@ -87,6 +87,7 @@ def _kill_during(cli, call: str, *args: str) -> None:
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
+        time.sleep(2.5)  # the held request still lands, as an in-flight one would on AWS
         cli.sandbox.faults({"reset": True})
 
 

@@ -138,6 +138,16 @@ class InstanceProfile(Resource):
         tolerate(lambda: iam.remove_role_from_instance_profile(InstanceProfileName=self.profile_name,
                                                                RoleName=self.role_name), "NoSuchEntity")
         tolerate(lambda: iam.delete_instance_profile(InstanceProfileName=self.profile_name), "NoSuchEntity")
+        # A request of a killed command may still land (a policy attached after the list): list again, once.
+        for attempt in range(2):
+            try:
+                self._delete_role(iam)
+                return
+            except ClientError as exc:
+                if error_code(exc) != "DeleteConflict" or attempt:
+                    raise
+
+    def _delete_role(self, iam: Any) -> None:
         try:
             attached = [p["PolicyArn"] for page in iam.get_paginator("list_attached_role_policies").paginate(
                 RoleName=self.role_name) for p in page["AttachedPolicies"]]
