@@ -174,6 +174,7 @@ def install() -> None:
         return EmptyResult()
 
     CloudFormationResponse.delete_stack = delete_stack
+    _gone_counts_as_deleted()
     Stack.get_cfn_attribute = get_cfn_attribute
     Stack.create_resources = create_resources
     Stack._fmcluster = True
@@ -249,3 +250,25 @@ def _roll_back(stack, on_failure: str) -> None:
     if on_failure == "DELETE":
         cloudformation_backends[stack.account_id][stack.region_name].delete_stack(stack.stack_id)
 
+
+def _gone_counts_as_deleted() -> None:
+    """A stack's resource that no longer exists is deleted, not a failure: CloudFormation treats a delete
+    handler's NotFound as success (CloudFormation CLI, "Resource type handler contract": delete handlers).
+    moto keeps the stale physical id of a resource its stack update replaced, and then fails the whole
+    DeleteStack on it (for example InvalidGroup.NotFound)."""
+    from moto.cloudformation.parsing import ResourceMap
+
+    original = ResourceMap._delete_resource
+    if getattr(original, "_fmcluster", False):
+        return
+
+    def _delete_resource(self, parsed_resource, resource_json):
+        try:
+            original(self, parsed_resource, resource_json)
+        except Exception as err:  # moto's own error types, each with its AWS code
+            code = str(getattr(err, "error_type", "") or getattr(err, "code", ""))
+            if not (code.endswith("NotFound") or code in ("NoSuchEntity", "NoSuchBucket")):
+                raise
+
+    _delete_resource._fmcluster = True
+    ResourceMap._delete_resource = _delete_resource
