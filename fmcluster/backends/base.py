@@ -32,6 +32,9 @@ class Discovered:
     handle: Resource | None = None
     # The fmcluster:cluster-id it carries ("" when it carries none).
     cluster_id: str = ""
+    # Made by the backend's own stack (it carries the stack's tags): the stack updates it, never the plan; a
+    # teardown deletes it only if the stack's deletion left it (a retained file system).
+    stack_made: bool = False
 
     def as_json(self) -> dict[str, Any]:
         kind, _, key = self.resource.partition(":")

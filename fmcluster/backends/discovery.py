@@ -45,16 +45,17 @@ def _found(ctx: Context, tags: dict[str, str], ident: str, status: str, descript
     """A tagged resource: managed (with a handle) when it names a resource of the plan and is this cluster's;
     reported otherwise, saying whose it is."""
     resource = tags.get(RESOURCE_TAG) or fallback
-    if resource.startswith("pcluster_cluster:"):
-        # CloudFormation copies the stack's tags onto what the stack makes (a retained Lustre file system and
-        # its security group): the tag names the stack, not this resource.
+    # CloudFormation copies the stack's tags onto what the stack makes (its security groups, a retained Lustre
+    # file system): the tag names the stack, not this resource.
+    stack_made = resource.startswith("pcluster_cluster:")
+    if stack_made:
         resource = fallback
     kind, _, key = resource.partition(":")
     ours = is_ours(tags, ctx)
     if not ours:
         description += f" (tagged for an earlier cluster of this name, id {tags.get(CLUSTER_ID_TAG, 'none')})"
     handle = _HANDLES[kind](key, ident) if ours and kind in _HANDLES else None
-    return Discovered(resource, ident, status, description, ours, handle, tags.get(CLUSTER_ID_TAG, ""))
+    return Discovered(resource, ident, status, description, ours, handle, tags.get(CLUSTER_ID_TAG, ""), stack_made)
 
 
 def _cluster_filter(ctx: Context) -> list[dict[str, Any]]:

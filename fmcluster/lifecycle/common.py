@@ -88,7 +88,8 @@ def plan_changes(session: Session, resources: list[Resource], only: Any = None,
 def orphans_of(session: Session, resources: list[Resource], found: list[Discovered]) -> list[Resource]:
     """This cluster's resources in AWS that the plan no longer has (a queue removed from the spec)."""
     planned = {r.name for r in resources}
-    return [d.handle for d in found if d.handle is not None and d.ours and d.resource not in planned]
+    return [d.handle for d in found if d.handle is not None and d.ours and not d.stack_made
+            and d.resource not in planned]
 
 
 def what_exists(session: Session) -> list[str]:
