@@ -93,8 +93,9 @@ class Env:
         ]
         self.lt = self.ec2.create_launch_template(
             LaunchTemplateName="pcs-nodes",
-            LaunchTemplateData={"ImageId": "ami-12c6146b", "SecurityGroupIds": [self.sg]},
-            TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "Project", "Value": "fm"}]}],
+            # instance tags go in the template's data (CreateLaunchTemplate's own TagSpecifications tag the template)
+            LaunchTemplateData={"ImageId": "ami-12c6146b", "SecurityGroupIds": [self.sg], "TagSpecifications": [
+                {"ResourceType": "instance", "Tags": [{"Key": "Project", "Value": "fm"}]}]},
         )["LaunchTemplate"]["LaunchTemplateId"]
         self.profile = self.make_profile("AWSPCS-test", "AWSPCS-test-profile")
 
