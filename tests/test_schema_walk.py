@@ -80,23 +80,30 @@ PATCHES: dict[str, dict[str, Any]] = {
     "tags": {"tags": {"team": "walk", "project": "x"}},
     "bootstrap[].run": {"bootstrap[0].run": "s3://walk-data/setup.sh"},
     "bootstrap[].args": {"bootstrap[0].args": ["two"]},
-    # A created network replaces the given subnets, so these patches drop them.
-    "network.create_vpc": {"network": {"create_vpc": True, "ssh": BASE["network"]["ssh"]}},
-    "network.vpc_cidr": {"network": {"vpc_cidr": "10.8.0.0/16", "ssh": BASE["network"]["ssh"]}},
+    # A created network replaces the given subnets: these compare against a base without them.
+    "network.create_vpc": {"__base__": {"network": {"ssh": BASE["network"]["ssh"]}}, "network.create_vpc": False},
+    "network.vpc_cidr": {"__base__": {"network": {"ssh": BASE["network"]["ssh"]}},
+                         "network.vpc_cidr": "10.8.0.0/16"},
     "network.additional_security_groups": {"network.additional_security_groups": ["sg-0123456789abcdef0"]},
     "network.security_groups": {"network.security_groups": ["sg-0123456789abcdef0"]},
     "queues[].subnet_id": {"queues[0].subnet_id": "subnet-0123456789abcdef4"},
     "iam.additional_policies": {"iam.additional_policies": ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"]},
     "queues[].iam.additional_policies": {
         "queues[0].iam": {"additional_policies": ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"]}},
-    "queues[].capacity.resource_group_arn": {"queues[0].capacity": {
-        "type": "reservation", "resource_group_arn": "arn:aws:resource-groups:us-east-1:123456789012:group/walk"}},
-    # UltraServers come only as Capacity Blocks of their own type, in whole UltraServers (arm64: an arm64 head).
+    "queues[].capacity.resource_group_arn": {
+        "__base__": {"queues[0].capacity": {"type": "reservation", "reservation_id": "cr-0123456789abcdef0"}},
+        "queues[0].capacity": {"type": "reservation",
+                               "resource_group_arn": "arn:aws:resource-groups:us-east-1:123456789012:group/walk"}},
+    # UltraServers come only as Capacity Blocks of their own type, in whole UltraServers (arm64: an arm64 head;
+    # EFA off because offline PCS does not know the GB200 interface layout).
     "queues[].capacity.ultraserver": {
-        "head_node.instance_type": "m7g.2xlarge",
-        "queues[0]": {"name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18, "capacity": {
-            "type": "capacity-block", "reservation_id": "cr-0123456789abcdef0", "ultraserver": "u-p6e-gb200x72"}}},
+        "__base__": {"head_node.instance_type": "m7g.2xlarge", "queues[0]": {
+            "name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18, "efa": False,
+            "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}},
+        "queues[0].capacity.ultraserver": "u-p6e-gb200x72"},
 }
+# A patch's "__base__": other fields the change needs, set on both sides of the comparison.
+BASE_KEY = "__base__"
 # One change covers a section whose fields only come together.
 PATCHES["slurm.database.user"] = PATCHES["slurm.database.password_secret_arn"] = PATCHES["slurm.database.uri"]
 # Fields with one allowed value have nothing to change to (deployment_type: PERSISTENT_2 only).
@@ -235,6 +242,14 @@ def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: s
 
 def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, patch: dict) -> str | None:
     """None when ``patch`` changes the output or is refused as the walk requires; else why not."""
+    patch = dict(patch)
+    context = patch.pop(BASE_KEY, None)
+    if context is not None:  # the field needs other fields set: compare against a base with those set too
+        base = copy.deepcopy(base)
+        for where, value in context.items():
+            _set(base, where, value)
+        kind, base_out = _outcome(tmp_path, base, backend)
+        assert kind == "rendered", f"{path}: the base of its patch must load on {backend}: {base_out}"
     changed = copy.deepcopy(base)
     for where, value in patch.items():
         _set(changed, where, value)
