@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 try:
+    from pcluster_fixture import reset_pcluster_clients
     from sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
 except ImportError:  # tests/ imported as a package
+    from tests.pcluster_fixture import reset_pcluster_clients
     from tests.sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
 
 
@@ -29,8 +33,12 @@ def _reset_sandbox_faults(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def sandbox_env(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Point this process's environment (boto3, fmcluster in-process) at the sandbox."""
+def sandbox_env(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Point this process's environment (boto3, fmcluster in-process) at the sandbox. pcluster.lib keeps its
+    boto3 clients in a process-wide singleton: one made by an earlier in-process test (offline, without
+    credentials) would otherwise be used here, and is forgotten again afterwards."""
     for key, value in sandbox.env.items():
         monkeypatch.setenv(key, value)
-    return sandbox.env
+    reset_pcluster_clients()
+    yield sandbox.env
+    reset_pcluster_clients()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,10 @@ MINIMAL_CONFIG = Path(__file__).parent / "data" / "pcluster-minimal.yaml"
 
 
 def reset_pcluster_clients() -> None:
-    """Forget pcluster's cached boto3 clients and lookups so they pick up the current environment."""
+    """Forget pcluster's cached boto3 clients and lookups so they pick up the current environment (nothing to
+    forget while pcluster was never imported)."""
+    if "pcluster.aws.aws_api" not in sys.modules:
+        return
     from pcluster.aws.aws_api import AWSApi
     from pcluster.aws.common import Cache
 
