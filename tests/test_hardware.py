@@ -3,8 +3,10 @@ EC2's DescribeInstanceTypes (the sandbox serves AWS's published data) and cached
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -245,9 +247,15 @@ GROUP = "arn:aws:resource-groups:us-east-1:123456789012:group/train-odcrs"
 
 def test_ultraserver_queue_renders_and_plans_its_nvlink_domains(tmp_path: Path, home: Path) -> None:
     loaded = load_spec(_write(tmp_path, GB200_X72))
-    # ParallelCluster's guide: the IMEX prolog is a separate step, which fmcluster says it does not take
-    assert any("IMEX prolog" in str(w) and "does not install it yet" in str(w) for w in loaded.warnings)
+    assert not [w for w in loaded.warnings if "IMEX" in str(w)]  # ParallelCluster: nothing left to the user
     config = render(loaded.spec).documents[0].body
+    # the head node puts fmcluster's IMEX prolog into ParallelCluster's shared prolog.d
+    [imex] = [s for s in config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Sequence"]
+              if s["Script"].endswith("/imex_prolog.sh")]
+    assert imex["Args"] == ["install", "parallelcluster"]
+    assert "CustomActions" not in config["Scheduling"]["SlurmQueues"][0] or not any(
+        s["Script"].endswith("/imex_prolog.sh")
+        for s in config["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Sequence"])
     queue = config["Scheduling"]["SlurmQueues"][0]
     assert queue["CapacityType"] == "CAPACITY_BLOCK"
     assert queue["CapacityReservationTarget"] == {"CapacityReservationId": "cr-0123456789abcdef0"}
@@ -291,12 +299,38 @@ def test_pcs_ultraserver_tags_its_nodes_and_warns_about_imex(tmp_path: Path, hom
                                   "EfaInfo": {"MaximumEfaInterfaces": 16}}}])
     text = GB200_X72.replace("parallelcluster", "pcs").replace("nodes: 36", "nodes: 18")
     loaded = load_spec(_write(tmp_path, text))
-    assert any("nvidia-imex enabled and a Slurm prolog" in str(w) for w in loaded.warnings)
-    template = next(d for d in render(loaded.spec).documents if d.kind == "launch_template" and d.key == "train")
+    assert any("IMEX prolog the cluster's Slurm Prolog" in str(w) and "enabled nvidia-imex" in str(w)
+               for w in loaded.warnings)
+    documents = render(loaded.spec).documents
+    cluster = next(d for d in documents if d.kind == "cluster").body
+    assert {"parameterName": "Prolog", "parameterValue": "/opt/fmcluster/prolog/imex.sh"} in \
+        cluster["slurmConfiguration"]["slurmCustomSettings"]
+    template = next(d for d in documents if d.kind == "launch_template" and d.key == "train")
     data = template.body["LaunchTemplateData"]
     assert {"Key": "fmcluster:ultraserver", "Value": "u-p6e-gb200x72"} in data["TagSpecifications"][0]["Tags"]
     # the EFA layout came from the cached DescribeInstanceTypes answer: card 0 ENA, EFA on cards 1-16
     assert sum(1 for nic in data["NetworkInterfaces"] if nic.get("InterfaceType") == "efa") == 16
+    # the node group installs the prolog before anything else runs
+    from fmcluster.render.documents import references, resolve
+    from fmcluster.validate.requests import stand_in
+
+    body = resolve(template.body, {ref: stand_in(ref) for ref in references(template.body)})
+    user_data = base64.b64decode(body["LaunchTemplateData"]["UserData"]).decode()
+    commands = [line for line in user_data.splitlines() if line.startswith("/opt/fmcluster/")]
+    assert commands[0] == "/opt/fmcluster/imex_prolog.sh install pcs"
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    (("backend: pcs\n", "backend: pcs\nslurm: {custom_settings: {Prolog: /opt/site/prolog.sh}}\n"),
+     "slurm.custom_settings.Prolog: not supported on pcs with queue train: PCS takes one cluster Prolog"),
+    (("backend: pcs\n", "backend: pcs\nslurm: {version: '24.11'}\n"),
+     "slurm.version: queue train needs IMEX configured per job, which AWS PCS supports from Slurm 25.05"),
+])
+def test_pcs_gb200_keeps_the_prolog_for_imex(tmp_path: Path, home: Path, change: tuple[str, str],
+                                              where: str) -> None:
+    text = GB200_X72.replace("parallelcluster", "pcs").replace("nodes: 36", "nodes: 18")
+    with pytest.raises(SpecError, match=re.escape(where)):
+        load_spec(_write(tmp_path, text.replace(*change)))
 
 
 @pytest.mark.parametrize("backend", ["parallelcluster", "pcs"])

@@ -1,5 +1,6 @@
 """What runs on the nodes besides the scheduler: fmcluster's shipped scripts (``fmcluster/scripts/``: storage
-mounts, NVMe scratch, Enroot + Pyxis, exporters) and the user's ``bootstrap`` scripts, for both backends.
+mounts, NVMe scratch, Enroot + Pyxis, exporters, the
+IMEX prolog of GB200 UltraServers) and the user's ``bootstrap`` scripts, for both backends.
 
 ParallelCluster runs them as ``CustomActions.OnNodeConfigured`` from the cluster's S3 bucket, where fmcluster
 uploads them (``bucket:scripts``). PCS runs them from the launch template's MIME user data: each script is
@@ -71,6 +72,8 @@ def _user_steps(spec: Spec, spec_file: str, targets: tuple[str, ...]) -> list[St
 def head_steps(spec: Spec, spec_file: str, backend: str) -> list[Step]:
     """The head node (ParallelCluster) or login node group (PCS)."""
     steps = []
+    if backend == "parallelcluster" and decisions.imex_prolog(spec):  # the shared prolog.d is the head node's
+        steps.append(Step("imex_prolog.sh", shipped("imex_prolog.sh"), ("install", backend)))
     if spec.software.containers:
         steps.append(Step("containers.sh", shipped("containers.sh"), (backend,)))
     if spec.software.monitoring:
@@ -80,6 +83,10 @@ def head_steps(spec: Spec, spec_file: str, backend: str) -> list[Step]:
 
 def compute_steps(spec: Spec, queue: Queue, spec_file: str, backend: str) -> list[Step]:
     steps = []
+    # PCS runs the cluster's one Prolog on every compute node, so every node group carries it, first: a node
+    # that takes a job before the file exists would be drained.
+    if backend == "pcs" and decisions.imex_prolog(spec):
+        steps.append(Step("imex_prolog.sh", shipped("imex_prolog.sh"), ("install", backend)))
     scratch = decisions.scratch_mount(queue)
     if backend == "pcs" and scratch:  # ParallelCluster mounts its EphemeralVolume itself
         steps.append(Step("scratch.sh", shipped("scratch.sh"), (scratch,)))

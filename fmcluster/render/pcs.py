@@ -124,7 +124,7 @@ def render_pcs(
         name=spec.name, slurm_version=spec.slurm.version, size=decisions.pcs_size(spec),
         size_limit=decisions.PCS_SIZE_LIMITS[decisions.pcs_size(spec)], subnet_id=subnet,
         scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting,
-        custom_settings=_settings(spec.slurm.custom_settings))
+        custom_settings=_settings(_cluster_settings(spec)))
 
     groups = [_login_group(spec, spec_file, login_subnet)] + [
         {
@@ -195,6 +195,15 @@ def _root_device(instance_type: str, images: dict[str, Image] | None) -> str:
 def _settings(settings: dict[str, object]) -> list[dict[str, str]]:
     """Custom Slurm settings as PCS takes them (SlurmCustomSetting: parameterName, parameterValue)."""
     return [{"parameterName": name, "parameterValue": str(value)} for name, value in settings.items()]
+
+
+def _cluster_settings(spec: Spec) -> dict[str, object]:
+    """The spec's cluster settings, and the IMEX prolog where a queue's NVLink domain spans instances (the spec
+    rules refuse a Prolog of the user's own then: PCS has one)."""
+    settings: dict[str, object] = dict(spec.slurm.custom_settings)
+    if decisions.imex_prolog(spec):
+        settings["Prolog"] = decisions.PCS_IMEX_PROLOG
+    return settings
 
 
 def _queue_settings(queue: Queue) -> list[dict[str, str]]:

@@ -122,6 +122,24 @@ def ultraserver_shape(name: str) -> UltraServerShape | None:
     return None
 
 
+# Where the PCS nodes find fmcluster's IMEX prolog (fmcluster/scripts/imex_prolog.sh installs itself there); the
+# cluster's one Slurm Prolog names it.
+PCS_IMEX_PROLOG = "/opt/fmcluster/prolog/imex.sh"
+
+
+def needs_imex(queue: Queue) -> bool:
+    """NVIDIA nodes whose NVLink domain spans instances (the p6e-gb200 UltraServers): their GPUs reach each other's
+    memory only through NVIDIA IMEX, configured per job (PCS user guide, 'Configure UltraServer instances')."""
+    from fmcluster import catalog
+
+    facts = catalog.instance(queue.instance_type)
+    return facts is not None and facts.ultraserver is not None and hardware(queue.instance_type).has_gpus
+
+
+def imex_prolog(spec: Spec) -> bool:
+    return any(needs_imex(queue) for queue in spec.queues)
+
+
 def job_exclusive(queue: Queue) -> bool:
     """Whole nodes per job: on for accelerator queues (training uses every GPU and EFA interface of a node, and a
     second job on the node would contend for them), off for CPU queues (preprocessing packs many small jobs)."""

@@ -123,7 +123,6 @@ def images(spec: Spec, error: Report, warn: Report) -> None:
                   f"{parameter}) with the PCS agent and Slurm installed")
 
 
-
 def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
     """An UltraServer Capacity Block is bought, and launched, in whole UltraServers of one instance type
     (DescribeCapacityBlockOfferings UltraserverType/UltraserverCount; sizes from the catalog's UltraServer facts)."""
@@ -157,17 +156,31 @@ def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
             hint = f"{below} or {above}" if below else f"{above}"
             error(("queues", index, "nodes"), f"{nodes} nodes is not a whole number of {name} UltraServers "
                                               f"({shape.instances} {shape.instance_type} each): use {hint}")
-        if not shape.instance_type.startswith("p6e-gb200"):
-            continue
-        if spec.backend == "pcs":
-            warn(path, "PCS picks the Slurm topology for the UltraServer, but NVLink between its instances needs "
-                       "an AMI with nvidia-imex enabled and a Slurm prolog that configures IMEX per job (PCS user "
-                       "guide, 'Configure UltraServer instances'); fmcluster installs neither: use such an image.ami")
-        else:
-            warn(path, "ParallelCluster installs and starts nvidia-imex and makes each UltraServer a Slurm block, "
-                       "but GPU-to-GPU NVLink across instances also needs the IMEX prolog of its guide 'Support "
-                       "NVIDIA-IMEX with p6e-gb200 instance' (a head node OnNodeStart action); fmcluster does not "
-                       "install it yet")
 
 
-HARDWARE_RULES = (architectures, images, ultraservers)
+def imex(spec: Spec, error: Report, warn: Report) -> None:
+    """GB200 UltraServer queues get fmcluster's IMEX prolog (fmcluster/scripts/imex_prolog.sh): on ParallelCluster
+    in its shared prolog.d, on PCS as the cluster's one Slurm Prolog, which then cannot be the user's too."""
+    from fmcluster.spec.decisions import PCS_IMEX_PROLOG, needs_imex
+
+    queues = [(index, queue) for index, queue in enumerate(spec.queues) if needs_imex(queue)]
+    if not queues or spec.backend != "pcs":
+        return
+    names = ", ".join(queue.name for _, queue in queues)
+    if "Prolog" in spec.slurm.custom_settings:
+        error(("slurm", "custom_settings", "Prolog"),
+              f"not supported on pcs with queue {names}: PCS takes one cluster Prolog, and NVLink across the "
+              f"UltraServer's instances needs fmcluster's IMEX prolog there ({PCS_IMEX_PROLOG}); run your prolog's "
+              "work from a bootstrap script, or use the parallelcluster backend (its prolog.d runs several)")
+    if spec.slurm.version < "25.05":
+        error(("slurm", "version"), f"queue {names} needs IMEX configured per job, which AWS PCS supports from "
+                                    "Slurm 25.05 (PCS user guide, 'Configure UltraServer instances'): use 25.05 or "
+                                    "later")
+    index, _ = queues[0]
+    warn(("queues", index, "instance_type"),
+         "fmcluster makes its IMEX prolog the cluster's Slurm Prolog; the image must carry the NVIDIA driver, CUDA "
+         "and an enabled nvidia-imex service (PCS user guide, 'Configure UltraServer instances'). A node without "
+         "them runs jobs without NVLink across instances and says so in /var/log/fmcluster-imex-prolog.log")
+
+
+HARDWARE_RULES = (architectures, images, ultraservers, imex)
