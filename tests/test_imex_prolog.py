@@ -55,7 +55,8 @@ def node(tmp_path: Path):
                                                 for name, addr in NODES.items()))
 
     def run(*, nodelist: str = "train-st-gb-1,train-st-gb-2", instance_type: str = "p6e-gb200.36xlarge",
-            enabled: bool = True, parallelcluster: bool = False, me: str = "train-st-gb-1") -> subprocess.CompletedProcess:
+            enabled: bool = True, parallelcluster: bool = False,
+            me: str = "train-st-gb-1") -> subprocess.CompletedProcess:
         env = {"PATH": f"{shims}:{os.environ['PATH']}", "FAKE": str(tmp_path), "FAKE_INSTANCE_TYPE": instance_type,
                "FAKE_IMEX_ENABLED": "1" if enabled else "", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": nodelist,
                "SLURMD_NODENAME": me, "FMCLUSTER_IMEX_STATE": str(tmp_path / "state"),

@@ -58,3 +58,18 @@ def test_g5_queue_on_parallelcluster(pcluster_cli, sandbox):
     _ok(pcluster_cli.destroy())
     pcluster_cli.wait_until_gone()
     pcluster_cli.assert_nothing_left()
+
+
+def test_a_layout_only_ec2_knows_is_read_before_the_rules_judge_it(pcs_cli):
+    """p6e-gb200's EFA layout is not in the catalog: with an endpoint, DescribeInstanceTypes is read before the
+    spec's rules run (they would refuse EFA on it otherwise), so PCS launch templates get EC2's 16 EFA cards."""
+    data = {"name": pcs_cli.name, "backend": "pcs", "region": "us-east-1",
+            "head_node": {"instance_type": "m7g.2xlarge"},
+            "queues": [{"name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18,
+                        "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0",
+                                     "ultraserver": "u-p6e-gb200x72"}}]}
+    pcs_cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    documents = list(yaml.safe_load_all(_ok(pcs_cli.run("render", str(pcs_cli.spec))).stdout))
+    template = next(d for d in documents if d and d.get("LaunchTemplateName", "").endswith("-train"))
+    interfaces = template["LaunchTemplateData"]["NetworkInterfaces"]
+    assert sum(1 for nic in interfaces if nic.get("InterfaceType") == "efa") == 16

@@ -12,20 +12,22 @@ from typing import Any
 
 from fmcluster import aws
 from fmcluster.catalog.hardware import discover
-from fmcluster.spec.loader import LoadedSpec, load_spec
+from fmcluster.spec.loader import LoadedSpec, load_spec, parse_spec
+from fmcluster.spec.models import Spec
 
 
-def spec_instance_types(loaded: LoadedSpec) -> list[str]:
+def spec_instance_types(spec: Spec) -> list[str]:
     """The compute types: their accelerators and EFA matter. A head or login type's only fact that matters is its
     architecture, which its name says (so a spec of catalog queue types costs no call)."""
-    return [q.instance_type for q in loaded.spec.queues]
+    return [q.instance_type for q in spec.queues]
 
 
 def load_with_instance_facts(path: str | Path, console_err: Any = None) -> LoadedSpec:
-    """``load_spec``, then DescribeInstanceTypes for the types fmcluster lacks facts on (when it can ask)."""
-    loaded = load_spec(path)
-    result = discover(spec_instance_types(loaded), aws.region_for(loaded.spec.region))
+    """DescribeInstanceTypes for the types fmcluster lacks facts on (when it can ask), then ``load_spec``. The
+    facts are read before the rules run, since some rules (an EFA layout) cannot pass without them."""
+    spec, _ = parse_spec(path)
+    result = discover(spec_instance_types(spec), aws.region_for(spec.region))
     if result.problem and console_err is not None and aws.target().endpoint_url:
         console_err.print(f"warning: could not read instance facts from EC2 ({result.problem})", markup=False,
                           highlight=False)
-    return load_spec(path) if result.learned else loaded
+    return load_spec(path)

@@ -54,13 +54,18 @@ class LoadedSpec:
     warnings: list[SpecProblem] = field(default_factory=list)
 
 
-def load_spec(path: str | Path) -> LoadedSpec:
-    """Load and check a spec file. Raises :class:`SpecError` listing every problem with its position."""
+def parse_spec(path: str | Path) -> tuple[Spec, PositionedDocument]:
+    """A spec file's shape checked (types, keys, values), before its rules: enough to know what it names."""
     document = load_yaml_with_positions(path)
     try:
-        spec = Spec.model_validate(document.data)
+        return Spec.model_validate(document.data), document
     except ValidationError as exc:
         raise SpecError(_translate(exc, document)) from None
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    """Load and check a spec file. Raises :class:`SpecError` listing every problem with its position."""
+    spec, document = parse_spec(path)
     errors, warnings = check_rules(spec, document)
     if errors:
         raise SpecError(errors)
