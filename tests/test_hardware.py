@@ -221,12 +221,29 @@ def test_pcs_sample_family_on_parallelcluster_and_two_images_are_refused(tmp_pat
         load_spec(_write(tmp_path, PCS_P5 + "image: {family: pcs-sample, ami: ami-0123456789abcdef0}\n"))
 
 
-def test_trainium_on_pcs_needs_a_neuron_image(tmp_path: Path, home: Path) -> None:
-    """AWS's PCS sample AMIs have no Neuron driver: a trn2 node group is not silently given one."""
-    text = PCS_P5.replace("p5.48xlarge", "trn2.48xlarge")
-    with pytest.raises(SpecError, match=r":5:20: queues\[0\].instance_type: trn2.48xlarge needs the Neuron driver"):
-        load_spec(_write(tmp_path, text))
-    assert load_spec(_write(tmp_path, text + "image: {ami: ami-0123456789abcdef0}\n")).spec.image.ami
+@pytest.mark.parametrize("backend", ["pcs", "parallelcluster"])
+def test_trainium_nodes_get_the_neuron_driver_first(tmp_path: Path, home: Path, backend: str) -> None:
+    """Neither backend's default image has the Neuron driver: a trn2 queue is not silently left without one."""
+    text = PCS_P5.replace("p5.48xlarge", "trn2.48xlarge").replace("backend: pcs", f"backend: {backend}")
+    loaded = load_spec(_write(tmp_path, text))
+    assert any(":5:20: queues[0].instance_type: " in str(w) and "carry no Neuron driver: fmcluster installs it"
+               in str(w) for w in loaded.warnings)
+    from fmcluster.render.node_software import compute_steps
+
+    steps = compute_steps(loaded.spec, loaded.spec.queues[0], str(tmp_path / "spec.yaml"), backend)
+    assert steps[0].name == "neuron.sh"
+    # a CPU queue next to it does not run it
+    cpu = load_spec(_write(tmp_path, PCS_P5.replace("p5.48xlarge", "c7i.4xlarge"))).spec
+    assert "neuron.sh" not in [s.name for s in compute_steps(cpu, cpu.queues[0], "", backend)]
+
+
+def test_trainium_on_an_os_without_neuron_packages_is_refused(tmp_path: Path, home: Path) -> None:
+    text = PCS_P5.replace("p5.48xlarge", "trn2.48xlarge").replace("backend: pcs", "backend: parallelcluster")
+    with pytest.raises(SpecError, match=r"os: trn2.48xlarge needs the Neuron driver, .* AWS publishes only for "
+                                        r"ubuntu2204, ubuntu2404, alinux2023"):
+        load_spec(_write(tmp_path, text + "os: rocky9\n"))
+    assert not [w for w in load_spec(_write(tmp_path, text + "image: {ami: ami-0123456789abcdef0}\n")).warnings
+                if "Neuron" in str(w)]
 
 
 # --- item 5: capacity detail ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What runs on the nodes besides the scheduler: fmcluster's shipped scripts (``fmcluster/scripts/``: storage
-mounts, NVMe scratch, Enroot + Pyxis, exporters, the
-IMEX prolog of GB200 UltraServers) and the user's ``bootstrap`` scripts, for both backends.
+mounts, NVMe scratch, Enroot + Pyxis, exporters, the Neuron driver on Trainium, the IMEX prolog of GB200
+UltraServers) and the user's ``bootstrap`` scripts, for both backends.
 
 ParallelCluster runs them as ``CustomActions.OnNodeConfigured`` from the cluster's S3 bucket, where fmcluster
 uploads them (``bucket:scripts``). PCS runs them from the launch template's MIME user data: each script is
@@ -87,6 +87,8 @@ def compute_steps(spec: Spec, queue: Queue, spec_file: str, backend: str) -> lis
     # that takes a job before the file exists would be drained.
     if backend == "pcs" and decisions.imex_prolog(spec):
         steps.append(Step("imex_prolog.sh", shipped("imex_prolog.sh"), ("install", backend)))
+    if decisions.needs_neuron(queue):  # before anything that may use the accelerators
+        steps.append(Step("neuron.sh", shipped("neuron.sh")))
     scratch = decisions.scratch_mount(queue)
     if backend == "pcs" and scratch:  # ParallelCluster mounts its EphemeralVolume itself
         steps.append(Step("scratch.sh", shipped("scratch.sh"), (scratch,)))

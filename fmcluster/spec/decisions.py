@@ -122,6 +122,15 @@ def ultraserver_shape(name: str) -> UltraServerShape | None:
     return None
 
 
+# Where AWS publishes Neuron packages (Neuron documentation, setup: Ubuntu 22.04 / 24.04 and Amazon Linux 2023).
+NEURON_OS = ("ubuntu2204", "ubuntu2404", "alinux2023")
+
+
+def needs_neuron(queue: Queue) -> bool:
+    """Trainium and Inferentia nodes: their accelerators work only with the Neuron driver."""
+    return hardware(queue.instance_type).accelerator_kind in ("trainium", "inferentia")
+
+
 # Where the PCS nodes find fmcluster's IMEX prolog (fmcluster/scripts/imex_prolog.sh installs itself there); the
 # cluster's one Slurm Prolog names it.
 PCS_IMEX_PROLOG = "/opt/fmcluster/prolog/imex.sh"

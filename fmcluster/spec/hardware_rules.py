@@ -109,18 +109,32 @@ def images(spec: Spec, error: Report, warn: Report) -> None:
             name = "Deep Learning AMI" if image.family == "dlami" else "Neuron DLAMI"
             error(("image", "family"), f"AWS's {name} cannot boot {spec.backend} nodes as published: "
                                        f"{_build_advice(spec, image.family)}")
-    if spec.backend != "pcs" or (image is not None and image.ami is not None):
+    if image is not None and image.ami is not None:
         return
-    # AWS's PCS sample AMIs have Slurm, the PCS agent and EFA, but no Neuron driver: a Trainium or Inferentia node
-    # group on them would run with its accelerators unusable.
-    for index, queue in enumerate(spec.queues):
-        facts = hardware(queue.instance_type)
-        if facts.accelerator_kind in ("trainium", "inferentia"):
-            parameter = neuron_parameter("alinux2023")
-            error(("queues", index, "instance_type"),
-                  f"{queue.instance_type} needs the Neuron driver, which AWS's PCS sample AMIs do not carry: set "
-                  "image.ami to a PCS AMI built from the Neuron DLAMI (AWS publishes it as the SSM parameter "
-                  f"{parameter}) with the PCS agent and Slurm installed")
+    _neuron(spec, error, warn)
+
+
+def _neuron(spec: Spec, error: Report, warn: Report) -> None:
+    """Neither backend's default image has the Neuron driver: fmcluster installs it at boot where AWS publishes
+    its packages (fmcluster/scripts/neuron.sh), and says so."""
+    from fmcluster.spec.decisions import NEURON_OS, needs_neuron, operating_system
+
+    queues = [(index, queue) for index, queue in enumerate(spec.queues) if needs_neuron(queue)]
+    if not queues:
+        return
+    index, queue = queues[0]
+    os = operating_system(spec)
+    image = "AWS's PCS sample AMIs" if spec.backend == "pcs" else "ParallelCluster's official AMIs"
+    if os not in NEURON_OS:
+        error(("os",), f"{queue.instance_type} needs the Neuron driver, which {image} do not carry and AWS publishes "
+                       f"only for {', '.join(NEURON_OS)}: choose one of those, or set image.ami to an image with "
+                       "Neuron installed")
+        return
+    parameter = neuron_parameter(os)
+    warn(("queues", index, "instance_type"),
+         f"{image} carry no Neuron driver: fmcluster installs it from AWS's Neuron repositories as each "
+         f"{queue.instance_type} node starts (fmcluster/scripts/neuron.sh; a few minutes per node). For faster starts "
+         f"set image.ami to your own image built from the Neuron DLAMI (SSM parameter {parameter})")
 
 
 def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
