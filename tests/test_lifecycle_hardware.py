@@ -3,6 +3,7 @@ come from DescribeInstanceTypes, created and destroyed on both backends by the i
 
 from __future__ import annotations
 
+import base64
 import json
 
 import yaml
@@ -73,3 +74,23 @@ def test_a_layout_only_ec2_knows_is_read_before_the_rules_judge_it(pcs_cli):
     template = next(d for d in documents if d and d.get("LaunchTemplateName", "").endswith("-train"))
     interfaces = template["LaunchTemplateData"]["NetworkInterfaces"]
     assert sum(1 for nic in interfaces if nic.get("InterfaceType") == "efa") == 16
+
+
+def test_trainium_node_group_installs_neuron_first(pcs_cli, sandbox):
+    """A Trainium queue on AWS's PCS sample AMIs (no Neuron driver): its node group's user data installs Neuron
+    before anything else, and the cluster comes and goes like any other."""
+    data = {"name": pcs_cli.name, "backend": "pcs", "region": "us-east-1",
+            "queues": [{"name": "train", "instance_type": "trn1.32xlarge", "nodes": 1}]}
+    pcs_cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    created = _ok(pcs_cli.create())
+    assert "carry no Neuron driver: fmcluster installs it" in created.stderr
+    ec2 = sandbox.client("ec2")
+    templates = ec2.describe_launch_templates(Filters=[{"Name": "tag:fmcluster:cluster", "Values": [pcs_cli.name]}])
+    train = next(t for t in templates["LaunchTemplates"] if t["LaunchTemplateName"].endswith("-train"))
+    user_data = base64.b64decode(ec2.describe_launch_template_versions(LaunchTemplateId=train["LaunchTemplateId"])[
+        "LaunchTemplateVersions"][0]["LaunchTemplateData"]["UserData"]).decode()
+    steps = [line for line in user_data.splitlines() if line.startswith("/opt/fmcluster/")]
+    assert steps[0] == "/opt/fmcluster/neuron.sh", steps
+    assert pcs_cli.status()["status"] == "ACTIVE"
+    _ok(pcs_cli.destroy())
+    pcs_cli.assert_nothing_left()
