@@ -11,7 +11,9 @@ from xml.sax.saxutils import escape
 
 from rich.text import Text
 
-from fmcluster.plan.figures import CHECKPOINT_FRACTION_LIMIT, LUSTRE_TIERS, PlanReport, lustre_gb_s
+from fmcluster.plan.assumptions import CHECKPOINT_FRACTION_LIMIT, LUSTRE_TIERS
+from fmcluster.plan.hardware_figures import lustre_gb_s
+from fmcluster.plan.report_model import PlanReport
 
 
 @dataclass(frozen=True)

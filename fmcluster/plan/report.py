@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fmcluster.plan.chart import chart_for, render_terminal
-from fmcluster.plan.figures import PlanReport, QueueFigures
+from fmcluster.plan.report_model import PlanReport, QueueFigures
 
 NA = "n/a"
 

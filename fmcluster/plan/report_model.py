@@ -1,0 +1,166 @@
+"""The plan report's shape: one frozen dataclass per part, serialised as ``plan --json``
+(docs/plan-json.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InterconnectFigures:
+    name: str
+    gb_s_per_accelerator: float
+    bidirectional: bool | None
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    name: str
+    instance_type: str
+    nodes: int  # the queue's maximum: what a dynamic queue can grow to
+    min_nodes: int
+    dynamic: bool
+    in_catalog: bool
+    accelerators_per_node: int
+    accelerators: int
+    accelerator_model: str | None
+    accelerator_kind: str | None
+    gpus: int
+    hbm_total_gb: float
+    hbm_bandwidth_tbps: float
+    bf16_dense_pflops: float | None
+    interconnect: InterconnectFigures | None
+    efa_version: int | None
+    efa_gbps_per_node: float | None
+    efa_gbps_total: float | None
+    usd_per_node_hour: float | None
+    usd_per_hour: float | None
+    price_basis: str | None
+    price_note: str
+    price_as_of: str | None
+    # Where the hardware facts come from: "catalog", "ec2" (DescribeInstanceTypes, cached) or "name" (unknown).
+    facts_source: str = "catalog"
+    # capacity.ultraserver: the accelerators that share one NVLink / NeuronLink domain, and how many domains.
+    ultraserver: UltraServerFigures | None = None
+
+
+@dataclass(frozen=True)
+class UltraServerFigures:
+    type: str
+    count: int
+    instances_per_domain: int
+    accelerators_per_domain: int | None
+    link: str | None
+
+
+@dataclass(frozen=True)
+class LustreFigures:
+    mount: str
+    capacity_gib: int
+    capacity_tib: float
+    throughput_per_tib_mb_s: int
+    throughput_mb_s: float
+    throughput_gb_s: float
+    metadata_mode: str
+    metadata_iops: int | None
+    existing_id: str | None
+    s3_import: str | None
+    usd_per_hour: None = None  # FSx prices are not in the catalog
+
+
+@dataclass(frozen=True)
+class HomeFigures:
+    type: str
+    mount: str
+    capacity_gib: int | None
+    usd_per_hour: None = None
+
+
+@dataclass(frozen=True)
+class StorageFigures:
+    lustre: LustreFigures | None
+    home: HomeFigures | None
+    price_note: str = "FSx prices are not bundled with fmcluster (the catalog has none)"
+
+
+@dataclass(frozen=True)
+class WorkloadFigures:
+    model_params_b: float
+    params: int
+    training_queue: str | None
+    state_bytes: int
+    state_accounting: str
+    hbm_state_fraction: float
+    hbm_state_limit_bytes: int | None
+    fits_in_hbm: bool | None
+    min_nodes: int | None
+    checkpoint_bytes: int
+    checkpoint_accounting: str
+    checkpoint_write_gb_s: float | None
+    checkpoint_limited_by: str | None  # "lustre" | "network"
+    checkpoint_seconds: float | None
+    checkpoint_interval_seconds: float
+    checkpoint_fraction: float | None
+    network_assumption: str
+    gradient_bytes: int
+    allreduce_gpus: int | None
+    allreduce_over: str | None
+    allreduce_gb_s_per_gpu: float | None
+    allreduce_seconds: float | None
+    tokens_per_second: float | None
+    sequence_length: int | None
+    implied_bf16_utilization: float | None
+
+
+@dataclass(frozen=True)
+class CostFigures:
+    compute_usd_per_hour: float | None
+    head_node_instance_type: str
+    head_node_usd_per_hour: float | None
+    storage_usd_per_hour: float | None
+    unknown: list[str]
+    # The network fmcluster creates (NAT gateway and its public address); 0 with the spec's own subnet.
+    network_usd_per_hour: float | None = 0.0
+
+
+@dataclass(frozen=True)
+class PricesInfo:
+    source: str  # "bundled" | "live"
+    as_of: str | None
+
+
+@dataclass(frozen=True)
+class CheckpointPoint:
+    """One bar of the chart: checkpoint time at one Lustre tier and capacity."""
+
+    throughput_per_tib_mb_s: int
+    capacity_gib: int
+    write_gb_s: float
+    seconds: float
+    fraction: float
+    current: bool
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    cluster: str
+    backend: str
+    region: str
+    queues: list[QueueFigures]
+    storage: StorageFigures
+    workload: WorkloadFigures | None
+    usd_per_hour: float | None
+    usd_per_day: float | None
+    cost: CostFigures
+    bottleneck: str | None
+    advice: list[str]
+    prices: PricesInfo
+    checkpoint_curve: list[CheckpointPoint] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
