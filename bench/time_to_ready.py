@@ -1,12 +1,13 @@
 """Time to ready of a PCS cluster in the sandbox, against the critical path of its resources.
 
-    python bench/time_to_ready.py [--json] [--keep]
+    .venv/bin/python bench/time_to_ready.py [--json] [--keep]
 
 Starts a private sandbox (its own FMCLUSTER_HOME in a temp dir, a free port), sets fixed latencies (PCS
 cluster 6 s, node group 3 s, queue 1 s; 1 s for CreateSecurityGroup, CreateLaunchTemplate,
-CreatePlacementGroup and CreateInstanceProfile), writes a spec with 4 queues of p5.4xlarge (nodes 0..1,
-no subnet: default VPC) and runs ``fmcluster create SPEC --yes`` in a subprocess through
-``bench/counted_cli.py`` (which counts the API calls of that process and writes them at exit).
+CreatePlacementGroup and CreateInstanceProfile), writes a spec with 4 queues of p5.4xlarge (nodes 0..1, in a
+default-VPC subnet whose zone offers both instance types, so no network is created) and runs
+``fmcluster create SPEC --yes`` in a subprocess through ``bench/counted_cli.py`` (which counts the API calls
+of that process and writes them at exit).
 
 * ``wall_s``: first engine event to the last resource ready, from the progress lines on stderr (one per
   event with the elapsed seconds, since stderr is not a TTY);
@@ -64,9 +65,21 @@ PLAN_ROW = re.compile(r"^\s*\+ (create|resume)\s+(\S+)\s+(.+?)\s*$")
 READS = ("Get", "Describe", "List")
 
 
-def write_spec(directory: Path, name: str) -> Path:
+def default_subnet(sandbox: Sandbox, instance_types: tuple[str, ...]) -> str:
+    """A default-VPC subnet in a zone that offers every one of ``instance_types``."""
+    ec2 = sandbox.client("ec2")
+    offered = [{o["Location"] for o in ec2.describe_instance_type_offerings(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [t]}])["InstanceTypeOfferings"]}
+        for t in instance_types]
+    zones = set.intersection(*offered)
+    subnets = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
+    return sorted(s["SubnetId"] for s in subnets if s["AvailabilityZone"] in zones)[0]
+
+
+def write_spec(directory: Path, name: str, subnet_id: str) -> Path:
     spec = {
         "name": name, "region": "us-east-1", "backend": "pcs", "head_node": {"instance_type": "m7i.xlarge"},
+        "network": {"subnet_id": subnet_id},
         "queues": [{"name": f"queue{i}", "instance_type": "p5.4xlarge", "nodes": {"min": 0, "max": 1}}
                    for i in range(4)],
         "tags": {"team": "bench"},
@@ -137,7 +150,7 @@ def main() -> int:
             sandbox.faults({"reset": True})
             sandbox.faults({"latency": LATENCY})
             name = f"ttr-{uuid.uuid4().hex[:8]}"
-            spec = write_spec(tmp_path, name)
+            spec = write_spec(tmp_path, name, default_subnet(sandbox, ("m7i.xlarge", "p5.4xlarge")))
             cli_home = tmp_path / "cli-home"
 
             total_s, create, create_calls = counted(sandbox, cli_home, tmp_path / "create.json", "create",

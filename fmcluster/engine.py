@@ -100,6 +100,15 @@ class Context:
     cluster_id: str = ""
     values: dict[str, Any] = field(default_factory=dict)
     values_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Tags read during this command, by ARN. fmcluster sets tags only at creation, so they hold for the whole
+    # command: polling, discovery and drift need not read them again (an ARN carries the resource's id, so a
+    # resource made again under the same name is read again).
+    tags_by_arn: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def tags(self, arn: str, read: Callable[[], dict[str, str]]) -> dict[str, str]:
+        if arn not in self.tags_by_arn:
+            self.tags_by_arn[arn] = read()
+        return self.tags_by_arn[arn]
 
     def publish(self, outputs: dict[str, Any]) -> None:
         with self.values_lock:

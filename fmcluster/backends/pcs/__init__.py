@@ -120,7 +120,8 @@ class PcsBackend(Backend):
     def _tags(self, session: Session, arn: str) -> dict[str, str] | None:
         """The resource's tags; None when it is gone (deleted between listing and asking)."""
         try:
-            return session.ctx.client("pcs").list_tags_for_resource(resourceArn=arn).get("tags") or {}
+            return session.ctx.tags(arn, lambda: session.ctx.client("pcs").list_tags_for_resource(
+                resourceArn=arn).get("tags") or {})
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 return None

@@ -88,7 +88,8 @@ class PcsResource(Resource):
         try:
             item = self._get(ctx, known_id or self.known_id or self.key)
             # A resource can vanish between the two calls (its delete finishing): then it is gone.
-            tags = ctx.client("pcs").list_tags_for_resource(resourceArn=item["arn"]).get("tags") or {}
+            tags = ctx.tags(item["arn"], lambda: ctx.client("pcs").list_tags_for_resource(
+                resourceArn=item["arn"]).get("tags") or {})
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 return None
