@@ -378,5 +378,12 @@ def test_status_cost_counts_a_live_nat_gateway():
               "resources": [{"type": "nat_gateway", "status": "available"}, {"type": "vpc", "status": "available"}]}
     cost = live_cost(report)
     assert cost["usd_per_hour_now"] == cost["usd_per_hour_max"] == 0.05
+    assert cost["usd_so_far"] == 0.0  # no creation time read: nothing claimed
+    # one that has run for 10 hours: 10 x ($0.045 NAT + $0.005 public IPv4)
+    import datetime as dt
+
+    now = dt.datetime(2026, 12, 3, 12, tzinfo=dt.timezone.utc)
+    report["resources"][0]["created"] = "2026-12-03 02:00:00+00:00"
+    assert live_cost(report, now=now)["usd_so_far"] == 0.5
     report["region"] = "ap-northeast-1"
     assert "no price for NAT gateway in ap-northeast-1" in live_cost(report)["cost_basis"]

@@ -35,10 +35,13 @@ class Discovered:
     # Made by the backend's own stack (it carries the stack's tags): the stack updates it, never the plan; a
     # teardown deletes it only if the stack's deletion left it (a retained file system).
     stack_made: bool = False
+    # When it started to bill, where AWS says and it bills by the hour on its own (a NAT gateway).
+    created: Any = None
 
     def as_json(self) -> dict[str, Any]:
         kind, _, key = self.resource.partition(":")
-        return {"type": kind, "key": key, "id": self.id, "status": self.status}
+        found = {"type": kind, "key": key, "id": self.id, "status": self.status}
+        return found | ({"created": str(self.created)} if self.created is not None else {})
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -85,8 +86,8 @@ def scan_ec2(ctx: Context) -> list[Discovered]:
         if tagged_for_cluster(tags, ctx) and group.get("State") not in ("deleted", "deleting"):
             found.append(_found(ctx, tags, group["GroupName"], group.get("State", "available"),
                                 f"placement group {group['GroupName']}", f"placement_group:{group['GroupName']}"))
-    for kind, ident, state, tags, description in scan_network(ctx):  # the network fmcluster created
-        found.append(_found(ctx, tags, ident, state, description, f"{kind}:{ident}"))
+    for kind, ident, state, tags, description, created in scan_network(ctx):  # the network fmcluster created
+        found.append(replace(_found(ctx, tags, ident, state, description, f"{kind}:{ident}"), created=created))
     return found
 
 

@@ -3,6 +3,8 @@ launches wait for the routes, and the scan that finds every network resource tag
 
 from __future__ import annotations
 
+from typing import Any
+
 from fmcluster.backends.ownership import tag_dict, tagged_for_cluster
 from fmcluster.backends.vpc import (
     ElasticIp,
@@ -37,8 +39,9 @@ def after_routes(resources: list[Resource]) -> None:
             resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(ROUTE_TABLE_NAMES)))
 
 
-def scan_network(ctx: Context) -> list[tuple[str, str, str, dict[str, str], str]]:
-    """Every networking resource tagged for the cluster: (kind, id, state, tags, description)."""
+def scan_network(ctx: Context) -> list[tuple[str, str, str, dict[str, str], str, Any]]:
+    """Every networking resource tagged for the cluster: (kind, id, state, tags, description, created), created
+    being when it started to bill where EC2 says (a NAT gateway's CreateTime), else None."""
     ec2 = ctx.client("ec2")
     found = []
     tag_filter = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [ctx.cluster]}]
@@ -52,5 +55,6 @@ def scan_network(ctx: Context) -> list[tuple[str, str, str, dict[str, str], str]
             state = str(item.get("State", "available"))
             if not tagged_for_cluster(tags, ctx) or phase_of(state) == "gone":
                 continue
-            found.append((cls.kind, item[cls.id_field], state, tags, f"{cls.label} {item[cls.id_field]}"))
+            found.append((cls.kind, item[cls.id_field], state, tags, f"{cls.label} {item[cls.id_field]}",
+                          item.get("CreateTime")))
     return found

@@ -73,28 +73,33 @@ def live_cost(report: dict[str, Any], now: dt.datetime | None = None) -> dict[st
     # The head or login node runs whatever the queues do.
     per_hour_max += sum(price(i.get("instance_type")) or 0.0 for i in report.get("instances") or []
                         if i.get("queue") in ("(head node)", "login") and i.get("state") in ("pending", "running"))
-    # A NAT gateway fmcluster created bills while it exists (its launch time is not read: not in usd_so_far).
-    nat = _nat_gateways_usd_per_hour(report)
-    per_hour_now += nat or 0.0
-    per_hour_max += nat or 0.0
-    if nat is None:
-        unpriced.add(f"NAT gateway in {report.get('region')}")
+    # A NAT gateway fmcluster created bills while it exists, from its CreateTime.
+    nat = _nat_gateway_usd_per_hour(report.get("region"))
+    for gateway in _live_nat_gateways(report):
+        if nat is None:
+            unpriced.add(f"NAT gateway in {report.get('region')}")
+            break
+        created = _launched(gateway.get("created"))
+        so_far += nat * max(0.0, (now - created).total_seconds() / 3600) if created else 0.0
+        per_hour_now += nat
+        per_hour_max += nat
     return {"usd_so_far": round(so_far, 2), "usd_per_hour_now": round(per_hour_now, 2),
             "usd_per_hour_max": round(per_hour_max, 2),
             "cost_by_queue": {q: {k: round(v, 2) for k, v in c.items()} for q, c in sorted(per_queue.items())},
-            "cost_basis": f"bundled On-Demand prices as of {catalog.price_as_of()}, from instance launch times"
+            "cost_basis": f"bundled On-Demand prices as of {catalog.price_as_of()}, from instance launch times "
+                          "(a created NAT gateway's from its creation)"
                           + (f"; no price for {', '.join(sorted(unpriced))}" if unpriced else "")}
 
 
-def _nat_gateways_usd_per_hour(report: dict[str, Any]) -> float | None:
-    """The hourly price of the live NAT gateways among the cluster's resources (with their public IPv4
-    address); None when the region's price is not bundled."""
+def _live_nat_gateways(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in report.get("resources") or [] if r.get("type") == "nat_gateway"
+            and str(r.get("status", "")).lower() in ("pending", "available")]
+
+
+def _nat_gateway_usd_per_hour(region: str | None) -> float | None:
+    """One NAT gateway with its public IPv4 address; None when the region's price is not bundled."""
     from fmcluster.render.network import NAT_GATEWAY_PRICED_REGIONS, NAT_GATEWAY_USD_PER_HOUR, PUBLIC_IPV4_USD_PER_HOUR
 
-    count = sum(1 for r in report.get("resources") or [] if r.get("type") == "nat_gateway"
-                and str(r.get("status", "")).lower() in ("pending", "available"))
-    if not count:
-        return 0.0
-    if report.get("region") not in NAT_GATEWAY_PRICED_REGIONS:
+    if region not in NAT_GATEWAY_PRICED_REGIONS:
         return None
-    return count * (NAT_GATEWAY_USD_PER_HOUR + PUBLIC_IPV4_USD_PER_HOUR)
+    return NAT_GATEWAY_USD_PER_HOUR + PUBLIC_IPV4_USD_PER_HOUR
