@@ -110,6 +110,8 @@ class SandboxApp:
             pcluster_support,
             pcs_amis,
             placement_groups,
+            reservation_group_launch,
+            resource_groups,
             vpc_teardown,
         )
         from fmcluster.sandbox.pcs import PcsEmulator
@@ -126,6 +128,8 @@ class SandboxApp:
         ec2_accounts.install()
         instance_catalog.install()
         ec2_launch.install()
+        reservation_group_launch.install()  # after ec2_launch: group launches wrap its rules
+        self.resource_groups = resource_groups.REGISTRY
         vpc_teardown.install()
         iam_extras.install()
         pcs_amis.install()
@@ -178,6 +182,7 @@ class SandboxApp:
         self.placement_groups.reset()
         self.capacity_reservations.reset()
         self.data_repositories.reset()
+        self.resource_groups.reset()
 
     def reset_state(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
@@ -280,6 +285,8 @@ class SandboxApp:
             return self.placement_groups.handle(operation, params, region, self._account(environ, access_key))
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
             return self.capacity_reservations.handle(operation, params, region, self._account(environ, access_key))
+        if service == "resource-groups":  # moto 5.2.5 routes only part of it: see fmcluster.sandbox.resource_groups
+            return self.resource_groups.handle(environ, region, self._account(environ, access_key))
         if service == "ec2" and operation == "DescribeCapacityBlockOfferings":
             from fmcluster.sandbox import capacity_blocks
 
