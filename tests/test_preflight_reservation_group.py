@@ -141,3 +141,14 @@ def test_cancelled_member_does_not_count(sandbox, groups):
     assert check.status == "failed"
     assert any(d.endswith("not usable, it is cancelled") for d in check.details), check.details
     assert check.summary.endswith("1 missing")
+
+
+def test_without_a_subnet_the_network_goes_where_the_group_reserves(sandbox, groups):
+    """fmcluster's own network goes to the AZ of the group's reservations of the queue's type (here not the
+    first AZ by name), so the nodes can run in them."""
+    arn = groups.make(2, zone="us-east-1b")
+    spec = _spec(queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                          "capacity": {"type": "reservation", "resource_group_arn": arn}}])
+    results = _run(sandbox, spec)
+    assert "us-east-1b" in _by_name(results, "subnet").summary
+    assert _by_name(results, "reservation train").status == "passed"
