@@ -50,8 +50,8 @@ def check_reservation_group(ctx: Context, queue: Queue) -> list[CheckResult]:
                                                      ", then `aws resource-groups group-resources`) or correct "
                                                      f"queues[{index}].capacity.resource_group_arn")]
             if code in ("ForbiddenException", "AccessDeniedException", "UnauthorizedException"):
-                return [aws_failure(name, what, exc, f"allow {', '.join(PERMISSIONS)} on {arn} to the credentials "
-                                                     "fmcluster runs with")]
+                return [aws_failure(name, what, exc, f"allow {PERMISSIONS[0]} and {PERMISSIONS[1]} on {arn}, and "
+                                                     f"{PERMISSIONS[2]}, to the credentials fmcluster runs with")]
             raise
         if POOL not in {item.get("Type") for item in configuration.get("Configuration") or []}:
             return [CheckResult(name, "failed", f"{what} is not a Capacity Reservation group (no {POOL} "
