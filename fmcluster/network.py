@@ -1,10 +1,11 @@
 """Find where a cluster's nodes go: the spec's subnet, or the default VPC's subnet in an AZ that
 offers every instance type the spec asks for (what a new AWS account, and the sandbox, have) — the AZ of
-the spec's capacity reservations / Capacity Blocks when they share one, as reserved capacity is usable
-only there."""
+the spec's capacity reservations / Capacity Blocks (and of its Capacity Reservation groups' reservations of
+the queues' types) when they share one, as reserved capacity is usable only there."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,26 +56,44 @@ def offering_zones(ec2: Any, instance_type: str) -> set[str]:
     return {offer["Location"] for page in pages for offer in page["InstanceTypeOfferings"]}
 
 
-def reservation_zone(spec: Spec, ec2: Any) -> str | None:
+def reservation_zone(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = None) -> str | None:
     """The one AZ every queue's reservation is in; None when no queue has one, they span AZs, or the
-    lookup fails (unknown id, no permission: preflight reports the bad reservation)."""
+    lookup fails (unknown id, no permission: preflight reports the bad reservation). A queue's Capacity
+    Reservation group (read with the resource-groups client ``groups()`` makes) counts by its active reservations of the
+    queue's instance type, the ones its nodes can run in."""
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
     ids = sorted({q.capacity.reservation_id for q in spec.queues if q.capacity.reservation_id})
-    if not ids:
+    grouped = [q for q in spec.queues if q.capacity.resource_group_arn]
+    if not ids and not (grouped and groups is not None):
         return None
     try:
-        found = ec2.describe_capacity_reservations(CapacityReservationIds=ids)["CapacityReservations"]
+        zones: set[str | None] = set()
+        if ids:
+            found = ec2.describe_capacity_reservations(CapacityReservationIds=ids)["CapacityReservations"]
+            if {r.get("CapacityReservationId") for r in found} != set(ids):
+                return None
+            zones |= {r.get("AvailabilityZone") for r in found}
+        for queue in grouped if groups is not None else []:
+            zones |= _group_zones(queue.capacity.resource_group_arn or "", queue.instance_type, ec2, groups())
     except (ClientError, BotoCoreError, ResponseParserError):
         return None
-    zones = {r.get("AvailabilityZone") for r in found}
-    if len(zones) != 1 or {r.get("CapacityReservationId") for r in found} != set(ids):
-        return None
-    return zones.pop()
+    return zones.pop() if len(zones) == 1 else None
 
 
-def resolve_placement(spec: Spec, ec2: Any) -> Placement:
+def _group_zones(arn: str, instance_type: str, ec2: Any, groups: Any) -> set[str | None]:
+    members = [item["Identifier"]["ResourceArn"] for page in groups.get_paginator("list_group_resources").paginate(
+        Group=arn) for item in page.get("Resources") or []
+        if item["Identifier"].get("ResourceType") == "AWS::EC2::CapacityReservation"]
+    if not members:
+        return set()
+    found = ec2.describe_capacity_reservations(CapacityReservationIds=[m.rsplit("/", 1)[-1] for m in members])
+    return {r.get("AvailabilityZone") for r in found["CapacityReservations"]
+            if r.get("InstanceType") == instance_type and r.get("State") == "active"}
+
+
+def resolve_placement(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = None) -> Placement:
     """Raise :class:`UsageError`/:class:`AwsError` with the fix when no placement works.
 
     Without a subnet in the spec: the default VPC's subnet in the reservations' AZ (see
@@ -84,7 +103,7 @@ def resolve_placement(spec: Spec, ec2: Any) -> Placement:
     from fmcluster.spec.networking import creates_network
 
     if creates_network(spec):
-        return _created_network_placement(spec, ec2)
+        return _created_network_placement(spec, ec2, groups)
     if spec.network.subnet_id:
         try:
             subnet = ec2.describe_subnets(SubnetIds=[spec.network.subnet_id])["Subnets"][0]
@@ -111,12 +130,12 @@ def resolve_placement(spec: Spec, ec2: Any) -> Placement:
         raise UsageError(f"no Availability Zone of {spec.region} offers all of {', '.join(instance_types(spec))} "
                          "in the default VPC: set network.subnet_id to a subnet in an AZ with capacity, or split "
                          "the queues")
-    reserved = reservation_zone(spec, ec2)
+    reserved = reservation_zone(spec, ec2, groups)
     chosen = next((s for s in candidates if s["AvailabilityZone"] == reserved), candidates[0])
     return Placement(chosen["SubnetId"], vpc_id, chosen["AvailabilityZone"], vpc_cidrs(ec2, vpc_id))
 
 
-def _created_network_placement(spec: Spec, ec2: Any) -> Placement:
+def _created_network_placement(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = None) -> Placement:
     """The AZ of the network fmcluster creates: that of the spec's reservations when it offers every type,
     else the first AZ (by name) that does. Its ids are references to the resources that make it."""
     from fmcluster.render.network import COMPUTE_SUBNET_REF, VPC_REF
@@ -128,6 +147,6 @@ def _created_network_placement(spec: Spec, ec2: Any) -> Placement:
     if not zones:
         raise UsageError(f"no Availability Zone of {spec.region} offers all of {', '.join(instance_types(spec))}: "
                          "split the queues, or choose other instance types")
-    reserved = reservation_zone(spec, ec2)
+    reserved = reservation_zone(spec, ec2, groups)
     zone = reserved if reserved in zones else sorted(zones)[0]
     return Placement(COMPUTE_SUBNET_REF, VPC_REF, zone, (spec.network.vpc_cidr,), created=True)

@@ -108,7 +108,8 @@ class Session:
         else:
             from fmcluster.network import resolve_placement
 
-            placement = resolve_placement(self.require_spec(), self.ctx.client("ec2"))
+            placement = resolve_placement(self.require_spec(), self.ctx.client("ec2"),
+                                          lambda: self.ctx.client("resource-groups"))
             if self.store.readonly:  # a reading command (status) resolves it again next time
                 self.ctx.publish(placement.values())
                 return placement

@@ -79,6 +79,11 @@ def check_quotas(ctx: Context) -> list[CheckResult]:
     for queue in spec.queues:
         kind = queue.capacity.type
         if kind in ("reservation", "capacity-block"):
+            if queue.capacity.resource_group_arn:
+                # EC2 runs what the group's reservations cannot hold On-Demand ("Capacity Reservation groups").
+                notes.append(f"queue {queue.name}: launches into reservation group {queue.capacity.resource_group_arn};"
+                             " nodes beyond its free reservations run On-Demand and count against the quota")
+                continue
             what = "Capacity Block" if kind == "capacity-block" else "capacity reservation"
             notes.append(f"queue {queue.name}: runs in {what} {queue.capacity.reservation_id}, which does not count "
                          "against the On-Demand vCPU quota")
@@ -140,9 +145,16 @@ def _quota(ctx: Context, code: str, need: _Need, notes: list[str]) -> CheckResul
 
 
 def check_reservations(ctx: Context) -> list[CheckResult]:
-    """Each queue's capacity reservation / Capacity Block fits the queue: one result per queue."""
-    return [result for queue in ctx.spec.queues if queue.capacity.reservation_id
-            for result in _reservation(ctx, queue)]
+    """Each queue's capacity reservation / Capacity Block / reservation group fits the queue: one result per queue."""
+    from fmcluster.preflight.reservation_group import check_reservation_group
+
+    results = []
+    for queue in ctx.spec.queues:
+        if queue.capacity.reservation_id:
+            results += _reservation(ctx, queue)
+        elif queue.capacity.resource_group_arn:
+            results += check_reservation_group(ctx, queue)
+    return results
 
 
 def _reservation(ctx: Context, queue: Queue) -> list[CheckResult]:

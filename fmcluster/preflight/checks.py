@@ -33,7 +33,7 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
     ec2 = ctx.aws("ec2")
     named = spec.network.subnet_id
     try:
-        placement = resolve_placement(spec, ec2)
+        placement = resolve_placement(spec, ec2, lambda: ctx.aws("resource-groups"))
     except AwsError as exc:
         return [aws_failure("subnet", f"subnet {named}", exc,
                             f"set network.subnet_id to a subnet of your VPC in {ctx.region} "

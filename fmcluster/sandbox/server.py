@@ -10,6 +10,9 @@ Run it with ``python -m fmcluster.sandbox.server --port P --home DIR [--faults F
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
   DescribeCapacityBlockOfferings, FSx data repository associations and volumes), and EC2's launch rules in
   front of moto's RunInstances (:mod:`fmcluster.sandbox.ec2_launch`);
+* Resource Groups for Capacity Reservation groups, which moto routes only in part
+  (:mod:`fmcluster.sandbox.resource_groups`), and launches into them
+  (:mod:`fmcluster.sandbox.reservation_group_launch`);
 * Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster.sandbox.service_quotas`);
 * **fault injection** (:class:`fmcluster.sandbox.faults.Faults`) in front of all of it: a per-call delay,
   throttling errors in each protocol's own form, and ``InsufficientInstanceCapacity`` on EC2
@@ -78,7 +81,8 @@ HOST = "127.0.0.1"
 STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
 FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
-ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs"]
+ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs",
+                       "resource-groups"]
 #: moto backends created eagerly in the background after start-up, so the first real call is fast.
 _PREWARM = ["ec2", "s3", "iam", "sts", "cloudformation", "fsx", "servicequotas"]
 _PREWARM_REGIONS = ["us-east-1", "us-west-2"]
@@ -110,6 +114,8 @@ class SandboxApp:
             pcluster_support,
             pcs_amis,
             placement_groups,
+            reservation_group_launch,
+            resource_groups,
             vpc_teardown,
         )
         from fmcluster.sandbox.pcs import PcsEmulator
@@ -126,6 +132,8 @@ class SandboxApp:
         ec2_accounts.install()
         instance_catalog.install()
         ec2_launch.install()
+        reservation_group_launch.install()  # after ec2_launch: group launches wrap its rules
+        self.resource_groups = resource_groups.REGISTRY
         vpc_teardown.install()
         iam_extras.install()
         pcs_amis.install()
@@ -178,6 +186,7 @@ class SandboxApp:
         self.placement_groups.reset()
         self.capacity_reservations.reset()
         self.data_repositories.reset()
+        self.resource_groups.reset()
 
     def reset_state(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
@@ -280,6 +289,8 @@ class SandboxApp:
             return self.placement_groups.handle(operation, params, region, self._account(environ, access_key))
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
             return self.capacity_reservations.handle(operation, params, region, self._account(environ, access_key))
+        if service == "resource-groups":  # moto 5.2.5 routes only part of it: see fmcluster.sandbox.resource_groups
+            return self.resource_groups.handle(environ, region, self._account(environ, access_key))
         if service == "ec2" and operation == "DescribeCapacityBlockOfferings":
             from fmcluster.sandbox import capacity_blocks
 

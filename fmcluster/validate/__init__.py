@@ -47,7 +47,8 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
         from fmcluster.network import resolve_placement
 
         try:
-            placement = resolve_placement(spec, aws.client("ec2", region))
+            placement = resolve_placement(spec, aws.client("ec2", region),
+                                          lambda: aws.client("resource-groups", region))
             results.append(CheckResult("subnet", "passed", placement.describe()))
             results += _node_network(spec, region, placement)
         except Exception as exc:  # report it as a failed check; the rest can still run
