@@ -101,11 +101,13 @@ def test_reservations_in_another_az_do_not_count(sandbox, groups):
     assert any(d.endswith("not usable, the subnet is in us-east-1a") for d in check.details), check.details
 
 
-def test_too_few_instances_says_how_many_are_missing(sandbox, groups):
+def test_too_few_instances_warns_how_many_run_on_demand(sandbox, groups):
+    """EC2 runs what the group cannot hold On-Demand (it does not refuse it): a warning with the fix."""
     arn = groups.make(2, 1)
     _, check = _grouped(sandbox, arn, nodes=5)
-    assert check.status == "failed"
-    assert check.summary.endswith("reserves 3 p5.48xlarge in us-east-1a, queue train goes up to 5: 2 missing")
+    assert check.status == "warning"
+    assert check.summary.endswith("reserves 3 p5.48xlarge in us-east-1a, queue train goes up to 5: 2 would run "
+                                  "On-Demand")
     assert "EC2 runs the nodes beyond the group's free reservations On-Demand" in check.details
     fixes = _fixes(check)
     assert any("--instance-count 2" in f and "set queues[0].nodes to at most 3" in f for f in fixes), fixes
@@ -138,9 +140,9 @@ def test_cancelled_member_does_not_count(sandbox, groups):
     groups.ec2.cancel_capacity_reservation(CapacityReservationId=groups.reservations[0])
     groups.reservations.pop(0)
     _, check = _grouped(sandbox, arn, nodes=3)
-    assert check.status == "failed"
+    assert check.status == "warning"
     assert any(d.endswith("not usable, it is cancelled") for d in check.details), check.details
-    assert check.summary.endswith("1 missing")
+    assert check.summary.endswith("1 would run On-Demand")
 
 
 def test_without_a_subnet_the_network_goes_where_the_group_reserves(sandbox, groups):

@@ -165,11 +165,12 @@ def _split(session: Session, plan: Plan) -> tuple[list[Any], list[str]]:
 
 
 def _check_capacity(session: Session, spec: Spec) -> None:
-    """Refuse counts a queue's capacity reservation or Capacity Block cannot hold, before any change."""
+    """Refuse counts a queue's capacity reservation, Capacity Block or reservation group cannot hold, before any
+    change."""
     from fmcluster.preflight.capacity import check_reservations
     from fmcluster.preflight.common import Context
 
-    if not any(q.capacity.reservation_id for q in spec.queues):
+    if not any(q.capacity.reservation_id or q.capacity.resource_group_arn for q in spec.queues):
         return
     ctx = Context(spec=spec, region=session.region, client=session.ctx.client, placement=session.placement())
     failed = [r for r in check_reservations(ctx) if r.status == "failed"]

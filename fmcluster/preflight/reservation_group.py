@@ -125,9 +125,11 @@ def _judge(ctx: Context, queue: Queue, what: str, name: str, index: int,
                                                      "instance_type / network.subnet_id to match a reservation "
                                                      "of the group")])
     if usable_total < nodes:
+        # EC2 launches the rest On-Demand rather than refuse them: a queue that bursts past its reservations is
+        # a choice, so this warns (with the price of it) instead of stopping the create.
         missing = nodes - usable_total
-        return CheckResult(name, "failed", f"{what} reserves {usable_total} {queue.instance_type}{where}, queue "
-                                           f"{queue.name} goes up to {nodes}: {missing} missing",
+        return CheckResult(name, "warning", f"{what} reserves {usable_total} {queue.instance_type}{where}, queue "
+                                            f"{queue.name} goes up to {nodes}: {missing} would run On-Demand",
                            [*details, on_demand, fix(_reserve(queue, zone, missing) + f", or set queues[{index}]."
                                                      f"nodes to at most {usable_total}")])
     summary = f"{what}: {usable_total} × {queue.instance_type}{where} reserved, {usable_free} free"
