@@ -15,9 +15,9 @@ import yaml
 from botocore.exceptions import ClientError
 
 try:
-    from lifecycle_fixture import PcsCli, _ok, cli_fixture
+    from lifecycle_fixture import PclusterCli, PcsCli, _ok, cli_fixture
 except ImportError:  # tests/ imported as a package
-    from tests.lifecycle_fixture import PcsCli, _ok, cli_fixture
+    from tests.lifecycle_fixture import PclusterCli, PcsCli, _ok, cli_fixture
 
 DALLAS, DALLAS_GROUP = "us-east-1-dfw-2a", "us-east-1-dfw-2"
 GB200 = "p6e-gb200.36xlarge"
@@ -169,3 +169,37 @@ def test_without_subnets_the_local_zone_is_named_and_nothing_is_made(pcs_cli, sa
     assert f"{GB200} in Local Zone {DALLAS}" in result.stderr, result.stderr
     assert "queues[].subnet_id" in result.stderr
     pcs_cli.assert_nothing_left()
+
+
+pcluster_cli = cli_fixture(PclusterCli)
+
+
+def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_parallelcluster(pcluster_cli, sandbox):
+    network = sandbox.private_network()
+    dallas = _dallas_subnet(sandbox, network)
+    reservation = _buy_x72_block(sandbox)
+    data = {"name": pcluster_cli.name, "backend": "parallelcluster", "region": "us-east-1",
+            "head_node": {"instance_type": "m7g.2xlarge"},
+            "network": {"subnet_id": network["private_subnet"], "head_subnet_id": network["public_subnet"]},
+            "queues": [{"name": "train", "instance_type": GB200, "nodes": 18, "subnet_id": dallas,
+                        "capacity": {"type": "capacity-block", "reservation_id": reservation,
+                                     "ultraserver": "u-p6e-gb200x72"}}]}
+    pcluster_cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    _ok(pcluster_cli.create())
+    assert pcluster_cli.status()["backend_status"] == "CREATE_COMPLETE"
+    # The sandbox's head node runs no clustermgtd, so no compute node launches: the queue's launch template
+    # (ParallelCluster's own, from its CloudFormation stack) is what EC2 would launch the 18 nodes from.
+    ec2 = sandbox.client("ec2")
+    templates = [v["LaunchTemplateData"] for t in ec2.describe_launch_templates()["LaunchTemplates"]
+                 for v in ec2.describe_launch_template_versions(LaunchTemplateId=t["LaunchTemplateId"])[
+                     "LaunchTemplateVersions"]
+                 if v["LaunchTemplateData"].get("InstanceType") == GB200]
+    assert len(templates) == 1, templates
+    interfaces = templates[0]["NetworkInterfaces"]
+    assert {nic.get("SubnetId") for nic in interfaces} == {dallas}
+    assert sum(1 for nic in interfaces if nic.get("InterfaceType") in ("efa", "efa-only")) == 16
+    assert templates[0]["CapacityReservationSpecification"]["CapacityReservationTarget"][
+        "CapacityReservationId"] == reservation
+    _ok(pcluster_cli.destroy())
+    pcluster_cli.wait_until_gone()
+    pcluster_cli.assert_nothing_left()

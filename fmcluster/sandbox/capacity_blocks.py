@@ -46,6 +46,7 @@ END_OF_BLOCK = dt.time(11, 30)
 class Offering:
     offering_id: str
     region: str
+    ultraserver: str | None
     instance_type: str
     zone: str
     instances: int
@@ -145,7 +146,7 @@ def _item(region: str, instance_type: str, zone: str, instances: int, servers: i
     hours = minutes // 60
     digest = hashlib.sha256(f"{region}/{instance_type}/{zone}/{instances}/{start.isoformat()}/{end.isoformat()}"
                             .encode()).hexdigest()
-    offering = Offering(f"cb-{digest[:17]}", region, instance_type, zone, instances, start, end)
+    offering = Offering(f"cb-{digest[:17]}", region, ultraserver, instance_type, zone, instances, start, end)
     with _LOCK:
         _OFFERED[offering.offering_id] = offering
     fee = ""
@@ -183,8 +184,35 @@ def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, di
     reservation = capacity_reservations.REGISTRY.add(capacity_reservations.Reservation(
         capacity_reservations.new_id(), account, region, offering.instance_type, offering.zone,
         offering.instances, reservation_type="capacity-block", start=offering.start, end=offering.end,
-        platform=request["InstancePlatform"], match_criteria="targeted", tags=tags))
+        platform=request["InstancePlatform"], match_criteria="targeted", tags=tags,
+        capacity_block_id=capacity_reservations.new_id("cb-") if offering.ultraserver else None,
+        ultraserver=offering.ultraserver))
     return ok("PurchaseCapacityBlockResponse", f"<capacityReservation>{reservation.to_xml()}</capacityReservation>")
+
+
+def describe_status(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
+    """DescribeCapacityBlockStatus: each UltraServer Capacity Block's interconnect status and capacity (EC2 API
+    reference, CapacityBlockStatus). The sandbox has no interconnect faults, so every block reads ``ok`` with no
+    unavailable capacity; its available capacity is what launches have left."""
+    request, unknown = model_check.from_query("ec2", "DescribeCapacityBlockStatus", params)
+    problems = unknown + model_check.check("ec2", "DescribeCapacityBlockStatus", request)
+    if problems:
+        name, message = problems[0]
+        return error("InvalidParameterValue" if name in request else "UnknownParameter", f"{name}: {message}")
+    blocks = capacity_reservations.REGISTRY.capacity_blocks(account, region)
+    wanted = request.get("CapacityBlockIds") or []
+    for block_id in wanted:
+        if block_id not in {b.capacity_block_id for b in blocks}:
+            return error("InvalidParameterValue", f"The Capacity Block ID '{escape(block_id)}' does not exist")
+    items = "".join(
+        f"<item><capacityBlockId>{b.capacity_block_id}</capacityBlockId><interconnectStatus>ok</interconnectStatus>"
+        f"<totalCapacity>{b.total}</totalCapacity><totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
+        "<totalUnavailableCapacity>0</totalUnavailableCapacity><capacityReservationStatusSet><item>"
+        f"<capacityReservationId>{b.reservation_id}</capacityReservationId><totalCapacity>{b.total}</totalCapacity>"
+        f"<totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
+        "<totalUnavailableCapacity>0</totalUnavailableCapacity></item></capacityReservationStatusSet></item>"
+        for b in blocks if not wanted or b.capacity_block_id in wanted)
+    return ok("DescribeCapacityBlockStatusResponse", f"<capacityBlockStatusSet>{items}</capacityBlockStatusSet>")
 
 
 def _iso(moment: dt.datetime) -> str:

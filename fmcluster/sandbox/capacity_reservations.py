@@ -45,6 +45,8 @@ class Reservation:
     tags: dict[str, str] = field(default_factory=dict)
     instances: set[str] = field(default_factory=set)
     held: int = 0  # in use by instances the sandbox does not hold (a seeded busy reservation)
+    capacity_block_id: str | None = None  # an UltraServer Capacity Block bought with PurchaseCapacityBlock
+    ultraserver: str | None = None
 
     @property
     def available(self) -> int:
@@ -81,7 +83,8 @@ class Reservation:
             f"<state>{self.state}</state><startDate>{_iso(self.start)}</startDate>{end}"
             f"<instanceMatchCriteria>{self.match_criteria}</instanceMatchCriteria>"
             f"<createDate>{_iso(self.start)}</createDate><reservationType>{self.reservation_type}</reservationType>"
-            f"{tag_set(self.tags)}"
+            + (f"<capacityBlockId>{self.capacity_block_id}</capacityBlockId>" if self.capacity_block_id else "")
+            + f"{tag_set(self.tags)}"
         )
 
 
@@ -130,6 +133,11 @@ class CapacityReservations:
         with self._lock:
             self._reservations[reservation.reservation_id] = reservation
         return reservation
+
+    def capacity_blocks(self, account: str, region: str) -> list[Reservation]:
+        with self._lock:
+            return [r for r in self._reservations.values()
+                    if r.account == account and r.region == region and r.capacity_block_id]
 
     # -- instances counted against a reservation --------------------------------------------------------
     def claim(self, reservation: Reservation, instance_ids: list[str]) -> None:
@@ -192,8 +200,8 @@ class CapacityReservations:
 REGISTRY = CapacityReservations()
 
 
-def new_id() -> str:
-    return "cr-" + uuid.uuid4().hex[:17]
+def new_id(prefix: str = "cr-") -> str:
+    return prefix + uuid.uuid4().hex[:17]
 
 
 def _iso(moment: dt.datetime) -> str:

@@ -297,6 +297,10 @@ class SandboxApp:
             from fmcluster.sandbox import capacity_blocks
 
             return capacity_blocks.purchase(params, region, self._account(environ, access_key))
+        if service == "ec2" and operation == "DescribeCapacityBlockStatus":
+            from fmcluster.sandbox import capacity_blocks
+
+            return capacity_blocks.describe_status(params, region, self._account(environ, access_key))
         if service == "ec2" and operation in LOCAL_ZONE_ACTIONS:
             from fmcluster.sandbox import local_zones
 
