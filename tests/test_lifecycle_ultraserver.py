@@ -99,14 +99,27 @@ def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_pcs(pcs_cli, sand
 # The Local Zone rules, at the sandbox level ------------------------------------------------------------------
 @pytest.fixture
 def fresh_account(sandbox):
-    """A clean sandbox (no opt-in yet): the zone group opt-in belongs to the account, as on AWS."""
-    sandbox.control("POST", "/_fmcluster/reset")
-    yield sandbox
-    sandbox.control("POST", "/_fmcluster/reset")
+    """EC2 in an account of its own (credentials of a role assumed there): the zone-group opt-in belongs to the
+    account, as on AWS, so the session account's opt-in (the end-to-end test's) does not show here."""
+    import random
+
+    import boto3
+    from botocore.config import Config
+
+    account = f"{random.randrange(10**11, 10**12)}"
+    role = f"arn:aws:iam::{account}:role/local-zone-test"
+    credentials = sandbox.client("sts").assume_role(RoleArn=role, RoleSessionName="lz")["Credentials"]
+    session = boto3.session.Session(aws_access_key_id=credentials["AccessKeyId"],
+                                    aws_secret_access_key=credentials["SecretAccessKey"],
+                                    aws_session_token=credentials["SessionToken"], region_name="us-east-1")
+    ec2 = session.client("ec2", endpoint_url=sandbox.endpoint_url, verify=sandbox.ca_bundle or False,
+                         config=Config(retries={"max_attempts": 1}))
+    assert ec2.describe_vpcs()["Vpcs"][0]["OwnerId"] == account
+    return ec2
 
 
 def test_local_zone_needs_the_opt_in(fresh_account):
-    ec2 = fresh_account.client("ec2", retries={"max_attempts": 1})
+    ec2 = fresh_account
     assert DALLAS not in _zones(ec2)
     listed = _zones(ec2, AllAvailabilityZones=True)[DALLAS]
     assert (listed["OptInStatus"], listed["ZoneType"], listed["GroupName"]) == ("not-opted-in", "local-zone",
@@ -132,7 +145,7 @@ def test_local_zone_needs_the_opt_in(fresh_account):
 
 
 def test_no_default_subnet_in_the_local_zone(fresh_account):
-    ec2 = fresh_account.client("ec2", retries={"max_attempts": 1})
+    ec2 = fresh_account
     ec2.modify_availability_zone_group(GroupName=DALLAS_GROUP, OptInStatus="opted-in")
     defaults = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
     zones = {s["AvailabilityZone"] for s in defaults}
