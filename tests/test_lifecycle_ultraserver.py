@@ -133,6 +133,9 @@ def test_local_zone_needs_the_opt_in(fresh_account):
     with pytest.raises(ClientError) as opt_out:
         ec2.modify_availability_zone_group(GroupName=DALLAS_GROUP, OptInStatus="not-opted-in")
     assert opt_out.value.response["Error"]["Code"] == "InvalidParameterValue"
+    with pytest.raises(ClientError) as dry:
+        ec2.modify_availability_zone_group(GroupName=DALLAS_GROUP, OptInStatus="opted-in", DryRun=True)
+    assert dry.value.response["Error"]["Code"] == "DryRunOperation" and DALLAS not in _zones(ec2)
 
     assert ec2.modify_availability_zone_group(GroupName=DALLAS_GROUP, OptInStatus="opted-in")["Return"]
     opted = _zones(ec2)[DALLAS]

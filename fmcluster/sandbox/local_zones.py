@@ -105,6 +105,8 @@ def handle(action: str, params: dict[str, str], region: str, account: str) -> tu
         code = "MissingParameter" if message == "is required" else (
             "InvalidParameterValue" if name in request else "UnknownParameter")
         return error(code, f"{name}: {message}")
+    if request.get("DryRun"):
+        return error("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
     backend = _backend(account, region)
     if action == "ModifyAvailabilityZoneGroup":
         return _modify_group(backend, region, request)
