@@ -56,11 +56,34 @@ def offering_zones(ec2: Any, instance_type: str) -> set[str]:
     return {offer["Location"] for page in pages for offer in page["InstanceTypeOfferings"]}
 
 
+def zone_label(ec2: Any, zone: str) -> str:
+    """``zone``, or ``Local Zone <zone>`` when EC2 says it is one (DescribeAvailabilityZones ZoneType)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    try:
+        found = ec2.describe_availability_zones(ZoneNames=[zone], AllAvailabilityZones=True)["AvailabilityZones"]
+    except (ClientError, BotoCoreError, ResponseParserError):
+        return zone
+    return f"Local Zone {zone}" if found and found[0].get("ZoneType") == "local-zone" else zone
+
+
+def no_common_zone(spec: Spec, ec2: Any, where: str) -> str:
+    """Why no one zone ``where`` takes every type of the spec, naming the zones each type is sold in."""
+    sold = {t: sorted(offering_zones(ec2, t)) for t in instance_types(spec)}
+    places = "; ".join(f"{t} in {', '.join(zone_label(ec2, z) for z in zones) or 'no zone of ' + spec.region}"
+                       for t, zones in sold.items())
+    return (f"no Availability Zone of {spec.region} offers all of {', '.join(sold)} {where}({places}): a queue "
+            "of a type sold elsewhere needs its own queues[].subnet_id in that zone (a Local Zone only after "
+            "the account opts in to its zone group), with network.subnet_id in an Availability Zone of the "
+            "same VPC")
+
+
 def reservation_zone(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = None) -> str | None:
     """The one AZ every queue's reservation is in; None when no queue has one, they span AZs, or the
     lookup fails (unknown id, no permission: preflight reports the bad reservation). A queue's Capacity
-    Reservation group (read with the resource-groups client ``groups()`` makes) counts by its active reservations of the
-    queue's instance type, the ones its nodes can run in."""
+    Reservation group (read with the resource-groups client ``groups()`` makes) counts by its active
+    reservations of the queue's instance type, the ones its nodes can run in."""
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
@@ -127,9 +150,7 @@ def resolve_placement(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = N
     candidates = sorted((s for s in subnets if s["AvailabilityZone"] in (zones or set())),
                         key=lambda s: s["AvailabilityZone"])
     if not candidates:
-        raise UsageError(f"no Availability Zone of {spec.region} offers all of {', '.join(instance_types(spec))} "
-                         "in the default VPC: set network.subnet_id to a subnet in an AZ with capacity, or split "
-                         "the queues")
+        raise UsageError(no_common_zone(spec, ec2, "in the default VPC "))
     reserved = reservation_zone(spec, ec2, groups)
     chosen = next((s for s in candidates if s["AvailabilityZone"] == reserved), candidates[0])
     return Placement(chosen["SubnetId"], vpc_id, chosen["AvailabilityZone"], vpc_cidrs(ec2, vpc_id))
@@ -145,8 +166,7 @@ def _created_network_placement(spec: Spec, ec2: Any, groups: Callable[[], Any] |
         offered = offering_zones(ec2, instance_type)
         zones = offered if zones is None else zones & offered
     if not zones:
-        raise UsageError(f"no Availability Zone of {spec.region} offers all of {', '.join(instance_types(spec))}: "
-                         "split the queues, or choose other instance types")
+        raise UsageError(no_common_zone(spec, ec2, ""))
     reserved = reservation_zone(spec, ec2, groups)
     zone = reserved if reserved in zones else sorted(zones)[0]
     return Placement(COMPUTE_SUBNET_REF, VPC_REF, zone, (spec.network.vpc_cidr,), created=True)

@@ -173,10 +173,14 @@ def test_pcs_efa_layout_from_ec2_for_a_new_family(home: Path) -> None:
                   "GpuInfo": {"Gpus": [{"Count": 8, "Manufacturer": "NVIDIA", "Name": "X",
                                         "MemoryInfo": {"SizeInMiB": 81920}}]},
                   "NetworkInfo": {"EfaSupported": True, "MaximumNetworkCards": 5,
-                                  "EfaInfo": {"MaximumEfaInterfaces": 4}}}])
+                                  "EfaInfo": {"MaximumEfaInterfaces": 4},
+                                  # EC2's InterfaceTypes: card 1 takes only efa-only (as p6e-gb200's odd cards)
+                                  "NetworkCards": [{"NetworkCardIndex": 1, "InterfaceTypes": ["efa-only"]},
+                                                   {"NetworkCardIndex": 2, "InterfaceTypes": ["interface", "efa",
+                                                                                              "efa-only"]}]}}])
     layout = efa_network_interfaces(Queue(name="q", instance_type="x9e.48xlarge", nodes=1))
-    assert layout[0] == {"card": 0, "device": 0, "efa": False}
-    assert [nic["card"] for nic in layout[1:]] == [1, 2, 3, 4]
+    assert layout[0] == {"card": 0, "device": 0, "efa": False, "efa_only": False}
+    assert [(nic["card"], nic["efa_only"]) for nic in layout[1:]] == [(1, True), (2, False), (3, False), (4, False)]
     assert hw.hardware("x9e.48xlarge").has_gpus
 
 

@@ -63,7 +63,8 @@ def test_g5_queue_on_parallelcluster(pcluster_cli, sandbox):
 
 def test_a_layout_only_ec2_knows_is_read_before_the_rules_judge_it(pcs_cli):
     """p6e-gb200's EFA layout is not in the catalog: with an endpoint, DescribeInstanceTypes is read before the
-    spec's rules run (they would refuse EFA on it otherwise), so PCS launch templates get EC2's 16 EFA cards."""
+    spec's rules run (they would refuse EFA on it otherwise), so PCS launch templates get EC2's 16 EFA cards,
+    efa-only on the odd cards whose InterfaceTypes allow nothing else."""
     data = {"name": pcs_cli.name, "backend": "pcs", "region": "us-east-1",
             "head_node": {"instance_type": "m7g.2xlarge"},
             "queues": [{"name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18,
@@ -73,7 +74,8 @@ def test_a_layout_only_ec2_knows_is_read_before_the_rules_judge_it(pcs_cli):
     documents = list(yaml.safe_load_all(_ok(pcs_cli.run("render", str(pcs_cli.spec))).stdout))
     template = next(d for d in documents if d and d.get("LaunchTemplateName", "").endswith("-train"))
     interfaces = template["LaunchTemplateData"]["NetworkInterfaces"]
-    assert sum(1 for nic in interfaces if nic.get("InterfaceType") == "efa") == 16
+    assert [(nic["NetworkCardIndex"], nic.get("InterfaceType")) for nic in interfaces] == [(0, None)] + [
+        (card, "efa-only" if card % 2 else "efa") for card in range(1, 17)]
 
 
 def test_trainium_node_group_installs_neuron_first(pcs_cli, sandbox):

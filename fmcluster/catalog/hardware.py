@@ -51,6 +51,9 @@ class Hardware:
     nvme_gb: float | None
     vcpus: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Cards whose EC2 NetworkCards[].InterfaceTypes allow only "efa-only" (p6e-gb200's odd cards): an "efa"
+    # interface there is refused by RunInstances.
+    efa_only_cards: frozenset[int] = frozenset()
 
     @property
     def has_gpus(self) -> bool:
@@ -79,7 +82,8 @@ def hardware(name: str) -> Hardware:
             accelerator_kind=facts.accelerator.kind, accelerator_model=facts.accelerator.model,
             accelerator_memory_gib=facts.hbm_gib_per_accelerator, efa_supported=facts.efa is not None,
             network_cards=facts.efa.network_cards if facts.efa else None, efa_interfaces=efa_interfaces,
-            nvme_gb=facts.nvme_gb, vcpus=facts.vcpus)
+            nvme_gb=facts.nvme_gb, vcpus=facts.vcpus,
+            efa_only_cards=from_ec2(described).efa_only_cards if described is not None else frozenset())
     if described is not None:
         return from_ec2(described)
     return Hardware(name=name, source="name", architecture=name_architecture(name), accelerators=None,
@@ -114,7 +118,10 @@ def from_ec2(described: dict[str, Any]) -> Hardware:
         efa_supported=efa, network_cards=network.get("MaximumNetworkCards"),
         efa_interfaces=(network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") if efa else None,
         nvme_gb=(described.get("InstanceStorageInfo") or {}).get("TotalSizeInGB"),
-        vcpus=(described.get("VCpuInfo") or {}).get("DefaultVCpus"))
+        vcpus=(described.get("VCpuInfo") or {}).get("DefaultVCpus"),
+        efa_only_cards=frozenset(int(card["NetworkCardIndex"]) for card in network.get("NetworkCards") or []
+                                 if "efa-only" in (card.get("InterfaceTypes") or [])
+                                 and "efa" not in card["InterfaceTypes"]))
 
 
 def missing_facts(facts: Hardware) -> list[str]:

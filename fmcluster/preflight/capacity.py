@@ -258,12 +258,13 @@ def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckR
         fixes.append(f"set queues[{index}].instance_type: {cr['InstanceType']}, or use a reservation of "
                      f"{queue.instance_type}")
     zone = cr.get("AvailabilityZone")
-    if ctx.placement is None:
+    placement = ctx.compute_placement(queue)
+    if placement is None:
         details.append("the subnet's AZ is unknown (see the subnet check), so the AZ was not compared")
-    elif zone and zone != ctx.placement.availability_zone:
-        failures.append(f"{rid} is in {zone}, but the subnet {ctx.placement.subnet_id} is in "
-                        f"{ctx.placement.availability_zone}")
-        fixes.append(f"set network.subnet_id to a subnet in {zone}: reserved capacity is usable only in its AZ")
+    elif zone and zone != placement[1]:
+        failures.append(f"{rid} is in {zone}, but the subnet {placement[0]} is in {placement[1]}")
+        field = f"queues[{index}].subnet_id" if queue.subnet_id else "network.subnet_id"
+        fixes.append(f"set {field} to a subnet in {zone}: reserved capacity is usable only in its zone")
 
     if total < nodes:
         failures.append(f"{rid} holds {total} instances, queue {queue.name} goes up to {nodes}")

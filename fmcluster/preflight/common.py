@@ -36,6 +36,17 @@ class Context:
             self._clients[service] = self.client(service)
         return self._clients[service]
 
+    def compute_placement(self, queue: Any) -> tuple[str, str] | None:
+        """(subnet id, zone) where a queue's nodes launch: its own subnet's, else network.subnet_id's; None when
+        that subnet cannot be read (its own check reports why)."""
+        if not queue.subnet_id:
+            return (self.placement.subnet_id, self.placement.availability_zone) if self.placement else None
+        try:
+            subnets = self.aws("ec2").describe_subnets(SubnetIds=[queue.subnet_id])["Subnets"]
+        except aws_errors():
+            return None
+        return (queue.subnet_id, subnets[0]["AvailabilityZone"]) if subnets else None
+
 
 def aws_failure(name: str, resource: str, exc: BaseException, fix_text: str = "") -> CheckResult:
     """A failed result carrying AWS's own code and message, and the fix."""

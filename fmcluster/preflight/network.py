@@ -119,7 +119,7 @@ def check_queue_subnets(spec: Spec, ec2: Any, vpc_id: str) -> list[CheckResult]:
     """Each queue's own subnet exists, is in the VPC of network.subnet_id, and its AZ offers the queue's types."""
     from botocore.exceptions import ClientError
 
-    from fmcluster.network import offering_zones
+    from fmcluster.network import offering_zones, zone_label
     from fmcluster.spec.models import instance_types_of
 
     results = []
@@ -138,10 +138,11 @@ def check_queue_subnets(spec: Spec, ec2: Any, vpc_id: str) -> list[CheckResult]:
                                        f"in {vpc_id}", [f"fix: choose a subnet of {vpc_id} for queue {queue.name}"]))
             continue
         absent = [t for t in instance_types_of(queue) if zone not in offering_zones(ec2, t)]
+        label = zone_label(ec2, zone)
         if absent:
-            results.append(CheckResult(name, "failed", f"{', '.join(absent)} not offered in {zone} "
-                                       f"({queue.subnet_id})", ["fix: choose a subnet in an AZ that offers them"]))
+            results.append(CheckResult(name, "failed", f"{', '.join(absent)} not offered in {label} "
+                                       f"({queue.subnet_id})", ["fix: choose a subnet in a zone that offers them"]))
         else:
-            results.append(CheckResult(name, "passed", f"{queue.subnet_id} in {zone} offers "
+            results.append(CheckResult(name, "passed", f"{queue.subnet_id} in {label} offers "
                                        f"{', '.join(instance_types_of(queue))}"))
     return results

@@ -6,19 +6,31 @@ are offered by ``UltraserverType``/``UltraserverCount`` (u-p6e-gb200x36 = 9 and 
 p6e-gb200.36xlarge; u-trn2x64 = 4 trn2u.48xlarge: EKS user guide and AWS Neuron "Trn2 architecture", as
 compiled in /work/shared/reference/instance-facts.yaml). An offering is made for every zone where the type
 is sold (:mod:`fmcluster.sandbox.instance_catalog`) to types whose DescribeInstanceTypes usage classes
-include ``capacity-block``; the sandbox starts each offered block at the first 11:30 UTC on or after the
-requested start (its own choice: AWS's offering times depend on its capacity). Upfront
+include ``capacity-block``. "All Capacity Blocks end at 11:30AM UTC" and one may start at any time (EC2 user
+guide, "Find and purchase Capacity Blocks"; CapacityBlockOffering: "if a Capacity Block starts at 04:55 and ends
+at 11:30, the hours field would be 6"), so each zone gets two offerings: one from the first 11:30 UTC on or after
+the requested start, of exactly the requested duration, and, when the requested start range allows it, one
+starting now (to the minute) and ending at the first 11:30 UTC after the requested duration (hours and minutes).
+Which blocks AWS offers depends on its capacity; these are the sandbox's choice. Upfront
 fees are given only where AWS's Capacity Block price is known (per accelerator-hour, from
 aws.amazon.com/ec2/capacityblocks/pricing as transcribed in instance-facts.yaml, marked secondary there).
+
+PurchaseCapacityBlock (EC2 API reference: "You must specify the ID of the Capacity Block offering you are
+purchasing") buys an offering this sandbox made: a ``capacity-block`` reservation of the offering's type, zone,
+count and dates, held by :mod:`fmcluster.sandbox.capacity_reservations` (``scheduled`` until its start, then
+``active``). An offering id the sandbox never gave is refused with ``InvalidParameterValue``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import threading
+from dataclasses import dataclass
 from typing import Any
+from xml.sax.saxutils import escape
 
-from fmcluster.sandbox import instance_catalog, model_check
+from fmcluster.sandbox import capacity_reservations, instance_catalog, model_check
 from fmcluster.sandbox.ec2_query import error, ok
 
 ULTRASERVERS = {"u-p6e-gb200x36": ("p6e-gb200.36xlarge", 9), "u-p6e-gb200x72": ("p6e-gb200.36xlarge", 18),
@@ -27,6 +39,29 @@ ULTRASERVER_ONLY = {"p6e-gb200.36xlarge", "trn2u.48xlarge"}
 USD_PER_ACCELERATOR_HOUR = {"p6e-gb200.36xlarge": 10.582}
 MAX_INSTANCES = 64
 LOCAL_ZONES = {"us-east-1-dfw-2a"}
+END_OF_BLOCK = dt.time(11, 30)
+
+
+@dataclass(frozen=True)
+class Offering:
+    offering_id: str
+    region: str
+    ultraserver: str | None
+    instance_type: str
+    zone: str
+    instances: int
+    start: dt.datetime
+    end: dt.datetime
+
+
+#: Offerings given out, by id, so that PurchaseCapacityBlock can buy them.
+_OFFERED: dict[str, Offering] = {}
+_LOCK = threading.Lock()
+
+
+def reset() -> None:
+    with _LOCK:
+        _OFFERED.clear()
 
 
 def valid_duration(hours: int) -> bool:
@@ -68,7 +103,7 @@ def handle(params: dict[str, str], region: str) -> tuple[int, dict, bytes]:
         if instances > MAX_INSTANCES:
             return error("InvalidParameterValue", f"A Capacity Block holds at most {MAX_INSTANCES} instances")
         wanted = [(t, instances, None) for t in types if t not in ULTRASERVER_ONLY]
-    start = _first_start(request.get("StartDateRange"))
+    starts = _starts(request.get("StartDateRange"), hours)
     items = []
     for instance_type, instances, servers in wanted:
         facts = instance_catalog.instance_type(instance_type)
@@ -77,16 +112,27 @@ def handle(params: dict[str, str], region: str) -> tuple[int, dict, bytes]:
         if "capacity-block" not in facts.get("SupportedUsageClasses", []):
             continue
         for zone in sorted(instance_catalog.offered_zones(region, instance_type)):
-            items.append(_item(instance_type, zone, instances, servers, ultraserver, start, hours, facts))
+            items += [_item(region, instance_type, zone, instances, servers, ultraserver, start, end, facts)
+                      for start, end in starts]
     return ok("DescribeCapacityBlockOfferingsResponse",
               f"<capacityBlockOfferingSet>{''.join(items)}</capacityBlockOfferingSet>")
 
 
-def _first_start(requested: Any) -> dt.datetime:
-    now = dt.datetime.now(dt.timezone.utc)
+def _starts(requested: Any, hours: int) -> list[tuple[dt.datetime, dt.datetime]]:
+    """(start, end) of the blocks offered: from the first 11:30 UTC for exactly ``hours``, and (when the
+    requested range starts by now) from now until the first 11:30 UTC at least ``hours`` later."""
+    now = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
     earliest = max(now, _parse(requested)) if requested else now
-    start = earliest.replace(hour=11, minute=30, second=0, microsecond=0)
-    return start if start >= earliest else start + dt.timedelta(days=1)
+    first = _next_end_of_block(earliest)
+    starts = [(first, first + dt.timedelta(hours=hours))]
+    if earliest == now and now != first:
+        starts.append((now, _next_end_of_block(now + dt.timedelta(hours=hours))))
+    return starts
+
+
+def _next_end_of_block(moment: dt.datetime) -> dt.datetime:
+    candidate = dt.datetime.combine(moment.date(), END_OF_BLOCK, tzinfo=dt.timezone.utc)
+    return candidate if candidate >= moment else candidate + dt.timedelta(days=1)
 
 
 def _parse(value: Any) -> dt.datetime:
@@ -94,23 +140,79 @@ def _parse(value: Any) -> dt.datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 
-def _item(instance_type: str, zone: str, instances: int, servers: int | None, ultraserver: str | None,
-          start: dt.datetime, hours: int, facts: dict[str, Any]) -> str:
-    end = start + dt.timedelta(hours=hours)
-    digest = hashlib.sha256(f"{instance_type}/{zone}/{instances}/{start.isoformat()}/{hours}".encode()).hexdigest()
+def _item(region: str, instance_type: str, zone: str, instances: int, servers: int | None, ultraserver: str | None,
+          start: dt.datetime, end: dt.datetime, facts: dict[str, Any]) -> str:
+    minutes = int((end - start).total_seconds() // 60)
+    hours = minutes // 60
+    digest = hashlib.sha256(f"{region}/{instance_type}/{zone}/{instances}/{start.isoformat()}/{end.isoformat()}"
+                            .encode()).hexdigest()
+    offering = Offering(f"cb-{digest[:17]}", region, ultraserver, instance_type, zone, instances, start, end)
+    with _LOCK:
+        _OFFERED[offering.offering_id] = offering
     fee = ""
     rate = USD_PER_ACCELERATOR_HOUR.get(instance_type)
     gpus = sum(g.get("Count", 0) for g in facts.get("GpuInfo", {}).get("Gpus", []))
     if rate is not None and gpus:
-        fee = f"<upfrontFee>{rate * gpus * instances * hours:.2f}</upfrontFee><currencyCode>USD</currencyCode>"
+        fee = (f"<upfrontFee>{rate * gpus * instances * minutes / 60:.2f}</upfrontFee>"
+               "<currencyCode>USD</currencyCode>")
     server = (f"<ultraserverType>{ultraserver}</ultraserverType><ultraserverCount>{servers}</ultraserverCount>"
               if ultraserver else "")
-    return (f"<item><capacityBlockOfferingId>cb-{digest[:17]}</capacityBlockOfferingId>"
+    return (f"<item><capacityBlockOfferingId>{offering.offering_id}</capacityBlockOfferingId>"
             f"<instanceType>{instance_type}</instanceType><availabilityZone>{zone}</availabilityZone>"
             f"<instanceCount>{instances}</instanceCount><startDate>{_iso(start)}</startDate>"
             f"<endDate>{_iso(end)}</endDate><capacityBlockDurationHours>{hours}</capacityBlockDurationHours>"
-            f"<capacityBlockDurationMinutes>0</capacityBlockDurationMinutes>{fee}<tenancy>default</tenancy>{server}"
+            f"<capacityBlockDurationMinutes>{minutes % 60}</capacityBlockDurationMinutes>{fee}"
+            f"<tenancy>default</tenancy>{server}"
             f"<zoneType>{'local-zone' if zone in LOCAL_ZONES else 'availability-zone'}</zoneType></item>")
+
+
+def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
+    request, unknown = model_check.from_query("ec2", "PurchaseCapacityBlock", params)
+    problems = unknown + model_check.check("ec2", "PurchaseCapacityBlock", request)
+    if problems:
+        name, message = problems[0]
+        code = "MissingParameter" if message == "is required" else (
+            "InvalidParameterValue" if name in request else "UnknownParameter")
+        return error(code, f"{name}: {message}")
+    with _LOCK:
+        offering = _OFFERED.get(request["CapacityBlockOfferingId"])
+    if offering is None or offering.region != region:
+        return error("InvalidParameterValue", f"The Capacity Block offering ID "
+                                              f"'{escape(request['CapacityBlockOfferingId'])}' is not valid.")
+    tags = {t["Key"]: t.get("Value", "") for spec in request.get("TagSpecifications") or []
+            if spec.get("ResourceType") in (None, "capacity-reservation") for t in spec.get("Tags") or []}
+    reservation = capacity_reservations.REGISTRY.add(capacity_reservations.Reservation(
+        capacity_reservations.new_id(), account, region, offering.instance_type, offering.zone,
+        offering.instances, reservation_type="capacity-block", start=offering.start, end=offering.end,
+        platform=request["InstancePlatform"], match_criteria="targeted", tags=tags,
+        capacity_block_id=capacity_reservations.new_id("cb-") if offering.ultraserver else None,
+        ultraserver=offering.ultraserver))
+    return ok("PurchaseCapacityBlockResponse", f"<capacityReservation>{reservation.to_xml()}</capacityReservation>")
+
+
+def describe_status(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
+    """DescribeCapacityBlockStatus: each UltraServer Capacity Block's interconnect status and capacity (EC2 API
+    reference, CapacityBlockStatus). The sandbox has no interconnect faults, so every block reads ``ok`` with no
+    unavailable capacity; its available capacity is what launches have left."""
+    request, unknown = model_check.from_query("ec2", "DescribeCapacityBlockStatus", params)
+    problems = unknown + model_check.check("ec2", "DescribeCapacityBlockStatus", request)
+    if problems:
+        name, message = problems[0]
+        return error("InvalidParameterValue" if name in request else "UnknownParameter", f"{name}: {message}")
+    blocks = capacity_reservations.REGISTRY.capacity_blocks(account, region)
+    wanted = request.get("CapacityBlockIds") or []
+    for block_id in wanted:
+        if block_id not in {b.capacity_block_id for b in blocks}:
+            return error("InvalidParameterValue", f"The Capacity Block ID '{escape(block_id)}' does not exist")
+    items = "".join(
+        f"<item><capacityBlockId>{b.capacity_block_id}</capacityBlockId><interconnectStatus>ok</interconnectStatus>"
+        f"<totalCapacity>{b.total}</totalCapacity><totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
+        "<totalUnavailableCapacity>0</totalUnavailableCapacity><capacityReservationStatusSet><item>"
+        f"<capacityReservationId>{b.reservation_id}</capacityReservationId><totalCapacity>{b.total}</totalCapacity>"
+        f"<totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
+        "<totalUnavailableCapacity>0</totalUnavailableCapacity></item></capacityReservationStatusSet></item>"
+        for b in blocks if not wanted or b.capacity_block_id in wanted)
+    return ok("DescribeCapacityBlockStatusResponse", f"<capacityBlockStatusSet>{items}</capacityBlockStatusSet>")
 
 
 def _iso(moment: dt.datetime) -> str:

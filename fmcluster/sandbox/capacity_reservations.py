@@ -1,7 +1,8 @@
 """EC2 capacity reservations (ODCRs) and Capacity Blocks, which moto 5.2.5 does not implement.
 
 Speaks the EC2 query protocol for CreateCapacityReservation, DescribeCapacityReservations and
-CancelCapacityReservation. A Capacity Block cannot be bought in a sandbox, so tests and demos seed one
+CancelCapacityReservation. Capacity Blocks are bought with PurchaseCapacityBlock
+(:mod:`fmcluster.sandbox.capacity_blocks`), or seeded as AWS would hold them (a busy one, an expired one)
 through the control route ``POST /_fmcluster/capacity-reservations`` (see :meth:`CapacityReservations.seed`).
 
 Instances launched into a reservation count against it (``availableInstanceCount`` goes down, and back up
@@ -44,6 +45,8 @@ class Reservation:
     tags: dict[str, str] = field(default_factory=dict)
     instances: set[str] = field(default_factory=set)
     held: int = 0  # in use by instances the sandbox does not hold (a seeded busy reservation)
+    capacity_block_id: str | None = None  # an UltraServer Capacity Block bought with PurchaseCapacityBlock
+    ultraserver: str | None = None
 
     @property
     def available(self) -> int:
@@ -80,7 +83,8 @@ class Reservation:
             f"<state>{self.state}</state><startDate>{_iso(self.start)}</startDate>{end}"
             f"<instanceMatchCriteria>{self.match_criteria}</instanceMatchCriteria>"
             f"<createDate>{_iso(self.start)}</createDate><reservationType>{self.reservation_type}</reservationType>"
-            f"{tag_set(self.tags)}"
+            + (f"<capacityBlockId>{self.capacity_block_id}</capacityBlockId>" if self.capacity_block_id else "")
+            + f"{tag_set(self.tags)}"
         )
 
 
@@ -108,7 +112,7 @@ class CapacityReservations:
         try:
             region = payload.get("region", "us-east-1")
             reservation = Reservation(
-                reservation_id=payload.get("reservation_id") or _new_id(),
+                reservation_id=payload.get("reservation_id") or new_id(),
                 account=account, region=region, instance_type=str(payload["instance_type"]),
                 availability_zone=str(payload.get("availability_zone", f"{region}a")), total=int(payload["count"]),
                 explicit_state=payload.get("state"), reservation_type=str(payload.get("type", "default")),
@@ -124,6 +128,16 @@ class CapacityReservations:
         with self._lock:
             self._reservations[reservation.reservation_id] = reservation
         return {"reservation_id": reservation.reservation_id}
+
+    def add(self, reservation: Reservation) -> Reservation:
+        with self._lock:
+            self._reservations[reservation.reservation_id] = reservation
+        return reservation
+
+    def capacity_blocks(self, account: str, region: str) -> list[Reservation]:
+        with self._lock:
+            return [r for r in self._reservations.values()
+                    if r.account == account and r.region == region and r.capacity_block_id]
 
     # -- instances counted against a reservation --------------------------------------------------------
     def claim(self, reservation: Reservation, instance_ids: list[str]) -> None:
@@ -153,7 +167,7 @@ class CapacityReservations:
         tags = {t["Key"]: t.get("Value", "") for spec in request.get("TagSpecifications") or []
                 for t in spec.get("Tags") or []}
         end = request.get("EndDate")
-        reservation = Reservation(_new_id(), account, region, request["InstanceType"],
+        reservation = Reservation(new_id(), account, region, request["InstanceType"],
                                   request.get("AvailabilityZone") or f"{region}a", request["InstanceCount"],
                                   platform=request["InstancePlatform"], tags=tags,
                                   end=_parse(end) if end else None,
@@ -186,8 +200,8 @@ class CapacityReservations:
 REGISTRY = CapacityReservations()
 
 
-def _new_id() -> str:
-    return "cr-" + uuid.uuid4().hex[:17]
+def new_id(prefix: str = "cr-") -> str:
+    return prefix + uuid.uuid4().hex[:17]
 
 
 def _iso(moment: dt.datetime) -> str:

@@ -8,7 +8,8 @@ Run it with ``python -m fmcluster.sandbox.server --port P --home DIR [--faults F
 * the **PCS emulator** (:mod:`fmcluster.sandbox.pcs`) for every request with
   ``X-Amz-Target: AWSParallelComputingService.<Operation>``;
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
-  DescribeCapacityBlockOfferings, FSx data repository associations and volumes), and EC2's launch rules in
+  DescribeCapacityBlockOfferings and PurchaseCapacityBlock, Local Zones and their opt-in
+  (:mod:`fmcluster.sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
   front of moto's RunInstances (:mod:`fmcluster.sandbox.ec2_launch`);
 * Resource Groups for Capacity Reservation groups, which moto routes only in part
   (:mod:`fmcluster.sandbox.resource_groups`), and launches into them
@@ -44,7 +45,7 @@ Control routes (JSON in, JSON out; not AWS APIs):
     ``{"service_code": "pcs", "L-0ADE95E3": 10}`` for 10 PCS clusters per Region; ``{"reset": true}``
     restores the defaults (EC2 generous, PCS Clusters 5 as on AWS).
 ``POST /_fmcluster/capacity-reservations``
-    seed an ODCR or a Capacity Block as AWS would hold it (Capacity Blocks cannot be bought here), e.g.
+    seed an ODCR or a Capacity Block as AWS would hold it (PurchaseCapacityBlock buys offered ones), e.g.
     ``{"instance_type": "p5en.48xlarge", "availability_zone": "us-east-1a", "count": 8,
     "type": "capacity-block", "start": "2026-12-01T00:00:00Z", "end": "2026-12-15T00:00:00Z",
     "reservation_id": "cr-0123456789abcdef0"}``; the state follows the dates (scheduled, active, expired)
@@ -90,6 +91,7 @@ _PREWARM_REGIONS = ["us-east-1", "us-west-2"]
 PLACEMENT_GROUP_ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
 CAPACITY_RESERVATION_ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations",
                                 "CancelCapacityReservation")
+LOCAL_ZONE_ACTIONS = ("DescribeAvailabilityZones", "ModifyAvailabilityZoneGroup")
 FSX_DRA_OPERATIONS = ("CreateDataRepositoryAssociation", "DescribeDataRepositoryAssociations",
                       "DeleteDataRepositoryAssociation")
 
@@ -107,10 +109,12 @@ class SandboxApp:
         from fmcluster.sandbox import (
             capacity_reservations,
             ec2_accounts,
+            ec2_interfaces,
             ec2_launch,
             fsx_extras,
             iam_extras,
             instance_catalog,
+            local_zones,
             pcluster_support,
             pcs_amis,
             placement_groups,
@@ -131,9 +135,11 @@ class SandboxApp:
         self.data_repositories = fsx_extras.REGISTRY
         ec2_accounts.install()
         instance_catalog.install()
+        local_zones.install()
         ec2_launch.install()
         reservation_group_launch.install()  # after ec2_launch: group launches wrap its rules
         self.resource_groups = resource_groups.REGISTRY
+        ec2_interfaces.install()
         vpc_teardown.install()
         iam_extras.install()
         pcs_amis.install()
@@ -187,6 +193,9 @@ class SandboxApp:
         self.capacity_reservations.reset()
         self.data_repositories.reset()
         self.resource_groups.reset()
+        from fmcluster.sandbox import capacity_blocks
+
+        capacity_blocks.reset()
 
     def reset_state(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
@@ -295,6 +304,18 @@ class SandboxApp:
             from fmcluster.sandbox import capacity_blocks
 
             return capacity_blocks.handle(params, region)
+        if service == "ec2" and operation == "PurchaseCapacityBlock":
+            from fmcluster.sandbox import capacity_blocks
+
+            return capacity_blocks.purchase(params, region, self._account(environ, access_key))
+        if service == "ec2" and operation == "DescribeCapacityBlockStatus":
+            from fmcluster.sandbox import capacity_blocks
+
+            return capacity_blocks.describe_status(params, region, self._account(environ, access_key))
+        if service == "ec2" and operation in LOCAL_ZONE_ACTIONS:
+            from fmcluster.sandbox import local_zones
+
+            return local_zones.handle(operation, params, region, self._account(environ, access_key))
         if target.startswith(FSX_TARGET_PREFIX) and operation in FSX_DRA_OPERATIONS:
             return self.data_repositories.handle(operation, protocols.read_body(environ), region,
                                                  self._account(environ, access_key))

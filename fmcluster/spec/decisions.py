@@ -33,13 +33,15 @@ def efa_network_interfaces(queue: Queue) -> list[dict[str, int | bool]]:
     """The launch template's interfaces: one EFA interface per EFA-capable network card.
 
     Where card 0 cannot carry EFA (p6-b300), it keeps a plain ENA interface for the security groups
-    and EFA goes on cards 1..N. Returns [] when EFA is off; raises LookupError when the layout is unknown.
+    and EFA goes on cards 1..N. A card EC2 allows only ``efa-only`` interfaces on (p6e-gb200's odd cards,
+    DescribeInstanceTypes NetworkCards[].InterfaceTypes) gets one (``efa_only``). Returns [] when EFA is off;
+    raises LookupError when the layout is unknown.
     """
     if not efa_enabled(queue):
         return []
     facts = hardware(queue.instance_type)
     if not facts.efa_supported or not facts.network_cards:
-        return [{"card": 0, "device": 0, "efa": True}]
+        return [{"card": 0, "device": 0, "efa": True, "efa_only": False}]
     count = facts.efa_interfaces
     if count is None:
         raise LookupError(f"the EFA interface layout of {queue.instance_type} is not in fmcluster's catalog and not "
@@ -48,12 +50,13 @@ def efa_network_interfaces(queue: Queue) -> list[dict[str, int | bool]]:
     # One EFA interface per card: a type that allows more EFA interfaces than it has cards still gets one per card.
     count = min(count, facts.network_cards)
     # AWS: the primary interface is card 0, device 0; every additional one takes the next card, device 1.
+    only = facts.efa_only_cards
     if facts.network_cards > count:
-        return [{"card": 0, "device": 0, "efa": False}] + [
-            {"card": card, "device": 1, "efa": True} for card in range(1, count + 1)
+        return [{"card": 0, "device": 0, "efa": False, "efa_only": False}] + [
+            {"card": card, "device": 1, "efa": True, "efa_only": card in only} for card in range(1, count + 1)
         ]
-    return [{"card": 0, "device": 0, "efa": True}] + [
-        {"card": card, "device": 1, "efa": True} for card in range(1, count)
+    return [{"card": 0, "device": 0, "efa": True, "efa_only": 0 in only}] + [
+        {"card": card, "device": 1, "efa": True, "efa_only": card in only} for card in range(1, count)
     ]
 
 

@@ -203,8 +203,9 @@ class Queue(_Strict):
         "same vCPUs, accelerators and EFA layout, and not be a reservation or Capacity Block (those hold one "
         "type). plan and cost use the most expensive of the list.")
     subnet_id: SubnetId | None = Field(
-        None, description="This queue's own subnet (another AZ, or a private subnet for multi-interface nodes), "
-        "in the VPC of network.subnet_id. Default: network.subnet_id.")
+        None, description="This queue's own subnet (another AZ, a Local Zone such as us-east-1-dfw-2a where "
+        "p6e-gb200 is sold, or a private subnet for multi-interface nodes), in the VPC of network.subnet_id. "
+        "Default: network.subnet_id.")
     # strict: a quoted '4' or a bare true is a mistake, not a node count.
     nodes: Annotated[int, Field(strict=True, ge=1, le=2048)] | NodeRange = Field(
         description="Static node count (an integer), or {min, max} for a queue that scales with jobs."
