@@ -71,14 +71,22 @@ def valid_duration(hours: int) -> bool:
     return 1 <= days <= 14 or (14 < days <= 182 and days % 7 == 0)
 
 
+def _checked(operation: str, params: dict[str, str]) -> tuple[dict, tuple[int, dict, bytes] | None]:
+    """The request as botocore's EC2 model reads it, or the error EC2 gives for the first problem in it."""
+    request, unknown = model_check.from_query("ec2", operation, params)
+    problems = unknown + model_check.check("ec2", operation, request)
+    if not problems:
+        return request, None
+    name, message = problems[0]
+    code = "MissingParameter" if message == "is required" else (
+        "InvalidParameterValue" if name in request else "UnknownParameter")
+    return request, error(code, f"{name}: {message}")
+
+
 def handle(params: dict[str, str], region: str) -> tuple[int, dict, bytes]:
-    request, unknown = model_check.from_query("ec2", "DescribeCapacityBlockOfferings", params)
-    problems = unknown + model_check.check("ec2", "DescribeCapacityBlockOfferings", request)
-    if problems:
-        name, message = problems[0]
-        code = "MissingParameter" if message == "is required" else (
-            "InvalidParameterValue" if name in request else "UnknownParameter")
-        return error(code, f"{name}: {message}")
+    request, refused = _checked("DescribeCapacityBlockOfferings", params)
+    if refused:
+        return refused
     hours = request["CapacityDurationHours"]
     if not valid_duration(hours):
         return error("InvalidParameterValue", "CapacityDurationHours must be 1 to 14 days in 1-day increments, "
@@ -167,13 +175,9 @@ def _item(region: str, instance_type: str, zone: str, instances: int, servers: i
 
 
 def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
-    request, unknown = model_check.from_query("ec2", "PurchaseCapacityBlock", params)
-    problems = unknown + model_check.check("ec2", "PurchaseCapacityBlock", request)
-    if problems:
-        name, message = problems[0]
-        code = "MissingParameter" if message == "is required" else (
-            "InvalidParameterValue" if name in request else "UnknownParameter")
-        return error(code, f"{name}: {message}")
+    request, refused = _checked("PurchaseCapacityBlock", params)
+    if refused:
+        return refused
     with _LOCK:
         offering = _OFFERED.get(request["CapacityBlockOfferingId"])
     if offering is None or offering.region != region:
