@@ -154,3 +154,16 @@ def test_without_a_subnet_the_network_goes_where_the_group_reserves(sandbox, gro
     results = _run(sandbox, spec)
     assert "us-east-1b" in _by_name(results, "subnet").summary
     assert _by_name(results, "reservation train").status == "passed"
+
+
+def test_a_queue_with_its_own_subnet_is_judged_by_that_subnets_zone(sandbox, groups):
+    """Reservations in us-east-1b serve a queue whose own subnet is in us-east-1b, whatever network.subnet_id's
+    zone (the same rule as a queue's single reservation)."""
+    arn = groups.make(4, zone="us-east-1b")
+    spec = _spec(network={"subnet_id": _private_subnet(sandbox, "us-east-1a")},
+                 queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                          "subnet_id": _private_subnet(sandbox, "us-east-1b"),
+                          "capacity": {"type": "reservation", "resource_group_arn": arn}}])
+    check = _by_name(_run(sandbox, spec), "reservation train")
+    assert check.status == "passed", (check.summary, check.details)
+    assert "in us-east-1b reserved" in check.summary

@@ -100,7 +100,8 @@ def _describe(ctx: Context, reservation_ids: list[str]) -> dict[str, dict | None
 def _judge(ctx: Context, queue: Queue, what: str, name: str, index: int,
            reservations: dict[str, dict | None]) -> CheckResult:
     """Count the reserved instances the queue's nodes can use: active ODCRs of its type in the subnet's AZ."""
-    zone = ctx.placement.availability_zone if ctx.placement is not None else None
+    placement = ctx.compute_placement(queue)  # the queue's own subnet where it has one
+    zone = placement[1] if placement is not None else None
     nodes = max_nodes(queue)
     details, usable_total, usable_free = [], 0, 0
     for rid, cr in reservations.items():
