@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from fmcluster.sandbox import capacity_reservations, instance_catalog, model_check
+from fmcluster.sandbox import capacity_reservations, instance_catalog, local_zones, model_check
 from fmcluster.sandbox.ec2_query import error, ok
 
 ULTRASERVERS = {"u-p6e-gb200x36": ("p6e-gb200.36xlarge", 9), "u-p6e-gb200x72": ("p6e-gb200.36xlarge", 18),
@@ -38,7 +38,8 @@ ULTRASERVERS = {"u-p6e-gb200x36": ("p6e-gb200.36xlarge", 9), "u-p6e-gb200x72": (
 ULTRASERVER_ONLY = {"p6e-gb200.36xlarge", "trn2u.48xlarge"}
 USD_PER_ACCELERATOR_HOUR = {"p6e-gb200.36xlarge": 10.582}
 MAX_INSTANCES = 64
-LOCAL_ZONES = {"us-east-1-dfw-2a"}
+# Zones AWS reports as ZoneType local-zone (the sandbox's Local Zones, fmcluster.sandbox.local_zones).
+LOCAL_ZONES = {zone.name for zones in local_zones.LOCAL_ZONES.values() for zone in zones}
 END_OF_BLOCK = dt.time(11, 30)
 
 
