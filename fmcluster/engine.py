@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from fmcluster.errors import FmclusterError
+from fmcluster.references import references, resolve
 from fmcluster.state import StateStore
 
 Phase = Literal["pending", "ready", "failed", "gone"]
@@ -117,8 +118,6 @@ class Context:
     def resolve(self, body: Any, partial: bool = False) -> Any:
         """``body`` with its references filled; with ``partial``, a value not issued yet becomes
         :data:`UNKNOWN` instead of an error (plans are computed before anything exists)."""
-        from fmcluster.render.documents import resolve
-
         with self.values_lock:
             values = dict(self.values)
         return resolve(body, values, missing=UNKNOWN if partial else None)
@@ -160,8 +159,6 @@ class Resource(ABC):
 
     def references(self) -> set[str]:
         """The ``${…}`` references in this resource's document: where the graph's edges come from."""
-        from fmcluster.render.documents import references
-
         return references(self.document.body) if self.document is not None else set()
 
     def request(self, ctx: Context) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fmcluster.connect.login import NodeNotFound, SshTarget, target_for_host, target_for_node
 from fmcluster.spec.models import Spec
+from fmcluster.spec.stored import stored_spec_problem
 
 
 def resolve(name: str, host: str | None = None, user: str | None = None,
@@ -17,8 +18,9 @@ def resolve(name: str, host: str | None = None, user: str | None = None,
     session = open_cluster(StateStore(readonly=True), name)
     spec = session.spec
     if spec is None:
-        raise NodeNotFound(f"the recorded spec of {name} no longer loads ({session.record.problem or 'see status'}); "
-                           f"use --host, or `fmcluster status {name}` for what exists")
+        why = stored_spec_problem(session.record.spec) or "see status"
+        raise NodeNotFound(f"the recorded spec of {name} no longer loads ({why}); use --host, or "
+                           f"`fmcluster status {name}` for what exists")
     if host:
         return spec, target_for_host(spec, host, user, identity)
     node = session.backend.login_node(session)

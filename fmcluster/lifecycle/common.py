@@ -15,6 +15,7 @@ from fmcluster.engine import Engine, Resource, ResourceChange
 from fmcluster.errors import Aborted, FmclusterError, UsageError
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
+from fmcluster.spec.stored import UnusableRecord, stored_spec_problem, usable_spec
 from fmcluster.state import ClusterRecord, StateStore
 
 # Records the engine keeps that are not AWS resources (decisions made once and remembered).
@@ -32,10 +33,8 @@ class PreflightFailed(FmclusterError):
 def spec_of(record: ClusterRecord) -> tuple[Spec | None, str]:
     """The record's spec and, when it breaks a rule (one added since it was saved), why; (None, why) when
     even its shape is wrong: the cluster is then handled from AWS alone (status shows it, destroy works)."""
-    from fmcluster.spec.stored import UnusableRecord, usable_spec
-
     try:
-        return usable_spec(record.spec, record.name), record.problem or ""
+        return usable_spec(record.spec, record.name), stored_spec_problem(record.spec) or ""
     except UnusableRecord as exc:
         return None, str(exc)
 

@@ -14,6 +14,7 @@ from fmcluster.lifecycle.common import PreflightFailed, confirm, run_engine, spe
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
+from fmcluster.spec.stored import record_cluster
 
 
 def preflight_results(spec: Spec) -> list:
@@ -72,8 +73,8 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)
             raise
-        store.save_cluster(spec.name, session.region, spec.backend, spec_text(spec), spec_file,
-                           "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())
+        record_cluster(store, spec.name, session.region, spec.backend, spec_text(spec), spec_file,
+                       "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())
         if options.get("stop_fleet"):  # the agreed fleet stop changes how the cluster resource updates
             plan = Plan(session.resources(options), plan.orphans, plan.changes)
         try:

@@ -14,6 +14,7 @@ from fmcluster.backends.base import Discovered
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError
 from fmcluster.graph import by_rank, wire
+from fmcluster.host_keys import forget_host_keys
 from fmcluster.lifecycle.common import ClusterNotFound, confirm, dump_json, known_clusters, run_engine, spec_of
 from fmcluster.session import Session
 from fmcluster.state import StateStore
@@ -80,8 +81,6 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         store.set_cluster_status(name, first.region, "STORAGE_KEPT")
         ui.note("kept: " + "; ".join(kept))
     else:
-        from fmcluster.connect.ssh import forget_host_keys
-
         store.forget_cluster(name, first.region)
         forget_host_keys(name)
     if json_output:

@@ -11,6 +11,7 @@ from fmcluster.lifecycle.common import confirm, dump_json, open_cluster, run_eng
 from fmcluster.lifecycle.diff import Plan, make_plan
 from fmcluster.session import Session
 from fmcluster.spec.models import NodeRange, Spec
+from fmcluster.spec.stored import record_cluster
 from fmcluster.state import StateStore
 
 
@@ -133,8 +134,8 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
         resources = session.resources(options)
         store.set_cluster_status(name, session.region, "UPDATING")
         run_engine(session, f"Scaling {name}", "apply", resources, only=session.backend.scales)
-        store.save_cluster(name, session.region, new_spec.backend, spec_text(new_spec), session.record.spec_path,
-                           "ACTIVE", session.record.cluster_id, session.record.endpoint_url)
+        record_cluster(store, name, session.region, new_spec.backend, spec_text(new_spec),
+                       session.record.spec_path, "ACTIVE", session.record.cluster_id, session.record.endpoint_url)
     if json_output:
         print(dump_json({"cluster": name, "changed": True, "changes": [c.as_json() for c in counts]}))
     else:

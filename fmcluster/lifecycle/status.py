@@ -12,6 +12,7 @@ from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
 from fmcluster.lifecycle.cost import live_cost, usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.spec.models import max_nodes
+from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import ClusterRecord, StateStore
 
 
@@ -61,7 +62,7 @@ def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, A
             raise
         why = str(exc).splitlines()[0] if isinstance(exc, AwsError) else aws.describe_error("AWS", exc).aws_message
         report = _recorded(store, record, spec_problem, why)
-    report["problem"] = record.problem if record is not None else None
+    report["problem"] = stored_spec_problem(record.spec) if record is not None else None
     if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field
 
 from fmcluster import catalog
+from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.spec.models import Queue, max_nodes
-from fmcluster.validate import CheckResult
 
 #: Quota codes (Service Quotas, service code ``ec2``) by instance-family group: (on-demand, spot).
 #: The vCPU quotas count every running instance of the group in the Region.

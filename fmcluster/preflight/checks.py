@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 
+from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError, UsageError
 from fmcluster.nodejs import MIN_NODE_MAJOR, NodeJsProblem, find_node
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_nodes, pcs_size
 from fmcluster.spec.models import max_nodes
-from fmcluster.validate import CheckResult
 
 #: AWS CDK (which ParallelCluster runs to synthesize its stack) supports Node.js 18 and later.
 

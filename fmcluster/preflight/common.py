@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fmcluster.checks import CheckResult
 from fmcluster.network import Placement
 from fmcluster.spec.models import Spec
-from fmcluster.validate import CheckResult
 
 FIX = "fix: "
 

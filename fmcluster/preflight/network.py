@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster.checks import CheckResult
 from fmcluster.spec.models import Spec
 from fmcluster.spec.networking import interface_count, multi_interface_queues
-from fmcluster.validate import CheckResult
 
 NAME = "node network"
 

@@ -164,7 +164,7 @@ def without_bucket(config: dict) -> dict:
     it, the CustomActions run from it): what ParallelCluster's validators can judge before it exists."""
     import copy
 
-    from fmcluster.render.documents import references
+    from fmcluster.references import references
 
     bucket_ref = BUCKET_REFERENCE[2:-1]
     config = copy.deepcopy(config)

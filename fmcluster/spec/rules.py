@@ -121,23 +121,13 @@ def _check_resource_name(spec: Spec, name: str, path: Path_, what: str, error: R
             error(path, f"'{name}' is {len(name)} characters; PCS allows {low} to {high}")
 
 
-def _instance_type_problem(name: str) -> str | None:
-    if catalog.instance(name) is not None or catalog.is_valid_ec2_type_name(name):
-        return None
-    message = f"unknown instance type '{name}'"
-    suggestion = catalog.suggest_instance(name)
-    if suggestion:
-        message += f" (did you mean '{suggestion}'?)"
-    return message
-
-
 def _instance_types(spec: Spec, error: Report, warn: Report) -> None:
-    problem = _instance_type_problem(spec.head_node.instance_type)
+    problem = catalog.instance_type_problem(spec.head_node.instance_type)
     if problem:
         error(("head_node", "instance_type"), problem)
     for index, queue in enumerate(spec.queues):
         path = ("queues", index)
-        problem = _instance_type_problem(queue.instance_type)
+        problem = catalog.instance_type_problem(queue.instance_type)
         if problem:
             error((*path, "instance_type"), problem)
             continue

@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from fmcluster import aws
+from fmcluster.checks import CheckResult, Status
 from fmcluster.render import render
 from fmcluster.spec import load_spec
-
-Status = Literal["passed", "failed", "skipped", "warning"]
-
-
-@dataclass
-class CheckResult:
-    name: str
-    status: Status
-    summary: str
-    details: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, object]:
-        """docs/checks-json.md: details without the ``fix: `` lines, which become ``fix`` (null: none)."""
-        fixes = [d.removeprefix("fix: ") for d in self.details if d.startswith("fix: ")]
-        return {"name": self.name, "status": self.status, "summary": self.summary,
-                "details": [d for d in self.details if not d.startswith("fix: ")],
-                "fix": "\n".join(fixes) or None}
-
-
-def checks_report(results: list[CheckResult], **about: object) -> dict[str, object]:
-    """The ``--json`` object of ``validate`` and ``preflight``: ``ok`` is false when any check failed."""
-    return {**about, "ok": not any(r.status == "failed" for r in results), "checks": [r.to_json() for r in results]}
 
 
 def run_checks(spec_path: Path) -> list[CheckResult]:
@@ -113,8 +90,8 @@ def _config_for_validators(name: str, config: dict, region: str, zone: str | Non
     """The config ParallelCluster's validators can judge: an OpenZFS /home that fmcluster already created
     for this cluster is filled in; one it has yet to create is left out (its validators read the live file
     system, which does not exist before ``create``), and the details say so."""
+    from fmcluster.references import references, resolve
     from fmcluster.render.common import CLUSTER_TAG
-    from fmcluster.render.documents import references, resolve
     from fmcluster.render.parallelcluster import OPENZFS_ROOT_VOLUME
     from fmcluster.validate.network import network_stand_ins
     from fmcluster.validate.requests import stand_in

@@ -23,7 +23,8 @@ from fmcluster.backends.parallelcluster.api import (
 )
 from fmcluster.engine import AttributeChange, Context, EngineFailed, Observed, Resource
 from fmcluster.errors import FmclusterError
-from fmcluster.render.documents import Document, references
+from fmcluster.references import references
+from fmcluster.render.documents import Document
 
 # What ParallelCluster says when a change can be made once the compute fleet is stopped.
 FLEET_STOP_NOTES = ("compute fleet", "compute nodes must be stopped", "QueueUpdateStrategy")
