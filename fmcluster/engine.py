@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from fmcluster.aws import describe_error
 from fmcluster.errors import FmclusterError
+from fmcluster.graph import in_order
 from fmcluster.references import references, resolve
 from fmcluster.state import StateStore
 
@@ -277,8 +279,6 @@ class Engine:
              only: AttributeFilter | None = None) -> list[ResourceChange]:
         """Read AWS (nothing is written) and say what ``apply`` would do to each resource, in graph order.
         ``only`` restricts the walk to attribute paths it accepts (``scale``: node counts)."""
-        from fmcluster.graph import in_order
-
         changes: list[ResourceChange] = []
         replaced: set[str] = set()
         for resource in in_order(resources):
@@ -376,8 +376,6 @@ class Engine:
                 self._errors[resource.name] = exc
                 self._emit(Event(resource.name, "failed", detail=str(exc)))
             except Exception as exc:  # an AWS error the resource did not translate
-                from fmcluster.aws import describe_error
-
                 failed_names.add(resource.name)
                 error = describe_error(resource.name, exc)
                 self._errors[resource.name] = error

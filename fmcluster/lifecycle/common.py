@@ -13,6 +13,7 @@ from fmcluster import aws
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Engine, Resource, ResourceChange
 from fmcluster.errors import Aborted, FmclusterError, UsageError
+from fmcluster.progress import ProgressView
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
 from fmcluster.spec.stored import UnusableRecord, stored_spec_problem, usable_spec
@@ -69,8 +70,6 @@ def confirm(question: str, yes: bool) -> None:
 
 
 def run_engine(session: Session, title: str, action: str, resources: list[Resource], **kwargs: Any) -> None:
-    from fmcluster.progress import ProgressView
-
     names = [r.name for r in [*kwargs.get("delete_first", ()), *resources]]
     with ProgressView(title, list(dict.fromkeys(names))) as view:
         engine = Engine(session.ctx, session.store, emit=view.handle)

@@ -13,8 +13,12 @@ from collections.abc import Callable, Iterator
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware, missing_facts
 from fmcluster.errors import SpecProblem
-from fmcluster.spec import decisions
+from fmcluster.regions import region_problem
+from fmcluster.spec import decisions, rules_fields
+from fmcluster.spec.hardware_rules import HARDWARE_RULES
+from fmcluster.spec.instance_mix import check_instance_mix
 from fmcluster.spec.models import Slurm, Spec, max_nodes, min_nodes
+from fmcluster.spec.networking import check_access, check_network
 from fmcluster.spec.positions import Path_, PositionedDocument
 
 # pcluster/constants.py PCLUSTER_NAME_REGEX and PCLUSTER_NAME_MAX_LENGTH(_SLURM_ACCOUNTING).
@@ -54,17 +58,12 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
     def warn(path: Path_, message: str) -> None:
         warnings.append(document.problem(path, message))
 
-    from fmcluster.spec.instance_mix import check_instance_mix
-    from fmcluster.spec.networking import check_access, check_network
-
     for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags,
                  check_network, check_access, check_instance_mix):
         rule(spec, error, warn)
-    from fmcluster.spec.hardware_rules import HARDWARE_RULES
 
     for rule in HARDWARE_RULES:
         rule(spec, error, warn)
-    from fmcluster.spec import rules_fields
 
     rules_fields.check(spec, error, warn, document.file)
     return errors, warnings
@@ -283,8 +282,6 @@ def _slurm(spec: Spec, error: Report, warn: Report) -> None:
 
 
 def _region(spec: Spec, error: Report, warn: Report) -> None:
-    from fmcluster.regions import region_problem
-
     problem = region_problem(spec.region)
     if problem:
         error(("region",), problem)
