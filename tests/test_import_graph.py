@@ -228,6 +228,36 @@ def test_no_package_cycles() -> None:
     assert not cycles("package"), "\n" + describe("package")
 
 
+# (module or package, what it must never reach, even through others): the layering the cycles hid.
+LAYERS = [
+    ("fmcluster.state", "fmcluster.spec"),  # the store keeps spec text; fmcluster.spec.stored reads it
+    ("fmcluster.engine", "fmcluster.render"),  # references are fmcluster.references
+    ("fmcluster.graph", "fmcluster.render"),
+    ("fmcluster.preflight", "fmcluster.validate"),  # CheckResult is fmcluster.checks
+    ("fmcluster.lifecycle", "fmcluster.connect"),  # host keys are fmcluster.host_keys
+]
+
+
+def _reach(start: str) -> set[str]:
+    graph: dict[str, set[str]] = {}
+    for edge in edges():
+        graph.setdefault(edge.source, set()).add(edge.target)
+    seen: set[str] = set()
+    todo = [m for m in graph if m == start or m.startswith(start + ".")]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph.get(module, ()))
+    return seen
+
+
+def test_layers() -> None:
+    wrong = [f"{low} reaches {high}: {sorted(m for m in _reach(low) if m == high or m.startswith(high + '.'))}"
+             for low, high in LAYERS if any(m == high or m.startswith(high + ".") for m in _reach(low))]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_nothing_imports_the_command_line() -> None:
     """cli and commandline may import everything only because they are the top: nothing imports them."""
     wrong = [e for e in edges() if any(e.target == t or e.target.startswith(t + ".") for t in TOP)
