@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from fmcluster.errors import AwsError, UsageError
+from fmcluster.regions import region_problem
 
 _lock = threading.Lock()
 api_calls: collections.Counter[str] = collections.Counter()
@@ -53,8 +54,6 @@ def configure(profile: str | None, region: str | None, endpoint_url: str | None,
     if endpoint_url and urlparse(endpoint_url).scheme not in ("http", "https"):
         raise UsageError(f"--endpoint-url {endpoint_url!r} is not an http(s) URL")
     if region is not None:
-        from fmcluster.regions import region_problem
-
         problem = region_problem(region)
         if problem:
             raise UsageError(f"--region {region}: {problem}")

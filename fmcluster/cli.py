@@ -175,7 +175,8 @@ def validate(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
     Example: fmcluster --sandbox validate configs/quickstart-parallelcluster.yaml --json
     """
     from fmcluster import ui
-    from fmcluster.validate import checks_report, run_checks
+    from fmcluster.checks import checks_report
+    from fmcluster.validate import run_checks
 
     results = run_checks(spec)
     if as_json:
@@ -275,8 +276,8 @@ def preflight(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
     Example: fmcluster --sandbox preflight configs/quickstart-pcs.yaml
     """
     from fmcluster import lifecycle, ui
+    from fmcluster.checks import checks_report
     from fmcluster.spec import load_spec
-    from fmcluster.validate import checks_report
 
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)

@@ -20,7 +20,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from fmcluster.aws import describe_error
 from fmcluster.errors import FmclusterError
+from fmcluster.graph import in_order
+from fmcluster.references import references, resolve
 from fmcluster.state import StateStore
 
 Phase = Literal["pending", "ready", "failed", "gone"]
@@ -117,8 +120,6 @@ class Context:
     def resolve(self, body: Any, partial: bool = False) -> Any:
         """``body`` with its references filled; with ``partial``, a value not issued yet becomes
         :data:`UNKNOWN` instead of an error (plans are computed before anything exists)."""
-        from fmcluster.render.documents import resolve
-
         with self.values_lock:
             values = dict(self.values)
         return resolve(body, values, missing=UNKNOWN if partial else None)
@@ -160,8 +161,6 @@ class Resource(ABC):
 
     def references(self) -> set[str]:
         """The ``${…}`` references in this resource's document: where the graph's edges come from."""
-        from fmcluster.render.documents import references
-
         return references(self.document.body) if self.document is not None else set()
 
     def request(self, ctx: Context) -> Any:
@@ -280,8 +279,6 @@ class Engine:
              only: AttributeFilter | None = None) -> list[ResourceChange]:
         """Read AWS (nothing is written) and say what ``apply`` would do to each resource, in graph order.
         ``only`` restricts the walk to attribute paths it accepts (``scale``: node counts)."""
-        from fmcluster.graph import in_order
-
         changes: list[ResourceChange] = []
         replaced: set[str] = set()
         for resource in in_order(resources):
@@ -379,8 +376,6 @@ class Engine:
                 self._errors[resource.name] = exc
                 self._emit(Event(resource.name, "failed", detail=str(exc)))
             except Exception as exc:  # an AWS error the resource did not translate
-                from fmcluster.aws import describe_error
-
                 failed_names.add(resource.name)
                 error = describe_error(resource.name, exc)
                 self._errors[resource.name] = error

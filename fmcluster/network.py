@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster.errors import AwsError, UsageError
-from fmcluster.spec.models import Spec
+from fmcluster.spec.models import Spec, instance_types_of
+from fmcluster.spec.networking import creates_network
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,6 @@ def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
 
 
 def instance_types(spec: Spec) -> list[str]:
-    from fmcluster.spec.models import instance_types_of
-
     return sorted({spec.head_node.instance_type, *(t for q in spec.queues for t in instance_types_of(q))})
 
 
@@ -122,8 +121,6 @@ def resolve_placement(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = N
     Without a subnet in the spec: the default VPC's subnet in the reservations' AZ (see
     :func:`reservation_zone`) when that AZ offers every type, else in the first AZ that does."""
     from botocore.exceptions import ClientError
-
-    from fmcluster.spec.networking import creates_network
 
     if creates_network(spec):
         return _created_network_placement(spec, ec2, groups)

@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from fmcluster import aws
 from fmcluster.engine import Event
+from fmcluster.ui import err_console
 
 _STYLE = {"waiting": "dim", "started": "cyan", "progress": "cyan", "done": "green", "failed": "red",
           "skipped": "yellow"}
@@ -38,8 +40,6 @@ class ProgressView:
     rows: dict[str, _Row] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from fmcluster.ui import err_console
-
         self.console = self.console or err_console()
         self.rows = {name: _Row(name) for name in self.resources}
         self._lock = threading.Lock()
@@ -49,8 +49,6 @@ class ProgressView:
         self._unsubscribe = None
 
     def __enter__(self) -> ProgressView:
-        from fmcluster import aws
-
         self._unsubscribe = aws.on_throttled_retry(self.throttled)
         if self.console.is_terminal:
             from rich.live import Live

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fmcluster import aws
+from fmcluster import aws, ui
 from fmcluster.engine import Context, Resource
+from fmcluster.extras import require
 from fmcluster.graph import wire
-from fmcluster.network import Placement
+from fmcluster.network import Placement, resolve_placement
 from fmcluster.spec.models import Spec
 from fmcluster.state import ClusterRecord, StateStore
 
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 
 
 def _warn(message: str) -> None:
-    from fmcluster import ui
-
     ui.warning(message)
 
 
@@ -30,7 +29,6 @@ def backend_named(name: str) -> Backend:
         from fmcluster.backends.pcs import PcsBackend
 
         return PcsBackend()
-    from fmcluster.extras import require
 
     require("parallelcluster", "a ParallelCluster cluster")
     from fmcluster.backends.parallelcluster import ParallelClusterBackend
@@ -106,8 +104,6 @@ class Session:
             outputs["vpc_cidrs"] = tuple(outputs.get("vpc_cidrs") or ())
             placement = Placement(**outputs)
         else:
-            from fmcluster.network import resolve_placement
-
             placement = resolve_placement(self.require_spec(), self.ctx.client("ec2"),
                                           lambda: self.ctx.client("resource-groups"))
             if self.store.readonly:  # a reading command (status) resolves it again next time

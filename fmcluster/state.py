@@ -1,7 +1,7 @@
-"""What fmcluster remembers between commands: clusters, their spec, each resource's id and status, an
-event log, and a per-cluster lock. SQLite in WAL mode under the state dir (``FMCLUSTER_HOME``); the file
-itself (opening, checks, schema versions, permissions, errors) is :mod:`fmcluster.statedb`, the lock is
-:mod:`fmcluster.locks`.
+"""What fmcluster remembers between commands: clusters, their spec (as text: reading and checking it is
+:mod:`fmcluster.spec.stored`), each resource's id and status, an event log, and a per-cluster lock. SQLite in
+WAL mode under the state dir (``FMCLUSTER_HOME``); the file itself (opening, checks, schema versions,
+permissions, errors) is :mod:`fmcluster.statedb`, the lock is :mod:`fmcluster.locks`.
 
 AWS stays the source of truth; this is the index that lets a re-run resume and ``destroy`` find things.
 Commands that only read open the store read-only, so they work on a state file they cannot write.
@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster import locks, statedb
-from fmcluster.errors import FmclusterError
 from fmcluster.locks import LockHeld
 from fmcluster.statedb import EVENTS_KEPT, StateError
 
-__all__ = ["EVENTS_KEPT", "ClusterRecord", "InvalidRecord", "LockHeld", "ResourceRecord", "StateError",
-           "StateStore", "home"]
+__all__ = ["EVENTS_KEPT", "ClusterRecord", "LockHeld", "ResourceRecord", "StateError", "StateStore", "home"]
+
 
 def home() -> Path:
     override = os.environ.get("FMCLUSTER_HOME")
@@ -42,7 +41,7 @@ class ClusterRecord:
     name: str
     region: str
     backend: str
-    spec: str
+    spec: str  # the spec's YAML, as fmcluster saved it (or an older fmcluster, or a hand edit, left it)
     spec_path: str | None
     status: str
     created_at: float
@@ -51,13 +50,6 @@ class ClusterRecord:
     cluster_id: str = ""
     # Where the cluster lives when that is not AWS itself ("sandbox:<started>", an endpoint URL).
     endpoint_url: str = ""
-    # Why the stored spec no longer validates (None when it does). Such a record still loads, so that
-    # ``status`` can show it and ``destroy`` can act on it.
-    problem: str | None = None
-
-    @property
-    def degraded(self) -> bool:
-        return self.problem is not None
 
 
 @dataclass
@@ -71,12 +63,6 @@ class ResourceRecord:
 
 # Columns since schema version 2: a read-only command on an older file (which it cannot migrate) goes without.
 _NEWER_CLUSTER_COLUMNS = ("cluster_id", "endpoint_url")
-
-
-class InvalidRecord(FmclusterError):
-    """A command tried to record a spec that does not validate; nothing was saved."""
-
-    exit_code = 2
 
 
 class StateStore:
@@ -114,13 +100,9 @@ class StateStore:
     # clusters
     def save_cluster(self, name: str, region: str, backend: str, spec: str, spec_path: str | None,
                      status: str, cluster_id: str = "", endpoint_url: str = "") -> None:
-        """Record a cluster and its spec; a spec that does not validate is refused, never saved. An empty
+        """Record a cluster and its spec text as given: commands record through
+        :func:`fmcluster.spec.stored.record_cluster`, which refuses a spec that does not validate. An empty
         ``cluster_id`` keeps the recorded one."""
-        from fmcluster.spec.stored import stored_spec_problem
-
-        problem = stored_spec_problem(spec)
-        if problem:
-            raise InvalidRecord(f"refusing to record cluster {name}: its spec does not validate: {problem}")
         now = time.time()
         with self._tx() as db:
             db.execute(
@@ -223,11 +205,7 @@ class StateStore:
 
 
 def _record(row: tuple) -> ClusterRecord:
-    from fmcluster.spec.stored import stored_spec_problem
-
-    record = ClusterRecord(*row)
-    record.problem = stored_spec_problem(record.spec)
-    return record
+    return ClusterRecord(*row)
 
 
 def _outputs(text: str) -> dict[str, Any]:

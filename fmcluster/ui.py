@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from fmcluster.checks import CheckResult
     from fmcluster.errors import SpecProblem
-    from fmcluster.validate import CheckResult
 
 
 # Off a terminal (a pipe, a file, a CI log) nothing is wrapped or cut: lines are as long as their content.

@@ -332,7 +332,7 @@ def test_pcs_ultraserver_tags_its_nodes_and_warns_about_imex(tmp_path: Path, hom
     # the EFA layout came from the cached DescribeInstanceTypes answer: card 0 ENA, EFA on cards 1-16
     assert sum(1 for nic in data["NetworkInterfaces"] if nic.get("InterfaceType") == "efa") == 16
     # the node group installs the prolog before anything else runs
-    from fmcluster.render.documents import references, resolve
+    from fmcluster.references import references, resolve
     from fmcluster.validate.requests import stand_in
 
     body = resolve(template.body, {ref: stand_in(ref) for ref in references(template.body)})

@@ -19,8 +19,8 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.lifecycle_fixture import CONFIGS, PclusterCli, _fmcluster, _ok, cli_fixture
 
+from fmcluster.references import references
 from fmcluster.render import render
-from fmcluster.render.documents import references
 from fmcluster.spec import load_spec
 from fmcluster.validate.requests import check_document
 

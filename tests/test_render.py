@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from fmcluster.references import references, resolve
 from fmcluster.render import RenderedDocuments, render
 from fmcluster.render.common import CLUSTER_TAG, SSH_CLOSED_CIDR
-from fmcluster.render.documents import Document, references, resolve
+from fmcluster.render.documents import Document
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 from fmcluster.validate.parallelcluster import check_schema

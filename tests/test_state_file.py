@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from fmcluster import statedb
-from fmcluster.state import EVENTS_KEPT, InvalidRecord, StateStore
+from fmcluster.spec.stored import InvalidRecord, record_cluster, stored_spec_problem
+from fmcluster.state import EVENTS_KEPT, StateStore
 
 try:
     from unprivileged import demote
@@ -87,7 +88,7 @@ def seeded_home(tmp_path: Path) -> Path:
     home = tmp_path / "state"
     store = StateStore(home / "state.db")
     for data in (PCS_SPEC, PC_SPEC):
-        store.save_cluster(data["name"], "us-east-1", data["backend"], _spec_text(data), None, "ACTIVE")
+        record_cluster(store, data["name"], "us-east-1", data["backend"], _spec_text(data), None, "ACTIVE")
         store.log_event(data["name"], "us-east-1", "cluster", "done", "")
     store.close()
     return home
@@ -305,7 +306,7 @@ def test_a_spec_that_does_not_validate_is_never_saved(tmp_path: Path) -> None:
     store = StateStore(tmp_path / "state.db")
     bad = dict(PCS_SPEC, queues=[dict(PCS_SPEC["queues"][0], nodes=0)])
     with pytest.raises(InvalidRecord) as caught:
-        store.save_cluster("demo-pcs", "us-east-1", "pcs", _spec_text(bad), None, "ACTIVE")
+        record_cluster(store, "demo-pcs", "us-east-1", "pcs", _spec_text(bad), None, "ACTIVE")
     assert "queues[0].nodes" in str(caught.value)
     assert store.clusters() == []
 
@@ -340,7 +341,9 @@ def test_degraded_record_is_shown_with_its_reason(tmp_path: Path, case: str) -> 
     text, reason = DEGRADED[case]
     _write_raw_record(home, "broken", text)
     record = StateStore(home / "state.db", readonly=True).cluster("broken")
-    assert record is not None and record.degraded and reason in record.problem
+    assert record is not None, "a record whose spec no longer validates still loads"
+    problem = stored_spec_problem(record.spec)
+    assert problem is not None and reason in problem
 
     listing = run_cli(home, "status", "--json")
     assert listing.returncode == 0, listing.stderr
@@ -389,5 +392,5 @@ def test_scale_refuses_what_would_not_validate(tmp_path: Path, counts: tuple[str
     assert "127.0.0.1:9" not in result.stderr, "refused before any AWS call"
     after = StateStore(db, readonly=True)
     assert after.cluster(counts[0]).spec == before
-    assert all(not record.degraded for record in after.clusters())
+    assert all(stored_spec_problem(record.spec) is None for record in after.clusters())
     assert run_cli(home, "status").returncode == 0

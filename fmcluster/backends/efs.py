@@ -11,10 +11,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.existing_storage import EFS_DNS
-from fmcluster.backends.ownership import require_ours, tag_dict
+from fmcluster.backends.ownership import is_ours, require_ours, tag_dict, tagged_for_cluster
 from fmcluster.engine import Context, Observed, Resource
+from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document
 
 MOUNT_TARGET_WAIT_SECONDS = 300
@@ -120,10 +122,6 @@ class EfsFileSystem(Resource):
 
 def scan_efs(ctx: Context) -> list:
     """EFS file systems tagged for the cluster (DescribeFileSystems has no tag filter: every page is read)."""
-    from fmcluster.backends.base import Discovered
-    from fmcluster.backends.ownership import is_ours, tagged_for_cluster
-    from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG
-
     found = []
     efs = ctx.client("efs")
     for page in efs.get_paginator("describe_file_systems").paginate():

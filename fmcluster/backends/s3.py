@@ -13,9 +13,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import error_code
-from fmcluster.backends.ownership import require_ours, tag_dict
+from fmcluster.backends.ownership import is_ours, require_ours, tag_dict, tagged_for_cluster
 from fmcluster.engine import AttributeChange, Context, Observed, Resource
+from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document
 
 _GONE = ("404", "NoSuchBucket", "NotFound")
@@ -107,10 +109,6 @@ class ScriptsBucket(Resource):
 
 def scan_buckets(ctx: Context) -> list:
     """fmcluster's buckets tagged for the cluster (S3 lists every bucket; only ``fmcluster-`` ones are asked)."""
-    from fmcluster.backends.base import Discovered
-    from fmcluster.backends.ownership import is_ours, tagged_for_cluster
-    from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG
-
     s3 = ctx.client("s3")
     found = []
     for bucket in s3.list_buckets().get("Buckets", []):

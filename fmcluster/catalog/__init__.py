@@ -420,3 +420,14 @@ def is_valid_ec2_type_name(name: str) -> bool:
         return False
     m = _TYPE_RE.fullmatch(name)
     return bool(m and any(c.isdigit() for c in m.group("family")))
+
+
+def instance_type_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an instance type (with the likeliest meant one), or None when it can."""
+    if instance(name) is not None or is_valid_ec2_type_name(name):
+        return None
+    message = f"unknown instance type '{name}'"
+    suggestion = suggest_instance(name)
+    if suggestion:
+        message += f" (did you mean '{suggestion}'?)"
+    return message

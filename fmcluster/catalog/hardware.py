@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from fmcluster import aws, catalog
+from fmcluster.state import home
+
 Source = Literal["catalog", "ec2", "name"]
 AcceleratorKind = Literal["gpu", "trainium", "inferentia"]
 MIB_PER_GIB = 1024
@@ -69,8 +72,6 @@ def name_architecture(name: str) -> str:
 
 def hardware(name: str) -> Hardware:
     """The facts for ``name``: catalog, else cached DescribeInstanceTypes, else its name's architecture."""
-    from fmcluster import catalog
-
     described = _cache().get(name)
     facts = catalog.instance(name)
     if facts is not None:
@@ -136,8 +137,6 @@ def missing_facts(facts: Hardware) -> list[str]:
 
 
 def cache_path() -> Path:
-    from fmcluster.state import home
-
     return home() / "cache" / CACHE_FILE
 
 
@@ -181,8 +180,6 @@ class DiscoveryResult:
 
 def needs_discovery(names: Iterable[str]) -> list[str]:
     """Types whose facts are neither in the catalog (complete) nor in the cache."""
-    from fmcluster import catalog
-
     wanted = []
     for name in dict.fromkeys(names):
         facts = catalog.instance(name)
@@ -195,8 +192,6 @@ def needs_discovery(names: Iterable[str]) -> list[str]:
 
 def discover(names: Iterable[str], region: str, ec2: Any = None) -> DiscoveryResult:
     """Read DescribeInstanceTypes for the types fmcluster lacks facts on, when an endpoint is reachable."""
-    from fmcluster import aws
-
     result = DiscoveryResult()
     wanted = needs_discovery(names)
     if not wanted:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fmcluster.backends.base import LoginNode
 from fmcluster.errors import FmclusterError, UsageError
+from fmcluster.spec.decisions import operating_system
 from fmcluster.spec.models import Spec
 
 # The default login user of the OS images fmcluster launches (PCS sample AMIs, ParallelCluster AMIs, and
@@ -34,8 +35,6 @@ class SshTarget:
 
 
 def login_user(spec: Spec) -> str:
-    from fmcluster.spec.decisions import operating_system
-
     return LOGIN_USERS[operating_system(spec)]
 
 

@@ -8,6 +8,9 @@ import time
 from collections.abc import Callable, Iterable
 
 from fmcluster.backends.base import LogLine
+from fmcluster.extras import MissingExtra
+from fmcluster.lifecycle.common import open_cluster
+from fmcluster.state import StateStore
 
 
 def render(line: LogLine) -> str:
@@ -24,10 +27,6 @@ def fmcluster_events(store: object, name: str, region: str, limit: int) -> list[
 def stream(name: str, follow: bool, lines: int, emit: Callable[[LogLine], None],
            note: Callable[[str], None], interval: float = 5.0) -> None:
     """Print what is logged so far; with ``follow``, keep polling until Ctrl-C."""
-    from fmcluster.extras import MissingExtra
-    from fmcluster.lifecycle.common import open_cluster
-    from fmcluster.state import StateStore
-
     store = StateStore(readonly=True)
     session = open_cluster(store, name)
     record = session.record

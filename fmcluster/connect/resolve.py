@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+from fmcluster import aws
 from fmcluster.connect.login import NodeNotFound, SshTarget, target_for_host, target_for_node
+from fmcluster.lifecycle.common import open_cluster
 from fmcluster.spec.models import Spec
+from fmcluster.spec.stored import stored_spec_problem
+from fmcluster.state import StateStore
 
 
 def resolve(name: str, host: str | None = None, user: str | None = None,
             identity: str | None = None) -> tuple[Spec, SshTarget]:
     """The cluster's spec and how to reach it. ``host`` (HOST[:PORT]) skips the AWS look-up: a node reached
     through a VPN or a bastion, or any Slurm login host."""
-    from fmcluster import aws
-    from fmcluster.lifecycle.common import open_cluster
-    from fmcluster.state import StateStore
-
     session = open_cluster(StateStore(readonly=True), name)
     spec = session.spec
     if spec is None:
-        raise NodeNotFound(f"the recorded spec of {name} no longer loads ({session.record.problem or 'see status'}); "
-                           f"use --host, or `fmcluster status {name}` for what exists")
+        why = stored_spec_problem(session.record.spec) or "see status"
+        raise NodeNotFound(f"the recorded spec of {name} no longer loads ({why}); use --host, or "
+                           f"`fmcluster status {name}` for what exists")
     if host:
         return spec, target_for_host(spec, host, user, identity)
     node = session.backend.login_node(session)

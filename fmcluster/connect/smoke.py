@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from fmcluster import catalog
-from fmcluster.connect import nccl
+from fmcluster import catalog, ui
+from fmcluster.connect import nccl, slurm
+from fmcluster.connect.resolve import resolve
 from fmcluster.errors import UsageError
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec, max_nodes, min_nodes
@@ -187,10 +188,6 @@ def report(spec: Spec, expect: Expectations, job_id: str, job_state: str, output
 def run(name: str, queue: str | None, nodes: int | None, host: str | None, user: str | None,
         identity: str | None, timeout_min: float, nccl_tests: str | None = None) -> dict[str, Any]:
     """Submit the smoke job to NAME's login node, wait for it, collect and judge its output."""
-    from fmcluster import ui
-    from fmcluster.connect import slurm
-    from fmcluster.connect.resolve import resolve
-
     spec, target = resolve(name, host, user, identity)
     expect = expectations(spec, queue, nodes)
     remote = slurm.Remote(target)

@@ -5,14 +5,12 @@ from __future__ import annotations
 import shlex
 
 from fmcluster.connect.login import SshTarget
+from fmcluster.host_keys import known_hosts_file
 
 
 def known_hosts(cluster: str) -> str:
-    """Each cluster's host keys live in their own file under fmcluster's state dir: AWS hands the same
-    addresses to new instances, and a cluster's keys should not clash with another's in ~/.ssh/known_hosts."""
-    from fmcluster.state import home
-
-    path = home() / "ssh" / f"{cluster}.known_hosts"
+    """The cluster's own known_hosts file (:mod:`fmcluster.host_keys`), its directory made."""
+    path = known_hosts_file(cluster)
     path.parent.mkdir(parents=True, exist_ok=True)
     return str(path)
 
@@ -52,9 +50,3 @@ def config_block(target: SshTarget, alias: str | None = None) -> str:
     lines.append(f"    UserKnownHostsFile {known_hosts(target.cluster)}")
     return "\n".join(lines)
 
-
-def forget_host_keys(cluster: str) -> None:
-    """A destroyed cluster's host keys go with it (a new cluster of the same name has new ones)."""
-    from fmcluster.state import home
-
-    (home() / "ssh" / f"{cluster}.known_hosts").unlink(missing_ok=True)

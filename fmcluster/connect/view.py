@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster import ui
+
 _MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "absent": "[red]✗[/]", "skipped": "[dim]–[/]"}
 
 
 def print_smoke(report: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
-
-    from fmcluster import ui
 
     console = ui.out_console()
     console.print(f"[bold]smoke test of {escape(report['cluster'])}[/]: queue {report['queue']}, "

@@ -13,8 +13,10 @@ from fmcluster import aws
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Engine, Resource, ResourceChange
 from fmcluster.errors import Aborted, FmclusterError, UsageError
+from fmcluster.progress import ProgressView
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
+from fmcluster.spec.stored import UnusableRecord, stored_spec_problem, usable_spec
 from fmcluster.state import ClusterRecord, StateStore
 
 # Records the engine keeps that are not AWS resources (decisions made once and remembered).
@@ -32,10 +34,8 @@ class PreflightFailed(FmclusterError):
 def spec_of(record: ClusterRecord) -> tuple[Spec | None, str]:
     """The record's spec and, when it breaks a rule (one added since it was saved), why; (None, why) when
     even its shape is wrong: the cluster is then handled from AWS alone (status shows it, destroy works)."""
-    from fmcluster.spec.stored import UnusableRecord, usable_spec
-
     try:
-        return usable_spec(record.spec, record.name), record.problem or ""
+        return usable_spec(record.spec, record.name), stored_spec_problem(record.spec) or ""
     except UnusableRecord as exc:
         return None, str(exc)
 
@@ -70,8 +70,6 @@ def confirm(question: str, yes: bool) -> None:
 
 
 def run_engine(session: Session, title: str, action: str, resources: list[Resource], **kwargs: Any) -> None:
-    from fmcluster.progress import ProgressView
-
     names = [r.name for r in [*kwargs.get("delete_first", ()), *resources]]
     with ProgressView(title, list(dict.fromkeys(names))) as view:
         engine = Engine(session.ctx, session.store, emit=view.handle)

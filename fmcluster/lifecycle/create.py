@@ -7,28 +7,29 @@ import time
 import uuid
 from typing import Any
 
-from fmcluster import aws, catalog
+from fmcluster import aws, catalog, ui
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
-from fmcluster.lifecycle.common import PreflightFailed, confirm, run_engine, spec_text, what_exists
+from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
+from fmcluster.lifecycle.cost import usd_per_hour_max
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
+from fmcluster.network import offering_zones
+from fmcluster.preflight import preflight_failed, run_preflight
 from fmcluster.session import Session
+from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
+from fmcluster.spec.stored import record_cluster
+from fmcluster.spec.trace import locate
 
 
 def preflight_results(spec: Spec) -> list:
     """Every preflight check's result (``fmcluster preflight`` prints them, as a table or as JSON)."""
-    from fmcluster.preflight import run_preflight
-
     region = aws.region_for(spec.region)
     return run_preflight(spec, region, lambda service: aws.client(service, region))
 
 
 def preflight(spec: Spec, to_stdout: bool = False) -> bool:
     """Run the preflight checks and print them (to stderr while creating); True when nothing failed."""
-    from fmcluster import ui
-    from fmcluster.preflight import preflight_failed
-
     results = preflight_results(spec)
     ui.print_check_results(results, console=ui.out_console() if to_stdout else ui.err_console())
     return not preflight_failed(results)
@@ -38,8 +39,6 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
            rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0,
            json_output: bool = False, force_unlock: bool = False) -> int:
     """Create the cluster, or converge an existing one to the spec."""
-    from fmcluster import ui
-
     session = Session.open(spec, spec_file)
     options: dict[str, Any] = {"rollback": rollback, "locate": _locator(spec_file)}
     session.backend.check_requirements()
@@ -72,8 +71,8 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)
             raise
-        store.save_cluster(spec.name, session.region, spec.backend, spec_text(spec), spec_file,
-                           "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())
+        record_cluster(store, spec.name, session.region, spec.backend, spec_text(spec), spec_file,
+                       "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())
         if options.get("stop_fleet"):  # the agreed fleet stop changes how the cluster resource updates
             plan = Plan(session.resources(options), plan.orphans, plan.changes)
         try:
@@ -106,9 +105,6 @@ class Unhealthy(FmclusterError):
 
 
 def _done(session: Session, plan: Plan, json_output: bool, what: str) -> int:
-    from fmcluster import ui
-    from fmcluster.lifecycle.common import dump_json
-
     if json_output:
         print(dump_json({**as_json(session.require_spec(), plan), "status": "ACTIVE"}))
     else:
@@ -126,8 +122,6 @@ def _question(spec: Spec, session: Session, plan: Plan, is_new: bool) -> str:
 
 
 def _report_what_exists(session: Session) -> None:
-    from fmcluster import ui
-
     exists = what_exists(session)
     console = ui.err_console()
     if exists:
@@ -142,9 +136,6 @@ def _report_what_exists(session: Session) -> None:
 
 
 def _print_capacity(spec: Spec) -> None:
-    from fmcluster import ui
-    from fmcluster.lifecycle.cost import usd_per_hour_max
-
     console = ui.err_console()
     for queue in spec.queues:
         console.print(f"  queue [bold]{queue.name}[/]: {queue.instance_type} × {min_nodes(queue)}..{max_nodes(queue)}"
@@ -183,8 +174,6 @@ def _apply_with_capacity_retries(session: Session, plan: Plan, wait: bool, timeo
 
 
 def _countdown(seconds: float, message: str) -> None:
-    from fmcluster import ui
-
     with ui.err_console().status("") as status:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
@@ -194,8 +183,6 @@ def _countdown(seconds: float, message: str) -> None:
 
 def capacity_advice(session: Session) -> str:
     """Which AZs offer each queue's type, and the ways to get capacity."""
-    from fmcluster.network import offering_zones
-
     placement = session.placement()
     lines = []
     ec2 = session.ctx.client("ec2")
@@ -215,9 +202,6 @@ def capacity_advice(session: Session) -> str:
 
 def _locator(spec_file: str):
     """Messages from the backend → the spec line they are about (None when the file is gone)."""
-    from fmcluster.spec import load_spec
-    from fmcluster.spec.trace import locate
-
     try:
         loaded = load_spec(spec_file)
     except FmclusterError:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster import aws
+from fmcluster import aws, ui
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError
 from fmcluster.graph import by_rank, wire
+from fmcluster.host_keys import forget_host_keys
 from fmcluster.lifecycle.common import ClusterNotFound, confirm, dump_json, known_clusters, run_engine, spec_of
+from fmcluster.lifecycle.status import check_reachable
 from fmcluster.session import Session
 from fmcluster.state import StateStore
 
@@ -23,8 +25,6 @@ TEARDOWN_PASSES = 2
 
 
 def destroy(name: str, yes: bool, keep_storage: bool, json_output: bool = False, force_unlock: bool = False) -> int:
-    from fmcluster import ui
-
     store = StateStore()
     record = store.cluster(name, aws.target().region)
     region = record.region if record else aws.region_for(None)
@@ -34,8 +34,6 @@ def destroy(name: str, yes: bool, keep_storage: bool, json_output: bool = False,
 
 
 def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_output: bool) -> int:
-    from fmcluster import ui
-
     sessions = _sessions(store, name)
     first = sessions[0]
     console = ui.err_console()
@@ -80,8 +78,6 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         store.set_cluster_status(name, first.region, "STORAGE_KEPT")
         ui.note("kept: " + "; ".join(kept))
     else:
-        from fmcluster.connect.ssh import forget_host_keys
-
         store.forget_cluster(name, first.region)
         forget_host_keys(name)
     if json_output:
@@ -151,8 +147,6 @@ def _sessions(store: StateStore, name: str) -> list[Session]:
     if record is not None:
         where, here = record.endpoint_url, aws.target_label()
         if where not in (here, "") and not (where.startswith("sandbox:") and here.startswith("sandbox:")):
-            from fmcluster.lifecycle.status import check_reachable
-
             check_reachable(record)
         spec, _ = spec_of(record)
         return [Session.for_record(record, store, spec)]

@@ -7,9 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from fmcluster import ui
 from fmcluster.engine import AttributeFilter, Resource, ResourceChange, Unknown
 from fmcluster.graph import by_rank
-from fmcluster.lifecycle.common import orphans_of, plan_changes
+from fmcluster.lifecycle.common import dump_json, orphans_of, plan_changes
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
 
@@ -58,8 +59,6 @@ def as_json(spec: Spec, plan: Plan) -> dict[str, Any]:
 
 
 def print_plan(session: Session, plan: Plan, title: str) -> None:
-    from fmcluster import ui
-
     console = ui.err_console()
     counts = plan.counts()
     summary = ", ".join(f"{counts[a]} to {a}" for a in ("create", "update", "replace", "delete") if counts[a])
@@ -84,8 +83,6 @@ def _show(value: Any) -> str:
 
 
 def diff(spec: Spec, spec_file: str, json_output: bool) -> int:
-    from fmcluster.lifecycle.common import dump_json
-
     session = Session.open(spec, spec_file)
     found_id = session.ctx.cluster_id or session.backend.find_cluster_id(session)
     if found_id:

@@ -6,11 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fmcluster import ui
+from fmcluster.engine import ResourceChange
 from fmcluster.errors import SpecError, UsageError
 from fmcluster.lifecycle.common import confirm, dump_json, open_cluster, run_engine, spec_text
 from fmcluster.lifecycle.diff import Plan, make_plan
+from fmcluster.lifecycle.status import check_reachable
+from fmcluster.preflight.capacity import check_reservations
+from fmcluster.preflight.common import Context
 from fmcluster.session import Session
+from fmcluster.spec import load_spec, load_spec_data
+from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 from fmcluster.spec.models import NodeRange, Spec
+from fmcluster.spec.stored import record_cluster
 from fmcluster.state import StateStore
 
 
@@ -34,8 +42,6 @@ def parse_counts(assignments: list[str]) -> dict[str, int | NodeRange]:
 def _new_spec(session: Session, target: str, assignments: list[str]) -> Spec:
     """The recorded spec with the new counts, checked by the same rules as a spec file (exit 2 when AWS would
     refuse it), before any AWS call."""
-    from fmcluster.spec import load_spec, load_spec_data
-
     old = session.spec
     if old is None:
         raise UsageError(f"the recorded spec of {session.name} cannot be read, so its counts cannot be changed "
@@ -70,8 +76,6 @@ def _new_spec(session: Session, target: str, assignments: list[str]) -> Spec:
 
 def _check_pcs_size(old: Spec, new: Spec) -> None:
     """A PCS cluster's size is fixed when it is created: the new counts must fit the size it has."""
-    from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
-
     size = pcs_size(old)
     if pcs_nodes(new) > PCS_SIZE_LIMITS[size]:
         raise UsageError(f"cannot scale: the cluster is size {size}, fixed at creation (at most "
@@ -81,9 +85,6 @@ def _check_pcs_size(old: Spec, new: Spec) -> None:
 
 def scale(target: str, assignments: list[str], yes: bool, json_output: bool = False,
           force_unlock: bool = False) -> int:
-    from fmcluster import ui
-    from fmcluster.lifecycle.status import check_reachable
-
     store = StateStore()
     path = Path(target)
     from_file = path.suffix in (".yaml", ".yml") or path.is_file()
@@ -92,8 +93,6 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
     if not from_file and not assignments:
         raise UsageError("say what to change: fmcluster scale NAME QUEUE=N [QUEUE=MIN:MAX …]")
     if from_file:
-        from fmcluster.spec import load_spec
-
         name = load_spec(path).spec.name
     else:
         name = target
@@ -133,8 +132,8 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
         resources = session.resources(options)
         store.set_cluster_status(name, session.region, "UPDATING")
         run_engine(session, f"Scaling {name}", "apply", resources, only=session.backend.scales)
-        store.save_cluster(name, session.region, new_spec.backend, spec_text(new_spec), session.record.spec_path,
-                           "ACTIVE", session.record.cluster_id, session.record.endpoint_url)
+        record_cluster(store, name, session.region, new_spec.backend, spec_text(new_spec),
+                       session.record.spec_path, "ACTIVE", session.record.cluster_id, session.record.endpoint_url)
     if json_output:
         print(dump_json({"cluster": name, "changed": True, "changes": [c.as_json() for c in counts]}))
     else:
@@ -145,8 +144,6 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
 def _split(session: Session, plan: Plan) -> tuple[list[Any], list[str]]:
     """The count changes, and what stands in their way: a resource missing, or one whose update would also
     carry other changes (ParallelCluster sends its whole configuration)."""
-    from fmcluster.engine import ResourceChange
-
     counts: list[ResourceChange] = []
     blocking: list[str] = []
     scales = session.backend.scales
@@ -167,9 +164,6 @@ def _split(session: Session, plan: Plan) -> tuple[list[Any], list[str]]:
 def _check_capacity(session: Session, spec: Spec) -> None:
     """Refuse counts a queue's capacity reservation, Capacity Block or reservation group cannot hold, before any
     change."""
-    from fmcluster.preflight.capacity import check_reservations
-    from fmcluster.preflight.common import Context
-
     if not any(q.capacity.reservation_id or q.capacity.resource_group_arn for q in spec.queues):
         return
     ctx = Context(spec=spec, region=session.region, client=session.ctx.client, placement=session.placement())

@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fmcluster import aws
+from fmcluster import aws, ui
+from fmcluster.engine import Unknown
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
 from fmcluster.lifecycle.cost import live_cost, usd_per_hour_max
+from fmcluster.lifecycle.diff import make_plan
 from fmcluster.session import Session
 from fmcluster.spec.models import max_nodes
+from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import ClusterRecord, StateStore
 
 
@@ -61,7 +64,7 @@ def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, A
             raise
         why = str(exc).splitlines()[0] if isinstance(exc, AwsError) else aws.describe_error("AWS", exc).aws_message
         report = _recorded(store, record, spec_problem, why)
-    report["problem"] = record.problem if record is not None else None
+    report["problem"] = stored_spec_problem(record.spec) if record is not None else None
     if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report
@@ -95,8 +98,6 @@ def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
 def _drift(session: Session, spec_problem: str, status: str) -> tuple[list[dict[str, Any]] | None, str | None]:
     """What differs between AWS and the spec: missing, extra (tagged for the cluster, not in the spec) and
     changed resources. None (and why) when there is no spec to compare with."""
-    from fmcluster.lifecycle.diff import make_plan
-
     if session.spec is None:
         return None, spec_problem or "no spec recorded"
     if status == "NOT_FOUND" and session.record is not None and session.record.status in ("PLANNED",):
@@ -120,8 +121,6 @@ def _drift(session: Session, spec_problem: str, status: str) -> tuple[list[dict[
 
 
 def _plain(value: Any) -> Any:
-    from fmcluster.engine import Unknown
-
     return repr(value) if isinstance(value, Unknown) else value
 
 
@@ -177,8 +176,6 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
                     found.append(_row(stack["StackName"], "parallelcluster", region,
                                       PCLUSTER_STATUS.get(stack["StackStatus"], "UPDATING")))
     except Exception as exc:  # the local list still stands; say what could not be read
-        from fmcluster import ui
-
         ui.note(f"clusters tagged in AWS not listed: {aws.describe_error('list', exc).aws_message}")
     return found
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fmcluster import aws
 from fmcluster.plan.prices import PriceError
 from fmcluster.spec.decisions import ultraserver_shape
 from fmcluster.spec.models import Queue, Spec, max_nodes
@@ -53,8 +54,6 @@ def block_price(offerings: list[dict[str, Any]]) -> BlockPrice | None:
 
 def fetch_capacity_block_prices(spec: Spec, region: str, ec2: Any = None) -> dict[str, BlockPrice | None]:
     """Per Capacity Block queue name, the price of the cheapest offering EC2 makes now (None: no priced offering)."""
-    from fmcluster import aws
-
     queues = [q for q in spec.queues if q.capacity.type == "capacity-block"]
     if not queues:
         return {}

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fmcluster import catalog
+from fmcluster import aws, catalog
 from fmcluster.catalog import InstanceFacts
 from fmcluster.errors import FmclusterError
 from fmcluster.spec.models import Queue
@@ -221,8 +221,6 @@ def fetch_on_demand(instance_types: Iterable[str], region: str) -> dict[str, flo
 def _pricing_client() -> Any:
     from botocore.config import Config
 
-    from fmcluster import aws
-
     # Few retries: a user waiting on an offline report should hear about a dead endpoint quickly.
     config = Config(
         retries={"mode": "standard", "max_attempts": 2},
@@ -236,8 +234,6 @@ def _pricing_client() -> Any:
 
 
 def _failure_message(exc: BaseException) -> str:
-    from fmcluster import aws
-
     detail = str(aws.describe_error("AWS Pricing API (pricing.get_products)", exc))
     bundled = catalog.price_as_of()
     return (

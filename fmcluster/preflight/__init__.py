@@ -1,6 +1,6 @@
 """``fmcluster preflight``: check the account before creating anything, and say how to fix what is wrong.
 
-Each check returns :class:`fmcluster.validate.CheckResult` items; a failed one carries AWS's code and
+Each check returns :class:`fmcluster.checks.CheckResult` items; a failed one carries AWS's code and
 message, and a detail line starting with ``fix: ``. An AWS error inside a check is a failed result,
 never an exception.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from fmcluster.checks import CheckResult
 from fmcluster.preflight.capacity import check_quotas, check_reservations
 from fmcluster.preflight.checks import (
     check_buckets,
@@ -23,7 +24,6 @@ from fmcluster.preflight.checks import (
 from fmcluster.preflight.common import FIX, Context
 from fmcluster.preflight.storage import check_existing_storage
 from fmcluster.spec.models import Spec
-from fmcluster.validate import CheckResult
 
 __all__ = ["FIX", "CheckResult", "preflight_failed", "run_preflight"]
 

@@ -8,9 +8,10 @@ import re
 from dataclasses import dataclass, field
 
 from fmcluster import catalog
+from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
+from fmcluster.preflight.reservation_group import check_reservation_group
 from fmcluster.spec.models import Queue, max_nodes
-from fmcluster.validate import CheckResult
 
 #: Quota codes (Service Quotas, service code ``ec2``) by instance-family group: (on-demand, spot).
 #: The vCPU quotas count every running instance of the group in the Region.
@@ -146,8 +147,6 @@ def _quota(ctx: Context, code: str, need: _Need, notes: list[str]) -> CheckResul
 
 def check_reservations(ctx: Context) -> list[CheckResult]:
     """Each queue's capacity reservation / Capacity Block / reservation group fits the queue: one result per queue."""
-    from fmcluster.preflight.reservation_group import check_reservation_group
-
     results = []
     for queue in ctx.spec.queues:
         if queue.capacity.reservation_id:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 
+from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError, UsageError
+from fmcluster.network import offering_zones, resolve_placement
 from fmcluster.nodejs import MIN_NODE_MAJOR, NodeJsProblem, find_node
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
+from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
 from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_nodes, pcs_size
-from fmcluster.spec.models import max_nodes
-from fmcluster.validate import CheckResult
+from fmcluster.spec.models import instance_types_of, max_nodes
 
 #: AWS CDK (which ParallelCluster runs to synthesize its stack) supports Node.js 18 and later.
 
@@ -27,8 +29,6 @@ def check_credentials(ctx: Context) -> list[CheckResult]:
 
 def check_subnet(ctx: Context) -> list[CheckResult]:
     """The compute subnet (and the head node's): exists, its AZ; without one, the default VPC's pick."""
-    from fmcluster.network import resolve_placement
-
     spec = ctx.spec
     ec2 = ctx.aws("ec2")
     named = spec.network.subnet_id
@@ -47,8 +47,6 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
     ctx.placement = placement
     ctx.head_zone = placement.availability_zone
     if placement.created:
-        from fmcluster.preflight.network import check_access
-
         return [CheckResult("subnet", "passed", f"no subnet in the spec: fmcluster creates {placement.describe()}",
                             [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity reservations, "
                              "when they share one AZ); compute nodes go to its private subnet behind a NAT gateway"]),
@@ -63,8 +61,6 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
                                 "reservations, when they share one AZ); set network.subnet_id to choose another"])]
     results += _subnet_addresses(ctx, subnet)
     if named:
-        from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
-
         results += guarded("node network", named)(
             lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named))(ctx)
         results += guarded("security groups and policies")(
@@ -120,7 +116,6 @@ def check_offerings(ctx: Context) -> list[CheckResult]:
     """Each instance type is offered in the AZ its nodes go to; if not, where it is."""
     if ctx.placement is None:
         return [CheckResult("instance types", "skipped", "needs the subnet's Availability Zone (see the subnet check)")]
-    from fmcluster.spec.models import instance_types_of
 
     # A queue in its own subnet is checked with that subnet (fmcluster.preflight.network.check_queue_subnets).
     zones = {t: ctx.placement.availability_zone for q in ctx.spec.queues if not q.subnet_id
@@ -130,8 +125,6 @@ def check_offerings(ctx: Context) -> list[CheckResult]:
 
 
 def _offering(ctx: Context, instance_type: str, zone: str) -> list[CheckResult]:
-    from fmcluster.network import offering_zones
-
     name = f"offering {instance_type}"
 
     @guarded(name, f"{instance_type} in {zone}")

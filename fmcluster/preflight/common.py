@@ -7,9 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fmcluster.aws import describe_error
+from fmcluster.checks import CheckResult
+from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.network import Placement
 from fmcluster.spec.models import Spec
-from fmcluster.validate import CheckResult
 
 FIX = "fix: "
 
@@ -50,9 +52,6 @@ class Context:
 
 def aws_failure(name: str, resource: str, exc: BaseException, fix_text: str = "") -> CheckResult:
     """A failed result carrying AWS's own code and message, and the fix."""
-    from fmcluster.aws import describe_error
-    from fmcluster.errors import AwsError
-
     error = exc if isinstance(exc, AwsError) else describe_error(resource, exc)
     hint = fix_text or error.hint
     message = error.aws_message.strip().split("\n")[0]  # an unparseable answer carries its whole body
@@ -79,8 +78,6 @@ def guarded(name: str, resource: str = "") -> Callable:
     def wrap(check: Callable[[Context], list[CheckResult]]) -> Callable[[Context], list[CheckResult]]:
         @functools.wraps(check)
         def run(ctx: Context) -> list[CheckResult]:
-            from fmcluster.errors import FmclusterError
-
             try:
                 return check(ctx)
             except (*aws_errors(), FmclusterError) as exc:

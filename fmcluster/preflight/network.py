@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.spec.models import Spec
+from fmcluster.checks import CheckResult
+from fmcluster.network import offering_zones, zone_label
+from fmcluster.spec.models import Spec, instance_types_of
 from fmcluster.spec.networking import interface_count, multi_interface_queues
-from fmcluster.validate import CheckResult
 
 NAME = "node network"
 
@@ -118,9 +119,6 @@ def check_access(spec: Spec, ec2: Any, iam: Any, vpc_id: str) -> list[CheckResul
 def check_queue_subnets(spec: Spec, ec2: Any, vpc_id: str) -> list[CheckResult]:
     """Each queue's own subnet exists, is in the VPC of network.subnet_id, and its AZ offers the queue's types."""
     from botocore.exceptions import ClientError
-
-    from fmcluster.network import offering_zones, zone_label
-    from fmcluster.spec.models import instance_types_of
 
     results = []
     for queue in (q for q in spec.queues if q.subnet_id):

@@ -11,9 +11,9 @@ groups"); only a group with the ``AWS::EC2::CapacityReservationPool`` configurat
 
 from __future__ import annotations
 
+from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import Context, aws_code, aws_failure, fix, guarded
 from fmcluster.spec.models import Queue, max_nodes
-from fmcluster.validate import CheckResult
 
 POOL = "AWS::EC2::CapacityReservationPool"
 RESERVATION_TYPE = "AWS::EC2::CapacityReservation"

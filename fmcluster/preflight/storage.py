@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import Context, aws_code, fix, guarded
-from fmcluster.validate import CheckResult
 
 _NOT_FOUND = ("FileSystemNotFound", "VolumeNotFound")
 

@@ -16,6 +16,9 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fmcluster.errors import UsageError
+from fmcluster.references import references
+from fmcluster.render.templates import render_text
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.rules_fields import bootstrap_path
@@ -103,8 +106,6 @@ def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        from fmcluster.errors import UsageError
-
         raise UsageError(f"bootstrap script {path}: {exc.strerror or exc} (local paths are relative to the spec "
                          "file)") from None
 
@@ -136,8 +137,6 @@ def pcs_user_data(cluster: str, node_group: str, mounts: list[dict[str, str]], s
     """The MIME user data of one PCS node group: mount the shared storage, then run ``steps`` in order."""
     import shlex
 
-    from fmcluster.render.templates import render_text
-
     scripts = []
     if mounts:
         scripts.append({"name": "mount_storage.sh", "packed": packed(shipped("mount_storage.sh"))})
@@ -152,8 +151,6 @@ def pcs_user_data(cluster: str, node_group: str, mounts: list[dict[str, str]], s
     text = render_text("pcs/user_data.mime.j2", cluster=cluster, node_group=node_group, scripts=scripts,
                        mounts=mounts, commands=commands)
     if len(text.encode()) > USER_DATA_LIMIT:
-        from fmcluster.errors import UsageError
-
         raise UsageError(f"the user data of PCS node group {node_group} is {len(text.encode()):,} bytes; EC2 takes "
                          f"{USER_DATA_LIMIT:,}. Move large bootstrap scripts to S3 (run: s3://…)")
     return text
@@ -163,8 +160,6 @@ def without_bucket(config: dict) -> dict:
     """``config`` without what names the bucket fmcluster makes at create time (CustomS3Bucket, the S3Access to
     it, the CustomActions run from it): what ParallelCluster's validators can judge before it exists."""
     import copy
-
-    from fmcluster.render.documents import references
 
     bucket_ref = BUCKET_REFERENCE[2:-1]
     config = copy.deepcopy(config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render import node_software, storage
 from fmcluster.render.common import resource_tags
@@ -219,8 +220,6 @@ def _health_checks(spec: Spec, queue: Queue) -> dict[str, object] | None:
     """PCS instanceHealthChecks for an NVIDIA GPU queue on Slurm 26.05+: continuous monitoring, and DCGM's quick
     diagnostics each time a node starts (the least launch time; PCS picks the repair action). Otherwise none:
     the spec's rules refuse an explicit gpu_health_checks that PCS cannot honour."""
-    from fmcluster import catalog
-
     facts = catalog.instance(queue.instance_type)
     described = hardware(queue.instance_type)  # a type outside the catalog: EC2 names the GPU's maker
     nvidia = bool(facts.accelerator.vendor == "nvidia") if facts and facts.accelerator else \

@@ -8,6 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fmcluster.render.parallelcluster import (
+    OPENZFS_DEPLOYMENT_TYPE,
+    OPENZFS_NFS_EXPORT_OPTIONS,
+    openzfs_throughput_mbps,
+)
 from fmcluster.spec.models import Spec
 
 # An FSx for OpenZFS root volume is exported at /fsx (FSx for OpenZFS guide, "Mounting volumes").
@@ -29,12 +34,6 @@ def existing_lustre(add: AddDocument, spec: Spec) -> dict[str, str]:
 
 def pcs_home(add: AddDocument, spec: Spec, subnet: str) -> dict[str, str] | None:
     """The /home documents of a PCS cluster; returns its mount for the user data."""
-    from fmcluster.render.parallelcluster import (
-        OPENZFS_DEPLOYMENT_TYPE,
-        OPENZFS_NFS_EXPORT_OPTIONS,
-        openzfs_throughput_mbps,
-    )
-
     home = spec.storage.home
     if home is None:
         return None

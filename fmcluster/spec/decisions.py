@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
 
@@ -113,8 +114,6 @@ class UltraServerShape:
 
 def ultraserver_shape(name: str) -> UltraServerShape | None:
     """From the catalog's UltraServer facts (instance-facts.yaml: EKS user guide, AWS Neuron 'Trn2 architecture')."""
-    from fmcluster import catalog
-
     for instance_type in catalog.instance_names():
         facts = catalog.instance(instance_type)
         if facts is None or facts.ultraserver is None or name not in facts.ultraserver.types:
@@ -142,8 +141,6 @@ PCS_IMEX_PROLOG = "/opt/fmcluster/prolog/imex.sh"
 def needs_imex(queue: Queue) -> bool:
     """NVIDIA nodes whose NVLink domain spans instances (the p6e-gb200 UltraServers): their GPUs reach each other's
     memory only through NVIDIA IMEX, configured per job (PCS user guide, 'Configure UltraServer instances')."""
-    from fmcluster import catalog
-
     facts = catalog.instance(queue.instance_type)
     return facts is not None and facts.ultraserver is not None and hardware(queue.instance_type).has_gpus
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec.models import Spec
+from fmcluster.spec.decisions import NEURON_OS as NEURON_PACKAGE_OS
+from fmcluster.spec.decisions import PCS_IMEX_PROLOG, needs_imex, needs_neuron, operating_system, ultraserver_shape
+from fmcluster.spec.models import Spec, max_nodes
 from fmcluster.spec.positions import Path_
 
 Report = Callable[[Path_, str], None]
@@ -81,8 +84,6 @@ def neuron_parameter(os: str) -> str | None:
 
 
 def _build_advice(spec: Spec, family: str) -> str:
-    from fmcluster.spec.decisions import operating_system
-
     os = operating_system(spec)
     arch = hardware(spec.queues[0].instance_type).architecture or "x86_64"
     parameter = dlami_parameter(arch, os) if family == "dlami" else neuron_parameter(os)
@@ -117,18 +118,16 @@ def images(spec: Spec, error: Report, warn: Report) -> None:
 def _neuron(spec: Spec, error: Report, warn: Report) -> None:
     """Neither backend's default image has the Neuron driver: fmcluster installs it at boot where AWS publishes
     its packages (fmcluster/scripts/neuron.sh), and says so."""
-    from fmcluster.spec.decisions import NEURON_OS, needs_neuron, operating_system
-
     queues = [(index, queue) for index, queue in enumerate(spec.queues) if needs_neuron(queue)]
     if not queues:
         return
     index, queue = queues[0]
     os = operating_system(spec)
     image = "AWS's PCS sample AMIs" if spec.backend == "pcs" else "ParallelCluster's official AMIs"
-    if os not in NEURON_OS:
+    if os not in NEURON_PACKAGE_OS:
         error(("os",), f"{queue.instance_type} needs the Neuron driver, which {image} do not carry and AWS publishes "
-                       f"only for {', '.join(NEURON_OS)}: choose one of those, or set image.ami to an image with "
-                       "Neuron installed")
+                       f"only for {', '.join(NEURON_PACKAGE_OS)}: choose one of those, or set image.ami to an image "
+                       "with Neuron installed")
         return
     parameter = neuron_parameter(os)
     warn(("queues", index, "instance_type"),
@@ -140,10 +139,6 @@ def _neuron(spec: Spec, error: Report, warn: Report) -> None:
 def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
     """An UltraServer Capacity Block is bought, and launched, in whole UltraServers of one instance type
     (DescribeCapacityBlockOfferings UltraserverType/UltraserverCount; sizes from the catalog's UltraServer facts)."""
-    from fmcluster import catalog
-    from fmcluster.spec.decisions import ultraserver_shape
-    from fmcluster.spec.models import max_nodes
-
     for index, queue in enumerate(spec.queues):
         name = queue.capacity.ultraserver
         path = ("queues", index, "capacity", "ultraserver")
@@ -175,8 +170,6 @@ def ultraservers(spec: Spec, error: Report, warn: Report) -> None:
 def imex(spec: Spec, error: Report, warn: Report) -> None:
     """GB200 UltraServer queues get fmcluster's IMEX prolog (fmcluster/scripts/imex_prolog.sh): on ParallelCluster
     in its shared prolog.d, on PCS as the cluster's one Slurm Prolog, which then cannot be the user's too."""
-    from fmcluster.spec.decisions import PCS_IMEX_PROLOG, needs_imex
-
     queues = [(index, queue) for index, queue in enumerate(spec.queues) if needs_imex(queue)]
     if not queues or spec.backend != "pcs":
         return

@@ -23,15 +23,13 @@ def _describe(values: dict[str, object]) -> str:
 
 
 def check_instance_mix(spec: Spec, error: Report, warn: Report) -> None:
-    from fmcluster.spec.rules import _instance_type_problem
-
     for index, queue in enumerate(spec.queues):
         names = instance_types_of(queue)
         if len(names) < 2:
             continue
         path = ("queues", index, "instance_type")
         for position, name in enumerate(names):
-            problem = _instance_type_problem(name)
+            problem = catalog.instance_type_problem(name)
             if problem:
                 error((*path, position), problem)
             if name in names[:position]:

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
 
+from fmcluster import catalog
+
 Backend = Literal["parallelcluster", "pcs"]
 CapacityType = Literal["on-demand", "spot", "reservation", "capacity-block"]
 OperatingSystem = Literal["ubuntu2204", "ubuntu2404", "alinux2023", "rhel9", "rocky9"]
@@ -49,7 +51,6 @@ class InstanceTypes(str):
         names = (value,) if isinstance(value, str) else tuple(value)
         if not names:
             raise ValueError("name at least one instance type")
-        from fmcluster import catalog
 
         def price(name: str) -> float:
             facts = catalog.instance(name)

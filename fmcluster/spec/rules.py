@@ -13,8 +13,12 @@ from collections.abc import Callable, Iterator
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware, missing_facts
 from fmcluster.errors import SpecProblem
-from fmcluster.spec import decisions
+from fmcluster.regions import region_problem
+from fmcluster.spec import decisions, rules_fields
+from fmcluster.spec.hardware_rules import HARDWARE_RULES
+from fmcluster.spec.instance_mix import check_instance_mix
 from fmcluster.spec.models import Slurm, Spec, max_nodes, min_nodes
+from fmcluster.spec.networking import check_access, check_network
 from fmcluster.spec.positions import Path_, PositionedDocument
 
 # pcluster/constants.py PCLUSTER_NAME_REGEX and PCLUSTER_NAME_MAX_LENGTH(_SLURM_ACCOUNTING).
@@ -54,17 +58,12 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
     def warn(path: Path_, message: str) -> None:
         warnings.append(document.problem(path, message))
 
-    from fmcluster.spec.instance_mix import check_instance_mix
-    from fmcluster.spec.networking import check_access, check_network
-
     for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags,
                  check_network, check_access, check_instance_mix):
         rule(spec, error, warn)
-    from fmcluster.spec.hardware_rules import HARDWARE_RULES
 
     for rule in HARDWARE_RULES:
         rule(spec, error, warn)
-    from fmcluster.spec import rules_fields
 
     rules_fields.check(spec, error, warn, document.file)
     return errors, warnings
@@ -121,23 +120,13 @@ def _check_resource_name(spec: Spec, name: str, path: Path_, what: str, error: R
             error(path, f"'{name}' is {len(name)} characters; PCS allows {low} to {high}")
 
 
-def _instance_type_problem(name: str) -> str | None:
-    if catalog.instance(name) is not None or catalog.is_valid_ec2_type_name(name):
-        return None
-    message = f"unknown instance type '{name}'"
-    suggestion = catalog.suggest_instance(name)
-    if suggestion:
-        message += f" (did you mean '{suggestion}'?)"
-    return message
-
-
 def _instance_types(spec: Spec, error: Report, warn: Report) -> None:
-    problem = _instance_type_problem(spec.head_node.instance_type)
+    problem = catalog.instance_type_problem(spec.head_node.instance_type)
     if problem:
         error(("head_node", "instance_type"), problem)
     for index, queue in enumerate(spec.queues):
         path = ("queues", index)
-        problem = _instance_type_problem(queue.instance_type)
+        problem = catalog.instance_type_problem(queue.instance_type)
         if problem:
             error((*path, "instance_type"), problem)
             continue
@@ -293,8 +282,6 @@ def _slurm(spec: Spec, error: Report, warn: Report) -> None:
 
 
 def _region(spec: Spec, error: Report, warn: Report) -> None:
-    from fmcluster.regions import region_problem
-
     problem = region_problem(spec.region)
     if problem:
         error(("region",), problem)

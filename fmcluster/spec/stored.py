@@ -1,5 +1,6 @@
-"""A spec as the state file keeps it: checked with the same rules as a spec file, both before it is saved and
-when it is read back.
+"""A spec as the state file keeps it: checked with the same rules as a spec file, both before it is saved
+(:func:`record_cluster`) and when it is read back (:func:`stored_spec_problem`, :func:`usable_spec`). The
+store itself (:mod:`fmcluster.state`) only keeps the text.
 
 Problems in a stored spec carry its field path but no line and column: the stored text is fmcluster's own
 copy, not a file the user edits.
@@ -13,6 +14,13 @@ from fmcluster.errors import FmclusterError, SpecError
 from fmcluster.spec.loader import load_spec_data
 from fmcluster.spec.models import Spec
 from fmcluster.spec.positions import document_from_text
+from fmcluster.state import StateStore
+
+
+class InvalidRecord(FmclusterError):
+    """A command tried to record a spec that does not validate; nothing was saved."""
+
+    exit_code = 2
 
 
 class UnusableRecord(FmclusterError):
@@ -43,6 +51,16 @@ def stored_spec_problem(text: str) -> str | None:
     except Exception as exc:  # noqa: BLE001 - damaged data of any kind becomes the reason shown
         return f"unreadable ({type(exc).__name__}: {exc})"
     return None
+
+
+def record_cluster(store: StateStore, name: str, region: str, backend: str, spec: str, spec_path: str | None,
+                   status: str, cluster_id: str = "", endpoint_url: str = "") -> None:
+    """Record a cluster and its spec text in ``store``; a spec that does not validate is refused
+    (:class:`InvalidRecord`), never saved. An empty ``cluster_id`` keeps the recorded one."""
+    problem = stored_spec_problem(spec)
+    if problem:
+        raise InvalidRecord(f"refusing to record cluster {name}: its spec does not validate: {problem}")
+    store.save_cluster(name, region, backend, spec, spec_path, status, cluster_id, endpoint_url)
 
 
 def usable_spec(text: str, cluster: str) -> Spec:

@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from fmcluster import aws
+from fmcluster import aws, extras
+from fmcluster.checks import CheckResult, Status
+from fmcluster.network import instance_types, resolve_placement
+from fmcluster.preflight.network import check_node_network
+from fmcluster.references import references, resolve
 from fmcluster.render import render
+from fmcluster.render.common import CLUSTER_TAG
+from fmcluster.render.node_software import BUCKET_REFERENCE, without_bucket
+from fmcluster.render.parallelcluster import OPENZFS_ROOT_VOLUME
 from fmcluster.spec import load_spec
-
-Status = Literal["passed", "failed", "skipped", "warning"]
-
-
-@dataclass
-class CheckResult:
-    name: str
-    status: Status
-    summary: str
-    details: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, object]:
-        """docs/checks-json.md: details without the ``fix: `` lines, which become ``fix`` (null: none)."""
-        fixes = [d.removeprefix("fix: ") for d in self.details if d.startswith("fix: ")]
-        return {"name": self.name, "status": self.status, "summary": self.summary,
-                "details": [d for d in self.details if not d.startswith("fix: ")],
-                "fix": "\n".join(fixes) or None}
-
-
-def checks_report(results: list[CheckResult], **about: object) -> dict[str, object]:
-    """The ``--json`` object of ``validate`` and ``preflight``: ``ok`` is false when any check failed."""
-    return {**about, "ok": not any(r.status == "failed" for r in results), "checks": [r.to_json() for r in results]}
+from fmcluster.spec.trace import locate
+from fmcluster.validate.network import network_stand_ins
+from fmcluster.validate.parallelcluster import check_schema, check_with_validators
 
 
 def run_checks(spec_path: Path) -> list[CheckResult]:
@@ -44,8 +30,6 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
     online = bool(aws.target().endpoint_url) or aws.has_credentials(region)
     placement = None
     if online:
-        from fmcluster.network import resolve_placement
-
         try:
             placement = resolve_placement(spec, aws.client("ec2", region),
                                           lambda: aws.client("resource-groups", region))
@@ -66,19 +50,12 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
 
 
 def _parallelcluster_checks(loaded, rendered, region: str, online: bool, zone: str | None = None) -> list[CheckResult]:
-    from fmcluster import extras
-
     if not extras.available("parallelcluster"):
         hint = f"needs the parallelcluster extra: {extras.install_hint('parallelcluster')}"
         requests = [d for d in rendered.documents if d.kind != "pcluster_cluster"]
         return ([CheckResult("pcluster schema", "skipped", hint)]
                 + ([_botocore_checks(rendered, requests)] if requests else [])
                 + [CheckResult("pcluster validators", "skipped", hint)])
-    from fmcluster.spec.trace import locate
-    from fmcluster.validate.parallelcluster import (
-        check_schema,
-        check_with_validators,
-    )
     from fmcluster.validate.requests import with_stand_ins
 
     name = loaded.spec.name
@@ -113,14 +90,9 @@ def _config_for_validators(name: str, config: dict, region: str, zone: str | Non
     """The config ParallelCluster's validators can judge: an OpenZFS /home that fmcluster already created
     for this cluster is filled in; one it has yet to create is left out (its validators read the live file
     system, which does not exist before ``create``), and the details say so."""
-    from fmcluster.render.common import CLUSTER_TAG
-    from fmcluster.render.documents import references, resolve
-    from fmcluster.render.parallelcluster import OPENZFS_ROOT_VOLUME
-    from fmcluster.validate.network import network_stand_ins
     from fmcluster.validate.requests import stand_in
 
     root_volume = OPENZFS_ROOT_VOLUME[2:-1]
-    from fmcluster.render.node_software import BUCKET_REFERENCE, without_bucket
 
     bucket_notes = []
     if BUCKET_REFERENCE[2:-1] in references(config):
@@ -165,8 +137,6 @@ def _botocore_checks(rendered, documents=None) -> CheckResult:
 
 
 def _instance_type_check(spec, region: str, online: bool) -> CheckResult:
-    from fmcluster.network import instance_types
-
     names = instance_types(spec)
     if not online:
         return CheckResult("instance types", "skipped", "DescribeInstanceTypes needs an AWS endpoint")
@@ -192,7 +162,6 @@ def _node_network(spec, region: str, placement) -> list[CheckResult]:
     """Whether multi-interface nodes can reach out of the spec's own subnet (see fmcluster.preflight.network)."""
     if placement.created or not spec.network.subnet_id:
         return []
-    from fmcluster.preflight.network import check_node_network
 
     try:
         return check_node_network(spec, region, aws.client("ec2", region), placement.subnet_id)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster import aws
+from fmcluster.references import references
 from fmcluster.render.common import CLUSTER_TAG, RESOURCE_TAG
-from fmcluster.render.documents import references
 
 SUBNET_PREFIX = "subnet."
 

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from fmcluster.nodejs import quiet_jsii_banner
+
 # No validator is suppressed, in the sandbox or on AWS: the sandbox emulates what they read (launch-template
 # dry runs, key pair types, AMIs, capacity reservations), so create_cluster(dryrun=True) passes or fails there
 # as it would on AWS. A validator the sandbox cannot serve is a sandbox gap to fix, not one to switch off.
@@ -31,8 +33,6 @@ class PclusterFindings:
 @contextlib.contextmanager
 def _quiet_pcluster() -> Iterator[None]:
     # ParallelCluster logs to the root logger while it loads; the findings are what matter to the user.
-    from fmcluster.nodejs import quiet_jsii_banner
-
     quiet_jsii_banner()
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)

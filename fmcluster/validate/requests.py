@@ -8,7 +8,8 @@ from typing import Any
 import botocore.session
 from botocore.model import ServiceModel
 
-from fmcluster.render.documents import Document, references, resolve
+from fmcluster.references import references, resolve
+from fmcluster.render.documents import Document
 from fmcluster.validate.shapes import check_shape
 
 # Well-formed values for ids AWS issues at create time, so documents can be checked before they exist.

@@ -16,6 +16,7 @@ from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import api_error, pcluster
+from fmcluster.backends.parallelcluster.logs import cluster_logs
 from fmcluster.backends.parallelcluster.resources import (
     FLEET_STOP_NOTES,
     ClusterInstances,
@@ -24,6 +25,8 @@ from fmcluster.backends.parallelcluster.resources import (
 )
 from fmcluster.backends.s3 import ScriptsBucket, scan_buckets
 from fmcluster.engine import Resource, ResourceChange
+from fmcluster.nodejs import find_node
+from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.render.parallelcluster import render_parallelcluster
 
 if TYPE_CHECKING:
@@ -44,8 +47,6 @@ class ParallelClusterBackend(Backend):
 
     def check_requirements(self) -> None:
         """ParallelCluster synthesises its CloudFormation template with the CDK, which runs on Node.js."""
-        from fmcluster.nodejs import find_node
-
         find_node()
 
     def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
@@ -98,8 +99,6 @@ class ParallelClusterBackend(Backend):
                 raise api_error(f"pcluster_cluster:{session.name}", exc) from None
 
     def find_cluster_id(self, session: Session) -> str | None:
-        from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
-
         described = self._describe(session)
         if described is None:
             return None
@@ -107,8 +106,6 @@ class ParallelClusterBackend(Backend):
         return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
 
     def discover(self, session: Session) -> list[Discovered]:
-        from fmcluster.render.common import CLUSTER_ID_TAG
-
         ctx = session.ctx
         found: list[Discovered] = []
         described = self._describe(session)
@@ -175,8 +172,6 @@ class ParallelClusterBackend(Backend):
                          head.get("privateIpAddress"))
 
     def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
-        from fmcluster.backends.parallelcluster.logs import cluster_logs
-
         return cluster_logs(session.name, session.region, since, lines)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from fmcluster.aws import describe_error
 from fmcluster.engine import EngineFailed
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.nodejs import quiet_jsii_banner
@@ -75,8 +76,6 @@ def api_error(resource: str, exc: Exception, hint: str = "",
     each with the spec position it is about where ``locate`` can tell."""
     content = content_of(exc)
     if content is None:
-        from fmcluster.aws import describe_error
-
         return describe_error(resource, exc, hint)
     lines = [getattr(content, "message", None) or type(exc).__name__]
     findings = (getattr(content, "configuration_validation_errors", None) or []) + \

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fmcluster.backends.discovery import scan_instances
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import (
     FLEET_PHASES,
@@ -21,9 +22,10 @@ from fmcluster.backends.parallelcluster.api import (
     pcluster,
     set_fleet,
 )
-from fmcluster.engine import AttributeChange, Context, EngineFailed, Observed, Resource
+from fmcluster.engine import AttributeChange, Context, EngineFailed, Observed, Resource, Unknown
 from fmcluster.errors import FmclusterError
-from fmcluster.render.documents import Document, references
+from fmcluster.references import references
+from fmcluster.render.documents import Document
 
 # What ParallelCluster says when a change can be made once the compute fleet is stopped.
 FLEET_STOP_NOTES = ("compute fleet", "compute nodes must be stopped", "QueueUpdateStrategy")
@@ -133,8 +135,6 @@ class PclusterCluster(Resource):
 
 
 def _has_unknown(value: Any) -> bool:
-    from fmcluster.engine import Unknown
-
     if isinstance(value, Unknown):
         return True
     if isinstance(value, dict):
@@ -221,8 +221,6 @@ class ClusterInstances(Resource):
         self.key = key
 
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
-        from fmcluster.backends.discovery import scan_instances
-
         live = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [self.key]}])
         if not live:
             return None

@@ -21,8 +21,11 @@ from fmcluster.backends.iam import InstanceProfile
 from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours
+from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
 from fmcluster.engine import Resource
+from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
+from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
 
 if TYPE_CHECKING:
@@ -52,8 +55,6 @@ class PcsBackend(Backend):
         """The image per architecture, found once and recorded: a newer sample AMI published later must not
         turn every re-run into a node-group update. A new ``image.ami`` in the spec is found again."""
         from dataclasses import asdict
-
-        from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
 
         spec = session.require_spec()
         wanted = (spec.image.ami or "") if spec.image else ""
@@ -131,7 +132,6 @@ class PcsBackend(Backend):
         cluster = self._cluster(session)
         if cluster is None:
             return None
-        from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
         tags = self._tags(session, cluster["arn"]) or {}
         return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
@@ -158,8 +158,6 @@ class PcsBackend(Backend):
         return found
 
     def _discover_cluster(self, session: Session, cluster: dict[str, Any]) -> list[Discovered]:
-        from fmcluster.render.common import CLUSTER_ID_TAG
-
         ctx = session.ctx
         tags = self._tags(session, cluster["arn"])
         if tags is None:
@@ -247,8 +245,6 @@ class PcsBackend(Backend):
                          node.get("PrivateIpAddress"))
 
     def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
-        from fmcluster.backends.pcs.logs import cluster_logs
-
         cluster = self._cluster(session)
         if cluster is None:
             return [], [f"PCS has no cluster {session.name} in {session.region}"]
