@@ -1,4 +1,6 @@
-"""Shared fixtures: one sandbox (local AWS endpoint) per test session, over real HTTPS."""
+"""Shared fixtures: one sandbox (local AWS endpoint) per test process, over real HTTPS. Under pytest-xdist
+each worker is its own process with its own temporary directory, so each starts its own sandbox on its own port
+with its own home. The suite's tiers (markers e2e and slow) and its order come from ``tiers.py``."""
 
 from __future__ import annotations
 
@@ -7,11 +9,17 @@ from collections.abc import Iterator
 import pytest
 
 try:
+    import tiers
     from pcluster_fixture import reset_pcluster_clients
     from sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
 except ImportError:  # tests/ imported as a package
+    from tests import tiers
     from tests.pcluster_fixture import reset_pcluster_clients
     from tests.sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tiers.apply(items)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+try:
+    from tiers import E2E_FIXTURE_ATTR
+except ImportError:  # tests/ imported as a package
+    from tests.tiers import E2E_FIXTURE_ATTR
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = REPO_ROOT / "configs"
 
@@ -183,7 +188,6 @@ class PclusterCli(Cli):
 def cli_fixture(cli_class: type[Cli]):
     """A ``cli`` fixture for *cli_class*: after the test, reset faults and destroy whatever is left."""
 
-    @pytest.fixture
     def cli(sandbox, tmp_path):
         runner = cli_class(sandbox, tmp_path)
         yield runner
@@ -192,4 +196,5 @@ def cli_fixture(cli_class: type[Cli]):
         if runner.has_cloud_resources() or (runner.home / "state.db").exists():
             runner.run("destroy", runner.name, "--yes")
 
-    return cli
+    setattr(cli, E2E_FIXTURE_ATTR, True)  # tests/tiers.py marks every test that uses it e2e
+    return pytest.fixture(cli)

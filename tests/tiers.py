@@ -1,0 +1,93 @@
+"""The suite's tiers and the order the two xdist workers take it in; applied by ``conftest.py`` at collection.
+
+``e2e``: the test drives the installed ``fmcluster`` end to end against the sandbox (every test that uses a
+lifecycle ``cli`` fixture, see ``lifecycle_fixture.cli_fixture``, plus the files and tests listed here).
+``slow``: the test waits on something slow that is not an end-to-end run (retries, an emulated stack deletion).
+``pytest -m "not e2e"`` is the quick tier; plain ``pytest`` still runs everything.
+
+Files are kept whole here so that individual test files need no marks of their own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# file -> why every test in it is end to end (besides those using a lifecycle ``cli`` fixture)
+E2E_FILES: dict[str, str] = {
+    "test_validate_examples.py": "runs ParallelCluster's full validators on every shipped example in the sandbox",
+    "test_sandbox_cli.py": "starts, stops and queries `fmcluster sandbox` servers of its own",
+}
+
+# nodeid fragment -> why the test is end to end (it makes its own Cli instead of using a ``cli_fixture``)
+E2E_TESTS: dict[str, str] = {
+    "test_lifecycle_storage.py::": "creates a PCS cluster with Lustre through the installed command",
+    "test_lifecycle_parallelcluster_lustre.py::": "creates a ParallelCluster stack with Lustre through the command",
+    "test_instance_mix.py::test_pcs_creates_a_mixed_queue_in_its_own_subnet": "creates a PCS cluster",
+    "test_instance_mix.py::test_parallelcluster_validators_accept_the_mix_in_the_sandbox": "runs the installed "
+    "validate against the sandbox",
+    "test_network_created.py::test_pcs_policies_and_groups_attach_diff_and_outlive_destroy": "creates, diffs and "
+    "destroys a PCS cluster",
+    "test_cluster_access.py::test_sandbox_flag_before_or_after_the_command": "runs the installed command with "
+    "--sandbox against the sandbox",
+}
+
+# nodeid fragment -> why the test is slow
+SLOW_TESTS: dict[str, str] = {
+    "test_state_file.py::test_degraded_record_is_shown_with_its_reason": "status waits out retries to an "
+    "unreachable endpoint (another branch makes those fast)",
+    "test_state_file.py::test_read_only_state_file_still_serves_status": "same: status retries a dead endpoint",
+    "test_state_file.py::test_read_only_state_directory_still_serves_status": "same: status retries a dead endpoint",
+}
+
+# Files measured as the longest, longest first (`pytest --durations=0`, summed per file). They are handed out
+# first so that the two workers finish together instead of one starting a long file at the end.
+LONGEST_FIRST: list[str] = [
+    "test_ownership.py",
+    "test_lifecycle_parallelcluster.py",
+    "test_lifecycle_pcs.py",
+    "test_cluster_access.py",
+    "test_lifecycle_storage.py",
+    "test_converge.py",
+    "test_network_created.py",
+    "test_lifecycle_parallelcluster_lustre.py",
+    "test_parallelcluster_existing_storage.py",
+    "test_openzfs_home.py",
+    "test_pcs_storage.py",
+    "test_lifecycle_hardware.py",
+    "test_lifecycle_reservation_group.py",
+    "test_lifecycle_ultraserver.py",
+    "test_instance_mix.py",
+    "test_parallelcluster_node_software.py",
+    "test_state_lifecycle.py",
+    "test_validate_examples.py",
+    "test_state_file.py",
+    "test_smoke_slurm.py",
+]
+
+E2E_FIXTURE_ATTR = "fmcluster_e2e"
+
+
+def _file(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+
+
+def uses_e2e_fixture(item: pytest.Item) -> bool:
+    """Whether a fixture the test requests was made by ``cli_fixture`` (it runs the installed command)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(getattr(defs[-1].func, E2E_FIXTURE_ATTR, False)
+               for defs in info.name2fixturedefs.values() if defs)
+
+
+def apply(items: list[pytest.Item]) -> None:
+    """Mark e2e and slow tests, and put the longest files first (stable: the order inside a file stays)."""
+    for item in items:
+        name = _file(item)
+        if (name in E2E_FILES or uses_e2e_fixture(item)
+                or any(fragment in item.nodeid for fragment in E2E_TESTS)):
+            item.add_marker(pytest.mark.e2e)
+        if any(fragment in item.nodeid for fragment in SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_file(item), len(rank)))
