@@ -131,6 +131,21 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("queue-nodes-quoted", PC.replace("nodes: 2", "nodes: '4'"), 6, 12, "queues[0].nodes",
      "expected a node count (a whole number) or a range {min: N, max: M}, got '4'"),
     ("queue-nodes-bool", PC.replace("nodes: 2", "nodes: true"), 6, 12, "queues[0].nodes", "got True"),
+    # YAML 1.1 integers (PyYAML) that YAML 1.2 reads as text or not at all: refused, never a silent 8 or 90
+    ("nodes-octal", PC.replace("nodes: 2", "nodes: 010"), 6, 12, "queues[0].nodes",
+     "'010' is not a decimal integer: YAML 1.1 reads it as octal 8; write 10, or 8 if you meant octal"),
+    ("nodes-hex", PC.replace("nodes: 2", "nodes: 0x2"), 6, 12, "queues[0].nodes",
+     "YAML 1.1 reads it as hexadecimal 2; write 2 (YAML 1.2 integers are decimal"),
+    ("nodes-underscore", PC.replace("nodes: 2", "nodes: 1_0"), 6, 12, "queues[0].nodes",
+     "'1_0' is not a decimal integer: write 10 without the '_'"),
+    ("nodes-sexagesimal", PC.replace("nodes: 2", "nodes: 1:30"), 6, 12, "queues[0].nodes",
+     "YAML 1.1 reads it as base 60, 90; write 90"),
+    ("range-max-binary", PC.replace("nodes: 2", "nodes: {min: 0, max: 0b100}"), 6, 26, "queues[0].nodes.max",
+     "YAML 1.1 reads it as binary 4; write 4"),
+    ("root-volume-leading-zero", PC + "head_node:\n  root_volume_gib: 0100\n", 8, 20, "head_node.root_volume_gib",
+     "YAML 1.1 reads it as octal 64; write 100, or 64 if you meant octal"),
+    ("params-float-sexagesimal", PC + "workload: {model_params_b: 1:10.5}\n", 7, 28, "workload.model_params_b",
+     "'1:10.5' is read by YAML 1.1 as base 60, 70.5: write 70.5"),
     ("range-max-above-2048", PC.replace("nodes: 2", "nodes: {min: 0, max: 4096}"), 6, 26, "queues[0].nodes.max",
      "less than or equal to 2048"),
     ("pcs-size-on-parallelcluster", PC + "pcs: {size: LARGE}\n", 7, 13, "pcs.size",
@@ -197,7 +212,7 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
 SUBPROCESS_CASES = {
     "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
-    "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300",
+    "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "nodes-octal",
 }
 
 
