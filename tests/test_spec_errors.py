@@ -33,6 +33,11 @@ def _many_queues(count: int, nodes: int = 1) -> str:
     return "name: demo\nbackend: pcs\nqueues:\n" + "\n".join(lines) + "\n"
 
 
+def _with_tags(base: str, count: int) -> str:
+    """``base`` plus ``count`` tags, one a line from line 8 (after a 6-line base and "tags:"), value at column 10."""
+    return base + "tags:\n" + "".join(f"  t{i:04d}: v\n" for i in range(count))
+
+
 # (id, YAML text, line, column, path, message fragment)
 CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     # --- YAML structure -------------------------------------------------------------------------
@@ -187,6 +192,15 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     # --- tags and network -----------------------------------------------------------------------
     ("tag-aws-prefix", PC + "tags:\n  team: research\n  aws:owner: me\n", 9, 14, "tags.aws:owner",
      "tag keys starting with 'aws:' are reserved by AWS"),
+    # 50 tags per resource: the first one over the budget is named (tag i is on line 8 + i)
+    ("tags-3000-parallelcluster", _with_tags(PC, 3000), 44, 10, "tags.t0036",
+     "3000 tags are too many: ParallelCluster allows 40 configured tags (it keeps the rest of AWS's 50 per "
+     "resource for its own) and fmcluster adds 4"),
+    ("tags-37-parallelcluster", _with_tags(PC, 37), 44, 10, "tags.t0036", "at most 36; this is tag 37"),
+    ("tags-46-pcs", _with_tags(PCS, 46), 53, 10, "tags.t0045",
+     "46 tags are too many: AWS allows 50 tags per resource and fmcluster adds 5 of its own"),
+    ("tag-parallelcluster-prefix", PC + "tags: {'parallelcluster:queue-name': x}\n", 7, 38,
+     "tags.parallelcluster:queue-name", "tag keys starting with 'parallelcluster:' are reserved by ParallelCluster"),
     ("tag-fmcluster-prefix", PC + "tags: {'fmcluster:cluster': other}\n", 7, 29, "tags.fmcluster:cluster",
      "reserved: fmcluster uses them"),
     ("subnet-bad", PC + "network: {subnet_id: subnet-xyz}\n", 7, 22, "network.subnet_id",
@@ -213,6 +227,7 @@ SUBPROCESS_CASES = {
     "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "nodes-octal",
+    "tags-3000-parallelcluster",
 }
 
 
@@ -437,3 +452,19 @@ def test_pcs_ssh_rule_matches_the_address_family(tmp_path: Path, cidr: str, rang
     assert not [p for p in groups["cluster"].body["ingress"]["IpPermissions"] if p.get("FromPort") == 22]
     templates = {d.key: d.text for d in documents if d.kind == "launch_template"}
     assert [key for key, text in templates.items() if "${security_group.login.id}" in text] == ["login"]
+
+
+@pytest.mark.parametrize(("base", "count"), [(PC, 36), (PCS, 45)], ids=["parallelcluster", "pcs"])
+def test_tags_up_to_the_budget_load(tmp_path: Path, base: str, count: int) -> None:
+    """The budget is exact: one tag fewer than the refused cases loads; aws: keys are refused on their own
+    rule, never counted."""
+    assert len(load_spec(_write(tmp_path, _with_tags(base, count))).spec.tags) == count
+
+
+def test_tag_budget_counts_what_render_adds(tmp_path: Path) -> None:
+    """The tags the budget reserves are the ones fmcluster's rendering really adds to a resource."""
+    from fmcluster.render.common import resource_tags
+    from fmcluster.spec.tag_rules import OWNERSHIP_TAGS
+
+    spec = load_spec(_write(tmp_path, _with_tags(PC, 3))).spec
+    assert set(resource_tags(spec, "kind:key")) - set(spec.tags) == set(OWNERSHIP_TAGS)
