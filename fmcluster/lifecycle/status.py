@@ -154,8 +154,8 @@ def list_clusters(store: StateStore) -> list[dict[str, Any]]:
 def _tagged_clusters(region: str) -> list[dict[str, Any]]:
     """Clusters in ``region`` whose anchor carries the fmcluster:cluster tag (PCS clusters, ParallelCluster
     stacks); [] when AWS cannot be reached."""
-    from fmcluster.backends.parallelcluster import STATUS as PCLUSTER_STATUS
-    from fmcluster.backends.pcs import STATUS as PCS_STATUS
+    from fmcluster.backends.parallelcluster.profile import PROFILE as PCLUSTER
+    from fmcluster.backends.pcs.profile import PROFILE as PCS
     from fmcluster.render.common import CLUSTER_TAG
 
     if not aws.has_credentials(region):
@@ -167,14 +167,14 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
             for cluster in page["clusters"]:
                 tags = pcs.list_tags_for_resource(resourceArn=cluster["arn"]).get("tags") or {}
                 if tags.get(CLUSTER_TAG) == cluster["name"]:
-                    found.append(_row(cluster["name"], "pcs", region, PCS_STATUS.get(cluster["status"], "UPDATING")))
+                    found.append(_row(cluster["name"], "pcs", region, PCS.common_status(cluster["status"])))
         cloudformation = aws.client("cloudformation", region, quick=True)
         for page in cloudformation.get_paginator("describe_stacks").paginate():
             for stack in page["Stacks"]:
                 tags = {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
                 if tags.get(CLUSTER_TAG) == stack["StackName"] and stack["StackStatus"] != "DELETE_COMPLETE":
                     found.append(_row(stack["StackName"], "parallelcluster", region,
-                                      PCLUSTER_STATUS.get(stack["StackStatus"], "UPDATING")))
+                                      PCLUSTER.common_status(stack["StackStatus"])))
     except Exception as exc:  # the local list still stands; say what could not be read
         ui.note(f"clusters tagged in AWS not listed: {aws.describe_error('list', exc).aws_message}")
     return found
