@@ -16,8 +16,14 @@ class BackendProfile:
     login_where: str
     # The backend's raw statuses (its cluster's, or its stack's) in the one vocabulary of ``status``.
     status: Mapping[str, str] = field(default_factory=dict)
+    # The resource kind of the cluster's anchor (what its id and tags hang on): a teardown keeps nothing
+    # for it when it keeps storage.
+    anchor_kind: str = "cluster"
     # The pip extra the backend's lifecycle needs (None: boto3 alone).
     extra: str | None = None
+    # Its ``discover`` scans for every kind of resource fmcluster makes itself, anchor or not: the backend
+    # that finds what is left of a cluster whose anchor AWS no longer holds.
+    finds_everything: bool = False
 
     def common_status(self, raw: str) -> str:
         """``raw`` in the common vocabulary; a status the map does not know is in progress."""

@@ -2,8 +2,8 @@
 ``fmcluster/backends/`` (``profile.py`` with its :class:`BackendProfile`, ``backend.py`` with its
 :class:`Backend`), an entry in each function below, and its templates.
 
-``profile`` is light (nothing beyond the standard library); ``backend`` loads the lifecycle class, with boto3
-and, for ParallelCluster, its extra.
+``profile`` is light (nothing beyond the standard library); ``tagged_clusters`` needs boto3 alone; ``backend``
+loads the lifecycle class, with boto3 and, for ParallelCluster, its extra.
 """
 
 from __future__ import annotations
@@ -57,3 +57,15 @@ def backend(name: str) -> Backend:
     from fmcluster.backends.parallelcluster.backend import ParallelClusterBackend
 
     return ParallelClusterBackend()
+
+
+def tagged_clusters(name: str, region: str) -> list[tuple[str, str]]:
+    """(name, common status) of each cluster of backend ``name`` that ``region`` holds by its
+    ``fmcluster:cluster`` tag. boto3 only: it needs no extra, so a teammate's cluster is listed on any install."""
+    if check_name(name) == "pcs":
+        from fmcluster.backends.pcs.listing import tagged_clusters as pcs_clusters
+
+        return pcs_clusters(region)
+    from fmcluster.backends.parallelcluster.listing import tagged_clusters as parallelcluster_clusters
+
+    return parallelcluster_clusters(region)

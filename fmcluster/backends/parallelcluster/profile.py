@@ -16,5 +16,6 @@ PROFILE = BackendProfile(
             "ROLLBACK_IN_PROGRESS": "FAILED", "ROLLBACK_COMPLETE": "FAILED", "ROLLBACK_FAILED": "FAILED",
             "UPDATE_ROLLBACK_IN_PROGRESS": "FAILED", "UPDATE_ROLLBACK_COMPLETE": "FAILED",
             "UPDATE_ROLLBACK_FAILED": "FAILED"},
+    anchor_kind="pcluster_cluster",
     extra="parallelcluster",
 )

@@ -25,13 +25,16 @@ from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
 from fmcluster.engine import Resource
+from fmcluster.errors import UsageError
 from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
+from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 
 if TYPE_CHECKING:
     from fmcluster.images import Image
     from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
 
 # Shared storage: /home made by fmcluster (FSx for OpenZFS or EFS), and look-ups of existing file systems.
 STORAGE_RESOURCES: dict[str, type[Resource]] = {
@@ -105,6 +108,19 @@ class PcsBackend(Backend):
 
     def scales(self, path: str) -> bool:
         return path.startswith("scalingConfiguration.")
+
+    def scale_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        # The size the new counts would pick is not the cluster's: :meth:`scaled` checks them against that.
+        return {**data, "pcs": {"size": "auto"}}
+
+    def scaled(self, old: Spec, new: Spec) -> Spec:
+        """A PCS cluster's size is fixed when it is created: the new counts must fit the size it has."""
+        size = pcs_size(old)
+        if pcs_nodes(new) > PCS_SIZE_LIMITS[size]:
+            raise UsageError(f"cannot scale: the cluster is size {size}, fixed at creation (at most "
+                             f"{PCS_SIZE_LIMITS[size]} nodes, the login node included); these counts make "
+                             f"{pcs_nodes(new)}. A bigger cluster needs a new one (pcs.size in its spec)")
+        return new.model_copy(update={"pcs": old.pcs})
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:
