@@ -14,6 +14,7 @@ from fmcluster.backends import registry
 from fmcluster.backends.base import Backend
 from fmcluster.backends.profile import BackendProfile
 from fmcluster.errors import UsageError
+from fmcluster.render.documents import Document
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fmcluster"
@@ -127,3 +128,17 @@ def test_the_scan_leaves_other_uses_of_the_words_alone() -> None:
 
 def test_generic_code_never_switches_on_a_backend_name() -> None:
     assert scan(GENERIC) == []
+
+
+def _document(kind: str, key: str) -> Document:
+    return Document(f"{kind}-{key}.yaml", kind, key, "ec2", {"": "CreateThing"}, "", {})
+
+
+def test_build_makes_each_document_by_its_kind_and_refuses_an_unknown_one() -> None:
+    from fmcluster.backends.build import SHARED, build
+    from fmcluster.backends.ec2 import SecurityGroup
+
+    made = build([_document("security_group", "nodes")], SHARED, "Test")
+    assert [(type(r), r.name) for r in made] == [(SecurityGroup, "security_group:nodes")]
+    with pytest.raises(ValueError, match="the Test backend has no resource for widget documents"):
+        build([_document("widget", "x")], SHARED, "Test")

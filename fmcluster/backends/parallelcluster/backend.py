@@ -9,11 +9,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine, Question
+from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
-from fmcluster.backends.ec2 import SecurityGroup
 from fmcluster.backends.fsx import FsxOpenZfs
-from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
-from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import api_error, pcluster
 from fmcluster.backends.parallelcluster.logs import cluster_logs
@@ -49,24 +47,11 @@ class ParallelClusterBackend(Backend):
         placement = session.placement()
         rendered = render_parallelcluster(spec, session.spec_file, subnet_id=placement.subnet_id,
                                           vpc_id=placement.vpc_id)
-        resources: list[Resource] = []
-        for document in rendered.documents:
-            if document.kind == "security_group":
-                resources.append(SecurityGroup(document.key, document))
-            elif document.kind == "fsx_openzfs":
-                resources.append(FsxOpenZfs(document.key, document))
-            elif document.kind == "bucket":
-                resources.append(ScriptsBucket(document.key, document))
-            elif document.kind == "pcluster_cluster":
-                resources.append(PclusterCluster(document.key, document, rollback=options.get("rollback", True),
-                                                 stop_fleet_for_update=options.get("stop_fleet", False),
-                                                 locate=options.get("locate")))
-            elif document.kind in NETWORK_RESOURCES:
-                resources.append(NETWORK_RESOURCES[document.kind](document.key, document))
-            else:
-                raise ValueError(f"the ParallelCluster backend has no resource for {document.kind} documents")
-        after_routes(resources)
-        return [*resources, ComputeFleet(spec.name)]
+        makers = SHARED | by_key({"fsx_openzfs": FsxOpenZfs, "bucket": ScriptsBucket}) | {
+            "pcluster_cluster": lambda document: PclusterCluster(
+                document.key, document, rollback=options.get("rollback", True),
+                stop_fleet_for_update=options.get("stop_fleet", False), locate=options.get("locate"))}
+        return [*build(rendered.documents, makers, PROFILE.display), ComputeFleet(spec.name)]
 
     def scales(self, path: str) -> bool:
         # A shrink stops the compute fleet; starting it again is part of the same scale.

@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
+from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
-from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
+from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.backends.efs import EfsFileSystem, scan_efs
 from fmcluster.backends.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
 from fmcluster.backends.iam import InstanceProfile
-from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
-from fmcluster.backends.network_plan import after_routes
 from fmcluster.backends.ownership import is_ours
 from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
@@ -77,34 +76,14 @@ class PcsBackend(Backend):
         placement = session.placement()
         rendered = render_pcs(spec, session.spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
                               images=self._images(session))
-        resources: list[Resource] = []
-        for document in rendered.documents:
-            if document.kind == "security_group":
-                resources.append(SecurityGroup(document.key, document))
-            elif document.kind == "placement_group":
-                resources.append(PlacementGroup(document.key, document))
-            elif document.kind == "launch_template":
-                resources.append(LaunchTemplate(document.key, document))
-            elif document.kind == "instance_profile":
-                resources.append(InstanceProfile(document.key, document))
-            elif document.kind == "fsx_lustre":
-                resources.append(FsxLustre(document.key, document))
-            elif document.kind == "fsx_data_repository":
-                resources.append(FsxDataRepository(document.key, document))
-            elif document.kind in STORAGE_RESOURCES:
-                resources.append(STORAGE_RESOURCES[document.kind](document.key, document))
-            elif document.kind == "cluster":
-                resources.append(PcsCluster(document.key, document))
-            elif document.kind == "compute_node_group":
-                resources.append(PcsNodeGroup(document.key, document, cluster=spec.name))
-            elif document.kind == "queue":
-                resources.append(PcsQueue(document.key, document, cluster=spec.name))
-            elif document.kind in NETWORK_RESOURCES:
-                resources.append(NETWORK_RESOURCES[document.kind](document.key, document))
-            else:
-                raise ValueError(f"the PCS backend has no resource for {document.kind} documents")
-        after_routes(resources)
-        return resources
+        cluster = spec.name
+        makers = SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
+                                  "instance_profile": InstanceProfile, "fsx_lustre": FsxLustre,
+                                  "fsx_data_repository": FsxDataRepository, "cluster": PcsCluster,
+                                  **STORAGE_RESOURCES}) | {
+            "compute_node_group": lambda document: PcsNodeGroup(document.key, document, cluster=cluster),
+            "queue": lambda document: PcsQueue(document.key, document, cluster=cluster)}
+        return build(rendered.documents, makers, PROFILE.display)
 
     def scales(self, path: str) -> bool:
         return path.startswith("scalingConfiguration.")
