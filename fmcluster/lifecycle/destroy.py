@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster import aws, ui
+from fmcluster.backends import registry
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError
@@ -119,26 +120,27 @@ def _kept_names(session: Session, found: list[Discovered]) -> set[str]:
     if storage - set(resources):  # made by the backend's own stack: no document says what it sits in
         return storage | surroundings
     keep = set(storage)
+    anchor = f"{registry.profile(session.backend_name).anchor_kind}:"
     frontier = [name for name in storage if name in resources]
     while frontier:
         for dependency in resources[frontier.pop()].depends_on:
-            if dependency not in keep and not dependency.startswith(("cluster:", "pcluster_cluster:")):
+            if dependency not in keep and not dependency.startswith(anchor):
                 keep.add(dependency)
                 frontier.append(dependency)
     return keep
 
 
 def _backend_holding(store: StateStore, name: str, region: str) -> str:
-    """The backend whose anchor (ParallelCluster stack, PCS cluster) AWS holds for the name; PCS's scans
-    otherwise, which cover every resource fmcluster makes itself."""
-    for backend in ("parallelcluster", "pcs"):
+    """The backend whose anchor (a PCS cluster, a ParallelCluster stack) AWS holds for the name; otherwise the
+    one whose scans cover every resource fmcluster makes itself."""
+    for backend in registry.NAMES:
         probe = Session.bare(name, region, backend, store)
         try:
             if probe.backend.find_cluster_id(probe):
                 return backend
         except FmclusterError:  # a backend this install or account lacks
             continue
-    return "pcs"
+    return next(p.name for p in registry.profiles() if p.finds_everything)
 
 
 def _sessions(store: StateStore, name: str) -> list[Session]:
