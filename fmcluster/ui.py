@@ -137,7 +137,8 @@ def status_view(report: dict | list) -> RenderableType:
     if "usd_so_far" in report:
         parts.append(Text.from_markup(
             f"  cost: ${report['usd_so_far']:,.2f} so far, ${report['usd_per_hour_now']:,.2f}/hour now, "
-            f"${report['usd_per_hour_max']:,.2f}/hour at the queues' maximum "
+            (f"${report['usd_per_hour_max']:,.2f}" if report.get("usd_per_hour_max") is not None else "n/a")
+            + "/hour at the queues' maximum "
             f"[dim]({_escape(report['cost_basis'])})[/]"))
     queues = Table(box=None, header_style="bold", title="queues", title_justify="left")
     for column in ("name", "instance type", "min", "max", "running", "status"):
