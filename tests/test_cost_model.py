@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
@@ -176,26 +175,16 @@ def test_status_without_the_spec_prices_the_reported_queues_at_on_demand():
 
 # --- end to end: plan --json against status --json for every example ------------------------------------
 
-P5E_BLOCK_EXAMPLE = "p5e-capacity-block-issue-20"
+# Issue 20's own cluster (p5e.48xlarge) cannot be created here: the sandbox's EC2 (moto's AWS data) offers
+# no p5e type, so its block rate is checked against status by the unit test above; the Capacity Block
+# examples in configs/ run here.
 EXAMPLES = sorted(CONFIGS.glob("*.yaml"))
 
 
-def _p5e_block_example(tmp_path: Path) -> Path:
-    """Issue 20's cluster: the p5en Capacity Block example on two p5e.48xlarge."""
-    data = yaml.safe_load((CONFIGS / "p5en-capacity-block-parallelcluster.yaml").read_text())
-    data["name"] = "p5e-block"
-    data["queues"][0].update(instance_type="p5e.48xlarge", nodes=2)
-    path = tmp_path / f"{P5E_BLOCK_EXAMPLE}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
 @pytest.mark.e2e
-@pytest.mark.parametrize("example", [*EXAMPLES, P5E_BLOCK_EXAMPLE],
-                         ids=[*(p.stem for p in EXAMPLES), P5E_BLOCK_EXAMPLE])
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_plan_and_status_agree_on_the_cost_at_the_maximum(sandbox, tmp_path, example):
-    source = _p5e_block_example(tmp_path) if example == P5E_BLOCK_EXAMPLE else example
-    staged = _stage(sandbox, source, tmp_path)
+    staged = _stage(sandbox, example, tmp_path)
     name = yaml.safe_load(staged.read_text())["name"]
     env = {**os.environ, **sandbox.env, "FMCLUSTER_HOME": str(tmp_path / "state"), "NO_COLOR": "1",
            "COLUMNS": "200"}
@@ -206,9 +195,14 @@ def test_plan_and_status_agree_on_the_cost_at_the_maximum(sandbox, tmp_path, exa
 
     planned = json.loads(_ok(run("plan", str(staged), "--json")).stdout)["usd_per_hour"]
     assert planned, f"plan priced nothing for {name}"
+    destroyed = None
     try:
         _ok(run("create", str(staged), "--yes"))
         status = json.loads(_ok(run("status", name, "--json")).stdout)
         assert status["usd_per_hour_max"] == planned, status["cost_basis"]
+        destroyed = _ok(run("destroy", name, "--yes"))
     finally:
-        _ok(run("destroy", name, "--yes"))
+        if destroyed is None:
+            run("destroy", name, "--yes")
+    # destroy says what it stops billing, from the same model
+    assert f"stops billing of up to ~${planned:,.2f}/hour" in destroyed.stderr, destroyed.stderr
