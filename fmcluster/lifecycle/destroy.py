@@ -18,6 +18,7 @@ from fmcluster.graph import by_rank, wire
 from fmcluster.host_keys import forget_host_keys
 from fmcluster.lifecycle.common import ClusterNotFound, confirm, dump_json, known_clusters, run_engine, spec_of
 from fmcluster.lifecycle.status import check_reachable
+from fmcluster.pricing.model import usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.state import StateStore
 
@@ -52,6 +53,8 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         console.print(f"  [cyan]= keep[/]   {ui.escape(description)} (--keep-storage)")
     if not any(doomed.values()):
         ui.note(f"nothing of {name} exists in AWS")
+    else:
+        _print_billing(sessions)
     confirm(f"Destroy cluster {name} ({first.backend_name}, {first.region})?", yes)
     if store.cluster(name, first.region) is not None:
         store.set_cluster_status(name, first.region, "DELETING")
@@ -87,6 +90,19 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         ui.out_console().print(f"[green]✓[/] cluster [bold]{name}[/] destroyed; "
                                + ("nothing left behind" if not kept else "only the kept storage remains"))
     return 0
+
+
+def _print_billing(sessions: list[Session]) -> None:
+    """What destroying stops at most, from the one cost model (the figure ``plan`` and ``status`` show); only
+    when every part's spec is known, since a partial figure would understate it."""
+    specs = [s.spec for s in sessions]
+    if any(spec is None for spec in specs):
+        return
+    costs = [usd_per_hour_max(spec) for spec in specs]
+    if any(cost is None for cost in costs):
+        return
+    ui.err_console().print(f"  destroying stops billing of up to ~${sum(costs):,.2f}/hour at the queues' maximum "
+                           "(as `plan` computes it)")
 
 
 def _result(name: str, status: str, kept: list[str], left: list[Discovered]) -> dict[str, Any]:

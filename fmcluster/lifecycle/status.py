@@ -11,8 +11,8 @@ from fmcluster.backends import registry
 from fmcluster.engine import Unknown
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
-from fmcluster.lifecycle.cost import live_cost, usd_per_hour_max
 from fmcluster.lifecycle.diff import make_plan
+from fmcluster.pricing.model import live_cost, usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.spec.models import max_nodes
 from fmcluster.spec.stored import stored_spec_problem
@@ -92,7 +92,7 @@ def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
     if session.record is not None:
         report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
     report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"])
-    report.update(live_cost(report))
+    report.update(live_cost(report, session.spec))
     return report
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster import aws
-from fmcluster.plan.prices import PriceError
+from fmcluster.pricing.rates import PriceError
 from fmcluster.spec.decisions import ultraserver_shape
 from fmcluster.spec.models import Queue, Spec, max_nodes
 
