@@ -37,6 +37,7 @@ def check_reachable(record: ClusterRecord) -> None:
                           "--sandbox / --endpoint-url / AWS_ENDPOINT_URL to reach it")
 
 
+@aws.read_only()
 def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, Any]]:
     """Reads the state read-only unless ``refresh`` writes AWS's answer back. A record whose stored spec no
     longer validates is shown with the reason (``problem``) instead of failing the command."""
@@ -162,13 +163,13 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
         return []
     found: list[dict[str, Any]] = []
     try:
-        pcs = aws.client("pcs", region, quick=True)
+        pcs = aws.client("pcs", region)
         for page in pcs.get_paginator("list_clusters").paginate():
             for cluster in page["clusters"]:
                 tags = pcs.list_tags_for_resource(resourceArn=cluster["arn"]).get("tags") or {}
                 if tags.get(CLUSTER_TAG) == cluster["name"]:
                     found.append(_row(cluster["name"], "pcs", region, PCS_STATUS.get(cluster["status"], "UPDATING")))
-        cloudformation = aws.client("cloudformation", region, quick=True)
+        cloudformation = aws.client("cloudformation", region)
         for page in cloudformation.get_paginator("describe_stacks").paginate():
             for stack in page["Stacks"]:
                 tags = {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
