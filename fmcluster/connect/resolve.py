@@ -11,6 +11,7 @@ from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import StateStore
 
 
+@aws.read_only()
 def resolve(name: str, host: str | None = None, user: str | None = None,
             identity: str | None = None) -> tuple[Spec, SshTarget]:
     """The cluster's spec and how to reach it. ``host`` (HOST[:PORT]) skips the AWS look-up: a node reached

@@ -38,6 +38,7 @@ def check_reachable(record: ClusterRecord) -> None:
                           "--sandbox / --endpoint-url / AWS_ENDPOINT_URL to reach it")
 
 
+@aws.read_only()
 def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, Any]]:
     """Reads the state read-only unless ``refresh`` writes AWS's answer back. A record whose stored spec no
     longer validates is shown with the reason (``problem``) instead of failing the command."""

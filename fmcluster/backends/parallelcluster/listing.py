@@ -11,7 +11,7 @@ from fmcluster.render.common import CLUSTER_TAG
 def tagged_clusters(region: str) -> list[tuple[str, str]]:
     """(name, status in the common vocabulary) of every live stack in ``region`` whose ``fmcluster:cluster``
     tag names it (every page)."""
-    cloudformation = aws.client("cloudformation", region, quick=True)
+    cloudformation = aws.client("cloudformation", region)
     found = []
     for page in cloudformation.get_paginator("describe_stacks").paginate():
         for stack in page["Stacks"]:

@@ -11,7 +11,7 @@ from fmcluster.render.common import CLUSTER_TAG
 def tagged_clusters(region: str) -> list[tuple[str, str]]:
     """(name, status in the common vocabulary) of every PCS cluster in ``region`` whose
     ``fmcluster:cluster`` tag names it (every page)."""
-    pcs = aws.client("pcs", region, quick=True)
+    pcs = aws.client("pcs", region)
     found = []
     for page in pcs.get_paginator("list_clusters").paginate():
         for cluster in page["clusters"]:
