@@ -29,7 +29,7 @@ CHILD = r"""
 import json, resource, statistics, sys, time, tracemalloc
 from fmcluster.spec import load_spec
 from fmcluster.plan.figures import plan_report
-from fmcluster.plan.prices import PriceBook
+from fmcluster.pricing.rates import PriceBook
 from fmcluster.render import render
 
 path, repeat = sys.argv[1], int(sys.argv[2])

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import collections
 import os
+import re
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -104,13 +107,67 @@ def session(region: str) -> Any:
         return _sessions[region]
 
 
-def client(service: str, region: str, quick: bool = False) -> Any:
-    """A client for ``service``; ``quick`` ones give up after one retry (a lookup that is only a courtesy, such
-    as listing teammates' clusters, must not keep a command waiting on an unreachable endpoint)."""
-    from botocore.config import Config
+@dataclass(frozen=True)
+class Patience:
+    """How long one AWS call may take before fmcluster gives up on it: botocore's retries (after the first
+    attempt) and its connect and read timeouts."""
 
-    config = Config(retries={"mode": "adaptive", "max_attempts": 2 if quick else 10}, user_agent_extra="fmcluster",
-                    connect_timeout=3 if quick else 10, read_timeout=60)
+    name: str
+    retries: int
+    connect_timeout: float
+    read_timeout: float
+
+    def config(self) -> Any:
+        from botocore.config import Config
+
+        return Config(retries={"mode": "adaptive", "max_attempts": self.retries}, user_agent_extra="fmcluster",
+                      connect_timeout=self.connect_timeout, read_timeout=self.read_timeout)
+
+
+# create / scale / destroy: a write worth finishing rides out a slow or throttling endpoint.
+WRITING = Patience("writing", retries=10, connect_timeout=10, read_timeout=60)
+# status / logs / ssh / list, and lookups that are only a courtesy: a person is waiting on the answer, and a
+# dead endpoint must be said within seconds (two attempts, a 2 s connect), not after a minute of retries.
+READING = Patience("reading", retries=1, connect_timeout=2, read_timeout=20)
+
+_patience = WRITING
+
+
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Every AWS call inside, fmcluster's and ParallelCluster's own clients alike, uses :data:`READING`."""
+    global _patience
+    previous = _patience
+    _patience = READING
+    default = _default_botocore_session()
+    default.set_default_client_config(READING.config())
+    _forget_pcluster_clients()
+    try:
+        yield
+    finally:
+        _patience = previous
+        default.set_default_client_config(None if previous is WRITING else previous.config())
+        _forget_pcluster_clients()  # its cached clients carry READING's config; writers after us need their own
+
+
+def _default_botocore_session() -> Any:
+    """The session behind ``boto3.client(...)``, which ParallelCluster's Python API uses for its clients."""
+    import boto3
+
+    return boto3._get_default_session()._session
+
+
+def _forget_pcluster_clients() -> None:
+    """ParallelCluster caches its clients in one AWSApi instance; drop it so the next ones get the current
+    config. Only when pcluster is loaded: a PCS command must not import it."""
+    if "pcluster.aws.aws_api" in sys.modules:
+        sys.modules["pcluster.aws.aws_api"].AWSApi.reset()
+
+
+def client(service: str, region: str, patience: Patience | None = None) -> Any:
+    """A client for ``service`` with ``patience`` (by default the command's: :data:`READING` inside
+    :func:`read_only`, else :data:`WRITING`)."""
+    config = (patience or _patience).config()
     return session(region).client(service, endpoint_url=_target.endpoint_url, config=config)
 
 
@@ -175,14 +232,51 @@ def describe_error(resource: str, exc: BaseException, hint: str = "") -> AwsErro
         message = error.get("Message", str(exc))
         return AwsError(resource, code, message, hint or _hint_for(code))
     if isinstance(exc, BotoCoreError):
-        return AwsError(resource, type(exc).__name__, str(exc), hint or _hint_for(type(exc).__name__))
+        return unreachable(resource, str(exc)) or AwsError(resource, type(exc).__name__, str(exc),
+                                                           hint or _hint_for(type(exc).__name__))
     return AwsError(resource, type(exc).__name__, str(exc), hint)
+
+
+class Unreachable(AwsError):
+    """Nothing answered at the endpoint: one line naming it and what to check."""
+
+    def __str__(self) -> str:
+        return f"{self.resource}: {self.aws_message}; {self.hint}"
+
+
+# botocore's EndpointConnectionError, ConnectTimeoutError and ReadTimeoutError, as ParallelCluster passes on
+# their text alone.
+_UNREACHABLE = re.compile(r'(?:Could not connect to the endpoint URL|Connect timeout on endpoint URL|'
+                          r'Read timeout on endpoint URL): "(?P<url>[^"]*)"')
+
+
+def unreachable(resource: str, text: str) -> Unreachable | None:
+    """An :class:`Unreachable` when ``text`` is botocore's "could not connect" or timeout message, else None."""
+    found = _UNREACHABLE.search(text)
+    if found is None:
+        return None
+    parsed = urlparse(found.group("url"))
+    endpoint = f"{parsed.scheme}://{parsed.netloc}" if parsed.netloc else found.group("url")
+    timed_out = "timeout" in found.group(0).lower()
+    message = f"{endpoint} {'did not answer in time' if timed_out else 'is unreachable'}"
+    return Unreachable(resource, "Timeout" if timed_out else "EndpointConnectionError", message,
+                       _reach_hint())
+
+
+def _reach_hint() -> str:
+    """What to check, for where this command's calls go."""
+    if _target.sandbox:
+        return "the local sandbox is not answering: `fmcluster sandbox start`, then re-run"
+    if _target.endpoint_url:
+        host = urlparse(_target.endpoint_url).hostname or ""
+        local = host in ("127.0.0.1", "localhost", "::1")
+        return ("check --endpoint-url / AWS_ENDPOINT_URL" +
+                (", or start the local sandbox with `fmcluster sandbox start`" if local else ""))
+    return "check the network connection to AWS (proxy, VPN, firewall)"
 
 
 _HINTS = {
     "NoCredentialsError": "configure credentials (aws configure, AWS_PROFILE) or use --sandbox for the local sandbox",
-    "EndpointConnectionError": "the endpoint is unreachable: check --endpoint-url, or start it with "
-                               "`fmcluster sandbox start`",
     "UnauthorizedOperation": "the credentials lack this permission; ask your AWS admin for it",
     "AccessDeniedException": "the credentials lack this permission; ask your AWS admin for it",
     "InsufficientInstanceCapacity": "AWS has no capacity for this type in this AZ now: try another AZ, retry "

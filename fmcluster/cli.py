@@ -385,9 +385,11 @@ def main() -> None:
     """Entry point: every user-facing failure becomes one message and an exit code, never a traceback."""
     import atexit
 
+    from fmcluster import plain_text
     from fmcluster.commandline import argv as argv_rules
     from fmcluster.commandline import completion, helptext
 
+    plain_text.degrade_standard_streams()
     atexit.register(_report_api_calls)
     command = helptext.tidy(typer.main.get_command(app))
     if completion.complete_var("fmcluster") in os.environ:

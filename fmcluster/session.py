@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fmcluster import aws, ui
+from fmcluster.backends import registry
 from fmcluster.engine import Context, Resource
-from fmcluster.extras import require
 from fmcluster.graph import wire
 from fmcluster.network import Placement, resolve_placement
 from fmcluster.spec.models import Spec
@@ -22,18 +22,6 @@ if TYPE_CHECKING:
 
 def _warn(message: str) -> None:
     ui.warning(message)
-
-
-def backend_named(name: str) -> Backend:
-    if name == "pcs":
-        from fmcluster.backends.pcs import PcsBackend
-
-        return PcsBackend()
-
-    require("parallelcluster", "a ParallelCluster cluster")
-    from fmcluster.backends.parallelcluster import ParallelClusterBackend
-
-    return ParallelClusterBackend()
 
 
 @dataclass
@@ -84,7 +72,7 @@ class Session:
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            self._backend = backend_named(self.backend_name)
+            self._backend = registry.backend(self.backend_name)
         return self._backend
 
     def require_spec(self) -> Spec:

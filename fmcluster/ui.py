@@ -135,10 +135,12 @@ def status_view(report: dict | list) -> RenderableType:
     for problem in report.get("problems") or []:
         parts.append(Text(f"  problem: {problem}", style="yellow"))
     if "usd_so_far" in report:
+        # usd_per_hour_max is null when no node of the spec has a price
+        at_max = report.get("usd_per_hour_max")
+        at_max_text = f"${at_max:,.2f}" if at_max is not None else "n/a"
         parts.append(Text.from_markup(
             f"  cost: ${report['usd_so_far']:,.2f} so far, ${report['usd_per_hour_now']:,.2f}/hour now, "
-            f"${report['usd_per_hour_max']:,.2f}/hour at the queues' maximum "
-            f"[dim]({_escape(report['cost_basis'])})[/]"))
+            f"{at_max_text}/hour at the queues' maximum [dim]({_escape(report['cost_basis'])})[/]"))
     queues = Table(box=None, header_style="bold", title="queues", title_justify="left")
     for column in ("name", "instance type", "min", "max", "running", "status"):
         queues.add_column(column)

@@ -385,9 +385,9 @@ def test_resource_group_rules(tmp_path: Path, home: Path) -> None:
 
 def test_capacity_block_price_comes_from_ec2_offerings(tmp_path: Path, home: Path, sandbox) -> None:
     """The sandbox sells u-p6e-gb200x72 blocks at AWS's published $10.582 per GPU-hour (instance-facts.yaml)."""
-    from fmcluster.plan.capacity_block_prices import fetch_capacity_block_prices
     from fmcluster.plan.figures import plan_report
-    from fmcluster.plan.prices import LivePriceBook, PriceBook
+    from fmcluster.pricing.capacity_blocks import fetch_capacity_block_prices
+    from fmcluster.pricing.rates import LivePriceBook, PriceBook
 
     spec = load_spec(_write(tmp_path, GB200_X72)).spec
     blocks = fetch_capacity_block_prices(spec, "us-east-1", ec2=sandbox.client("ec2"))
@@ -404,7 +404,7 @@ def test_capacity_block_price_comes_from_ec2_offerings(tmp_path: Path, home: Pat
 def test_capacity_block_queue_without_a_bundled_block_rate_states_the_on_demand_basis(tmp_path: Path,
                                                                                       home: Path) -> None:
     from fmcluster.plan.figures import plan_report
-    from fmcluster.plan.prices import PriceBook
+    from fmcluster.pricing.rates import PriceBook
 
     text = ("name: p5cb\nqueues:\n  - name: train\n    instance_type: p5.48xlarge\n    nodes: 2\n"
             "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n")

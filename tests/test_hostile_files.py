@@ -19,8 +19,10 @@ from fmcluster.spec import load_spec
 from fmcluster.spec.reading import MAX_DEPTH, MAX_VALUES
 
 try:
+    from lifecycle_fixture import PcsCli, cli_fixture
     from unprivileged import demote
 except ImportError:  # tests/ imported as a package
+    from tests.lifecycle_fixture import PcsCli, cli_fixture
     from tests.unprivileged import demote
 
 FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
@@ -201,3 +203,54 @@ def test_render_into_an_unwritable_directory(tmp_path: Path) -> None:
                             text=True, env=_env(tmp_path), cwd=tmp_path, timeout=HANG_GUARD,
                             stdin=subprocess.DEVNULL, preexec_fn=demote())
     assert_refused(result, f"-o {target}: cannot write", "Permission denied")
+
+
+# --- an ASCII locale -----------------------------------------------------------------------------------------
+
+def ascii_locale_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` in the C locale with Python's UTF-8 fallbacks off (PEP 538 coercion and PEP 540 UTF-8 mode would
+    otherwise pick UTF-8 for a C locale), so stdout and stderr really are ASCII."""
+    env = {k: v for k, v in env.items() if k not in ("PYTHONIOENCODING", "LANGUAGE") and not k.startswith("LC_")}
+    env.update({"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"})
+    return env
+
+
+def run_ascii(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([FMCLUSTER, *args], capture_output=True, env=ascii_locale_env(_env(tmp_path)),
+                          cwd=tmp_path, timeout=HANG_GUARD, stdin=subprocess.DEVNULL)
+
+
+def test_plan_in_an_ascii_locale(tmp_path: Path) -> None:
+    """plan's tables and marks (box lines, ≥, ×, …) come out as plain ASCII instead of a UnicodeEncodeError."""
+    result = run_ascii(tmp_path, "plan", str(QUICKSTART))
+    assert b"Traceback" not in result.stderr and b"UnicodeEncodeError" not in result.stderr, result.stderr
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode("ascii")  # raises if anything but ASCII was written
+    assert out.startswith("Plan for quickstart-pcs")
+    assert "+----" in out and "|queue" in out  # rich's box, drawn with ASCII
+    assert ">= 1 node(s)" in out and "x 2 GB bf16 gradients" in out  # ≥ and × stand-ins
+
+
+def test_spec_error_in_an_ascii_locale(tmp_path: Path) -> None:
+    """An error message with a non-ASCII mark (…) is still the one message, exit 2."""
+    spec = _write(tmp_path, "scalar.yaml", "just some words\n")
+    result = run_ascii(tmp_path, "plan", str(spec))
+    assert result.returncode == 2, result.stderr
+    err = result.stderr.decode("ascii")
+    assert "Traceback" not in err
+    assert f"{spec}:1:1: the top level must be a mapping of keys (name:, region:, ...), not a single value" in err
+
+
+cli = cli_fixture(PcsCli)
+
+
+def test_create_and_destroy_in_an_ascii_locale(cli: PcsCli) -> None:
+    """create's progress (✓ marks, spinners, …) and destroy against the sandbox, with ASCII-only streams."""
+    env = ascii_locale_env(cli.env)
+    for args in (("create", str(cli.spec), "--yes"), ("destroy", cli.name, "--yes")):
+        result = cli.run(*args, env=env)
+        assert "Traceback" not in result.stderr and "UnicodeEncodeError" not in result.stderr, result.stderr
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.isascii() and result.stderr.isascii(), result.stderr
+    assert "ok" in result.stderr or "ok" in result.stdout
+    cli.assert_nothing_left()

@@ -167,7 +167,7 @@ def test_compute_nodes_that_outlive_the_stack_are_terminated(sandbox, sandbox_en
     cleanup), tagged as ParallelCluster tags its nodes (its own tags and the config's): discovery offers it
     for teardown, which ends it through pcluster.lib's delete_cluster_instances."""
     from fmcluster import aws
-    from fmcluster.backends.parallelcluster import ParallelClusterBackend
+    from fmcluster.backends.parallelcluster.backend import ParallelClusterBackend
     from fmcluster.engine import Engine
     from fmcluster.graph import by_rank
     from fmcluster.session import Session

@@ -103,7 +103,9 @@ def test_sigkill_during_create_then_rerun_converges(cli, sandbox):
 
 # 3 ------------------------------------------------------------------------------------------------
 def test_sigint_during_create_exits_130_and_says_how_to_resume(cli, sandbox):
-    sandbox.faults(SLOW)
+    # The PCS cluster stays CREATING long enough that the signal lands while the engine waits on it, however
+    # slowly this process reads the child's output (with SLOW's 2 s the whole create could finish first).
+    sandbox.faults({"latency": {**SLOW["latency"], "pcs.cluster": 20.0}})
     proc = cli.popen("create", str(cli.spec), "--yes")
     seen = _wait_for_line(proc, "cluster:" + cli.name)  # the engine is running: the PCS cluster is CREATING
     time.sleep(1.0)

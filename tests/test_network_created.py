@@ -372,7 +372,7 @@ def test_pcs_policies_and_groups_attach_diff_and_outlive_destroy(sandbox, tmp_pa
 
 
 def test_status_cost_counts_a_live_nat_gateway():
-    from fmcluster.lifecycle.cost import live_cost
+    from fmcluster.pricing.model import live_cost
 
     report = {"region": "us-east-1", "instances": [], "queues": [],
               "resources": [{"type": "nat_gateway", "status": "available"}, {"type": "vpc", "status": "available"}]}

@@ -16,9 +16,9 @@ from fmcluster import aws, catalog
 from fmcluster.errors import SpecError
 from fmcluster.plan.command import run_plan
 from fmcluster.plan.figures import plan_report
-from fmcluster.plan.prices import LivePriceBook, PriceBook, on_demand_filters, parse_on_demand
 from fmcluster.plan.report import render
-from fmcluster.render.network import network_usd_per_hour
+from fmcluster.pricing.network import network_usd_per_hour
+from fmcluster.pricing.rates import LivePriceBook, PriceBook, on_demand_filters, parse_on_demand
 from fmcluster.spec.loader import load_spec
 
 # Specs here name no subnet, so fmcluster creates their network: its NAT gateway is part of the total.

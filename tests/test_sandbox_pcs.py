@@ -444,6 +444,23 @@ def test_conflicts(env):
     env.pcs.delete_cluster(clusterIdentifier="demo")
 
 
+def test_update_to_the_same_or_an_older_slurm_version_is_refused(env):
+    """PCS guide, "Troubleshooting AWS PCS cluster version updates": an update to the version the cluster runs,
+    or to an older one, is a ValidationException, even on an ACTIVE cluster with no node groups or queues."""
+    env.active_cluster("newest", scheduler={"type": "SLURM", "version": "26.05"})
+    for version in ("26.05", "25.11"):
+        with pytest.raises(ClientError) as excinfo:
+            env.pcs.update_cluster(clusterIdentifier="newest", scheduler={"version": version})
+        code, status, response = error(excinfo)
+        assert (code, status) == ("ValidationException", 400), response
+        assert response["fieldList"][0]["name"] == "scheduler.version"
+    assert env.pcs.get_cluster(clusterIdentifier="newest")["cluster"]["scheduler"]["version"] == "26.05"
+    env.active_cluster("older")  # 25.11: a newer version is accepted
+    env.pcs.update_cluster(clusterIdentifier="older", scheduler={"version": "26.05"})
+    env.clock.now += 60
+    assert env.pcs.get_cluster(clusterIdentifier="older")["cluster"]["scheduler"]["version"] == "26.05"
+
+
 def test_one_creating_cluster_per_region(env):
     env.faults.update({"latency": {"pcs.cluster": 5}})
     env.cluster("first")

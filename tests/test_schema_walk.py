@@ -19,7 +19,7 @@ import yaml
 
 from fmcluster.errors import SpecError
 from fmcluster.plan import plan_report
-from fmcluster.plan.prices import PriceBook
+from fmcluster.pricing.rates import PriceBook
 from fmcluster.render import render
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec

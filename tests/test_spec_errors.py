@@ -33,6 +33,11 @@ def _many_queues(count: int, nodes: int = 1) -> str:
     return "name: demo\nbackend: pcs\nqueues:\n" + "\n".join(lines) + "\n"
 
 
+def _with_tags(base: str, count: int) -> str:
+    """``base`` plus ``count`` tags, one a line from line 8 (after a 6-line base and "tags:"), value at column 10."""
+    return base + "tags:\n" + "".join(f"  t{i:04d}: v\n" for i in range(count))
+
+
 # (id, YAML text, line, column, path, message fragment)
 CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     # --- YAML structure -------------------------------------------------------------------------
@@ -131,6 +136,21 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("queue-nodes-quoted", PC.replace("nodes: 2", "nodes: '4'"), 6, 12, "queues[0].nodes",
      "expected a node count (a whole number) or a range {min: N, max: M}, got '4'"),
     ("queue-nodes-bool", PC.replace("nodes: 2", "nodes: true"), 6, 12, "queues[0].nodes", "got True"),
+    # YAML 1.1 integers (PyYAML) that YAML 1.2 reads as text or not at all: refused, never a silent 8 or 90
+    ("nodes-octal", PC.replace("nodes: 2", "nodes: 010"), 6, 12, "queues[0].nodes",
+     "'010' is not a decimal integer: YAML 1.1 reads it as octal 8; write 10, or 8 if you meant octal"),
+    ("nodes-hex", PC.replace("nodes: 2", "nodes: 0x2"), 6, 12, "queues[0].nodes",
+     "YAML 1.1 reads it as hexadecimal 2; write 2 (YAML 1.2 integers are decimal"),
+    ("nodes-underscore", PC.replace("nodes: 2", "nodes: 1_0"), 6, 12, "queues[0].nodes",
+     "'1_0' is not a decimal integer: write 10 without the '_'"),
+    ("nodes-sexagesimal", PC.replace("nodes: 2", "nodes: 1:30"), 6, 12, "queues[0].nodes",
+     "YAML 1.1 reads it as base 60, 90; write 90"),
+    ("range-max-binary", PC.replace("nodes: 2", "nodes: {min: 0, max: 0b100}"), 6, 26, "queues[0].nodes.max",
+     "YAML 1.1 reads it as binary 4; write 4"),
+    ("root-volume-leading-zero", PC + "head_node:\n  root_volume_gib: 0100\n", 8, 20, "head_node.root_volume_gib",
+     "YAML 1.1 reads it as octal 64; write 100, or 64 if you meant octal"),
+    ("params-float-sexagesimal", PC + "workload: {model_params_b: 1:10.5}\n", 7, 28, "workload.model_params_b",
+     "'1:10.5' is read by YAML 1.1 as base 60, 70.5: write 70.5"),
     ("range-max-above-2048", PC.replace("nodes: 2", "nodes: {min: 0, max: 4096}"), 6, 26, "queues[0].nodes.max",
      "less than or equal to 2048"),
     ("pcs-size-on-parallelcluster", PC + "pcs: {size: LARGE}\n", 7, 13, "pcs.size",
@@ -172,6 +192,15 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     # --- tags and network -----------------------------------------------------------------------
     ("tag-aws-prefix", PC + "tags:\n  team: research\n  aws:owner: me\n", 9, 14, "tags.aws:owner",
      "tag keys starting with 'aws:' are reserved by AWS"),
+    # 50 tags per resource: the first one over the budget is named (tag i is on line 8 + i)
+    ("tags-3000-parallelcluster", _with_tags(PC, 3000), 44, 10, "tags.t0036",
+     "3000 tags are too many: ParallelCluster allows 40 configured tags (it keeps the rest of AWS's 50 per "
+     "resource for its own) and fmcluster adds 4"),
+    ("tags-37-parallelcluster", _with_tags(PC, 37), 44, 10, "tags.t0036", "at most 36; this is tag 37"),
+    ("tags-46-pcs", _with_tags(PCS, 46), 53, 10, "tags.t0045",
+     "46 tags are too many: AWS allows 50 tags per resource and fmcluster adds 5 of its own"),
+    ("tag-parallelcluster-prefix", PC + "tags: {'parallelcluster:queue-name': x}\n", 7, 38,
+     "tags.parallelcluster:queue-name", "tag keys starting with 'parallelcluster:' are reserved by ParallelCluster"),
     ("tag-fmcluster-prefix", PC + "tags: {'fmcluster:cluster': other}\n", 7, 29, "tags.fmcluster:cluster",
      "reserved: fmcluster uses them"),
     ("subnet-bad", PC + "network: {subnet_id: subnet-xyz}\n", 7, 22, "network.subnet_id",
@@ -197,7 +226,8 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
 SUBPROCESS_CASES = {
     "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
-    "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300",
+    "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "nodes-octal",
+    "tags-3000-parallelcluster",
 }
 
 
@@ -422,3 +452,19 @@ def test_pcs_ssh_rule_matches_the_address_family(tmp_path: Path, cidr: str, rang
     assert not [p for p in groups["cluster"].body["ingress"]["IpPermissions"] if p.get("FromPort") == 22]
     templates = {d.key: d.text for d in documents if d.kind == "launch_template"}
     assert [key for key, text in templates.items() if "${security_group.login.id}" in text] == ["login"]
+
+
+@pytest.mark.parametrize(("base", "count"), [(PC, 36), (PCS, 45)], ids=["parallelcluster", "pcs"])
+def test_tags_up_to_the_budget_load(tmp_path: Path, base: str, count: int) -> None:
+    """The budget is exact: one tag fewer than the refused cases loads; aws: keys are refused on their own
+    rule, never counted."""
+    assert len(load_spec(_write(tmp_path, _with_tags(base, count))).spec.tags) == count
+
+
+def test_tag_budget_counts_what_render_adds(tmp_path: Path) -> None:
+    """The tags the budget reserves are the ones fmcluster's rendering really adds to a resource."""
+    from fmcluster.render.common import resource_tags
+    from fmcluster.spec.tag_rules import OWNERSHIP_TAGS
+
+    spec = load_spec(_write(tmp_path, _with_tags(PC, 3))).spec
+    assert set(resource_tags(spec, "kind:key")) - set(spec.tags) == set(OWNERSHIP_TAGS)

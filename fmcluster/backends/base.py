@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from fmcluster.engine import Resource, ResourceChange
     from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
 
 # One vocabulary on both backends; ``backend_status`` keeps the raw one.
 STATUSES = ("CREATING", "ACTIVE", "UPDATING", "DELETING", "FAILED", "NOT_FOUND")
@@ -98,6 +99,17 @@ class Backend(ABC):
     @abstractmethod
     def scales(self, path: str) -> bool:
         """Whether ``scale`` may change an attribute path: node counts, and what a count change needs."""
+
+    def scale_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The recorded spec's data, with new node counts, as ``scale`` loads it: the backend relaxes the fields
+        it fixed at creation that the new counts could make invalid (it holds them to the old values in
+        :meth:`scaled`)."""
+        return data
+
+    def scaled(self, old: Spec, new: Spec) -> Spec:
+        """The spec ``scale`` applies: ``new`` with what the backend fixed at creation kept from ``old``; a
+        UsageError when the new counts do not fit what was fixed."""
+        return new
 
     def questions(self, session: Session, changes: list[ResourceChange]) -> list[Question]:
         """What applying ``changes`` needs the user to agree to beyond the plan."""

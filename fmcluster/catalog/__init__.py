@@ -45,6 +45,7 @@ __all__ = [
     "instance",
     "instance_names",
     "is_valid_ec2_type_name",
+    "on_demand_usd_per_hour",
     "price_as_of",
     "suggest_instance",
 ]
@@ -329,6 +330,14 @@ def _catalog() -> _Catalog:
 def instance(name: str) -> InstanceFacts | None:
     """Facts for one instance type, or ``None`` if it is not in the catalog."""
     return _catalog().instances.get(name)
+
+
+def on_demand_usd_per_hour(name: str | None) -> float | None:
+    """The bundled On-Demand USD per instance-hour of ``name``; ``None`` when the type is not in the catalog or
+    has no On-Demand SKU. The one reading of it: :mod:`fmcluster.pricing` rates with it, and the spec ranks a
+    queue's instance types by it (the spec cannot import the pricing, which reads the spec)."""
+    facts = instance(name) if name else None
+    return facts.usd_per_hour if facts is not None else None
 
 
 def instance_names() -> list[str]:

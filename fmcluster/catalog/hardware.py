@@ -200,7 +200,7 @@ def discover(names: Iterable[str], region: str, ec2: Any = None) -> DiscoveryRes
         if not aws.target().endpoint_url and not aws.has_credentials(region):
             result.problem = "no AWS endpoint or credentials"
             return result
-        ec2 = aws.client("ec2", region, quick=True)
+        ec2 = aws.client("ec2", region, aws.READING)
     from botocore.exceptions import BotoCoreError, ClientError
 
     found: list[dict[str, Any]] = []

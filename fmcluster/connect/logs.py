@@ -7,6 +7,7 @@ import datetime
 import time
 from collections.abc import Callable, Iterable
 
+from fmcluster import aws
 from fmcluster.backends.base import LogLine
 from fmcluster.extras import MissingExtra
 from fmcluster.lifecycle.common import open_cluster
@@ -24,6 +25,7 @@ def fmcluster_events(store: object, name: str, region: str, limit: int) -> list[
             for at, resource, event, detail in rows]
 
 
+@aws.read_only()
 def stream(name: str, follow: bool, lines: int, emit: Callable[[LogLine], None],
            note: Callable[[str], None], interval: float = 5.0) -> None:
     """Print what is logged so far; with ``follow``, keep polling until Ctrl-C."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fmcluster import aws
+from fmcluster.backends import registry
 from fmcluster.connect.login import NodeNotFound, SshTarget, target_for_host, target_for_node
 from fmcluster.lifecycle.common import open_cluster
 from fmcluster.spec.models import Spec
@@ -10,6 +11,7 @@ from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import StateStore
 
 
+@aws.read_only()
 def resolve(name: str, host: str | None = None, user: str | None = None,
             identity: str | None = None) -> tuple[Spec, SshTarget]:
     """The cluster's spec and how to reach it. ``host`` (HOST[:PORT]) skips the AWS look-up: a node reached
@@ -24,7 +26,7 @@ def resolve(name: str, host: str | None = None, user: str | None = None,
         return spec, target_for_host(spec, host, user, identity)
     node = session.backend.login_node(session)
     if node is None:
-        where = "login node (PCS compute node group 'login')" if spec.backend == "pcs" else "head node"
+        where = registry.profile(spec.backend).login_where
         raise NodeNotFound(f"cluster {name} has no running {where} in {session.region}; "
                            f"`fmcluster status {name}` shows what exists")
     return spec, target_for_node(spec, session.region, node, aws.target().profile, user, identity)

@@ -11,10 +11,10 @@ from fmcluster import aws, catalog, ui
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
 from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
-from fmcluster.lifecycle.cost import usd_per_hour_max
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.network import offering_zones
 from fmcluster.preflight import preflight_failed, run_preflight
+from fmcluster.pricing.model import usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
@@ -142,8 +142,8 @@ def _print_capacity(spec: Spec) -> None:
                       f" ({queue.capacity.type})")
     cost = usd_per_hour_max(spec)
     if cost:
-        console.print(f"  compute at the queues' maximum: [bold]${cost:,.2f}/hour[/] "
-                      f"(bundled on-demand prices as of {catalog.price_as_of()})")
+        console.print(f"  at the queues' maximum: [bold]${cost:,.2f}/hour[/] (as `plan` computes it; bundled "
+                      f"prices as of {catalog.price_as_of()})")
 
 
 def _apply_with_capacity_retries(session: Session, plan: Plan, wait: bool, timeout_min: float | None,

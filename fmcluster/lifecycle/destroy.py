@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster import aws, ui
+from fmcluster.backends import registry
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError
@@ -17,6 +18,7 @@ from fmcluster.graph import by_rank, wire
 from fmcluster.host_keys import forget_host_keys
 from fmcluster.lifecycle.common import ClusterNotFound, confirm, dump_json, known_clusters, run_engine, spec_of
 from fmcluster.lifecycle.status import check_reachable
+from fmcluster.pricing.model import usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.state import StateStore
 
@@ -51,6 +53,8 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         console.print(f"  [cyan]= keep[/]   {ui.escape(description)} (--keep-storage)")
     if not any(doomed.values()):
         ui.note(f"nothing of {name} exists in AWS")
+    else:
+        _print_billing(sessions)
     confirm(f"Destroy cluster {name} ({first.backend_name}, {first.region})?", yes)
     if store.cluster(name, first.region) is not None:
         store.set_cluster_status(name, first.region, "DELETING")
@@ -88,6 +92,19 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
     return 0
 
 
+def _print_billing(sessions: list[Session]) -> None:
+    """What destroying stops at most, from the one cost model (the figure ``plan`` and ``status`` show); only
+    when every part's spec is known, since a partial figure would understate it."""
+    specs = [s.spec for s in sessions]
+    if any(spec is None for spec in specs):
+        return
+    costs = [usd_per_hour_max(spec) for spec in specs]
+    if any(cost is None for cost in costs):
+        return
+    ui.err_console().print(f"  destroying stops billing of up to ~${sum(costs):,.2f}/hour at the queues' maximum "
+                           "(as `plan` computes it)")
+
+
 def _result(name: str, status: str, kept: list[str], left: list[Discovered]) -> dict[str, Any]:
     return {"cluster": name, "status": status, "kept": kept, "left": [d.description for d in left]}
 
@@ -119,26 +136,27 @@ def _kept_names(session: Session, found: list[Discovered]) -> set[str]:
     if storage - set(resources):  # made by the backend's own stack: no document says what it sits in
         return storage | surroundings
     keep = set(storage)
+    anchor = f"{registry.profile(session.backend_name).anchor_kind}:"
     frontier = [name for name in storage if name in resources]
     while frontier:
         for dependency in resources[frontier.pop()].depends_on:
-            if dependency not in keep and not dependency.startswith(("cluster:", "pcluster_cluster:")):
+            if dependency not in keep and not dependency.startswith(anchor):
                 keep.add(dependency)
                 frontier.append(dependency)
     return keep
 
 
 def _backend_holding(store: StateStore, name: str, region: str) -> str:
-    """The backend whose anchor (ParallelCluster stack, PCS cluster) AWS holds for the name; PCS's scans
-    otherwise, which cover every resource fmcluster makes itself."""
-    for backend in ("parallelcluster", "pcs"):
+    """The backend whose anchor (a PCS cluster, a ParallelCluster stack) AWS holds for the name; otherwise the
+    one whose scans cover every resource fmcluster makes itself."""
+    for backend in registry.NAMES:
         probe = Session.bare(name, region, backend, store)
         try:
             if probe.backend.find_cluster_id(probe):
                 return backend
         except FmclusterError:  # a backend this install or account lacks
             continue
-    return "pcs"
+    return next(p.name for p in registry.profiles() if p.finds_everything)
 
 
 def _sessions(store: StateStore, name: str) -> list[Session]:

@@ -16,7 +16,6 @@ from fmcluster.preflight.capacity import check_reservations
 from fmcluster.preflight.common import Context
 from fmcluster.session import Session
 from fmcluster.spec import load_spec, load_spec_data
-from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 from fmcluster.spec.models import NodeRange, Spec
 from fmcluster.spec.stored import record_cluster
 from fmcluster.state import StateStore
@@ -60,7 +59,7 @@ def _new_spec(session: Session, target: str, assignments: list[str]) -> Spec:
             value = counts[queue["name"]]
             queue["nodes"] = value if isinstance(value, int) else {"min": value.min, "max": value.max}
     try:
-        new = load_spec_data({**data, "pcs": {"size": "auto"}} if old.backend == "pcs" else data,
+        new = load_spec_data(session.backend.scale_data(data),
                              f"{session.name} scaled to {' '.join(assignments)}").spec
     except SpecError as exc:
         if any(p.path.endswith(".nodes") and "greater than or equal to 1" in p.message for p in exc.problems):
@@ -68,19 +67,7 @@ def _new_spec(session: Session, target: str, assignments: list[str]) -> Spec:
                              "least 1, and fmcluster's spec says the same for PCS); to run none until jobs arrive, "
                              "make the queue dynamic: QUEUE=0:MAX") from None
         raise
-    if old.backend == "pcs":
-        _check_pcs_size(old, new)
-        return new.model_copy(update={"pcs": old.pcs})
-    return new
-
-
-def _check_pcs_size(old: Spec, new: Spec) -> None:
-    """A PCS cluster's size is fixed when it is created: the new counts must fit the size it has."""
-    size = pcs_size(old)
-    if pcs_nodes(new) > PCS_SIZE_LIMITS[size]:
-        raise UsageError(f"cannot scale: the cluster is size {size}, fixed at creation (at most "
-                         f"{PCS_SIZE_LIMITS[size]} nodes, the login node included); these counts make "
-                         f"{pcs_nodes(new)}. A bigger cluster needs a new one (pcs.size in its spec)")
+    return session.backend.scaled(old, new)
 
 
 def scale(target: str, assignments: list[str], yes: bool, json_output: bool = False,

@@ -7,11 +7,12 @@ import time
 from typing import Any
 
 from fmcluster import aws, ui
+from fmcluster.backends import registry
 from fmcluster.engine import Unknown
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
-from fmcluster.lifecycle.cost import live_cost, usd_per_hour_max
 from fmcluster.lifecycle.diff import make_plan
+from fmcluster.pricing.model import live_cost, usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.spec.models import max_nodes
 from fmcluster.spec.stored import stored_spec_problem
@@ -37,6 +38,7 @@ def check_reachable(record: ClusterRecord) -> None:
                           "--sandbox / --endpoint-url / AWS_ENDPOINT_URL to reach it")
 
 
+@aws.read_only()
 def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, Any]]:
     """Reads the state read-only unless ``refresh`` writes AWS's answer back. A record whose stored spec no
     longer validates is shown with the reason (``problem``) instead of failing the command."""
@@ -91,7 +93,7 @@ def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
     if session.record is not None:
         report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
     report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"])
-    report.update(live_cost(report))
+    report.update(live_cost(report, session.spec))
     return report
 
 
@@ -152,29 +154,14 @@ def list_clusters(store: StateStore) -> list[dict[str, Any]]:
 
 
 def _tagged_clusters(region: str) -> list[dict[str, Any]]:
-    """Clusters in ``region`` whose anchor carries the fmcluster:cluster tag (PCS clusters, ParallelCluster
-    stacks); [] when AWS cannot be reached."""
-    from fmcluster.backends.parallelcluster import STATUS as PCLUSTER_STATUS
-    from fmcluster.backends.pcs import STATUS as PCS_STATUS
-    from fmcluster.render.common import CLUSTER_TAG
-
+    """Clusters in ``region`` whose anchor carries the fmcluster:cluster tag, on every backend; [] when AWS
+    cannot be reached."""
     if not aws.has_credentials(region):
         return []
     found: list[dict[str, Any]] = []
     try:
-        pcs = aws.client("pcs", region, quick=True)
-        for page in pcs.get_paginator("list_clusters").paginate():
-            for cluster in page["clusters"]:
-                tags = pcs.list_tags_for_resource(resourceArn=cluster["arn"]).get("tags") or {}
-                if tags.get(CLUSTER_TAG) == cluster["name"]:
-                    found.append(_row(cluster["name"], "pcs", region, PCS_STATUS.get(cluster["status"], "UPDATING")))
-        cloudformation = aws.client("cloudformation", region, quick=True)
-        for page in cloudformation.get_paginator("describe_stacks").paginate():
-            for stack in page["Stacks"]:
-                tags = {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
-                if tags.get(CLUSTER_TAG) == stack["StackName"] and stack["StackStatus"] != "DELETE_COMPLETE":
-                    found.append(_row(stack["StackName"], "parallelcluster", region,
-                                      PCLUSTER_STATUS.get(stack["StackStatus"], "UPDATING")))
+        for backend in registry.NAMES:
+            found += [_row(name, backend, region, status) for name, status in registry.tagged_clusters(backend, region)]
     except Exception as exc:  # the local list still stands; say what could not be read
         ui.note(f"clusters tagged in AWS not listed: {aws.describe_error('list', exc).aws_message}")
     return found
@@ -191,7 +178,7 @@ def _found_in_aws(store: StateStore, name: str, region: str) -> Session | None:
     """A cluster with no local record that AWS holds by its tags (a teammate's): a session with no spec."""
     if not aws.has_credentials(region):
         return None
-    for backend in ("pcs", "parallelcluster"):
+    for backend in registry.NAMES:
         session = Session.bare(name, region, backend, store)
         try:
             cluster_id = session.backend.find_cluster_id(session)

@@ -11,11 +11,11 @@ from pathlib import Path
 from rich.console import Console
 
 from fmcluster import aws
-from fmcluster.plan.capacity_block_prices import fetch_capacity_block_prices
 from fmcluster.plan.chart import chart_for, render_svg
 from fmcluster.plan.figures import plan_report
-from fmcluster.plan.prices import LivePriceBook, PriceBook, PriceError, fetch_on_demand
 from fmcluster.plan.report import print_report
+from fmcluster.pricing.capacity_blocks import fetch_capacity_block_prices
+from fmcluster.pricing.rates import LivePriceBook, PriceBook, PriceError, fetch_on_demand
 from fmcluster.spec.instance_facts import load_with_instance_facts
 
 

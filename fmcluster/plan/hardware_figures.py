@@ -8,7 +8,6 @@ from dataclasses import replace
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.plan.assumptions import GB_PER_GIB, GIB_PER_FSX_TIB
-from fmcluster.plan.prices import QueuePrice
 from fmcluster.plan.report_model import (
     HomeFigures,
     InterconnectFigures,
@@ -17,15 +16,16 @@ from fmcluster.plan.report_model import (
     StorageFigures,
     UltraServerFigures,
 )
+from fmcluster.pricing.model import QueueCost
 from fmcluster.spec.decisions import efa_enabled, ultraserver_shape
 from fmcluster.spec.models import Queue, Spec, max_nodes, min_nodes
 
 
-def queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
+def queue_figures(queue: Queue, cost: QueueCost) -> QueueFigures:
     facts = catalog.instance(queue.instance_type)
     if facts is None:
-        return _described_queue_figures(queue, price)
-    figures = _catalog_queue_figures(queue, price, facts)
+        return _described_queue_figures(queue, cost)
+    figures = _catalog_queue_figures(queue, cost, facts)
     shape = ultraserver_shape(queue.capacity.ultraserver) if queue.capacity.ultraserver else None
     if shape is None:
         return figures
@@ -34,8 +34,8 @@ def queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
     return replace(figures, ultraserver=domains)
 
 
-def _catalog_queue_figures(queue: Queue, price: QueuePrice, facts: catalog.InstanceFacts) -> QueueFigures:
-    nodes = max_nodes(queue)
+def _catalog_queue_figures(queue: Queue, cost: QueueCost, facts: catalog.InstanceFacts) -> QueueFigures:
+    nodes, price = cost.nodes, cost.price
     per_node = facts.accelerators if facts else 0
     efa_on = facts is not None and facts.efa is not None and efa_enabled(queue)
     link = facts.interconnect if facts else None
@@ -62,17 +62,17 @@ def _catalog_queue_figures(queue: Queue, price: QueuePrice, facts: catalog.Insta
         efa_gbps_per_node=facts.efa_gbps if efa_on and facts else None,
         efa_gbps_total=(facts.efa_gbps or 0) * nodes if efa_on and facts else None,
         usd_per_node_hour=price.usd_per_hour,
-        usd_per_hour=round(price.usd_per_hour * nodes, 4) if price.usd_per_hour is not None else None,
+        usd_per_hour=cost.usd_per_hour,
         price_basis=price.basis,
         price_note=price.note,
         price_as_of=price.as_of,
     )
 
 
-def _described_queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
+def _described_queue_figures(queue: Queue, cost: QueueCost) -> QueueFigures:
     """A type outside the catalog: what DescribeInstanceTypes told (accelerators and their memory), or nothing."""
     facts = hardware(queue.instance_type)
-    nodes = max_nodes(queue)
+    nodes, price = cost.nodes, cost.price
     per_node = facts.accelerators or 0
     hbm_gb = (facts.accelerator_memory_gib or 0) * GB_PER_GIB * per_node * nodes
     return QueueFigures(
@@ -82,8 +82,8 @@ def _described_queue_figures(queue: Queue, price: QueuePrice) -> QueueFigures:
         accelerator_kind=facts.accelerator_kind, gpus=per_node * nodes,
         hbm_total_gb=round(hbm_gb, 1), hbm_bandwidth_tbps=0.0, bf16_dense_pflops=None, interconnect=None,
         efa_version=None, efa_gbps_per_node=None, efa_gbps_total=None, usd_per_node_hour=price.usd_per_hour,
-        usd_per_hour=round(price.usd_per_hour * nodes, 4) if price.usd_per_hour is not None else None,
-        price_basis=price.basis, price_note=price.note, price_as_of=price.as_of, facts_source=facts.source)
+        usd_per_hour=cost.usd_per_hour, price_basis=price.basis, price_note=price.note, price_as_of=price.as_of,
+        facts_source=facts.source)
 
 
 def training_queue(queues: list[QueueFigures]) -> QueueFigures | None:

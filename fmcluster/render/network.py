@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fmcluster.pricing.network import NAT_GATEWAY_USD_PER_GB, NAT_GATEWAY_USD_PER_HOUR, PUBLIC_IPV4_USD_PER_HOUR
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import Document
 from fmcluster.render.templates import render_yaml
@@ -25,25 +26,6 @@ PUBLIC_SUBNET_REF = f"${{subnet.{PUBLIC_SUBNET}.id}}"
 VPC_REF = f"${{vpc.{VPC_KEY}.id}}"
 # Route tables whose routes must exist before anything launches into the subnets (nodes register at boot).
 ROUTE_TABLES = ("route_table:compute", "route_table:public")
-# AWS's published price of a NAT gateway (Amazon VPC pricing, "NAT Gateway pricing"): per hour it exists,
-# plus the same per GB it processes. Bundled for the regions where it is $0.045; elsewhere the plan says the
-# price is not known rather than guess.
-NAT_GATEWAY_USD_PER_HOUR = 0.045
-NAT_GATEWAY_USD_PER_GB = 0.045
-NAT_GATEWAY_PRICED_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
-# Every public IPv4 address is billed per hour since February 2024 (Amazon VPC pricing, "Public IPv4
-# address"): the NAT gateway's Elastic IP.
-PUBLIC_IPV4_USD_PER_HOUR = 0.005
-
-
-def network_usd_per_hour(spec: Spec) -> float | None:
-    """What the created network costs per hour before any traffic (NAT gateway and its address); 0 when the
-    spec's own network is used; None when the region's NAT gateway price is not bundled."""
-    if not creates_network(spec):
-        return 0.0
-    if spec.region not in NAT_GATEWAY_PRICED_REGIONS:
-        return None
-    return round(NAT_GATEWAY_USD_PER_HOUR + PUBLIC_IPV4_USD_PER_HOUR, 4)
 
 
 @dataclass

@@ -53,8 +53,7 @@ class InstanceTypes(str):
             raise ValueError("name at least one instance type")
 
         def price(name: str) -> float:
-            facts = catalog.instance(name)
-            return (facts.usd_per_hour or 0.0) if facts else 0.0
+            return catalog.on_demand_usd_per_hour(name) or 0.0
 
         primary = max(names, key=lambda name: (price(name), -names.index(name)))
         made = cls(primary)

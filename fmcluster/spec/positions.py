@@ -14,6 +14,7 @@ import yaml
 
 from fmcluster.errors import SpecError, SpecProblem
 from fmcluster.spec.reading import compose_bounded, read_spec_text
+from fmcluster.spec.yaml_numbers import yaml11_number_problem
 
 Path_ = tuple[str | int, ...]
 
@@ -110,8 +111,12 @@ def _to_python(node: yaml.Node, path: Path_, document: PositionedDocument) -> An
 def _scalar(node: yaml.Node, path: Path_, document: PositionedDocument) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         raise SpecError([document.problem(path, "a mapping key must be a plain value")])
+    line, column = node.start_mark.line + 1, node.start_mark.column + 1
     try:
-        return yaml.SafeLoader("").construct_object(node, deep=True)
+        value = yaml.SafeLoader("").construct_object(node, deep=True)
     except yaml.YAMLError as exc:
-        line, column = node.start_mark.line + 1, node.start_mark.column + 1
         raise SpecError([SpecProblem(document.file, line, column, format_path(path), str(exc))]) from None
+    problem = yaml11_number_problem(node.tag, node.value, value) if node.style is None else None
+    if problem:
+        raise SpecError([SpecProblem(document.file, line, column, format_path(path), problem)])
+    return value

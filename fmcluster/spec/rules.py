@@ -20,6 +20,7 @@ from fmcluster.spec.instance_mix import check_instance_mix
 from fmcluster.spec.models import Slurm, Spec, max_nodes, min_nodes
 from fmcluster.spec.networking import check_access, check_network
 from fmcluster.spec.positions import Path_, PositionedDocument
+from fmcluster.spec.tag_rules import check_tag_count
 
 # pcluster/constants.py PCLUSTER_NAME_REGEX and PCLUSTER_NAME_MAX_LENGTH(_SLURM_ACCOUNTING).
 PCLUSTER_CLUSTER_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9-]*$")
@@ -59,7 +60,7 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
         warnings.append(document.problem(path, message))
 
     for rule in (_names, _region, _instance_types, _capacity, _pcs_limits, _storage, _slurm, _network, _tags,
-                 check_network, check_access, check_instance_mix):
+                 check_tag_count, check_network, check_access, check_instance_mix):
         rule(spec, error, warn)
 
     for rule in HARDWARE_RULES:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from fmcluster.aws import describe_error
+from fmcluster.aws import describe_error, unreachable
 from fmcluster.engine import EngineFailed
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.nodejs import quiet_jsii_banner
@@ -41,7 +41,7 @@ def pcluster() -> Iterator[Any]:
         asyncio.set_event_loop(asyncio.new_event_loop())
 
     previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
+    logging.disable(logging.ERROR)  # its errors reach the user once, through api_error
     try:
         yield pc
     finally:
@@ -78,6 +78,9 @@ def api_error(resource: str, exc: Exception, hint: str = "",
     if content is None:
         return describe_error(resource, exc, hint)
     lines = [getattr(content, "message", None) or type(exc).__name__]
+    dead = unreachable(resource, lines[0])  # ParallelCluster passes on botocore's connection error as text
+    if dead is not None:
+        return dead
     findings = (getattr(content, "configuration_validation_errors", None) or []) + \
         (getattr(content, "update_validation_errors", None) or [])
     by_level: dict[str, list[str]] = {}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster import aws
-from fmcluster.plan.prices import PriceError
+from fmcluster.pricing.rates import PriceError
 from fmcluster.spec.decisions import ultraserver_shape
 from fmcluster.spec.models import Queue, Spec, max_nodes
 
@@ -58,7 +58,7 @@ def fetch_capacity_block_prices(spec: Spec, region: str, ec2: Any = None) -> dic
     if not queues:
         return {}
     try:
-        client = ec2 or aws.client("ec2", region, quick=True)
+        client = ec2 or aws.client("ec2", region, aws.READING)
         return {q.name: block_price(client.describe_capacity_block_offerings(**offering_request(q))
                                     .get("CapacityBlockOfferings", [])) for q in queues}
     except Exception as exc:  # any failure becomes one clear message, never a traceback

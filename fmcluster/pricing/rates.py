@@ -1,7 +1,9 @@
-"""Where the plan report's prices come from: the bundled catalog (default) or the AWS Pricing API.
+"""Per instance-hour rates by capacity type: the bundled catalog (default) or the AWS Pricing API.
 
-Prices are never guessed. A type the catalog has no price for stays ``None`` and the report shows
-"n/a"; a fallback (a Capacity Block rate instead of On-Demand) is always labelled as such.
+On-Demand and Spot queues are priced at the On-Demand rate (Spot is not bundled, so that is its ceiling);
+an On-Demand Capacity Reservation bills at the On-Demand rate; a Capacity Block at its own rate. Prices are
+never guessed. A type the catalog has no price for stays ``None`` and the report shows "n/a"; a fallback
+(a Capacity Block rate instead of On-Demand) is always labelled as such.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ def _bundled_price(facts: InstanceFacts | None, name: str, capacity_type: str, r
         note = "On-Demand"
         if capacity_type == "spot":
             note += " (Spot costs less; Spot prices are not bundled)"
+        elif capacity_type == "reservation":
+            note += " (an On-Demand Capacity Reservation bills at the On-Demand rate)"
         elif capacity_type == "capacity-block":
             note += " (this type's Capacity Block price is not bundled)"
         return QueuePrice(price.usd_per_hour, "on-demand", note + where, price.as_of)
@@ -152,6 +156,8 @@ class LivePriceBook(PriceBook):
             note = "On-Demand (AWS Pricing API)"
             if capacity_type == "spot":
                 note += "; Spot costs less"
+            elif capacity_type == "reservation":
+                note += "; an On-Demand Capacity Reservation bills at this rate"
             return QueuePrice(live, "on-demand", note, self._as_of)
         if bundled.basis == "capacity-block":
             return QueuePrice(

@@ -1,0 +1,259 @@
+"""AWS PCS backend: spec → the resources PCS needs, for the engine to reconcile; and what PCS holds now.
+
+PCS has no waiters: resources are polled by status. The create order (security group → placement groups,
+launch templates, instance profile, FSx → cluster → node groups → queues) is not written here: it follows
+from the references in the rendered documents.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
+from fmcluster.backends.build import SHARED, build, by_key
+from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
+from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
+from fmcluster.backends.efs import EfsFileSystem, scan_efs
+from fmcluster.backends.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
+from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
+from fmcluster.backends.iam import InstanceProfile
+from fmcluster.backends.ownership import is_ours
+from fmcluster.backends.pcs.logs import cluster_logs
+from fmcluster.backends.pcs.profile import PROFILE
+from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
+from fmcluster.engine import Resource
+from fmcluster.errors import UsageError
+from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
+from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
+from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
+from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
+
+if TYPE_CHECKING:
+    from fmcluster.images import Image
+    from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
+
+# Shared storage: /home made by fmcluster (FSx for OpenZFS or EFS), and look-ups of existing file systems.
+STORAGE_RESOURCES: dict[str, type[Resource]] = {
+    "fsx_openzfs": FsxOpenZfs, "efs": EfsFileSystem, "existing_fsx_lustre": ExistingFsxLustre,
+    "existing_fsx_volume": ExistingFsxVolume, "existing_efs": ExistingEfs,
+}
+
+
+
+class PcsBackend(Backend):
+    name = PROFILE.name
+
+    def check_requirements(self) -> None:
+        """PCS is driven through boto3 alone: nothing else to install."""
+
+    # -- the plan -----------------------------------------------------------------------------------
+    def _images(self, session: Session) -> dict[str, Image]:
+        """The image per architecture, found once and recorded: a newer sample AMI published later must not
+        turn every re-run into a node-group update. A new ``image.ami`` in the spec is found again."""
+        from dataclasses import asdict
+
+        spec = session.require_spec()
+        wanted = (spec.image.ami or "") if spec.image else ""
+        record = session.store.resource(session.name, session.region, "images", "pcs")
+        if record is not None and record.outputs.get("ami") == wanted and \
+                architectures(spec) <= set(record.outputs.get("images", {})):
+            images = {arch: Image(**fields) for arch, fields in record.outputs["images"].items()}
+            samples = [i for i in images.values() if i.sample]
+            if samples:
+                session.warn(f"{SAMPLE_CAUTION}: " + ", ".join(f"{i.name} ({i.ami_id})" for i in samples))
+            return images
+        images = find_images(spec, session.ctx.client("ec2"), warn=session.warn)
+        if not session.store.readonly:  # a reading command (status) finds them again next time
+            session.store.record_resource(session.name, session.region, "images", "pcs", None, "resolved",
+                                          {"ami": wanted, "images": {a: asdict(i) for a, i in images.items()}})
+        return images
+
+    def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
+        spec = session.require_spec()
+        placement = session.placement()
+        rendered = render_pcs(spec, session.spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
+                              images=self._images(session))
+        cluster = spec.name
+        makers = SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
+                                  "instance_profile": InstanceProfile, "fsx_lustre": FsxLustre,
+                                  "fsx_data_repository": FsxDataRepository, "cluster": PcsCluster,
+                                  **STORAGE_RESOURCES}) | {
+            "compute_node_group": lambda document: PcsNodeGroup(document.key, document, cluster=cluster),
+            "queue": lambda document: PcsQueue(document.key, document, cluster=cluster)}
+        return build(rendered.documents, makers, PROFILE.display)
+
+    def scales(self, path: str) -> bool:
+        return path.startswith("scalingConfiguration.")
+
+    def scale_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        # The size the new counts would pick is not the cluster's: :meth:`scaled` checks them against that.
+        return {**data, "pcs": {"size": "auto"}}
+
+    def scaled(self, old: Spec, new: Spec) -> Spec:
+        """A PCS cluster's size is fixed when it is created: the new counts must fit the size it has."""
+        size = pcs_size(old)
+        if pcs_nodes(new) > PCS_SIZE_LIMITS[size]:
+            raise UsageError(f"cannot scale: the cluster is size {size}, fixed at creation (at most "
+                             f"{PCS_SIZE_LIMITS[size]} nodes, the login node included); these counts make "
+                             f"{pcs_nodes(new)}. A bigger cluster needs a new one (pcs.size in its spec)")
+        return new.model_copy(update={"pcs": old.pcs})
+
+    # -- what AWS holds -----------------------------------------------------------------------------
+    def _cluster(self, session: Session) -> dict[str, Any] | None:
+        try:
+            return session.ctx.client("pcs").get_cluster(clusterIdentifier=session.name)["cluster"]
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return None
+            raise
+
+    def _tags(self, session: Session, arn: str) -> dict[str, str] | None:
+        """The resource's tags; None when it is gone (deleted between listing and asking)."""
+        try:
+            return session.ctx.tags(arn, lambda: session.ctx.client("pcs").list_tags_for_resource(
+                resourceArn=arn).get("tags") or {})
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return None
+            raise
+
+    def find_cluster_id(self, session: Session) -> str | None:
+        cluster = self._cluster(session)
+        if cluster is None:
+            return None
+
+        tags = self._tags(session, cluster["arn"]) or {}
+        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
+
+    def _members(self, session: Session, cluster_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        pcs = session.ctx.client("pcs")
+        groups = [pcs.get_compute_node_group(clusterIdentifier=cluster_id, computeNodeGroupIdentifier=s["id"])
+                  ["computeNodeGroup"] for page in pcs.get_paginator("list_compute_node_groups").paginate(
+                      clusterIdentifier=cluster_id) for s in page["computeNodeGroups"]]
+        queues = [pcs.get_queue(clusterIdentifier=cluster_id, queueIdentifier=s["id"])["queue"]
+                  for page in pcs.get_paginator("list_queues").paginate(clusterIdentifier=cluster_id)
+                  for s in page["queues"]]
+        return groups, queues
+
+    def discover(self, session: Session) -> list[Discovered]:
+        ctx = session.ctx
+        found = scan_ec2(ctx) + scan_fsx(ctx) + scan_efs(ctx)
+        role = node_role_name(session.name, session.region)
+        found += scan_role(ctx, "nodes", role, role)
+        cluster = self._cluster(session)
+        if cluster is not None:
+            found += self._discover_cluster(session, cluster)
+        found += [instance_found(i, "a PCS node") for i in scan_instances(ctx)]
+        return found
+
+    def _discover_cluster(self, session: Session, cluster: dict[str, Any]) -> list[Discovered]:
+        ctx = session.ctx
+        tags = self._tags(session, cluster["arn"])
+        if tags is None:
+            return []
+        ours = is_ours(tags, ctx)
+        found = [Discovered(f"cluster:{cluster['name']}", cluster["id"], cluster["status"],
+                            f"PCS cluster {cluster['name']} ({cluster['id']}, {cluster['status']})", ours,
+                            PcsCluster(cluster["name"], known_id=cluster["id"]) if ours else None,
+                            tags.get(CLUSTER_ID_TAG, ""))]
+        if cluster["status"] == "DELETING":
+            return found
+        groups, queues = self._members(session, cluster["id"])
+        for kind, items, make in (("compute_node_group", groups, PcsNodeGroup), ("queue", queues, PcsQueue)):
+            for item in items:
+                member_tags = self._tags(session, item["arn"])
+                if member_tags is None:
+                    continue
+                mine = is_ours(member_tags, ctx)
+                found.append(Discovered(
+                    f"{kind}:{item['name']}", item["id"], item["status"],
+                    f"PCS {kind.replace('_', ' ')} {item['name']} ({item['id']}, {item['status']})", mine,
+                    make(item["name"], cluster=cluster["id"], known_id=item["id"]) if mine else None,
+                    member_tags.get(CLUSTER_ID_TAG, "")))
+        return found
+
+    def describe(self, session: Session) -> dict[str, Any]:
+        report: dict[str, Any] = {"name": session.name, "backend": PROFILE.name, "region": session.region,
+                                  "status": "NOT_FOUND", "backend_status": None, "queues": [],
+                                  "slurm_endpoint": None, "instances": [], "problems": []}
+        cluster = self._cluster(session)
+        if cluster is None:
+            return report
+        endpoints = cluster.get("endpoints") or []
+        report["slurm_endpoint"] = ", ".join(f"{e.get('privateIpAddress')}:{e.get('port')}" for e in endpoints) \
+            or None
+        report["backend_status"] = cluster["status"]
+        report["error"] = error_info(cluster) or None
+        groups, queues = ([], []) if cluster["status"] == "DELETING" else self._members(session, cluster["id"])
+        by_id = {g["id"]: g for g in groups}
+        instances: dict[str, list[dict[str, Any]]] = {}
+        for instance in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:cluster-id", "Values": [cluster["id"]]}]):
+            group = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}.get("aws:pcs:compute-node-group-id")
+            instances.setdefault(group or "", []).append(instance)
+        for group in groups:
+            for instance in instances.get(group["id"], []):
+                report["instances"].append(_instance_row(instance, group["name"]))
+        for queue in queues:
+            configs = queue.get("computeNodeGroupConfigurations") or []
+            members = [by_id[c["computeNodeGroupId"]] for c in configs if c.get("computeNodeGroupId") in by_id]
+            scaling = [m.get("scalingConfiguration", {}) for m in members]
+            types = sorted({c["instanceType"] for m in members for c in m.get("instanceConfigs") or []})
+            report["queues"].append({
+                "name": queue["name"], "instance_type": ", ".join(types) or None,
+                "min": sum(s.get("minInstanceCount", 0) for s in scaling),
+                "max": sum(s.get("maxInstanceCount", 0) for s in scaling),
+                "status": queue["status"], "node_group_status": ", ".join(m["status"] for m in members) or None,
+                "running_instances": sum(1 for m in members for i in instances.get(m["id"], [])
+                                         if i["State"]["Name"] == "running"),
+            })
+        # PCS keeps a node group ACTIVE when its nodes fail to launch or register ("provisioning status doesn't
+        # indicate the overall health of the compute node group", botocore's PCS model); errorInfo says why.
+        report["problems"] = [f"{kind} {item['name']}: {error_info(item)}"
+                              for kind, items in (("compute node group", groups), ("queue", queues))
+                              for item in items if error_info(item)]
+        report["status"] = _overall(cluster["status"], [g["status"] for g in groups] + [q["status"] for q in queues])
+        return report
+
+    def login_node(self, session: Session) -> LoginNode | None:
+        cluster = self._cluster(session)
+        if cluster is None:
+            return None
+        groups, _ = self._members(session, cluster["id"])
+        login = next((g for g in groups if g["name"] == LOGIN_GROUP), None)
+        if login is None:
+            return None
+        # PCS tags the instances it launches with their node group's id.
+        nodes = sorted((i for i in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:compute-node-group-id",
+                                                                 "Values": [login["id"]]}])
+                        if i["State"]["Name"] in ("pending", "running")),
+                       key=lambda i: (i["State"]["Name"] != "running", str(i.get("LaunchTime"))))
+        if not nodes:
+            return None
+        node = nodes[0]
+        return LoginNode(node["InstanceId"], PROFILE.login_role, node["State"]["Name"], node.get("PublicIpAddress"),
+                         node.get("PrivateIpAddress"))
+
+    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+        cluster = self._cluster(session)
+        if cluster is None:
+            return [], [f"PCS has no cluster {session.name} in {session.region}"]
+        return cluster_logs(session.ctx, cluster, since, lines)
+
+
+def _instance_row(instance: dict[str, Any], queue: str) -> dict[str, Any]:
+    return {"id": instance["InstanceId"], "queue": queue, "instance_type": instance["InstanceType"],
+            "state": instance["State"]["Name"], "launch_time": instance.get("LaunchTime")}
+
+
+def _overall(cluster_status: str, members: list[str]) -> str:
+    status = PROFILE.common_status(cluster_status)
+    if status != "ACTIVE":
+        return status
+    mapped = {PROFILE.common_status(m) for m in members}
+    for candidate in ("FAILED", "CREATING", "DELETING", "UPDATING"):
+        if candidate in mapped:
+            return "UPDATING" if candidate == "DELETING" else candidate
+    return "ACTIVE"

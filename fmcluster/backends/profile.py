@@ -1,0 +1,30 @@
+"""What generic code must know about a backend by name, without loading it: a light record (no boto3, no
+pcluster) that ``status``, ``connect`` and the spec can read for any backend, installed extra or not."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class BackendProfile:
+    name: str  # the spec's ``backend:`` value
+    display: str  # how messages name it ("PCS", "ParallelCluster")
+    # Where users log in, as messages say it ("head node", "login node"), and how to describe a missing one.
+    login_role: str
+    login_where: str
+    # The backend's raw statuses (its cluster's, or its stack's) in the one vocabulary of ``status``.
+    status: Mapping[str, str] = field(default_factory=dict)
+    # The resource kind of the cluster's anchor (what its id and tags hang on): a teardown keeps nothing
+    # for it when it keeps storage.
+    anchor_kind: str = "cluster"
+    # The pip extra the backend's lifecycle needs (None: boto3 alone).
+    extra: str | None = None
+    # Its ``discover`` scans for every kind of resource fmcluster makes itself, anchor or not: the backend
+    # that finds what is left of a cluster whose anchor AWS no longer holds.
+    finds_everything: bool = False
+
+    def common_status(self, raw: str) -> str:
+        """``raw`` in the common vocabulary; a status the map does not know is in progress."""
+        return self.status.get(raw, "UPDATING")

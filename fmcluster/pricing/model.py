@@ -1,0 +1,171 @@
+"""The one cost model: what a cluster costs per hour at its queues' maximum (``plan``, ``create``, ``destroy``
+and ``status`` all read :func:`spec_cost`), and what the instances AWS runs now cost (``status``).
+
+Each queue is priced at its capacity type's rate (:mod:`fmcluster.pricing.rates`: a Capacity Block at its own
+rate, an ODCR, Spot or On-Demand queue at the On-Demand rate), the head or login node at On-Demand, and the
+network fmcluster creates at its NAT gateway and public IPv4 address (:mod:`fmcluster.pricing.network`). FSx
+has no bundled price and is listed as unknown. Every dollar figure is rounded once, by :func:`round_usd`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from fmcluster.pricing.network import nat_gateway_usd_per_hour, network_usd_per_hour
+from fmcluster.pricing.rates import PriceBook, QueuePrice
+from fmcluster.spec.models import Spec, max_nodes
+
+#: Decimal places of every dollar figure, so that plan and status agree to the cent and beyond.
+USD_DECIMALS = 4
+# The instances' queue names for the head node (ParallelCluster) and the login node (PCS): On-Demand.
+HEAD_QUEUES = ("(head node)", "login")
+
+
+def round_usd(value: float) -> float:
+    return round(value, USD_DECIMALS)
+
+
+@dataclass(frozen=True)
+class QueueCost:
+    name: str
+    instance_type: str
+    nodes: int  # the queue's maximum
+    price: QueuePrice  # per instance-hour
+    usd_per_hour: float | None  # at the maximum; None when the type has no price
+
+
+@dataclass(frozen=True)
+class SpecCost:
+    """The per-part breakdown ``plan`` shows, and its total."""
+
+    queues: list[QueueCost]
+    head_node_instance_type: str
+    head_node: QueuePrice
+    compute_usd_per_hour: float | None
+    storage_usd_per_hour: float | None
+    network_usd_per_hour: float | None
+    unknown: list[str]  # the parts with no price, left out of the total
+    usd_per_hour: float | None  # the known parts; None when no node is priced
+
+
+def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
+    """What ``spec`` costs per hour with every queue at its maximum, priced from ``prices`` (bundled by
+    default)."""
+    prices = prices or PriceBook(spec.region)
+    queues = []
+    for queue in spec.queues:
+        price = prices.queue_price(queue)
+        nodes = max_nodes(queue)
+        total = round_usd(price.usd_per_hour * nodes) if price.usd_per_hour is not None else None
+        queues.append(QueueCost(queue.name, queue.instance_type, nodes, price, total))
+    head = prices.instance_price(spec.head_node.instance_type)
+    unknown = [f"queue {q.name} ({q.instance_type})" for q in queues if q.usd_per_hour is None]
+    if head.usd_per_hour is None:
+        unknown.append(f"head node ({spec.head_node.instance_type})")
+    if spec.storage.lustre is not None:
+        unknown.append("FSx for Lustre")
+    if spec.storage.home is not None:
+        unknown.append("FSx for OpenZFS /home" if spec.storage.home.type == "openzfs" else "EFS /home")
+    network = network_usd_per_hour(spec)
+    if network is None:
+        unknown.append(f"NAT gateway of the created network (no bundled price for {spec.region})")
+    known = [q.usd_per_hour for q in queues if q.usd_per_hour is not None]
+    compute = round_usd(sum(known)) if known else None
+    storage = None  # FSx prices are not bundled
+    nodes = [p for p in (compute, head.usd_per_hour, storage) if p is not None]
+    # The network alone is no total: with no node priced, the total stays unknown.
+    total = round_usd(sum(nodes) + (network or 0.0)) if nodes else None
+    return SpecCost(queues, spec.head_node.instance_type, head, compute, storage, network, unknown, total)
+
+
+def usd_per_hour_max(spec: Spec) -> float | None:
+    """``plan``'s ``usd_per_hour``: the known parts at the queues' maximum, at bundled prices."""
+    return spec_cost(spec).usd_per_hour
+
+
+def _launched(value: Any) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, str) and value:
+        try:
+            parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+    return None
+
+
+def _hours(since: Any, now: dt.datetime) -> float:
+    started = _launched(since)
+    return max(0.0, (now - started).total_seconds() / 3600) if started else 0.0
+
+
+def live_cost(report: dict[str, Any], spec: Spec | None = None, now: dt.datetime | None = None) -> dict[str, Any]:
+    """Cost fields for ``status``: dollars so far and per hour now, from the instances running (at their
+    queue's capacity rate) and the NAT gateways alive; per hour at the maximum from :func:`spec_cost` when the
+    spec is known (the figure ``plan`` shows), else from the queues AWS runs at On-Demand rates."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    prices = PriceBook(report.get("region") or (spec.region if spec else ""))
+    capacity = {q.name: q.capacity.type for q in spec.queues} if spec else {}
+    so_far = per_hour_now = 0.0
+    unpriced: set[str] = set()
+    per_queue: dict[str, dict[str, float]] = {}
+    for instance in report.get("instances") or []:
+        if instance.get("state") not in ("pending", "running"):
+            continue
+        queue_name = instance.get("queue") or ""
+        instance_type = str(instance.get("instance_type"))
+        hourly = prices.instance_price(instance_type, capacity.get(queue_name, "on-demand")).usd_per_hour
+        if hourly is None:
+            unpriced.add(instance_type)
+            continue
+        hours = _hours(instance.get("launch_time"), now)
+        so_far += hourly * hours
+        per_hour_now += hourly
+        queue = per_queue.setdefault(queue_name, {"usd_so_far": 0.0, "usd_per_hour_now": 0.0})
+        queue["usd_so_far"] += hourly * hours
+        queue["usd_per_hour_now"] += hourly
+    nat = nat_gateway_usd_per_hour(report.get("region"))
+    gateways = _live_nat_gateways(report)
+    if gateways and nat is None:
+        unpriced.add(f"NAT gateway in {report.get('region')}")
+    for gateway in gateways if nat is not None else []:
+        # A NAT gateway bills while it exists, from its CreateTime.
+        so_far += nat * _hours(gateway.get("created"), now)
+        per_hour_now += nat
+    if spec is not None:
+        cost = spec_cost(spec, prices)
+        per_hour_max = cost.usd_per_hour
+        unpriced.update(cost.unknown)
+        at_max = "at the maximum as `plan` computes it from the spec"
+    else:
+        per_hour_max = _reported_max(report, prices, unpriced) + (nat or 0.0) * len(gateways)
+        at_max = "at the maximum from the queues AWS runs (no spec: On-Demand rates)"
+    return {"usd_so_far": round_usd(so_far), "usd_per_hour_now": round_usd(per_hour_now),
+            "usd_per_hour_max": round_usd(per_hour_max) if per_hour_max is not None else None,
+            "cost_by_queue": {q: {k: round_usd(v) for k, v in c.items()} for q, c in sorted(per_queue.items())},
+            "cost_basis": f"bundled prices as of {prices.as_of} (Capacity Block queues at their block rate, the "
+                          "rest On-Demand), from instance launch times (a created NAT gateway's from its "
+                          f"creation); {at_max}"
+                          + (f"; no price for {', '.join(sorted(unpriced))}" if unpriced else "")}
+
+
+def _reported_max(report: dict[str, Any], prices: PriceBook, unpriced: set[str]) -> float:
+    """Without a spec: each reported queue's dearest type at its maximum, and the head or login node running."""
+    total = 0.0
+    for queue in report.get("queues") or []:
+        types = [t.strip() for t in str(queue.get("instance_type") or "").split(",") if t.strip()]
+        rates = {t: prices.instance_price(t).usd_per_hour for t in types}
+        unpriced.update(t for t, rate in rates.items() if rate is None)
+        total += max((rate or 0.0 for rate in rates.values()), default=0.0) * (queue.get("max") or 0)
+    for instance in report.get("instances") or []:
+        if instance.get("queue") in HEAD_QUEUES and instance.get("state") in ("pending", "running"):
+            total += prices.instance_price(str(instance.get("instance_type"))).usd_per_hour or 0.0
+    return total
+
+
+def _live_nat_gateways(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in report.get("resources") or [] if r.get("type") == "nat_gateway"
+            and str(r.get("status", "")).lower() in ("pending", "available")]

@@ -1,0 +1,53 @@
+"""How many of the spec's tags fit on one resource, once fmcluster and the backend have added theirs.
+
+AWS allows 50 tags per resource; keys starting with ``aws:`` are AWS's own and do not count ("Tag your Amazon
+EC2 resources" / "Tagging AWS resources", tag restrictions: "Maximum number of tags per resource - 50 ...
+Tags with this prefix do not count against your tags per resource limit"). A spec with more user tags than
+fit would get past validation and fail only once ``create`` has made resources, so it is refused at load
+time instead. (The ``aws:`` prefix and the 128/256 key and value lengths are checked by ``rules._tags``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fmcluster.spec.models import Spec
+from fmcluster.spec.positions import Path_
+
+AWS_TAGS_PER_RESOURCE = 50
+# fmcluster.render.common.resource_tags puts these four on everything it creates (render sits above spec, so
+# they are spelled out here; tests/test_spec_errors.py checks they match), and render.network adds "Name".
+OWNERSHIP_TAGS = ("fmcluster:cluster", "fmcluster:region", "fmcluster:cluster-id", "fmcluster:resource")
+FMCLUSTER_TAGS = (*OWNERSHIP_TAGS, "Name")
+# ParallelCluster 3.16 refuses a configuration whose Tags (the user's plus fmcluster's four, which
+# fmcluster puts in the cluster configuration) exceed MAX_TAGS_COUNT = 40 (pcluster/constants.py, checked by
+# pcluster/validators/tags_validators.py ComputeResourceTagsValidator), keeping the other 10 of AWS's 50 for
+# what it adds to every compute instance: "Name" and 8 parallelcluster:* tags (cluster-name and version from
+# models/cluster.py _add_tags; node-type, attributes, networking, filesystem from
+# templates/cdk_builder_utils.py get_default_instance_tags; queue-name, compute-resource-name from
+# templates/queues_stack.py).
+PCLUSTER_CONFIG_TAGS_MAX = 40
+PCLUSTER_PREFIX = "parallelcluster:"
+
+Report = Callable[[Path_, str], None]
+
+
+def check_tag_count(spec: Spec, error: Report, warn: Report) -> None:
+    """Refuse, at the first tag that does not fit, a spec with more tags than one resource can carry."""
+    if spec.backend == "parallelcluster":
+        for key in spec.tags:
+            if key.startswith(PCLUSTER_PREFIX):
+                error(("tags", key), f"tag keys starting with '{PCLUSTER_PREFIX}' are reserved by ParallelCluster")
+        own = OWNERSHIP_TAGS
+        budget = PCLUSTER_CONFIG_TAGS_MAX - len(own)
+        why = (f"ParallelCluster allows {PCLUSTER_CONFIG_TAGS_MAX} configured tags (it keeps the rest of AWS's "
+               f"{AWS_TAGS_PER_RESOURCE} per resource for its own) and fmcluster adds {len(own)}")
+    else:
+        own = FMCLUSTER_TAGS
+        budget = AWS_TAGS_PER_RESOURCE - len(own)
+        why = f"AWS allows {AWS_TAGS_PER_RESOURCE} tags per resource and fmcluster adds {len(own)} of its own"
+    counted = [key for key in spec.tags if key not in own and not key.lower().startswith("aws:")]
+    if len(counted) > budget:
+        error(("tags", counted[budget]),
+              f"{len(counted)} tags are too many: {why} ({', '.join(own)}), so a spec can have at most {budget}; "
+              f"this is tag {budget + 1}")
