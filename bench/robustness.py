@@ -191,8 +191,13 @@ def output_cases() -> list[Case]:
     def svg_onto_dir(tmp: Path) -> Invocation:
         return Invocation(["plan", str(LUSTRE_SPEC), "--svg", str(tmp)], 1)
 
+    def svg_onto_symlink(tmp: Path) -> Invocation:
+        (tmp / "chart.svg").symlink_to(write(tmp, "precious", "keep\n"))
+        return Invocation(["plan", str(LUSTRE_SPEC), "--svg", str(tmp / "chart.svg")], 2)
+
     return [Case("bad-output", f.__name__.replace("_", "-"), f) for f in (
-        existing_file, under_a_file, document_is_a_directory, unwritable, svg_missing_dir, svg_onto_dir)] + [
+        existing_file, under_a_file, document_is_a_directory, unwritable, svg_missing_dir, svg_onto_dir,
+        svg_onto_symlink)] + [
         Case("bad-output", "render-onto-dev-null",
              lambda tmp: Invocation(["render", str(QUICKSTART), "-o", "/dev/null"], 2))]
 
