@@ -147,6 +147,11 @@ def flag_cases() -> list[Case]:
                           lambda tmp, command=command: Invocation(
                               ["--endpoint-url", NOWHERE, *command], 2,
                               env={"AWS_CA_BUNDLE": str(tmp / "gone" / "ca.pem")})))
+    # Issue 20: an ASCII locale (PYTHONIOENCODING empty counts as unset) must not crash rich's marks
+    for name, args, code in (("ascii-locale plan", ["plan", str(QUICKSTART)], 0),
+                             ("ascii-locale unknown cluster", ["status", "no-such-cluster"], 1)):
+        cases.append(Case("bad-flag", name, lambda tmp, args=args, code=code: Invocation(
+            args, code, env={"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""})))
     return cases
 
 
