@@ -52,6 +52,7 @@ class Invocation:
     expect: int
     as_user: bool = False
     cleanup: Callable[[], None] | None = None
+    env: dict[str, str] = field(default_factory=dict)  # on top of env_for(tmp)
 
 
 @dataclass
@@ -139,8 +140,19 @@ FLAGS: list[tuple[str, list[str], int]] = [
 
 
 def flag_cases() -> list[Case]:
-    return [Case("bad-flag", name, lambda tmp, args=args, code=code: Invocation(args, code))
-            for name, args, code in FLAGS]
+    cases = [Case("bad-flag", name, lambda tmp, args=args, code=code: Invocation(args, code))
+             for name, args, code in FLAGS]
+    for command in (["status"], ["preflight", str(QUICKSTART)], ["create", str(QUICKSTART), "--yes"]):
+        cases.append(Case("bad-flag", f"ca-bundle-missing {command[0]}",
+                          lambda tmp, command=command: Invocation(
+                              ["--endpoint-url", NOWHERE, *command], 2,
+                              env={"AWS_CA_BUNDLE": str(tmp / "gone" / "ca.pem")})))
+    # Issue 20: an ASCII locale (PYTHONIOENCODING empty counts as unset) must not crash rich's marks
+    for name, args, code in (("ascii-locale plan", ["plan", str(QUICKSTART)], 0),
+                             ("ascii-locale unknown cluster", ["status", "no-such-cluster"], 1)):
+        cases.append(Case("bad-flag", name, lambda tmp, args=args, code=code: Invocation(
+            args, code, env={"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""})))
+    return cases
 
 
 NAMES: list[tuple[str, list[str], int]] = [
@@ -191,8 +203,13 @@ def output_cases() -> list[Case]:
     def svg_onto_dir(tmp: Path) -> Invocation:
         return Invocation(["plan", str(LUSTRE_SPEC), "--svg", str(tmp)], 1)
 
+    def svg_onto_symlink(tmp: Path) -> Invocation:
+        (tmp / "chart.svg").symlink_to(write(tmp, "precious", "keep\n"))
+        return Invocation(["plan", str(LUSTRE_SPEC), "--svg", str(tmp / "chart.svg")], 2)
+
     return [Case("bad-output", f.__name__.replace("_", "-"), f) for f in (
-        existing_file, under_a_file, document_is_a_directory, unwritable, svg_missing_dir, svg_onto_dir)] + [
+        existing_file, under_a_file, document_is_a_directory, unwritable, svg_missing_dir, svg_onto_dir,
+        svg_onto_symlink)] + [
         Case("bad-output", "render-onto-dev-null",
              lambda tmp: Invocation(["render", str(QUICKSTART), "-o", "/dev/null"], 2))]
 
@@ -264,7 +281,8 @@ def run_case(case: Case, hang_after: float, executable: str) -> Outcome:
         invocation = case.build(tmp)
         started = time.monotonic()
         try:
-            result = subprocess.run([executable, *invocation.args], capture_output=True, text=True, env=env_for(tmp),
+            result = subprocess.run([executable, *invocation.args], capture_output=True, text=True,
+                                    env={**env_for(tmp), **invocation.env},
                                     cwd=tmp, timeout=hang_after, stdin=subprocess.DEVNULL,
                                     preexec_fn=demote() if invocation.as_user else None)
         except subprocess.TimeoutExpired as exc:

@@ -48,6 +48,7 @@ class Target:
 
 _target = Target()
 _sessions: dict[str | None, Any] = {}
+_ca_bundle_checked = False
 
 
 def configure(profile: str | None, region: str | None, endpoint_url: str | None, sandbox: str = "") -> Target:
@@ -95,9 +96,22 @@ def region_for(spec_region: str | None) -> str:
         "AWS_DEFAULT_REGION") or "us-east-1"
 
 
+def check_ca_bundle() -> None:
+    """Refuse an ``AWS_CA_BUNDLE`` that names no file, once per process, before the first AWS call: botocore
+    would fail every HTTPS call later with a TLS error that does not name the variable."""
+    global _ca_bundle_checked
+    if _ca_bundle_checked:
+        return
+    path = os.environ.get("AWS_CA_BUNDLE")
+    if path and not os.path.isfile(path):
+        raise UsageError(f"AWS_CA_BUNDLE names {path}, which is not a file: point it at a CA bundle, or unset it")
+    _ca_bundle_checked = True
+
+
 def session(region: str) -> Any:
     import boto3
 
+    check_ca_bundle()
     with _lock:
         if region not in _sessions:
             new = boto3.Session(profile_name=_target.profile, region_name=region)
@@ -216,6 +230,7 @@ def _note_throttled_retry(response: Any = None, attempts: int | None = None, ope
 
 
 def has_credentials(region: str) -> bool:
+    check_ca_bundle()  # a usage error, not "no credentials"
     try:
         return session(region).get_credentials() is not None
     except Exception:  # a broken profile counts as no credentials here; the real call will explain

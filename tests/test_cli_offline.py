@@ -193,3 +193,32 @@ def test_missing_spec_file(tmp_path: Path, command: str) -> None:
     assert "Traceback" not in result.stderr
     assert "missing.yaml: no such file" in result.stderr
     assert result.stdout == ""
+
+
+# --- AWS_CA_BUNDLE naming no file ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("status",), ("status", "demo"), ("preflight", QUICKSTART_PCS),
+    ("validate", ROOT / "configs" / "quickstart-parallelcluster.yaml"), ("create", QUICKSTART_PCS, "--yes"),
+], ids=["status", "status-name", "preflight", "validate", "create"])
+def test_missing_ca_bundle_is_a_usage_error(tmp_path: Path, args: tuple) -> None:
+    """botocore would fail each HTTPS call with a TLS error that names neither the variable nor the file (and
+    preflight would file it as a credentials row): one line before any AWS call instead."""
+    bundle = tmp_path / "gone" / "ca.pem"
+    env = {**_env(tmp_path), "AWS_CA_BUNDLE": str(bundle), "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing"}
+    result = subprocess.run([FMCLUSTER, "--endpoint-url", "http://127.0.0.1:9", *map(str, args)],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: AWS_CA_BUNDLE names {bundle}, which is not a file: point it at a CA bundle, or unset it"]
+    assert result.stdout == ""
+
+
+def test_missing_ca_bundle_leaves_offline_commands_alone(tmp_path: Path) -> None:
+    """The check sits where AWS clients are made, not at startup: render never calls AWS, so it does not refuse."""
+    env = {**_env(tmp_path), "AWS_CA_BUNDLE": str(tmp_path / "gone.pem")}
+    result = subprocess.run([FMCLUSTER, "render", str(QUICKSTART_PCS)], capture_output=True,
+                            text=True, env=env, cwd=tmp_path, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "AWS_CA_BUNDLE" not in result.stderr

@@ -436,6 +436,24 @@ def test_svg_is_written_and_is_valid_xml(tmp_path: Path) -> None:
     assert "◀ spec" in text and "1000 MB/s/TiB" in text
 
 
+@pytest.mark.parametrize("target_exists", [True, False], ids=["onto-a-file", "dangling"])
+def test_svg_onto_a_symlink_is_refused(tmp_path: Path, target_exists: bool) -> None:
+    """A link at the --svg path could aim the chart at any file the user can write: refused, not followed."""
+    config = next(p for p in CONFIGS if p.name == "p5-odcr-parallelcluster.yaml")
+    target = tmp_path / "precious.txt"
+    if target_exists:
+        target.write_text("keep\n")
+    link = tmp_path / "chart.svg"
+    link.symlink_to(target)
+    code, text, err = run(config, svg=str(link), width=1000)
+    assert code == 2
+    assert err.splitlines() == [f"error: --svg: {link} is a symbolic link (to {target}); plan does not write "
+                                "through links: give the real file's path"]
+    assert text == ""
+    assert link.is_symlink()
+    assert (target.read_text() == "keep\n") if target_exists else not target.exists()
+
+
 def test_svg_without_lustre_is_a_clear_error(tmp_path: Path) -> None:
     path = write_spec(tmp_path, [{"name": "gpu", "instance_type": "p5.4xlarge", "nodes": 1}])
     code, _, err = run(path, svg=str(tmp_path / "x.svg"))

@@ -362,9 +362,17 @@ def test_missing_node_fails_for_parallelcluster(sandbox, monkeypatch):
     assert any(f"install Node.js {nodejs.MIN_NODE_MAJOR} or later" in f for f in _fixes(node))
 
 
-def test_unreachable_endpoint_is_a_failed_check_not_an_exception():
+def test_unreachable_endpoint_is_a_failed_check_not_an_exception(monkeypatch):
     import boto3
     from botocore.config import Config
+
+    from fmcluster import aws
+
+    # The hint names where this command's calls go, which is process-wide state an earlier test may have set:
+    # point it here, and let monkeypatch put back both the target and the environment variable configure sets.
+    monkeypatch.setattr(aws, "_target", aws.target())
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    aws.configure(None, None, "http://127.0.0.1:9")
 
     def client(service):
         return boto3.client(service, region_name=REGION, endpoint_url="http://127.0.0.1:9",

@@ -217,6 +217,13 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "network.ssh.allowed_cidr", "has host bits set (did you mean 2001:db8::/64?)"),
     ("cidr-ipv6-parallelcluster", PC + "network:\n  ssh: {allowed_cidr: '2001:db8::/48'}\n", 8, 23,
      "network.ssh.allowed_cidr", "ParallelCluster's HeadNode.Ssh.AllowedIps takes only IPv4 CIDRs"),
+    ("cidr-ipv4-mapped", PCS + "network:\n  ssh: {allowed_cidr: '::ffff:10.0.0.0/104'}\n", 8, 23,
+     "network.ssh.allowed_cidr", "'::ffff:10.0.0.0/104' is an IPv4-mapped IPv6 network; security groups would take "
+     "it as an IPv6 range, not the IPv4 network meant: write the IPv4 form, 10.0.0.0/8"),
+    ("cidr-ipv4-mapped-parallelcluster", PC + "network:\n  ssh: {allowed_cidr: '::ffff:203.0.113.0/120'}\n", 8,
+     23, "network.ssh.allowed_cidr", "write the IPv4 form, 203.0.113.0/24"),
+    ("cidr-ipv4-mapped-host-bits", PCS + "network:\n  ssh: {allowed_cidr: '::ffff:10.0.0.1/104'}\n", 8, 23,
+     "network.ssh.allowed_cidr", "has host bits set (did you mean 10.0.0.0/8?)"),
     ("region-unknown", PC + "region: moon-1\n", 7, 9, "region", "unknown region 'moon-1' (did you mean one of"),
     ("region-typo", PC + "region: us-esat-1\n", 7, 9, "region",
      "unknown region 'us-esat-1' (did you mean 'us-west-1' or 'us-east-1'"),
@@ -226,7 +233,7 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
 SUBPROCESS_CASES = {
     "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
-    "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "nodes-octal",
+    "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
     "tags-3000-parallelcluster",
 }
 

@@ -59,7 +59,9 @@ def test_progress_view_prints_the_retry():
 
 def test_create_under_throttling_says_so(cli, sandbox):
     sandbox.faults({"throttle_rate": {"*": 0.3}, "seed": 11})
-    created = _ok(cli.create())
+    # Backed-off retries at a 30 % throttle rate take ~100 s here, near the fixture's 120 s hang guard; the guard
+    # is for hangs, so this create gets a wider one.
+    created = _ok(cli.run("create", str(cli.spec), "--yes", timeout=300))
     assert "throttled by AWS (" in created.stderr and "retrying (attempt" in created.stderr, created.stderr
     sandbox.faults({"reset": True})
     _ok(cli.destroy())

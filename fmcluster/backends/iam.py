@@ -66,28 +66,37 @@ class InstanceProfile(Resource):
             require_ours(f"IAM role {self.role_name}", tag_dict(role.get("Tags")), ctx)
         if profile is not None:
             require_ours(f"IAM instance profile {self.profile_name}", tag_dict(profile.get("Tags")), ctx)
+        attributes = self._role_attributes(iam, role) if role is not None else None
+        if attributes is None and profile is None:
+            return None
         missing: list[str] = []
-        attributes: dict[str, Any] = {}
-        if role is None:
+        if attributes is None:
             missing.append("role")
-        else:
-            attributes["RoleName"] = role["RoleName"]
-            attributes["Path"] = role.get("Path")
-            attributes["AssumeRolePolicyDocument"] = _policy(role.get("AssumeRolePolicyDocument"))
-            inline = iam.list_role_policies(RoleName=self.role_name)["PolicyNames"]
-            for name in inline:
-                document = iam.get_role_policy(RoleName=self.role_name, PolicyName=name)["PolicyDocument"]
-                attributes[f"inline_policy.{name}"] = _policy(document)
-            attached = [p["PolicyArn"] for page in iam.get_paginator("list_attached_role_policies").paginate(
-                RoleName=self.role_name) for p in page["AttachedPolicies"]]
-            attributes["managed_policies"] = sorted(attached)
         if profile is None:
             missing.append("instance profile")
         elif self.role_name not in [r["RoleName"] for r in profile.get("Roles", [])]:
             missing.append("role in the instance profile")
         arn = profile["Arn"] if profile else (role or {}).get("Arn")
         return Observed(arn, "available", "ready", self._outputs(profile["Arn"]) if profile else {},
-                        attributes=attributes, missing=missing)
+                        attributes=attributes or {}, missing=missing)
+
+    def _role_attributes(self, iam: Any, role: dict[str, Any]) -> dict[str, Any] | None:
+        """The role's trust and policies; None when it is deleted while we read (a killed command's DeleteRole
+        may still land, as may another user's)."""
+        attributes = {"RoleName": role["RoleName"], "Path": role.get("Path"),
+                      "AssumeRolePolicyDocument": _policy(role.get("AssumeRolePolicyDocument"))}
+        try:
+            for name in iam.list_role_policies(RoleName=self.role_name)["PolicyNames"]:
+                document = iam.get_role_policy(RoleName=self.role_name, PolicyName=name)["PolicyDocument"]
+                attributes[f"inline_policy.{name}"] = _policy(document)
+            attached = [p["PolicyArn"] for page in iam.get_paginator("list_attached_role_policies").paginate(
+                RoleName=self.role_name) for p in page["AttachedPolicies"]]
+        except ClientError as exc:
+            if error_code(exc) == "NoSuchEntity":
+                return None
+            raise
+        attributes["managed_policies"] = sorted(attached)
+        return attributes
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         body = self.document.body

@@ -25,6 +25,7 @@ from fmcluster.spec.trace import locate
 def preflight_results(spec: Spec) -> list:
     """Every preflight check's result (``fmcluster preflight`` prints them, as a table or as JSON)."""
     region = aws.region_for(spec.region)
+    aws.check_ca_bundle()  # a usage error (exit 2), not a failed credentials row
     return run_preflight(spec, region, lambda service: aws.client(service, region))
 
 

@@ -1,11 +1,14 @@
 """`fmcluster plan SPEC [--json] [--svg FILE] [--live-prices]`: load, compute, print.
 
 The CLI wires this to Typer. A bad spec raises SpecError (the CLI prints it and exits 2); a failed
-price lookup or an unwritable SVG prints one message and returns 1.
+price lookup or an unwritable SVG prints one message and returns 1; an SVG path that is a symbolic link is
+refused (2) before anything is printed or written.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -32,6 +35,9 @@ def run_plan(
     for warning in loaded.warnings:
         console_err.print(f"warning: {warning}", markup=False, highlight=False)
     spec = loaded.spec
+    if svg is not None and Path(svg).is_symlink():
+        console_err.print(_svg_is_a_link(svg), markup=False, highlight=False)
+        return 2
 
     prices: PriceBook = PriceBook(spec.region)
     if live_prices:
@@ -61,11 +67,27 @@ def run_plan(
             )
             return 1
         try:
-            Path(svg).write_text(render_svg(chart), encoding="utf-8")
+            _write_no_follow(svg, render_svg(chart))
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # made a link since the check above
+                console_err.print(_svg_is_a_link(svg), markup=False, highlight=False)
+                return 2
             console_err.print(
                 f"error: --svg: cannot write {svg}: {exc.strerror or exc}", markup=False, highlight=False
             )
             return 1
         console_err.print(f"wrote {svg}", markup=False, highlight=False)
     return 0
+
+
+def _svg_is_a_link(svg: str) -> str:
+    return (f"error: --svg: {svg} is a symbolic link (to {os.readlink(svg) if os.path.islink(svg) else '?'}); "
+            "plan does not write through links: give the real file's path")
+
+
+def _write_no_follow(path: str, text: str) -> None:
+    """Write ``text`` to ``path``, refusing (ELOOP) to follow a symbolic link there: a link could point the
+    chart at any file the user can write."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)

@@ -298,10 +298,17 @@ def _network(spec: Spec, error: Report, warn: Report) -> None:
     except ValueError as exc:
         message = f"'{cidr}' is not a network address: {exc}"
         try:  # host bits set (10.0.0.1/8): the network the user most likely meant
-            message += f" (did you mean {ipaddress.ip_network(cidr, strict=False)}?)"
+            loose = ipaddress.ip_network(cidr, strict=False)
+            message += f" (did you mean {_ipv4_mapped(loose) or loose}?)"
         except ValueError:
             pass
         error(path, message)
+        return
+    mapped = _ipv4_mapped(network)
+    if mapped is not None:
+        # EC2 reads ::ffff:a.b.c.d as an IPv6 source (Ipv6Ranges), which IPv4 clients never come from
+        error(path, f"'{cidr}' is an IPv4-mapped IPv6 network; security groups would take it as an IPv6 range, "
+                    f"not the IPv4 network meant: write the IPv4 form, {mapped}")
         return
     if network.version == 6 and spec.backend == "parallelcluster":
         # pcluster/schemas/common_schema.py ALLOWED_VALUES["cidr"]: HeadNode/Ssh/AllowedIps is IPv4 (or a prefix list)
@@ -309,6 +316,13 @@ def _network(spec: Spec, error: Report, warn: Report) -> None:
         return
     for message in ssh_exposure(network):
         warn(path, message)
+
+
+def _ipv4_mapped(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> ipaddress.IPv4Network | None:
+    """The IPv4 network an IPv4-mapped IPv6 one (::ffff:0:0/96 and inside it) stands for, else None."""
+    if network.version != 6 or network.prefixlen < 96 or network.network_address.ipv4_mapped is None:
+        return None
+    return ipaddress.ip_network(f"{network.network_address.ipv4_mapped}/{network.prefixlen - 96}")
 
 
 # Wider than this is "a lot of the internet": a /16 is 65,536 IPv4 addresses; a /48 is one IPv6 site.
