@@ -107,7 +107,8 @@ def test_sigint_during_create_exits_130_and_says_how_to_resume(cli, sandbox):
     # slowly this process reads the child's output (with SLOW's 2 s the whole create could finish first).
     sandbox.faults({"latency": {**SLOW["latency"], "pcs.cluster": 20.0}})
     proc = cli.popen("create", str(cli.spec), "--yes")
-    seen = _wait_for_line(proc, "cluster:" + cli.name)  # the engine is running: the PCS cluster is CREATING
+    seen = _wait_for_line(proc, "cluster:" + cli.name)  # the plan's line
+    seen += _wait_for_line(proc, "cluster:" + cli.name)  # the engine's: the PCS cluster is CREATING
     time.sleep(1.0)
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
