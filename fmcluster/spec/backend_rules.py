@@ -1,18 +1,17 @@
 """What the spec's rules ask of the backend a spec names, so that no rule here names a backend itself.
 
 Each backend answers in ``fmcluster/backends/<name>/spec_rules.py`` with a ``RULES`` instance of a subclass of
-:class:`BackendSpecRules`. The spec reaches it by that module name rather than by import: the backends import
-the spec (its models, decisions and positions), so the spec importing them would make the two one tangle.
+:class:`BackendSpecRules`, reached through :func:`fmcluster.backend_parts.backend_part`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from fmcluster.backend_parts import backend_part
 from fmcluster.spec.positions import Path_
 
 if TYPE_CHECKING:
@@ -73,4 +72,4 @@ class BackendSpecRules:
 @cache
 def backend_rules(backend: str) -> BackendSpecRules:
     """The rules of backend ``backend`` (a name the spec's model already accepted)."""
-    return importlib.import_module(f"fmcluster.backends.{backend}.spec_rules").RULES
+    return backend_part(backend, "spec_rules").RULES
