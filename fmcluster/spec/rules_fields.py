@@ -13,8 +13,6 @@ from fmcluster.spec.positions import Path_
 
 Report = Callable[[Path_, str], None]
 
-# PCS instanceHealthChecks need Slurm 26.05 or later (botocore's PCS model, CreateComputeNodeGroup).
-PCS_HEALTH_CHECKS_MIN_VERSION = (26, 5)
 # ParallelCluster refuses these mount points for shared storage (pcluster/validators: SharedStorageMountDir).
 RESERVED_MOUNTS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/usr", "/var")
 
@@ -68,14 +66,6 @@ def gpu_instance(queue: Queue) -> bool | None:
     """Whether the queue's instances carry GPUs; None for a type the catalog does not know."""
     facts = catalog.instance(queue.instance_type)
     return None if facts is None else facts.accelerator.kind == "gpu"
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
-
-
-def pcs_health_checks_supported(spec: Spec) -> bool:
-    return _version(spec.slurm.version) >= PCS_HEALTH_CHECKS_MIN_VERSION
 
 
 def _queues(spec: Spec, error: Report) -> None:

@@ -10,7 +10,7 @@ from fmcluster.references import references, resolve
 from fmcluster.render.common import CLUSTER_TAG
 from fmcluster.render.documents import RenderedDocuments
 from fmcluster.render.node_software import BUCKET_REFERENCE, without_bucket
-from fmcluster.render.parallelcluster import OPENZFS_ROOT_VOLUME
+from fmcluster.render.storage import OPENZFS_ROOT_VOLUME
 from fmcluster.spec import LoadedSpec
 from fmcluster.spec.trace import locate
 from fmcluster.validate.network import network_stand_ins

@@ -10,7 +10,7 @@ from fmcluster.spec import decisions, slurm_settings
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget
 from fmcluster.spec.models import Queue, Slurm, Spec
 from fmcluster.spec.positions import Path_
-from fmcluster.spec.rules_fields import nvidia_gpus, pcs_health_checks_supported
+from fmcluster.spec.rules_fields import nvidia_gpus
 from fmcluster.spec.tag_rules import AWS_TAGS_PER_RESOURCE, FMCLUSTER_TAGS
 
 # botocore pcs model: ClusterName/ComputeNodeGroupName/QueueName pattern '(?!pcs_)^[A-Za-z][A-Za-z0-9-]+'.
@@ -21,6 +21,12 @@ PCS_MAX_NODE_GROUPS = 10
 PCS_MAX_QUEUES = 10
 LOGIN_GROUP = "login"
 PCS_END_OF_LIFE = {"24.11": "2026-05-31", "25.05": "2026-11-30"}
+# PCS instanceHealthChecks need Slurm 26.05 or later (botocore's PCS model, CreateComputeNodeGroup).
+PCS_HEALTH_CHECKS_MIN_VERSION = (26, 5)
+
+
+def pcs_health_checks_supported(spec: Spec) -> bool:
+    return tuple(int(part) for part in spec.slurm.version.split(".")) >= PCS_HEALTH_CHECKS_MIN_VERSION
 
 
 class PcsSpecRules(BackendSpecRules):
