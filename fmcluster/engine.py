@@ -25,6 +25,7 @@ from fmcluster.errors import FmclusterError
 from fmcluster.graph import in_order
 from fmcluster.references import references, resolve
 from fmcluster.state import StateStore
+from fmcluster.waiting import Stop, Stopped, growing, pause
 
 Phase = Literal["pending", "ready", "failed", "gone"]
 EventKind = Literal["started", "progress", "done", "failed", "skipped"]
@@ -107,6 +108,9 @@ class Context:
     # command: polling, discovery and drift need not read them again (an ARN carries the resource's id, so a
     # resource made again under the same name is read again).
     tags_by_arn: dict[str, dict[str, str]] = field(default_factory=dict)
+    # When the command's waits must end (set on Ctrl-C; its deadline is the command's --timeout): resources
+    # that wait inside a call pause on it (fmcluster.waiting.pause) instead of sleeping on their own.
+    stop: Stop = field(default_factory=Stop)
 
     def tags(self, arn: str, read: Callable[[], dict[str, str]]) -> dict[str, str]:
         if arn not in self.tags_by_arn:
@@ -243,34 +247,16 @@ class TimedOut(FmclusterError):
     exit_code = 1
 
 
-class _Stop(Exception):
-    """Raised inside workers when the command is stopping (Ctrl-C, timeout, a failure elsewhere)."""
-
-
-@dataclass
-class PollPolicy:
-    """Poll often while a wait is young, less as it ages: quick in the sandbox, gentle on real AWS."""
-
-    minimum: float = 0.2
-    maximum: float = 10.0
-    # Each poll waits 10% of the time waited so far: a wait ends at most ~10% after the resource is ready.
-    growth: float = 0.10
-
-    def interval(self, waited: float) -> float:
-        return max(self.minimum, min(self.maximum, waited * self.growth))
-
-
 AttributeFilter = Callable[[str], bool]
 
 
 class Engine:
-    def __init__(self, ctx: Context, store: StateStore, emit: Callable[[Event], None] | None = None,
-                 poll: PollPolicy | None = None):
+    def __init__(self, ctx: Context, store: StateStore, emit: Callable[[Event], None] | None = None):
         self.ctx = ctx
         self.store = store
         self.emit_to = emit or (lambda event: None)
-        self.poll = poll or PollPolicy()
-        self.stop = threading.Event()
+        # Poll often while a wait is young, less as it ages: quick in the sandbox, gentle on real AWS.
+        self.poll_interval = growing()
         self._errors: dict[str, FmclusterError] = {}
         self._only: AttributeFilter | None = None
 
@@ -348,7 +334,7 @@ class Engine:
             waits_for = {r.name: [d for d in r.depends_on if d in names] for r in resources}
         else:  # tear down a resource only after everything that depends on it is gone
             waits_for = {r.name: [o.name for o in resources if r.name in o.depends_on] for r in resources}
-        self._deadline = deadline
+        self.ctx.stop = Stop(deadline)  # what every wait of this walk obeys: Ctrl-C, the deadline
         self._errors = {}
         failed_names: set[str] = set()
         # Resources left for a later run (--no-wait), and those that wait on them: not failures.
@@ -358,7 +344,7 @@ class Engine:
             try:
                 for dependency in waits_for[resource.name]:
                     while not finished[dependency].wait(0.05):
-                        self._check_stop()
+                        self.ctx.stop.check()
                     if dependency in failed_names:
                         why = "not ready yet (--no-wait)" if dependency in deferred else "which failed"
                         if dependency in deferred:
@@ -367,9 +353,9 @@ class Engine:
                         failed_names.add(resource.name)
                         return
                 work(resource)
-            except _Stop:
+            except Stopped:
                 failed_names.add(resource.name)
-                if not self.stop.is_set():
+                if not self.ctx.stop.is_set():
                     deferred.add(resource.name)
             except FmclusterError as exc:
                 failed_names.add(resource.name)
@@ -391,7 +377,7 @@ class Engine:
                 while thread.is_alive():
                     thread.join(0.1)
         except KeyboardInterrupt:
-            self.stop.set()
+            self.ctx.stop.set()
             for thread in threads:  # let in-flight calls return so their results are recorded
                 thread.join(15)
             raise Interrupted("interrupted: everything made so far is recorded") from None
@@ -402,13 +388,6 @@ class Engine:
             first = next(iter(self._errors.values()))
             others = len(self._errors) - 1
             raise EngineFailed(str(first) + (f"\n({others} more resources failed; see above)" if others else ""))
-
-    def _check_stop(self) -> None:
-        if self.stop.is_set():
-            raise _Stop()
-        if self._deadline and time.monotonic() > self._deadline:
-            self.stop.set()
-            raise _Stop()
 
     # -- one resource -------------------------------------------------------------------------------
     def _ensure(self, resource: Resource, wait: bool) -> None:
@@ -448,7 +427,7 @@ class Engine:
             self._emit(Event(resource.name, "started", status=observed.status, detail="already in progress"))
         if observed.phase == "pending" and not wait:
             self._emit(Event(resource.name, "progress", observed.status, "not waiting (--no-wait)"))
-            raise _Stop()
+            raise Stopped()  # deferred to a later run, not a failure
         observed = self._wait(resource, observed, until=("ready",))
         if observed.phase == "failed":
             raise EngineFailed(f"{resource.name} is {observed.status}" + (f": {observed.detail}" if observed.detail
@@ -506,11 +485,7 @@ class Engine:
             # A resource that failed to create can still be deleted: only a failed delete stops teardown.
             if deleting and current.status.upper().startswith("DELETE_FAILED"):
                 raise EngineFailed(f"{resource.name} could not be deleted: {current.status} {current.detail}")
-            waited = time.monotonic() - started
-            deadline = time.monotonic() + self.poll.interval(waited)
-            while time.monotonic() < deadline:
-                self._check_stop()
-                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+            pause(self.poll_interval(time.monotonic() - started), self.ctx.stop)
             current = resource.read(self.ctx, known_id)
             if current is not None and (current.status, current.detail) != last_seen:
                 if current.status != last_seen[0]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster.errors import AwsError, UsageError
-from fmcluster.render.pcs import architecture
+from fmcluster.render.common import architecture
 from fmcluster.spec.models import Spec
 
 SAMPLE_PREFIXES = ("aws-pcs-sample_ami-al2023-", "aws-pcs-sample_ami-amzn2-")

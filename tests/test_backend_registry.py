@@ -19,9 +19,10 @@ from fmcluster.render.documents import Document
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fmcluster"
 
-# Generic code that must ask the registry instead of naming a backend (E2 adds spec/, render/, validate/,
-# preflight/ once those switches are gone).
-GENERIC = ["lifecycle", "session.py", "connect", "commandline"]
+# Everything outside the backends' own folder must ask the registry or the backend's parts instead of naming a
+# backend. The sandbox emulates AWS services (one of them is called pcs), so it is not fmcluster's generic code.
+GENERIC = sorted(p.name for p in PACKAGE.iterdir()
+                 if p.name not in ("backends", "sandbox", "__pycache__") and (p.is_dir() or p.suffix == ".py"))
 
 
 def _names_in(node: ast.AST) -> list[str]:
@@ -77,6 +78,23 @@ def test_every_name_has_a_profile_and_a_backend() -> None:
     assert [p.name for p in registry.profiles()] == list(registry.NAMES)
     # destroy falls back to exactly one backend when no anchor is found
     assert len([p for p in registry.profiles() if p.finds_everything]) == 1
+
+
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_every_backend_has_each_part_code_below_it_reaches_by_name(name: str) -> None:
+    """spec, preflight, validate and render reach these through backend_parts; a backend without one would
+    fail only when a spec for it is first loaded, rendered or checked."""
+    from fmcluster.backend_parts import backend_part
+    from fmcluster.preflight.common import BackendChecks
+    from fmcluster.render.node_software import NodeLayout
+    from fmcluster.spec.backend_rules import BackendSpecRules
+
+    assert isinstance(backend_part(name, "spec_rules").RULES, BackendSpecRules)
+    assert isinstance(backend_part(name, "preflight").CHECKS, BackendChecks)
+    assert callable(backend_part(name, "validate").checks)
+    render = backend_part(name, "render")
+    assert callable(render.render) and isinstance(render.NODE_LAYOUT, NodeLayout)
+    assert render.NODE_LAYOUT.backend == name
 
 
 def test_profiles_map_into_the_common_statuses() -> None:

@@ -232,13 +232,15 @@ def test_trainium_nodes_get_the_neuron_driver_first(tmp_path: Path, home: Path, 
     loaded = load_spec(_write(tmp_path, text))
     assert any(":5:20: queues[0].instance_type: " in str(w) and "carry no Neuron driver: fmcluster installs it"
                in str(w) for w in loaded.warnings)
+    from fmcluster.backend_parts import backend_part
     from fmcluster.render.node_software import compute_steps
 
-    steps = compute_steps(loaded.spec, loaded.spec.queues[0], str(tmp_path / "spec.yaml"), backend)
+    layout = backend_part(backend, "render").NODE_LAYOUT
+    steps = compute_steps(loaded.spec, loaded.spec.queues[0], str(tmp_path / "spec.yaml"), layout)
     assert steps[0].name == "neuron.sh"
     # a CPU queue next to it does not run it
     cpu = load_spec(_write(tmp_path, PCS_P5.replace("p5.48xlarge", "c7i.4xlarge"))).spec
-    assert "neuron.sh" not in [s.name for s in compute_steps(cpu, cpu.queues[0], "", backend)]
+    assert "neuron.sh" not in [s.name for s in compute_steps(cpu, cpu.queues[0], "", layout)]
 
 
 def test_trainium_on_an_os_without_neuron_packages_is_refused(tmp_path: Path, home: Path) -> None:

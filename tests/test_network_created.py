@@ -344,7 +344,7 @@ def test_pcs_policies_and_groups_attach_diff_and_outlive_destroy(sandbox, tmp_pa
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
     try:
         _ok(cli.create())
-        from fmcluster.render.pcs import node_role_name
+        from fmcluster.backends.pcs.render import node_role_name
 
         role = node_role_name(cli.name, "us-east-1")
         attached = {p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]}

@@ -230,8 +230,9 @@ def test_pcs_capacity_block_layout() -> None:
 
 def test_pcs_root_device_comes_from_the_image() -> None:
     """The root volume mapping names the AMI's RootDeviceName (DescribeImages); offline a stand-in, said so."""
+    from fmcluster.backends.pcs.render import ROOT_DEVICE_TO_RESOLVE
+    from fmcluster.backends.pcs.render import render as render_pcs
     from fmcluster.images import Image
-    from fmcluster.render.pcs import ROOT_DEVICE_TO_RESOLVE, render_pcs
 
     spec = _load(_config("quickstart-pcs"))
     offline = render_pcs(spec)

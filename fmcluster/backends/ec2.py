@@ -6,7 +6,6 @@ a crash could leave unmade (a group's rules, a template's version), so a re-run 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -14,6 +13,7 @@ from botocore.exceptions import ClientError
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.engine import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown, flatten
 from fmcluster.render.documents import Document
+from fmcluster.waiting import pause
 
 
 def error_code(exc: ClientError) -> str:
@@ -147,7 +147,7 @@ class SecurityGroup(Resource):
                     return
                 if error_code(exc) != "DependencyViolation":
                     raise
-                time.sleep(2)
+                pause(2, ctx.stop)
         ec2.delete_security_group(GroupId=observed.id)  # still in use: let AWS's error say by what
 
 

@@ -18,6 +18,7 @@ from fmcluster.backends.ownership import is_ours, require_ours, tag_dict, tagged
 from fmcluster.engine import Context, Observed, Resource
 from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document
+from fmcluster.waiting import pause
 
 MOUNT_TARGET_WAIT_SECONDS = 300
 _PHASES = {"available": "ready", "updating": "ready", "creating": "pending", "error": "failed",
@@ -97,7 +98,7 @@ class EfsFileSystem(Resource):
         # EFS makes one in seconds, so wait here rather than leave a half-made resource to the next run.
         deadline = time.monotonic() + MOUNT_TARGET_WAIT_SECONDS
         while fs.get("LifeCycleState") != "available" and time.monotonic() < deadline:
-            time.sleep(2)
+            pause(2, ctx.stop)
             fs = efs.describe_file_systems(FileSystemId=fs_id)["FileSystems"][0]
         if fs.get("LifeCycleState") != "available":
             return Observed(fs_id, fs.get("LifeCycleState", "creating"), "pending", missing=["mount_target"])

@@ -1,6 +1,8 @@
 """The backends by name: the one place that lists them. Adding a backend means a folder under
 ``fmcluster/backends/`` (``profile.py`` with its :class:`BackendProfile`, ``backend.py`` with its
-:class:`Backend`), an entry in each function below, and its templates.
+:class:`Backend`, and the parts that code below the backends reaches by name through
+:mod:`fmcluster.backend_parts`: ``spec_rules.py``, ``preflight.py``, ``validate.py``, ``render.py``), an entry
+in each function below, and its templates.
 
 ``profile`` is light (nothing beyond the standard library); ``tagged_clusters`` needs boto3 alone; ``backend``
 loads the lifecycle class, with boto3 and, for ParallelCluster, its extra.

@@ -10,7 +10,6 @@ tables, then the NAT gateway, then its Elastic IP, the internet gateway (detache
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
@@ -20,6 +19,7 @@ from fmcluster.backends.ownership import is_ours, require_ours, tag_dict
 from fmcluster.engine import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown
 from fmcluster.render.common import CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document
+from fmcluster.waiting import pause
 
 # AWS keeps a deleted NAT gateway (and endpoint) visible for about an hour in these states.
 GONE_STATES = {"deleted", "rejected", "expired"}
@@ -42,8 +42,9 @@ def phase_of(state: str) -> str:
     return "ready"
 
 
-def retry_busy(call: Any, *gone_codes: str) -> None:
-    """Delete-type ``call``: retried while AWS says something still uses the resource; done when it is gone."""
+def retry_busy(ctx: Context, call: Any, *gone_codes: str) -> None:
+    """Delete-type ``call``: retried while AWS says something still uses the resource (pausing on the command's
+    stop); done when it is gone."""
     for attempt in range(BUSY_RETRIES + 1):
         try:
             call()
@@ -54,7 +55,7 @@ def retry_busy(call: Any, *gone_codes: str) -> None:
                 return
             if code not in BUSY_CODES or attempt == BUSY_RETRIES:
                 raise
-            time.sleep(2)
+            pause(2, ctx.stop)
 
 
 class NetworkResource(Resource):
@@ -168,7 +169,7 @@ class Vpc(NetworkResource):
             ec2.modify_vpc_attribute(**self._request(ctx, section))
 
     def delete(self, ctx: Context, observed: Observed) -> None:
-        retry_busy(lambda: ctx.client("ec2").delete_vpc(VpcId=observed.id))
+        retry_busy(ctx, lambda: ctx.client("ec2").delete_vpc(VpcId=observed.id))
 
 
 class Subnet(NetworkResource):
@@ -195,7 +196,7 @@ class Subnet(NetworkResource):
             ctx.client("ec2").modify_subnet_attribute(**self._request(ctx, "public_ips"))
 
     def delete(self, ctx: Context, observed: Observed) -> None:
-        retry_busy(lambda: ctx.client("ec2").delete_subnet(SubnetId=observed.id))
+        retry_busy(ctx, lambda: ctx.client("ec2").delete_subnet(SubnetId=observed.id))
 
 
 class InternetGateway(NetworkResource):
@@ -229,9 +230,9 @@ class InternetGateway(NetworkResource):
         gateways = self._items(ctx, InternetGatewayIds=[observed.id])
         for attachment in (gateways[0].get("Attachments") or []) if gateways else []:
             # AWS refuses to detach while the VPC still has mapped public addresses (a NAT gateway's).
-            retry_busy(lambda vpc=attachment["VpcId"]: ec2.detach_internet_gateway(
+            retry_busy(ctx, lambda vpc=attachment["VpcId"]: ec2.detach_internet_gateway(
                 InternetGatewayId=observed.id, VpcId=vpc), "Gateway.NotAttached")
-        retry_busy(lambda: ec2.delete_internet_gateway(InternetGatewayId=observed.id))
+        retry_busy(ctx, lambda: ec2.delete_internet_gateway(InternetGatewayId=observed.id))
 
 
 class ElasticIp(NetworkResource):
@@ -252,7 +253,7 @@ class ElasticIp(NetworkResource):
 
     def delete(self, ctx: Context, observed: Observed) -> None:
         # Deleting a NAT gateway disassociates its address; releasing waits until it has.
-        retry_busy(lambda: ctx.client("ec2").release_address(AllocationId=observed.id))
+        retry_busy(ctx, lambda: ctx.client("ec2").release_address(AllocationId=observed.id))
 
 
 class NatGateway(NetworkResource):
@@ -332,7 +333,7 @@ class RouteTable(NetworkResource):
                 if not association.get("Main"):
                     tolerate(lambda a=association: ec2.disassociate_route_table(
                         AssociationId=a["RouteTableAssociationId"]), "InvalidAssociationID.NotFound")
-        retry_busy(lambda: ec2.delete_route_table(RouteTableId=observed.id))
+        retry_busy(ctx, lambda: ec2.delete_route_table(RouteTableId=observed.id))
 
 
 class VpcEndpoint(NetworkResource):

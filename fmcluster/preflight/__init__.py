@@ -17,11 +17,9 @@ from fmcluster.preflight.checks import (
     check_credentials,
     check_key_pair,
     check_offerings,
-    check_parallelcluster,
-    check_pcs,
     check_subnet,
 )
-from fmcluster.preflight.common import FIX, Context
+from fmcluster.preflight.common import FIX, Context, backend_checks
 from fmcluster.preflight.storage import check_existing_storage
 from fmcluster.spec.models import Spec
 
@@ -32,16 +30,14 @@ def run_preflight(spec: Spec, region: str, client: Callable[[str], Any]) -> list
     """Every preflight check, in order. ``client(service)`` returns a boto3 client for ``region``."""
     ctx = Context(spec=spec, region=region, client=client)
     results = check_credentials(ctx)
-    if preflight_failed(results):
+    aws_answered = not preflight_failed(results)
+    if not aws_answered:
         results.append(CheckResult("aws checks", "skipped", "need working credentials and endpoint first"))
     else:
         for check in (check_subnet, check_offerings, check_quotas, check_reservations, check_key_pair,
                       check_buckets, check_existing_storage):
             results += check(ctx)
-        if spec.backend == "pcs":
-            results += check_pcs(ctx)
-    if spec.backend == "parallelcluster":
-        results += check_parallelcluster(ctx)
+    results += backend_checks(spec).run(ctx, aws_answered)
     return results
 
 

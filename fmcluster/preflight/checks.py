@@ -1,19 +1,17 @@
-"""Preflight checks of the account, the network, the SSH key, the S3 bucket and the backend's tools.
+"""Preflight checks of the account, the network, the SSH key and the S3 bucket (each backend adds its own:
+see :class:`fmcluster.preflight.common.BackendChecks`).
 
 Capacity (quotas, reservations) lives in :mod:`fmcluster.preflight.capacity`.
 """
 
 from __future__ import annotations
 
-import re
-
 from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError, UsageError
 from fmcluster.network import offering_zones, resolve_placement
-from fmcluster.nodejs import MIN_NODE_MAJOR, NodeJsProblem, find_node
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
-from fmcluster.spec.decisions import PCS_SIZE_LIMITS, efa_network_interfaces, pcs_nodes, pcs_size
+from fmcluster.spec.decisions import efa_network_interfaces
 from fmcluster.spec.models import instance_types_of, max_nodes
 
 #: AWS CDK (which ParallelCluster runs to synthesize its stack) supports Node.js 18 and later.
@@ -214,88 +212,3 @@ def _bucket(ctx: Context, field: str, bucket: str) -> list[CheckResult]:
                                                                        else ""))]
 
     return run(ctx)
-
-
-@guarded("pcs", "pcs:ListClusters")
-def check_pcs(ctx: Context) -> list[CheckResult]:
-    """The controller size holds every node group at its maximum (login included); other clusters, and one
-    CREATING at a time."""
-    spec = ctx.spec
-    total = pcs_nodes(spec)
-    size = pcs_size(spec)
-    limit = PCS_SIZE_LIMITS.get(size, 0)
-    results = []
-    reach = f"the queues at their maximum and the login node reach {total}"
-    if total > limit:
-        bigger = next((s for s, cap in PCS_SIZE_LIMITS.items() if cap >= total), None)
-        results.append(CheckResult("pcs size", "failed", f"{size} holds {limit} nodes; {reach}",
-                                   [fix(f"set pcs.size: {bigger}" if bigger else
-                                        f"lower the queues' max nodes to {max(PCS_SIZE_LIMITS.values()) - 1} "
-                                        "in total")]))
-    else:
-        results.append(CheckResult("pcs size", "passed", f"{size} holds {limit} nodes; {reach}"))
-
-    pcs = ctx.aws("pcs")
-    clusters = [c for page in pcs.get_paginator("list_clusters").paginate() for c in page.get("clusters", [])]
-    details = [f"{c['name']}: {c['status']}" for c in clusters]
-    if any(c["name"] == spec.name for c in clusters):
-        details.append(f"a PCS cluster named {spec.name} exists already: create resumes it when fmcluster made it")
-    quota_details, quota_failed = _pcs_cluster_quota(ctx, len(clusters), spec.name in {c["name"] for c in clusters})
-    details += quota_details
-    creating = [c["name"] for c in clusters if c.get("status") == "CREATING" and c["name"] != spec.name]
-    summary = f"{len(clusters)} PCS cluster(s) in {ctx.region}"
-    if quota_failed:
-        results.append(CheckResult("pcs clusters", "failed", summary, details))
-    elif creating:
-        details.append(f"PCS creates one cluster per region at a time: {', '.join(creating)} is CREATING, so "
-                       "create will wait for it")
-        results.append(CheckResult("pcs clusters", "warning", summary + f", {len(creating)} CREATING", details))
-    else:
-        results.append(CheckResult("pcs clusters", "passed", summary, details))
-    return results
-
-
-def _pcs_cluster_quota(ctx: Context, count: int, exists: bool) -> tuple[list[str], bool]:
-    """Compare with the PCS clusters-per-Region quota when Service Quotas lists one (optional extra)."""
-    try:
-        quotas = ctx.aws("service-quotas").list_service_quotas(ServiceCode="pcs").get("Quotas", [])
-    except aws_errors() as exc:
-        return [f"PCS quotas not read from Service Quotas ({aws_code(exc)})"], False
-    for quota in quotas:
-        quota_name = quota.get("QuotaName", "")
-        if re.search(r"\bclusters?\b", quota_name, re.I) and "node" not in quota_name.lower():
-            value = int(quota.get("Value", 0))
-            needed = count + (0 if exists else 1)
-            line = f"quota {quota_name} ({quota.get('QuotaCode')}): {value}, needed {needed}"
-            if needed > value:
-                return [line, fix(f"delete an unused PCS cluster, or request an increase of {quota_name} to "
-                                  f"{needed} in the Service Quotas console")], True
-            return [line], False
-    return [], False
-
-
-def check_parallelcluster(ctx: Context) -> list[CheckResult]:
-    """ParallelCluster's Python package and Node.js (its CDK synthesis runs on node)."""
-    results = []
-    try:
-        from pcluster.utils import get_installed_version
-
-        results.append(CheckResult("parallelcluster", "passed", f"aws-parallelcluster {get_installed_version()}"))
-    except Exception as exc:  # ImportError, or a broken install
-        results.append(CheckResult("parallelcluster", "failed", f"aws-parallelcluster is not usable: {exc}",
-                                   [fix("pip install 'fmcluster[parallelcluster]'")]))
-    try:
-        node, version, major = find_node()
-    except NodeJsProblem as exc:
-        results.append(CheckResult("node.js", "failed", str(exc).split(";")[0],
-                                   [fix(f"install Node.js {MIN_NODE_MAJOR} or later (e.g. `nvm install --lts`, or "
-                                        "your OS package) and put `node` on PATH")]))
-        return results
-    if major < MIN_NODE_MAJOR:
-        results.append(CheckResult("node.js", "warning", f"Node.js {version} at {node}",
-                                   [f"Node.js {major} is past its end of life; ParallelCluster's CDK still runs on "
-                                    "it, but jsii supports only maintained releases",
-                                    fix(f"upgrade Node.js to {MIN_NODE_MAJOR} or later")]))
-    else:
-        results.append(CheckResult("node.js", "passed", f"Node.js {version} at {node}"))
-    return results

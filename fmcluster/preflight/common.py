@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fmcluster.aws import describe_error
+from fmcluster.backend_parts import backend_part
 from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.network import Placement
@@ -19,6 +20,25 @@ FIX = "fix: "
 def fix(text: str) -> str:
     """A detail line that tells the user what to do; the UI and tests find it by its prefix."""
     return FIX + text
+
+
+@dataclass(frozen=True)
+class BackendChecks:
+    """What preflight asks of the spec's backend: ``CHECKS`` in ``fmcluster/backends/<name>/preflight.py``
+    (reached through :func:`fmcluster.backend_parts.backend_part`)."""
+
+    # Its own checks; the flag says whether AWS answered the credentials check (checks that call AWS skip
+    # otherwise, local ones still run).
+    run: Callable[[Context, bool], list[CheckResult]]
+    display: str  # how messages name the backend
+    # The AWS service whose interface endpoint lets nodes register without a NAT route ("pcs"), if any.
+    registration_service: str | None = None
+    # The status of multi-interface nodes that could not reach out: "failed" where the backend then fails.
+    unreachable_nodes: str = "warning"
+
+
+def backend_checks(spec: Spec) -> BackendChecks:
+    return backend_part(spec.backend, "preflight").CHECKS
 
 
 @dataclass

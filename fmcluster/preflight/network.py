@@ -15,6 +15,7 @@ from typing import Any
 
 from fmcluster.checks import CheckResult
 from fmcluster.network import offering_zones, zone_label
+from fmcluster.preflight.common import backend_checks
 from fmcluster.spec.models import Spec, instance_types_of
 from fmcluster.spec.networking import interface_count, multi_interface_queues
 
@@ -36,10 +37,10 @@ def _nat_route(table: dict[str, Any] | None) -> bool:
                == "active" for r in (table or {}).get("Routes") or [])
 
 
-def _pcs_endpoint(ec2: Any, vpc_id: str, region: str) -> bool:
+def _interface_endpoint(ec2: Any, vpc_id: str, service: str) -> bool:
     endpoints = ec2.describe_vpc_endpoints(Filters=[
         {"Name": "vpc-id", "Values": [vpc_id]},
-        {"Name": "service-name", "Values": [f"com.amazonaws.{region}.pcs"]}])["VpcEndpoints"]
+        {"Name": "service-name", "Values": [service]}])["VpcEndpoints"]
     return any(e.get("VpcEndpointType", "").lower() == "interface" and e.get("PrivateDnsEnabled", True)
                and str(e.get("State", "")).lower() == "available" for e in endpoints)
 
@@ -62,19 +63,21 @@ def _subnet_reach(spec: Spec, region: str, ec2: Any, subnet_id: str, queues: lis
         problems.append(f"{subnet_id} auto-assigns public IPv4 addresses, which EC2 cannot give a multi-interface "
                         "node (ParallelCluster refuses to launch them with AssignPublicIp)")
     nat = _nat_route(_route_table(ec2, subnet))
-    endpoint = spec.backend == "pcs" and _pcs_endpoint(ec2, subnet["VpcId"], region)
+    backend = backend_checks(spec)
+    service = backend.registration_service and f"com.amazonaws.{region}.{backend.registration_service}"
+    endpoint = bool(service) and _interface_endpoint(ec2, subnet["VpcId"], service)
     if not nat and not endpoint:
         problems.append(f"{subnet_id} has no default route to a NAT gateway"
-                        + (f" and VPC {subnet['VpcId']} no PCS interface endpoint (com.amazonaws.{region}.pcs): "
-                           "the nodes could not register with PCS" if spec.backend == "pcs" else
+                        + (f" and VPC {subnet['VpcId']} no {backend.display} interface endpoint ({service}): "
+                           f"the nodes could not register with {backend.display}" if service else
                            ": the nodes could not reach the internet or S3"))
     if not problems:
-        how = "a NAT gateway" if nat else "the PCS interface endpoint"
+        how = "a NAT gateway" if nat else f"the {backend.display} interface endpoint"
         return [CheckResult(NAME, "passed", f"{subnet_id} reaches out through {how} for {names}")]
     fix = ("fix: use a private subnet whose route table sends 0.0.0.0/0 to a NAT gateway (and does not auto-assign "
            "public IPs), or remove network.subnet_id and let fmcluster create such a network")
-    status = "failed" if spec.backend == "pcs" else "warning"
-    return [CheckResult(NAME, status, f"multi-interface queues {names}: " + "; ".join(problems), [fix])]
+    return [CheckResult(NAME, backend.unreachable_nodes, f"multi-interface queues {names}: " + "; ".join(problems),
+                        [fix])]
 
 
 def check_access(spec: Spec, ec2: Any, iam: Any, vpc_id: str) -> list[CheckResult]:

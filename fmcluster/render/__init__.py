@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fmcluster.backend_parts import backend_part
 from fmcluster.errors import UsageError
 from fmcluster.render.documents import Document, RenderedDocuments
-from fmcluster.render.parallelcluster import render_parallelcluster
-from fmcluster.render.pcs import render_pcs
 from fmcluster.spec.models import Spec
 
 
 def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = None) -> RenderedDocuments:
-    if spec.backend == "pcs":
-        return render_pcs(spec, spec_file, subnet_id=subnet_id)
-    return render_parallelcluster(spec, spec_file, subnet_id=subnet_id)
+    """The spec's documents, by its backend's ``render(spec, spec_file, subnet_id=...)`` in
+    ``fmcluster/backends/<name>/render.py``."""
+    return backend_part(spec.backend, "render").render(spec, spec_file, subnet_id=subnet_id)
 
 
 def write_documents(rendered: RenderedDocuments, directory: Path) -> list[Path]:

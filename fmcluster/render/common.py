@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.models import Spec
 
 # Everything fmcluster creates carries these three; together they make it this cluster's (see
@@ -31,3 +32,8 @@ def resource_tags(spec: Spec, resource: str | None = None) -> dict[str, str]:
 def compute_root_volume_gib(spec: Spec) -> int:
     # Container images and NCCL/EFA installs outgrow small roots quickly.
     return max(200, spec.head_node.root_volume_gib // 2)
+
+
+def architecture(instance_type: str) -> str:
+    """The CPU architecture an instance type's image is built for (x86_64 where the catalog does not say)."""
+    return hardware(instance_type).architecture or "x86_64"

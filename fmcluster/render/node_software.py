@@ -72,31 +72,43 @@ def _user_steps(spec: Spec, spec_file: str, targets: tuple[str, ...]) -> list[St
     return steps
 
 
-def head_steps(spec: Spec, spec_file: str, backend: str) -> list[Step]:
+@dataclass(frozen=True)
+class NodeLayout:
+    """Where a backend's nodes take what fmcluster installs at boot (each backend's renderer has one)."""
+
+    backend: str  # the shipped scripts' backend argument
+    # Where Slurm reads the IMEX prolog from: ParallelCluster's shared prolog.d is the head node's; PCS runs the
+    # cluster's one Prolog on every compute node.
+    imex_prolog_on_head: bool
+    # Whether fmcluster formats and mounts the NVMe scratch (ParallelCluster mounts its EphemeralVolume itself).
+    mounts_scratch: bool
+
+
+def head_steps(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
     """The head node (ParallelCluster) or login node group (PCS)."""
     steps = []
-    if backend == "parallelcluster" and decisions.imex_prolog(spec):  # the shared prolog.d is the head node's
-        steps.append(Step("imex_prolog.sh", shipped("imex_prolog.sh"), ("install", backend)))
+    if layout.imex_prolog_on_head and decisions.imex_prolog(spec):
+        steps.append(Step("imex_prolog.sh", shipped("imex_prolog.sh"), ("install", layout.backend)))
     if spec.software.containers:
-        steps.append(Step("containers.sh", shipped("containers.sh"), (backend,)))
+        steps.append(Step("containers.sh", shipped("containers.sh"), (layout.backend,)))
     if spec.software.monitoring:
         steps.append(Step("monitoring.sh", shipped("monitoring.sh")))
     return steps + _user_steps(spec, spec_file, ("head", "login"))
 
 
-def compute_steps(spec: Spec, queue: Queue, spec_file: str, backend: str) -> list[Step]:
+def compute_steps(spec: Spec, queue: Queue, spec_file: str, layout: NodeLayout) -> list[Step]:
     steps = []
-    # PCS runs the cluster's one Prolog on every compute node, so every node group carries it, first: a node
-    # that takes a job before the file exists would be drained.
-    if backend == "pcs" and decisions.imex_prolog(spec):
-        steps.append(Step("imex_prolog.sh", shipped("imex_prolog.sh"), ("install", backend)))
+    # A Prolog run on every compute node is installed on every one, first: a node that takes a job before the
+    # file exists would be drained.
+    if not layout.imex_prolog_on_head and decisions.imex_prolog(spec):
+        steps.append(Step("imex_prolog.sh", shipped("imex_prolog.sh"), ("install", layout.backend)))
     if decisions.needs_neuron(queue):  # before anything that may use the accelerators
         steps.append(Step("neuron.sh", shipped("neuron.sh")))
     scratch = decisions.scratch_mount(queue)
-    if backend == "pcs" and scratch:  # ParallelCluster mounts its EphemeralVolume itself
+    if layout.mounts_scratch and scratch:
         steps.append(Step("scratch.sh", shipped("scratch.sh"), (scratch,)))
     if spec.software.containers:
-        steps.append(Step("containers.sh", shipped("containers.sh"), (backend,)))
+        steps.append(Step("containers.sh", shipped("containers.sh"), (layout.backend,)))
     if spec.software.monitoring:
         steps.append(Step("monitoring.sh", shipped("monitoring.sh")))
     return steps + _user_steps(spec, spec_file, ("compute",))
@@ -123,11 +135,11 @@ def custom_actions(steps: list[Step]) -> dict | None:
                                               for s in steps]}}
 
 
-def bucket_objects(spec: Spec, spec_file: str) -> list[Step]:
-    """Every local script a ParallelCluster cluster runs, once each: what goes into the bucket."""
+def bucket_objects(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
+    """Every local script the cluster's nodes run, once each: what goes into the bucket they fetch them from."""
     seen: dict[str, Step] = {}
-    for step in head_steps(spec, spec_file, "parallelcluster") + [
-            s for q in spec.queues for s in compute_steps(spec, q, spec_file, "parallelcluster")]:
+    for step in head_steps(spec, spec_file, layout) + [
+            s for q in spec.queues for s in compute_steps(spec, q, spec_file, layout)]:
         if step.source is not None:
             seen.setdefault(step.name, step)
     return list(seen.values())

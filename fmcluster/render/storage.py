@@ -1,5 +1,5 @@
 """Shared storage documents for the PCS backend, and existing storage on both: what fmcluster creates (FSx for
-Lustre is in :mod:`fmcluster.render.pcs`; here an FSx for OpenZFS or EFS /home) and the look-ups that read
+Lustre is in :mod:`fmcluster.backends.pcs.render`; here an FSx for OpenZFS or EFS /home) and the look-ups that read
 existing file systems' DNS and mount names from AWS at create time, so nothing about them is hard-coded.
 """
 
@@ -8,12 +8,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fmcluster.render.parallelcluster import (
-    OPENZFS_DEPLOYMENT_TYPE,
-    OPENZFS_NFS_EXPORT_OPTIONS,
-    openzfs_throughput_mbps,
-)
-from fmcluster.spec.models import Spec
+from fmcluster.spec.models import Spec, max_nodes
+
+# ParallelCluster cannot create an OpenZFS file system, only mount a volume; fmcluster creates it first and
+# fills this reference with its root volume's id at create time (``validate`` uses a stand-in offline).
+OPENZFS_ROOT_VOLUME = "${fsx_openzfs.home.root_volume_id}"
+# SINGLE_AZ_2: the current single-AZ generation (160-10240 MB/s, NVMe read cache), in the compute subnet's AZ.
+OPENZFS_DEPLOYMENT_TYPE = "SINGLE_AZ_2"
+# What AWS accepts for SINGLE_AZ_2 / MULTI_AZ_1 (botocore's CreateFileSystemOpenZFSConfiguration docs).
+OPENZFS_THROUGHPUT_STEPS = (160, 320, 640, 1280, 2560, 3840, 5120, 7680, 10240)
+# NFS ports an OpenZFS client needs (FSx OpenZFS guide, "Managing file system access"; ParallelCluster's FSX_PORTS).
+OPENZFS_NFS_PORT_RANGES = ((111, 111), (2049, 2049), (20001, 20003))
+OPENZFS_NFS_EXPORT_OPTIONS = ["rw", "crossmnt", "no_root_squash"]
+
+
+def openzfs_throughput_mbps(spec: Spec) -> int:
+    """/home holds code, environments and small files (checkpoints go to Lustre): the smallest step serves a
+    small cluster; many nodes starting jobs at once (imports, venvs) get the next."""
+    nodes = sum(max_nodes(queue) for queue in spec.queues)
+    return OPENZFS_THROUGHPUT_STEPS[0] if nodes < 32 else OPENZFS_THROUGHPUT_STEPS[1]
 
 # An FSx for OpenZFS root volume is exported at /fsx (FSx for OpenZFS guide, "Mounting volumes").
 OPENZFS_ROOT_VOLUME_PATH = "/fsx"

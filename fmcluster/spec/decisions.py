@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
+from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
 
 PCS_SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
@@ -17,10 +18,10 @@ PCS_SAMPLE_AMI_OS = "alinux2023"
 
 
 def operating_system(spec: Spec) -> str:
-    """The nodes' OS: the spec's, else ParallelCluster's default or, on PCS, that of AWS's sample AMIs."""
+    """The nodes' OS: the spec's, else that of the image the backend boots by default."""
     if spec.os is not None:
         return spec.os
-    return PCS_SAMPLE_AMI_OS if spec.backend == "pcs" else "ubuntu2204"
+    return backend_rules(spec.backend).default_os
 
 
 def efa_enabled(queue: Queue) -> bool:
@@ -69,13 +70,8 @@ def placement_group_enabled(queue: Queue) -> bool:
 
 
 def compute_resource_name(queue: Queue, backend: Backend) -> str:
-    """ParallelCluster compute resource / PCS compute node group name."""
-    if queue.compute_resource:
-        return queue.compute_resource
-    if backend == "pcs":
-        return queue.name
-    # p5en.48xlarge -> p5en-48xlarge: valid under ParallelCluster's ^[a-z][a-z0-9-]*$ and short enough.
-    return queue.instance_type.replace(".", "-")[:25]
+    """What the backend calls the queue's group of nodes (compute resource, compute node group)."""
+    return backend_rules(backend).compute_resource_name(queue)
 
 
 def pcs_size_for(total_nodes: int) -> str | None:

@@ -12,6 +12,7 @@ import ipaddress
 from collections.abc import Callable
 
 from fmcluster.spec import decisions
+from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.models import Queue, Spec
 
 Report = Callable[[tuple, str], None]
@@ -74,10 +75,8 @@ def check_network(spec: Spec, error: Report, warn: Report) -> None:
                        "could not reach the internet")
             remedy = ("remove create_vpc: false (fmcluster then creates a private subnet with a NAT gateway), or "
                       "set network.subnet_id to a private subnet with a route to a NAT gateway")
-            if spec.backend == "pcs":
-                error(("queues", index, "instance_type"), f"{message} or the PCS API to register: {remedy}")
-            else:
-                warn(("queues", index, "instance_type"), f"{message} (ParallelCluster warns too): {remedy}")
+            backend_rules(spec.backend).nodes_without_internet(("queues", index, "instance_type"), message, remedy,
+                                                               error, warn)
 
 
 def _check_vpc_cidr(cidr: str, error: Report) -> None:
@@ -97,20 +96,6 @@ def _check_vpc_cidr(cidr: str, error: Report) -> None:
 def check_access(spec: Spec, error: Report, warn: Report) -> None:
     """Load-time rules of the IAM policies and security groups the spec adds."""
     network = spec.network
-    if spec.backend == "pcs":
-        if network.security_groups:
-            error(("network", "security_groups"), "not supported on pcs: the PCS controller and every node share "
-                  "fmcluster's self-referencing cluster group, which Slurm and EFA need; put your groups in "
-                  "network.additional_security_groups instead")
-        for index, queue in enumerate(spec.queues):
-            if queue.iam is not None and "iam" in queue.model_fields_set:
-                error(("queues", index, "iam"), "not supported on pcs: every node group uses fmcluster's one node "
-                      "role; put the policies in iam.additional_policies (they then reach every node)")
-    if network.security_groups and network.additional_security_groups and spec.backend == "parallelcluster":
-        # pcluster/schemas/cluster_schema.py: "SecurityGroups and AdditionalSecurityGroups can not be configured
-        # together."
-        error(("network", "additional_security_groups"), "ParallelCluster takes security_groups or "
-              "additional_security_groups, not both: with your own groups, list them all in security_groups")
     for field in ("additional_security_groups", "security_groups"):
         groups = getattr(network, field)
         if groups and creates_network(spec):

@@ -8,14 +8,11 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from fmcluster import catalog
-from fmcluster.spec import slurm_settings
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
 
 Report = Callable[[Path_, str], None]
 
-# PCS instanceHealthChecks need Slurm 26.05 or later (botocore's PCS model, CreateComputeNodeGroup).
-PCS_HEALTH_CHECKS_MIN_VERSION = (26, 5)
 # ParallelCluster refuses these mount points for shared storage (pcluster/validators: SharedStorageMountDir).
 RESERVED_MOUNTS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/usr", "/var")
 
@@ -23,9 +20,7 @@ RESERVED_MOUNTS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/pro
 def check(spec: Spec, error: Report, warn: Report, spec_file: str | None = None) -> None:
     _home(spec, error)
     _lustre_existing(spec, error)
-    _health_checks(spec, error, warn)
     _queues(spec, error)
-    _slurm_settings(spec, error)
     _bootstrap(spec, error, spec_file)
 
 
@@ -61,53 +56,16 @@ def _lustre_existing(spec: Spec, error: Report) -> None:
                                                f"{lustre.existing_id} keeps its own: remove {name}")
 
 
-def _nvidia(queue: Queue) -> bool:
+def nvidia_gpus(queue: Queue) -> bool:
+    """Whether the queue's instances carry NVIDIA GPUs, as the catalog knows them."""
     facts = catalog.instance(queue.instance_type)
     return bool(facts and facts.accelerator and facts.accelerator.vendor == "nvidia")
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
-
-
-def pcs_health_checks_supported(spec: Spec) -> bool:
-    return _version(spec.slurm.version) >= PCS_HEALTH_CHECKS_MIN_VERSION
-
-
-def _health_checks(spec: Spec, error: Report, warn: Report) -> None:
-    if spec.backend != "pcs":
-        for index, queue in enumerate(spec.queues):
-            facts = catalog.instance(queue.instance_type)
-            if queue.gpu_health_checks and "gpu_health_checks" in queue.model_fields_set and facts is not None \
-                    and facts.accelerator.kind != "gpu":
-                error(("queues", index, "gpu_health_checks"),
-                      f"not supported on parallelcluster: its GPU health check runs on GPU instances, and "
-                      f"{queue.instance_type} has none. Remove gpu_health_checks")
-        return
-    unsupported = []
-    for index, queue in enumerate(spec.queues):
-        explicit = "gpu_health_checks" in queue.model_fields_set
-        if not queue.gpu_health_checks:
-            continue
-        if not _nvidia(queue):
-            if explicit:
-                error(("queues", index, "gpu_health_checks"),
-                      f"not supported on pcs: PCS's deep health checks run NVIDIA DCGM and need NVIDIA GPUs; "
-                      f"{queue.instance_type} has none. Remove gpu_health_checks")
-            continue
-        if pcs_health_checks_supported(spec):
-            continue
-        if explicit:
-            error(("queues", index, "gpu_health_checks"),
-                  f"not supported on pcs with Slurm {spec.slurm.version}: PCS instance health checks need Slurm "
-                  "26.05 or later. Set slurm.version to 26.05, or gpu_health_checks: false")
-        else:
-            unsupported.append(queue.name)
-    if unsupported:
-        # The default must not make every 25.11 spec fail: it is off, and said so.
-        warn(("slurm", "version"), f"PCS instance health checks need Slurm 26.05; on {spec.slurm.version} the GPU "
-                                   f"queues {', '.join(unsupported)} run without them (use 26.05 to get them, or "
-                                   "write gpu_health_checks: false to silence this)")
+def gpu_instance(queue: Queue) -> bool | None:
+    """Whether the queue's instances carry GPUs; None for a type the catalog does not know."""
+    facts = catalog.instance(queue.instance_type)
+    return None if facts is None else facts.accelerator.kind == "gpu"
 
 
 def _queues(spec: Spec, error: Report) -> None:
@@ -118,32 +76,6 @@ def _queues(spec: Spec, error: Report) -> None:
                                                       "as scratch: remove scratch_mount")
         if queue.scratch_mount in RESERVED_MOUNTS:
             error(("queues", index, "scratch_mount"), f"{queue.scratch_mount} is a system directory")
-
-
-def _slurm_settings(spec: Spec, error: Report) -> None:
-    if spec.backend == "pcs":
-        for name in spec.slurm.custom_settings:
-            problem = slurm_settings.pcs_problem(name, "cluster", spec.slurm.version)
-            if problem:
-                error(("slurm", "custom_settings", name), problem)
-        for index, queue in enumerate(spec.queues):
-            for name in queue.slurm_settings:
-                problem = slurm_settings.pcs_problem(name, "queue", spec.slurm.version)
-                if problem:
-                    error(("queues", index, "slurm_settings", name), problem)
-            if "OverSubscribe" in queue.slurm_settings and "job_exclusive" in queue.model_fields_set:
-                error(("queues", index, "slurm_settings", "OverSubscribe"),
-                      "job_exclusive already sets OverSubscribe: keep one of them")
-    else:
-        for name in spec.slurm.custom_settings:
-            problem = slurm_settings.parallelcluster_problem(name, "cluster")
-            if problem:
-                error(("slurm", "custom_settings", name), problem)
-        for index, queue in enumerate(spec.queues):
-            for name in queue.slurm_settings:
-                problem = slurm_settings.parallelcluster_problem(name, "queue")
-                if problem:
-                    error(("queues", index, "slurm_settings", name), problem)
 
 
 def bootstrap_path(run: str, spec_file: str | None) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.models import Spec
 from fmcluster.spec.positions import Path_
 
@@ -19,33 +20,13 @@ AWS_TAGS_PER_RESOURCE = 50
 # they are spelled out here; tests/test_spec_errors.py checks they match), and render.network adds "Name".
 OWNERSHIP_TAGS = ("fmcluster:cluster", "fmcluster:region", "fmcluster:cluster-id", "fmcluster:resource")
 FMCLUSTER_TAGS = (*OWNERSHIP_TAGS, "Name")
-# ParallelCluster 3.16 refuses a configuration whose Tags (the user's plus fmcluster's four, which
-# fmcluster puts in the cluster configuration) exceed MAX_TAGS_COUNT = 40 (pcluster/constants.py, checked by
-# pcluster/validators/tags_validators.py ComputeResourceTagsValidator), keeping the other 10 of AWS's 50 for
-# what it adds to every compute instance: "Name" and 8 parallelcluster:* tags (cluster-name and version from
-# models/cluster.py _add_tags; node-type, attributes, networking, filesystem from
-# templates/cdk_builder_utils.py get_default_instance_tags; queue-name, compute-resource-name from
-# templates/queues_stack.py).
-PCLUSTER_CONFIG_TAGS_MAX = 40
-PCLUSTER_PREFIX = "parallelcluster:"
-
 Report = Callable[[Path_, str], None]
 
 
 def check_tag_count(spec: Spec, error: Report, warn: Report) -> None:
     """Refuse, at the first tag that does not fit, a spec with more tags than one resource can carry."""
-    if spec.backend == "parallelcluster":
-        for key in spec.tags:
-            if key.startswith(PCLUSTER_PREFIX):
-                error(("tags", key), f"tag keys starting with '{PCLUSTER_PREFIX}' are reserved by ParallelCluster")
-        own = OWNERSHIP_TAGS
-        budget = PCLUSTER_CONFIG_TAGS_MAX - len(own)
-        why = (f"ParallelCluster allows {PCLUSTER_CONFIG_TAGS_MAX} configured tags (it keeps the rest of AWS's "
-               f"{AWS_TAGS_PER_RESOURCE} per resource for its own) and fmcluster adds {len(own)}")
-    else:
-        own = FMCLUSTER_TAGS
-        budget = AWS_TAGS_PER_RESOURCE - len(own)
-        why = f"AWS allows {AWS_TAGS_PER_RESOURCE} tags per resource and fmcluster adds {len(own)} of its own"
+    allowed = backend_rules(spec.backend).tag_budget()
+    own, budget, why = allowed.own, allowed.budget, allowed.why
     counted = [key for key in spec.tags if key not in own and not key.lower().startswith("aws:")]
     if len(counted) > budget:
         error(("tags", counted[budget]),

@@ -8,8 +8,9 @@ from typing import Any
 import botocore.session
 from botocore.model import ServiceModel
 
+from fmcluster.checks import CheckResult
 from fmcluster.references import references, resolve
-from fmcluster.render.documents import Document
+from fmcluster.render.documents import Document, RenderedDocuments
 from fmcluster.validate.shapes import check_shape
 
 # Well-formed values for ids AWS issues at create time, so documents can be checked before they exist.
@@ -90,3 +91,12 @@ def check_request(model: ServiceModel, operation: str, params: dict[str, Any]) -
     members) and what it leaves to the service (enums, patterns, lengths, ranges)."""
     input_shape = model.operation_model(operation).input_shape
     return [f"{path}: {message}" for path, message in check_shape(input_shape, params)]
+
+
+def botocore_checks(rendered: RenderedDocuments, documents: list[Document] | None = None) -> CheckResult:
+    """Every document (or ``documents``) against botocore's model of the service that takes it."""
+    documents = rendered.documents if documents is None else documents
+    problems = [f"{d.filename}: {p}" for d in documents for p in check_document(d)]
+    services = sorted({d.service for d in documents})
+    return CheckResult("botocore shapes", "failed" if problems else "passed",
+                       f"{len(documents)} documents against the {', '.join(services)} models", problems)

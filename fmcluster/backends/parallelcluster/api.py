@@ -4,7 +4,6 @@ turning its exceptions into one clear message, and reading a failed stack's reas
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,6 +12,7 @@ from fmcluster.aws import describe_error, unreachable
 from fmcluster.engine import EngineFailed
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.nodejs import quiet_jsii_banner
+from fmcluster.waiting import Stop, WaitTimedOut, growing, wait_until
 
 PHASES = {
     "CREATE_IN_PROGRESS": "pending", "UPDATE_IN_PROGRESS": "pending", "DELETE_IN_PROGRESS": "pending",
@@ -119,20 +119,18 @@ def latest_event(pc: Any, name: str, region: str) -> str:
     return f"{newest.get('logicalResourceId')} {newest.get('resourceStatus')}"
 
 
-def set_fleet(pc: Any, name: str, region: str, request: str, until: str, timeout: float = 1800) -> None:
-    """Request a compute-fleet state change and wait for it (ParallelCluster's fleet-stop dance)."""
+def set_fleet(pc: Any, name: str, region: str, request: str, until: str, stop: Stop, timeout: float = 1800) -> None:
+    """Request a compute-fleet state change and wait for it (ParallelCluster's fleet-stop dance), pausing on the
+    command's ``stop``."""
     try:
         pc.update_compute_fleet(cluster_name=name, status=request, region=region)
     except Exception as exc:
         raise api_error(f"compute_fleet:{name}", exc) from None
-    deadline = time.monotonic() + timeout
-    waited = 0.0
-    while time.monotonic() < deadline:
-        if pc.describe_compute_fleet(cluster_name=name, region=region)["status"] == until:
-            return
-        pause = max(0.5, min(10.0, waited * 0.15))
-        time.sleep(pause)
-        waited += pause
-    raise EngineFailed(f"compute fleet of {name} did not reach {until} within {timeout / 60:.0f} min")
+    try:
+        wait_until(lambda: pc.describe_compute_fleet(cluster_name=name, region=region)["status"] == until,
+                   what=f"the compute fleet of {name} to reach {until}", timeout=timeout,
+                   interval=growing(minimum=0.5, maximum=10.0, growth=0.15), stop=stop)
+    except WaitTimedOut as exc:
+        raise EngineFailed(str(exc)) from None
 
 

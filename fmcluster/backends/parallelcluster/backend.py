@@ -16,6 +16,7 @@ from fmcluster.backends.ownership import is_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import api_error, pcluster
 from fmcluster.backends.parallelcluster.logs import cluster_logs
 from fmcluster.backends.parallelcluster.profile import PROFILE
+from fmcluster.backends.parallelcluster.render import render as render_parallelcluster
 from fmcluster.backends.parallelcluster.resources import (
     FLEET_STOP_NOTES,
     ClusterInstances,
@@ -26,7 +27,6 @@ from fmcluster.backends.s3 import ScriptsBucket, scan_buckets
 from fmcluster.engine import Resource, ResourceChange
 from fmcluster.nodejs import find_node
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
-from fmcluster.render.parallelcluster import render_parallelcluster
 
 if TYPE_CHECKING:
     from fmcluster.session import Session

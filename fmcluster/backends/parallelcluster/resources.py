@@ -117,7 +117,7 @@ class PclusterCluster(Resource):
             raise EngineFailed(f"{self.name}: this update needs the compute fleet stopped, which was not agreed to")
         with pcluster() as pc:
             if needs_stop:
-                set_fleet(pc, self.key, ctx.region, "STOP_REQUESTED", "STOPPED")
+                set_fleet(pc, self.key, ctx.region, "STOP_REQUESTED", "STOPPED", ctx.stop)
             try:
                 pc.update_cluster(cluster_name=self.key, cluster_configuration=self.resolved_config(ctx),
                                   region=ctx.region)

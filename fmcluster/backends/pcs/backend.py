@@ -22,12 +22,14 @@ from fmcluster.backends.iam import InstanceProfile
 from fmcluster.backends.ownership import is_ours
 from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
+from fmcluster.backends.pcs.render import node_role_name
+from fmcluster.backends.pcs.render import render as render_pcs
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
+from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP
 from fmcluster.engine import Resource
 from fmcluster.errors import UsageError
 from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
-from fmcluster.render.pcs import LOGIN_GROUP, node_role_name, render_pcs
 from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 
 if TYPE_CHECKING:

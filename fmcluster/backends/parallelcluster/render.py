@@ -12,36 +12,25 @@ from fmcluster.render.common import (
 )
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network
+from fmcluster.render.storage import (
+    OPENZFS_DEPLOYMENT_TYPE,
+    OPENZFS_NFS_EXPORT_OPTIONS,
+    OPENZFS_NFS_PORT_RANGES,
+    OPENZFS_ROOT_VOLUME,
+    openzfs_throughput_mbps,
+)
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
+NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False)
 CAPACITY_TYPES = {
     "on-demand": "ONDEMAND",
     "spot": "SPOT",
     "reservation": "ONDEMAND",
     "capacity-block": "CAPACITY_BLOCK",
 }
-# ParallelCluster cannot create an OpenZFS file system, only mount a volume; fmcluster creates it first and
-# fills this reference with its root volume's id at create time (``validate`` uses a stand-in offline).
-OPENZFS_ROOT_VOLUME = "${fsx_openzfs.home.root_volume_id}"
-# SINGLE_AZ_2: the current single-AZ generation (160-10240 MB/s, NVMe read cache), in the compute subnet's AZ.
-OPENZFS_DEPLOYMENT_TYPE = "SINGLE_AZ_2"
-# What AWS accepts for SINGLE_AZ_2 / MULTI_AZ_1 (botocore's CreateFileSystemOpenZFSConfiguration docs).
-OPENZFS_THROUGHPUT_STEPS = (160, 320, 640, 1280, 2560, 3840, 5120, 7680, 10240)
-# NFS ports an OpenZFS client needs (FSx OpenZFS guide, "Managing file system access"; ParallelCluster's FSX_PORTS).
-OPENZFS_NFS_PORT_RANGES = ((111, 111), (2049, 2049), (20001, 20003))
-OPENZFS_NFS_EXPORT_OPTIONS = ["rw", "crossmnt", "no_root_squash"]
-
-
-def openzfs_throughput_mbps(spec: Spec) -> int:
-    """/home holds code, environments and small files (checkpoints go to Lustre): the smallest step serves a
-    small cluster; many nodes starting jobs at once (imports, venvs) get the next."""
-    nodes = sum(max_nodes(queue) for queue in spec.queues)
-    return OPENZFS_THROUGHPUT_STEPS[0] if nodes < 32 else OPENZFS_THROUGHPUT_STEPS[1]
-
-
-def render_parallelcluster(
+def render(
     spec: Spec,
     spec_file: str = "spec.yaml",
     subnet_id: str | None = None,
@@ -82,7 +71,7 @@ def render_parallelcluster(
             "job_exclusive": decisions.job_exclusive(queue),
             "custom_settings": dict(queue.slurm_settings),
             "custom_actions": node_software.custom_actions(
-                node_software.compute_steps(spec, queue, spec_file, "parallelcluster")),
+                node_software.compute_steps(spec, queue, spec_file, NODE_LAYOUT)),
             # the cluster's policies, then the queue's own (ParallelCluster gives each queue its own role)
             "policies": list(dict.fromkeys([*spec.iam.additional_policies,
                                             *(queue.iam.additional_policies if queue.iam else [])])),
@@ -126,8 +115,8 @@ def render_parallelcluster(
             shared_storage.append({"kind": "efs", "name": "home", "mount": home.mount, "deletion_policy": "Retain",
                                    "existing_id": None})
 
-    head_steps = node_software.head_steps(spec, spec_file, "parallelcluster")
-    objects = node_software.bucket_objects(spec, spec_file)
+    head_steps = node_software.head_steps(spec, spec_file, NODE_LAYOUT)
+    objects = node_software.bucket_objects(spec, spec_file, NODE_LAYOUT)
     ssh = spec.network.ssh
     text, body = render_yaml(
         "parallelcluster/cluster.yaml.j2",

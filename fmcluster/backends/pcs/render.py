@@ -6,15 +6,15 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from fmcluster import catalog
+from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP, pcs_health_checks_supported
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render import node_software, storage
-from fmcluster.render.common import resource_tags
+from fmcluster.render.common import architecture, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec, instance_types_of, max_nodes, min_nodes
-from fmcluster.spec.rules_fields import pcs_health_checks_supported
 
 if TYPE_CHECKING:
     from fmcluster.images import Image
@@ -25,10 +25,10 @@ PURCHASE_OPTIONS = {
     "reservation": "ONDEMAND",
     "capacity-block": "CAPACITY_BLOCK",
 }
-LOGIN_GROUP = "login"
 # Stand-in for the root device name, which comes from the AMI (DescribeImages RootDeviceName) at create
 # time: /dev/xvda is the root device of Amazon Linux AMIs, such as AWS's PCS sample AMIs.
 ROOT_DEVICE_TO_RESOLVE = "/dev/xvda"
+NODE_LAYOUT = node_software.NodeLayout("pcs", imex_prolog_on_head=False, mounts_scratch=True)
 NODE_MANAGED_POLICIES = ["arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"]
 ASSUME_ROLE_POLICY = {
     "Version": "2012-10-17",
@@ -45,7 +45,7 @@ def node_role_name(cluster: str, region: str) -> str:
     return f"AWSPCS-{cluster}-{region}"[:64]
 
 
-def render_pcs(
+def render(
     spec: Spec,
     spec_file: str = "spec.yaml",
     subnet_id: str | None = None,
@@ -145,7 +145,7 @@ def render_pcs(
             "network_interfaces": decisions.efa_network_interfaces(q),
             "subnet_id": q.subnet_id or subnet,
             "root_volume_gib": decisions.queue_root_volume_gib(spec, q),
-            "steps": node_software.compute_steps(spec, q, spec_file, "pcs"),
+            "steps": node_software.compute_steps(spec, q, spec_file, NODE_LAYOUT),
             "health_checks": _health_checks(spec, q),
             "queue_settings": _queue_settings(q),
         }
@@ -175,10 +175,6 @@ def render_pcs(
             "pcs/queue.yaml.j2", cluster=spec.name, name=group["queue"], node_group=group["name"],
             custom_settings=group["queue_settings"])
     return rendered
-
-
-def architecture(instance_type: str) -> str:
-    return hardware(instance_type).architecture or "x86_64"
 
 
 def _ami_for(spec: Spec, instance_type: str, images: dict[str, Image] | None) -> str | None:
@@ -248,7 +244,7 @@ def _login_group(spec: Spec, spec_file: str, login_subnet: str) -> dict[str, Any
         "network_interfaces": [],
         "subnet_id": subnet,
         "root_volume_gib": spec.head_node.root_volume_gib,
-        "steps": node_software.head_steps(spec, spec_file, "pcs"),
+        "steps": node_software.head_steps(spec, spec_file, NODE_LAYOUT),
         "health_checks": None,
         "queue_settings": [],
     }

@@ -1,0 +1,75 @@
+"""What the spec's rules ask of the backend a spec names, so that no rule here names a backend itself.
+
+Each backend answers in ``fmcluster/backends/<name>/spec_rules.py`` with a ``RULES`` instance of a subclass of
+:class:`BackendSpecRules`, reached through :func:`fmcluster.backend_parts.backend_part`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from fmcluster.backend_parts import backend_part
+from fmcluster.spec.positions import Path_
+
+if TYPE_CHECKING:
+    import ipaddress
+
+    from fmcluster.spec.models import Queue, Spec
+
+Report = Callable[[Path_, str], None]
+
+
+@dataclass(frozen=True)
+class TagBudget:
+    """How many of the spec's tags fit on one resource once fmcluster and the backend have added theirs."""
+
+    own: tuple[str, ...]  # the tags fmcluster puts on each resource, which do not count against the user's
+    budget: int
+    why: str  # the limit and who takes the rest, for the message
+
+
+class BackendSpecRules:
+    """The load-time rules and the few defaults that differ by backend. Each method is called from the one
+    generic rule that needs it; :meth:`check` holds the rules only one backend has."""
+
+    # The nodes' OS when the spec names none (the default image's).
+    default_os: str
+    # How messages name the images the backend boots when the spec names none.
+    stock_images: str
+
+    def compute_resource_name(self, queue: Queue) -> str:
+        """What the backend calls the queue's group of nodes (a compute resource, a node group)."""
+        raise NotImplementedError
+
+    def check(self, spec: Spec, error: Report, warn: Report) -> None:
+        """The rules only this backend has: its name patterns and limits, Slurm, access, health checks."""
+        raise NotImplementedError
+
+    def tag_budget(self) -> TagBudget:
+        raise NotImplementedError
+
+    def ssh_cidr_problem(self, cidr: str, network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str | None:
+        """Why the SSH source network ``cidr`` (parsed: ``network``) cannot be used on this backend, or None."""
+        return None
+
+    def family_problem(self, family: str) -> str | None:
+        """Why nodes cannot boot AWS's published image ``family`` at all here (it carries another backend's
+        software), or None."""
+        return None
+
+    def build_advice(self, family: str, source: str) -> str:
+        """How to build a bootable image on AWS's published ``family`` (``source``: where AWS publishes it)."""
+        raise NotImplementedError
+
+    def nodes_without_internet(self, path: Path_, message: str, remedy: str, error: Report, warn: Report) -> None:
+        """Report a queue whose nodes could not reach the internet: an error where the backend then fails."""
+        raise NotImplementedError
+
+
+@cache
+def backend_rules(backend: str) -> BackendSpecRules:
+    """The rules of backend ``backend`` (a name the spec's model already accepted)."""
+    return backend_part(backend, "spec_rules").RULES
