@@ -32,27 +32,27 @@ def fmcluster_exe() -> list[str]:
 
 @dataclass
 class Sandbox:
-    """A background sandbox with its own FMCLUSTER_HOME (started through fmcluster.sandbox.manager)."""
+    """A background sandbox with its own FMCLUSTER_HOME (started through fmcluster_sandbox.manager)."""
 
     home: Path
     info: dict[str, Any] = field(default_factory=dict)
     _session: Any = None
 
     def start(self) -> Sandbox:
-        from fmcluster.sandbox import manager
+        from fmcluster_sandbox import manager
 
         self.home.mkdir(parents=True, exist_ok=True)
         self.info = manager.start(port=free_port(), home=self.home)
         return self
 
     def stop(self) -> None:
-        from fmcluster.sandbox import manager
+        from fmcluster_sandbox import manager
 
         manager.stop(home=self.home)
 
     @property
     def env(self) -> dict[str, str]:
-        from fmcluster.sandbox import manager
+        from fmcluster_sandbox import manager
 
         return {**manager.env_vars(self.info), "AWS_CONFIG_FILE": os.devnull,
                 "AWS_SHARED_CREDENTIALS_FILE": os.devnull}

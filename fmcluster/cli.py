@@ -83,11 +83,9 @@ def main_options(
     state.verbose = verbose
     info: dict = {}
     if sandbox:
-        from fmcluster.sandbox import manager
+        from fmcluster.commandline.sandbox_link import start_or_reuse
 
-        info = manager.ensure_running()
-        # pcluster.lib and any boto3 client read these, so the whole command talks to the sandbox.
-        os.environ.update(manager.env_vars(info))
+        info = start_or_reuse()
         endpoint_url = info["endpoint_url"]
     aws.configure(profile, region, endpoint_url, sandbox=str(info["started_at"]) if sandbox else "")
 
@@ -362,10 +360,10 @@ def destroy(
 
 def _mount_more() -> None:
     from fmcluster.commandline.cluster_access import register
-    from fmcluster.sandbox.cli import app as sandbox_app
+    from fmcluster.commandline.sandbox_link import mount
 
     register(app, NameArgument)
-    app.add_typer(sandbox_app, name="sandbox")
+    mount(app)
 
 
 _mount_more()

@@ -1,6 +1,6 @@
 """Start the fmcluster sandbox for the test session, the way a user would, and talk to it over HTTP.
 
-The sandbox runs as ``python -m fmcluster.sandbox.server --port 0 --home <tmp>`` in a subprocess (same
+The sandbox runs as ``python -m fmcluster_sandbox.server --port 0 --home <tmp>`` in a subprocess (same
 process group as pytest, so Ctrl-C stops it too); it picks a free loopback port and writes it to
 ``<home>/sandbox/sandbox.json``.
 """
@@ -147,10 +147,12 @@ def start_sandbox(home: Path, *extra_args: str) -> tuple[subprocess.Popen, Sandb
     home.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env["FMCLUSTER_HOME"] = str(home)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    # this checkout's fmcluster and fmcluster_sandbox, whether or not they are installed
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), str(REPO_ROOT / "sandbox"),
+                                                    env.get("PYTHONPATH")) if p)
     log = open(home / "sandbox-test.log", "ab")  # the child keeps its own copy
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fmcluster.sandbox.server", "--port", "0", "--home", str(home), "--quiet",
+        [sys.executable, "-m", "fmcluster_sandbox.server", "--port", "0", "--home", str(home), "--quiet",
          *extra_args],
         stdin=subprocess.DEVNULL,
         stdout=log,

@@ -9,7 +9,8 @@ under ``if TYPE_CHECKING:`` (never executed). Two granularities are checked:
 - packages, the first level under ``fmcluster`` (``fmcluster.spec``, ``fmcluster.state``, ...): no package
   reaches itself through another one (``spec`` -> ``catalog`` -> ``spec``), even when no module cycle exists.
 
-``fmcluster.sandbox`` (the emulator, leaving the package) is left out. ``fmcluster.cli`` and
+The sandbox is its own distribution (``sandbox/fmcluster_sandbox``), reached through one module only (a test
+below holds that). ``fmcluster.cli`` and
 ``fmcluster.commandline`` are the top: they import everything, and a test below proves nothing imports them.
 
     python tests/test_import_graph.py    # prints every cycle with the import lines that make it
@@ -24,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "fmcluster"
-EXCLUDED = ("fmcluster.sandbox",)
 TOP = ("fmcluster.cli", "fmcluster.commandline", "fmcluster.__main__")
 
 
@@ -43,13 +43,8 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _excluded(name: str) -> bool:
-    return any(name == prefix or name.startswith(prefix + ".") for prefix in EXCLUDED)
-
-
 def modules() -> dict[str, Path]:
-    found = {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
-    return {name: path for name, path in found.items() if not _excluded(name)}
+    return {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -93,7 +88,7 @@ def _owner(name: str, known: dict[str, Path]) -> str | None:
 
 def edges() -> list[Edge]:
     known = modules()
-    every = {_module_name(path) for path in ROOT.rglob("*.py")}  # sandbox included, to tell names apart
+    every = set(known)
     found: list[Edge] = []
     for source, path in known.items():
         tree = ast.parse(path.read_text(), filename=str(path))
@@ -109,7 +104,7 @@ def edges() -> list[Edge]:
                 targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in every else base
                            for alias in node.names]
             for target in targets:
-                if not (target == "fmcluster" or target.startswith("fmcluster.")) or _excluded(target):
+                if not (target == "fmcluster" or target.startswith("fmcluster.")):
                     continue
                 owner = _owner(target, known)
                 if owner and owner != source:
@@ -265,6 +260,17 @@ def test_nothing_imports_the_command_line() -> None:
     assert not wrong, "\n".join(f"{e.where}: {e.source} imports {e.target}" for e in wrong)
 
 
+def test_only_the_sandbox_link_imports_the_sandbox() -> None:
+    """``pip install fmcluster`` has no emulator: one module imports it, after checking the extra is there."""
+    importers = set()
+    for name, path in modules().items():
+        for node, _ in _imports(ast.parse(path.read_text(), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(n == "fmcluster_sandbox" or n.startswith("fmcluster_sandbox.") for n in names):
+                importers.add(name)
+    assert importers == {"fmcluster.commandline.sandbox_link"}
+
+
 def test_graph_sees_local_and_submodule_imports() -> None:
     """The graph is only as good as its reading: function-local imports and `from pkg import submodule`
     both make edges, and TYPE_CHECKING imports do not."""
@@ -281,5 +287,5 @@ if __name__ == "__main__":
     report = "\n".join(filter(None, (describe("module"), describe("package"))))
     print(report or "no cycles", flush=True)
     local = [e for e in edges() if e.local]
-    print(f"{len(local)} function-local imports of fmcluster modules (sandbox excluded)", file=sys.stderr)
+    print(f"{len(local)} function-local imports of fmcluster modules ", file=sys.stderr)
     sys.exit(1 if report else 0)

@@ -53,6 +53,24 @@ def test_wheel_contents(wheel: Path) -> None:
     entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert "fmcluster = fmcluster.cli:main" in entry_points
     assert not any(n.startswith(("tests/", "configs/")) for n in names)
+    # the emulator is its own distribution (sandbox/), brought by the sandbox extra
+    assert not any(n.startswith(("fmcluster/sandbox/", "fmcluster_sandbox/", "sandbox/")) for n in names)
+
+
+def test_the_sandbox_is_its_own_wheel(tmp_path: Path) -> None:
+    """The sandbox extra's distribution: the emulator package, depending on fmcluster and moto."""
+    command = [sys.executable, "-m", "pip", "wheel", str(ROOT / "sandbox"), "--no-deps", "--no-cache-dir", "-q",
+               "-w", str(tmp_path)]
+    result = _run(*command, cwd=tmp_path)
+    if result.returncode != 0 and importlib.util.find_spec("hatchling") is not None:
+        result = _run(*command, "--no-build-isolation", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (built,) = tmp_path.glob("fmcluster_sandbox-*.whl")
+    names = set(zipfile.ZipFile(built).namelist())
+    assert {"fmcluster_sandbox/server.py", "fmcluster_sandbox/pcs/__init__.py"} <= names
+    assert not any(n.startswith("fmcluster/") for n in names)
+    metadata = next(zipfile.ZipFile(built).read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+    assert "Requires-Dist: fmcluster" in metadata and "Requires-Dist: moto[server]==5.2.5" in metadata
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +163,8 @@ def _site_packages_mb(venv: Path) -> float:
 def test_light_install_is_small_and_leaves_the_extras_out(light: Path, tmp_path: Path) -> None:
     size = _site_packages_mb(light)
     assert size < LIGHT_LIMIT_MB, f"site-packages is {size:.0f} MB"
-    probe = _run(light / "bin" / "python", "-c", "import importlib.util as u; print([m for m in ('pcluster', 'moto') "
-                 "if u.find_spec(m)])", cwd=tmp_path)
+    probe = _run(light / "bin" / "python", "-c", "import importlib.util as u; print([m for m in ('pcluster', 'moto', "
+                 "'fmcluster_sandbox') if u.find_spec(m)])", cwd=tmp_path)
     assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
 
 

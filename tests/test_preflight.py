@@ -412,3 +412,12 @@ def test_head_subnet_in_another_vpc_fails(sandbox):
         ec2.delete_vpc(VpcId=vpc)
     assert f"{head} is in {vpc}" in check.summary
     assert any(f.startswith("choose a head subnet in vpc-") for f in _fixes(check))
+
+
+def test_the_sandbox_serves_every_quota_preflight_reads(sandbox):
+    """A code the sandbox did not serve would fail preflight there and nowhere else."""
+    from fmcluster.preflight.capacity import QUOTA_NAMES
+
+    quotas = sandbox.client("service-quotas")
+    for code, name in QUOTA_NAMES.items():
+        assert quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["QuotaName"] == name, code

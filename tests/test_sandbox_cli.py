@@ -17,7 +17,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The sub-app on its own, as the main CLI mounts it (``fmcluster sandbox``).
-SANDBOX_CLI = "import sys; from fmcluster.sandbox.cli import app; sys.argv[0] = 'fmcluster sandbox'; app()"
+SANDBOX_CLI = "import sys; from fmcluster_sandbox.cli import app; sys.argv[0] = 'fmcluster sandbox'; app()"
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -97,7 +97,7 @@ def test_start_status_env_stop_round_trip(home: Path):
     assert status_json(home)["pid"] == info["pid"]
 
     # ensure_running (the global --sandbox flag) reuses it too
-    from fmcluster.sandbox import manager
+    from fmcluster_sandbox import manager
 
     reused = manager.ensure_running(home)
     assert reused["pid"] == info["pid"] and reused["reused"] is True
@@ -157,7 +157,7 @@ def test_bad_input_is_one_clear_line(home: Path):
 
 
 def test_foreground_runs_until_interrupted(home: Path):
-    from fmcluster.sandbox import manager
+    from fmcluster_sandbox import manager
 
     proc = subprocess.Popen(
         [sys.executable, "-c", SANDBOX_CLI, "--port", "0"],

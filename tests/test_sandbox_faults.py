@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from fmcluster.sandbox.faults import Faults
+from fmcluster_sandbox.faults import Faults
 
 
 def test_defaults_and_json_round_trip():

@@ -21,9 +21,9 @@ from botocore.exceptions import ClientError
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
-from fmcluster.sandbox import model_check
-from fmcluster.sandbox.faults import Faults
-from fmcluster.sandbox.pcs import CLUSTER_TAG, NODE_GROUP_TAG, PcsEmulator
+from fmcluster_sandbox import model_check
+from fmcluster_sandbox.faults import Faults
+from fmcluster_sandbox.pcs import CLUSTER_TAG, NODE_GROUP_TAG, PcsEmulator
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

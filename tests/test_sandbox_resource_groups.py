@@ -9,7 +9,7 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
-from fmcluster.sandbox import model_check
+from fmcluster_sandbox import model_check
 
 POOL = [{"Type": "AWS::EC2::CapacityReservationPool"},
         {"Type": "AWS::ResourceGroups::Generic",

@@ -280,7 +280,7 @@ def test_s3_virtual_host_style_is_understood(sandbox):
 # -- PCS ------------------------------------------------------------------------------------------------
 
 needs_pcs = pytest.mark.skipif(
-    importlib.util.find_spec("fmcluster.sandbox.pcs") is None, reason="PCS emulator not built yet"
+    importlib.util.find_spec("fmcluster_sandbox.pcs") is None, reason="PCS emulator not built yet"
 )
 
 

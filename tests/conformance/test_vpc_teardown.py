@@ -1,4 +1,4 @@
-"""Taking a VPC's gateways apart, as a boto3 client meets it in the sandbox (fmcluster.sandbox.vpc_teardown):
+"""Taking a VPC's gateways apart, as a boto3 client meets it in the sandbox (fmcluster_sandbox.vpc_teardown):
 a NAT gateway's address is freed by its deletion, an internet gateway does not detach while a public address
 is mapped in the VPC, and a VPC is not deleted while a gateway is attached."""
 

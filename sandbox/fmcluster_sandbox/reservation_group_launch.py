@@ -7,9 +7,9 @@ run using On-Demand capacity." (EC2 user guide, "Capacity Reservation groups"; t
 reservations in "Instance lifecycle in a group".) So a launch whose ``CapacityReservationTarget`` names a
 ``CapacityReservationResourceGroupArn`` is never refused for want of reserved capacity here: each instance takes
 a free slot of a matching, active On-Demand Capacity Reservation of the group (counted in
-:mod:`fmcluster.sandbox.capacity_reservations` until it terminates), and the rest run On-Demand.
+:mod:`fmcluster_sandbox.capacity_reservations` until it terminates), and the rest run On-Demand.
 
-This wraps the launch rules of :mod:`fmcluster.sandbox.ec2_launch` from outside (it is installed after them), so
+This wraps the launch rules of :mod:`fmcluster_sandbox.ec2_launch` from outside (it is installed after them), so
 those rules stay as they are.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from fmcluster.sandbox import capacity_reservations, ec2_launch, resource_groups
+from fmcluster_sandbox import capacity_reservations, ec2_launch, resource_groups
 
 _lock = threading.Lock()  # one group launch at a time picks and claims its slots
 

@@ -64,7 +64,7 @@ def main(
     if ctx.invoked_subcommand is not None:
         return
     from fmcluster.extras import require
-    from fmcluster.sandbox import manager
+    from fmcluster_sandbox import manager
 
     try:
         require("sandbox", "fmcluster sandbox")
@@ -82,7 +82,7 @@ def main(
             raise FmclusterError(f"port {port} on 127.0.0.1 is in use; pick another with --port")
     except FmclusterError as exc:
         _fail(exc)
-    from fmcluster.sandbox.server import serve
+    from fmcluster_sandbox.server import serve
 
     typer.echo('fmcluster sandbox: starting; then run  eval "$(fmcluster sandbox env)"  in another shell '
                "(Ctrl-C stops)", err=True)
@@ -102,7 +102,7 @@ def start_cmd(
     Example:
       fmcluster sandbox start && eval "$(fmcluster sandbox env)"
     """
-    from fmcluster.sandbox import manager
+    from fmcluster_sandbox import manager
 
     try:
         info = manager.start(port=port, faults_file=faults, tls=not no_tls)
@@ -122,7 +122,7 @@ def stop_cmd() -> None:
     Example:
       fmcluster sandbox stop
     """
-    from fmcluster.sandbox import manager
+    from fmcluster_sandbox import manager
 
     try:
         info = manager.stop()
@@ -147,7 +147,7 @@ def status_cmd(
     Example:
       fmcluster sandbox status --json
     """
-    from fmcluster.sandbox import manager
+    from fmcluster_sandbox import manager
 
     info = manager.status()
     if as_json:
@@ -178,7 +178,7 @@ def env_cmd() -> None:
     Example:
       eval "$(fmcluster sandbox env)"
     """
-    from fmcluster.sandbox import manager
+    from fmcluster_sandbox import manager
 
     info = manager.status()
     if not info or not info["running"]:

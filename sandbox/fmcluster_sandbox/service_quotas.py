@@ -20,6 +20,8 @@ DEFAULT_QUOTAS: dict[str, dict[str, tuple[str, float]]] = {
         "L-DB2E81BA": ("Running On-Demand G and VT instances", 100000.0),
         "L-2C3B7624": ("Running On-Demand Trn instances", 100000.0),
         "L-7212CCBC": ("All P Spot Instance Requests", 100000.0),
+        "L-3819A6DF": ("All G and VT Spot Instance Requests", 100000.0),
+        "L-34B43A08": ("All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests", 100000.0),
     },
     "pcs": {"L-0ADE95E3": ("Clusters", 5.0)},
 }

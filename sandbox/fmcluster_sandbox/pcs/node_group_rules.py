@@ -22,8 +22,8 @@ import binascii
 import email
 from typing import Any
 
-from fmcluster.sandbox import capacity_reservations, instance_catalog
-from fmcluster.sandbox.pcs.errors import field_error
+from fmcluster_sandbox import capacity_reservations, instance_catalog
+from fmcluster_sandbox.pcs.errors import field_error
 
 HEALTH_CHECKS_MIN_VERSION = (26, 5)
 SPOT_ROLE_PATH = "/aws-service-role/spot.amazonaws.com/"

@@ -45,7 +45,7 @@ class Faults:
       ``compute_node_group``, ``queue``. ``"pcluster_stack:<cluster name>": "CREATE_FAILED"`` (the only
       status for that kind) makes ParallelCluster's stack for that cluster fail as a head-node bootstrap
       failure does: its wait condition receives a FAILURE signal, then the stack goes ``CREATE_FAILED`` or
-      rolls back, as the CreateStack asked (see :mod:`fmcluster.sandbox.pcluster_support`).
+      rolls back, as the CreateStack asked (see :mod:`fmcluster_sandbox.pcluster_support`).
     """
 
     seed: int = 0

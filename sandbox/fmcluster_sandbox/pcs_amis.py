@@ -71,6 +71,6 @@ def seed(ami_backend) -> None:
 
 def install() -> None:
     """Seed every EC2 backend moto creates (moto builds them lazily, per account and region)."""
-    from fmcluster.sandbox.ami_seeding import add_seeder
+    from fmcluster_sandbox.ami_seeding import add_seeder
 
     add_seeder(seed)

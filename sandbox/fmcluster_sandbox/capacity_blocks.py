@@ -5,7 +5,7 @@ days in 1-day steps and then up to 182 days in 7-day steps, and instance types s
 are offered by ``UltraserverType``/``UltraserverCount`` (u-p6e-gb200x36 = 9 and u-p6e-gb200x72 = 18
 p6e-gb200.36xlarge; u-trn2x64 = 4 trn2u.48xlarge: EKS user guide and AWS Neuron "Trn2 architecture", as
 compiled in /work/shared/reference/instance-facts.yaml). An offering is made for every zone where the type
-is sold (:mod:`fmcluster.sandbox.instance_catalog`) to types whose DescribeInstanceTypes usage classes
+is sold (:mod:`fmcluster_sandbox.instance_catalog`) to types whose DescribeInstanceTypes usage classes
 include ``capacity-block``. "All Capacity Blocks end at 11:30AM UTC" and one may start at any time (EC2 user
 guide, "Find and purchase Capacity Blocks"; CapacityBlockOffering: "if a Capacity Block starts at 04:55 and ends
 at 11:30, the hours field would be 6"), so each zone gets two offerings: one from the first 11:30 UTC on or after
@@ -17,7 +17,7 @@ aws.amazon.com/ec2/capacityblocks/pricing as transcribed in instance-facts.yaml,
 
 PurchaseCapacityBlock (EC2 API reference: "You must specify the ID of the Capacity Block offering you are
 purchasing") buys an offering this sandbox made: a ``capacity-block`` reservation of the offering's type, zone,
-count and dates, held by :mod:`fmcluster.sandbox.capacity_reservations` (``scheduled`` until its start, then
+count and dates, held by :mod:`fmcluster_sandbox.capacity_reservations` (``scheduled`` until its start, then
 ``active``). An offering id the sandbox never gave is refused with ``InvalidParameterValue``.
 """
 
@@ -30,15 +30,15 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from fmcluster.sandbox import capacity_reservations, instance_catalog, local_zones, model_check
-from fmcluster.sandbox.ec2_query import error, ok
+from fmcluster_sandbox import capacity_reservations, instance_catalog, local_zones, model_check
+from fmcluster_sandbox.ec2_query import error, ok
 
 ULTRASERVERS = {"u-p6e-gb200x36": ("p6e-gb200.36xlarge", 9), "u-p6e-gb200x72": ("p6e-gb200.36xlarge", 18),
                 "u-trn2x64": ("trn2u.48xlarge", 4)}
 ULTRASERVER_ONLY = {"p6e-gb200.36xlarge", "trn2u.48xlarge"}
 USD_PER_ACCELERATOR_HOUR = {"p6e-gb200.36xlarge": 10.582}
 MAX_INSTANCES = 64
-# Zones AWS reports as ZoneType local-zone (the sandbox's Local Zones, fmcluster.sandbox.local_zones).
+# Zones AWS reports as ZoneType local-zone (the sandbox's Local Zones, fmcluster_sandbox.local_zones).
 LOCAL_ZONES = {zone.name for zones in local_zones.LOCAL_ZONES.values() for zone in zones}
 END_OF_BLOCK = dt.time(11, 30)
 

@@ -62,7 +62,7 @@ def log_path(home: Path | None = None) -> Path:
 def is_sandbox_process(pid: int) -> bool:
     """True if *pid* is alive and runs the sandbox server (guards against reused pids).
 
-    That is ``python -m fmcluster.sandbox.server …`` (background) or ``fmcluster sandbox …``
+    That is ``python -m fmcluster_sandbox.server …`` (background) or ``fmcluster sandbox …``
     (foreground).
     """
     if not pid_alive(pid):
@@ -76,7 +76,7 @@ def is_sandbox_process(pid: int) -> bool:
             ).stdout.split()
         except (OSError, subprocess.SubprocessError):
             return True  # cannot tell: trust the pid file
-    if any("fmcluster.sandbox" in arg for arg in argv):
+    if any("fmcluster_sandbox" in arg for arg in argv):
         return True
     for i, arg in enumerate(argv):
         if os.path.basename(arg) == "fmcluster":
@@ -160,7 +160,7 @@ def check_faults_file(path: str | os.PathLike[str]) -> None:
     if not Path(path).is_file():
         raise UsageError(f"--faults {path}: no such file")
     try:
-        from fmcluster.sandbox.faults import Faults
+        from fmcluster_sandbox.faults import Faults
     except ImportError:
         return
     try:
@@ -208,16 +208,18 @@ def start(
         d = sandbox_dir(home)
         d.mkdir(parents=True, exist_ok=True)
         log = log_path(home)
-        cmd = [sys.executable, "-m", "fmcluster.sandbox.server", "--port", str(port), "--home", str(home)]
+        cmd = [sys.executable, "-m", "fmcluster_sandbox.server", "--port", str(port), "--home", str(home)]
         if faults_file:
             cmd += ["--faults", str(Path(faults_file).resolve())]
         if not tls:
             cmd.append("--no-tls")
         env = dict(os.environ)
         env["FMCLUSTER_HOME"] = str(home)
-        # make the child import this same fmcluster, installed or run from a source tree
-        pkg_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH")) if p)
+        # make the child import this same fmcluster_sandbox and fmcluster, installed or run from source trees
+        import fmcluster
+
+        roots = [str(Path(__file__).resolve().parents[1]), str(Path(fmcluster.__file__).resolve().parents[1])]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (*roots, env.get("PYTHONPATH")) if p)
         with open(log, "ab") as logf:
             logf.write(f"--- starting: {' '.join(cmd)}\n".encode())
             logf.flush()

@@ -8,7 +8,7 @@ operation botocore's model gives the method and path), with one store for groups
 
 CreateGroup, GetGroup, GetGroupConfiguration, ListGroups, GroupResources, UngroupResources,
 ListGroupResources and DeleteGroup. Every other Resource Groups operation goes to moto (and does not see
-these groups). Requests are checked against botocore's model (:mod:`fmcluster.sandbox.model_check`), and the
+these groups). Requests are checked against botocore's model (:mod:`fmcluster_sandbox.model_check`), and the
 service's rules, each from AWS's documentation:
 
 * a group has a resource query or a service configuration, not both (API reference, CreateGroup
@@ -34,7 +34,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.sandbox import model_check, protocols
+from fmcluster_sandbox import model_check, protocols
 
 SERVICE = "resource-groups"
 POOL = "AWS::EC2::CapacityReservationPool"

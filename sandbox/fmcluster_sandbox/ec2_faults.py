@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.sandbox import protocols
+from fmcluster_sandbox import protocols
 
 
 def _ec2_backend(region: str) -> Any:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fmcluster.sandbox.pcs import node_group_rules as rules
-from fmcluster.sandbox.pcs import settings
-from fmcluster.sandbox.pcs.errors import PcsError, conflict, field_error, quota, validation
+from fmcluster_sandbox.pcs import node_group_rules as rules
+from fmcluster_sandbox.pcs import settings
+from fmcluster_sandbox.pcs.errors import PcsError, conflict, field_error, quota, validation
 
 SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
 MAX_NODE_GROUPS = 10

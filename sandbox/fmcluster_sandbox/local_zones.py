@@ -25,7 +25,7 @@ What AWS does, and the sandbox does too:
 
 The Dallas zone's facts: name ``us-east-1-dfw-2a`` (instance-facts.yaml, "purchase"), network border group
 ``us-east-1-dfw-2`` (EC2 API reference, ProvisionByoipCidr, which lists it among Local Zone border groups),
-zone id ``use1-dfw2-az1`` (:data:`fmcluster.sandbox.instance_catalog.ZONE_IDS`). Its parent zone is not
+zone id ``use1-dfw2-az1`` (:data:`fmcluster_sandbox.instance_catalog.ZONE_IDS`). Its parent zone is not
 published, so ``ParentZoneName``/``ParentZoneId`` are left out rather than guessed. The opt-in state lives on
 moto's EC2 backend of the account and Region, so a sandbox reset forgets it with everything else.
 """
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from fmcluster.sandbox import instance_catalog, model_check
-from fmcluster.sandbox.ec2_query import error, ok
+from fmcluster_sandbox import instance_catalog, model_check
+from fmcluster_sandbox.ec2_query import error, ok
 
 ACTIONS = ("DescribeAvailabilityZones", "ModifyAvailabilityZoneGroup")
 

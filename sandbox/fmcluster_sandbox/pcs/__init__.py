@@ -6,7 +6,7 @@ instance profiles, capacity reservations) are looked up in moto's in-process bac
 own EC2 stores, and nodes launch through the sandbox's EC2 rules.
 """
 
-from fmcluster.sandbox.pcs.emulator import PcsEmulator
-from fmcluster.sandbox.pcs.nodes import CLUSTER_TAG, NODE_GROUP_TAG
+from fmcluster_sandbox.pcs.emulator import PcsEmulator
+from fmcluster_sandbox.pcs.nodes import CLUSTER_TAG, NODE_GROUP_TAG
 
 __all__ = ["CLUSTER_TAG", "NODE_GROUP_TAG", "PcsEmulator"]

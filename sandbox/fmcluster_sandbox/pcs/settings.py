@@ -8,7 +8,7 @@ AWS PCS". Settings the guide limits to a Slurm version carry that minimum.
 
 from __future__ import annotations
 
-from fmcluster.sandbox.pcs.errors import field_error
+from fmcluster_sandbox.pcs.errors import field_error
 
 CLUSTER_SLURM = frozenset("""
 AccountingStorageEnforce AccountingStorageTRES AccountingStoreFlags AuthAltParameters CliFilterParameters

@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.sandbox import capacity_reservations, instance_catalog, placement_groups
+from fmcluster_sandbox import capacity_reservations, instance_catalog, placement_groups
 
 _request = threading.local()  # RunInstances parameters moto's response parser drops (see _keep_extras)
 

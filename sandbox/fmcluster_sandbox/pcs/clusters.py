@@ -18,9 +18,9 @@ import random
 import secrets
 import uuid
 
-from fmcluster.sandbox import model_check
-from fmcluster.sandbox.pcs import settings
-from fmcluster.sandbox.pcs.errors import conflict, field_error, quota, validation
+from fmcluster_sandbox import model_check
+from fmcluster_sandbox.pcs import settings
+from fmcluster_sandbox.pcs.errors import conflict, field_error, quota, validation
 
 # AWS's published end of life ("Slurm versions in AWS PCS"): after it, no new clusters on the version.
 END_OF_LIFE = {"23.11": dt.date(2025, 5, 31), "24.05": dt.date(2025, 11, 30), "24.11": dt.date(2026, 5, 31),
@@ -83,7 +83,7 @@ class ClusterOperations:
                                  [(f"{field_name}[{index}]", f"security group is in {group.vpc_id}")])
 
     def _clusters_quota(self, account: str, region: str) -> int:
-        from fmcluster.sandbox.service_quotas import quota_value
+        from fmcluster_sandbox.service_quotas import quota_value
 
         return int(quota_value("pcs", CLUSTERS_QUOTA_CODE, account, region))
 

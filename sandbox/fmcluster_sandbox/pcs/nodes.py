@@ -3,7 +3,7 @@
 At the end of each create/update the group holds ``minInstanceCount`` running instances, tagged
 ``aws:pcs:compute-node-group-id`` / ``aws:pcs:cluster-id``. They launch as PCS launches them: the node
 group's launch template (its network interfaces, placement group, Capacity Reservation), with ``amiId``
-overriding the template's image, so EC2's RunInstances rules (:mod:`fmcluster.sandbox.ec2_launch`) decide
+overriding the template's image, so EC2's RunInstances rules (:mod:`fmcluster_sandbox.ec2_launch`) decide
 whether they can. A launch EC2 refuses fails the create/update with EC2's error in ``errorInfo``. Nodes that
 launch but cannot reach the PCS API (:mod:`.reachability`) never register: the group still becomes ACTIVE
 (its "provisioning status doesn't indicate the overall health of the compute node group", botocore PCS
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.sandbox.pcs import reachability
+from fmcluster_sandbox.pcs import reachability
 
 NODE_GROUP_TAG = "aws:pcs:compute-node-group-id"
 CLUSTER_TAG = "aws:pcs:cluster-id"

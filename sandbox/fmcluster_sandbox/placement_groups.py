@@ -15,8 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
-from fmcluster.sandbox import model_check
-from fmcluster.sandbox.ec2_query import error, ok, tag_set
+from fmcluster_sandbox import model_check
+from fmcluster_sandbox.ec2_query import error, ok, tag_set
 
 ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import secrets
 
-from fmcluster.sandbox.pcs import settings
-from fmcluster.sandbox.pcs.errors import PcsError, conflict, validation
-from fmcluster.sandbox.pcs.node_groups import check_new_member
+from fmcluster_sandbox.pcs import settings
+from fmcluster_sandbox.pcs.errors import PcsError, conflict, validation
+from fmcluster_sandbox.pcs.node_groups import check_new_member
 
 MAX_QUEUES = 10
 

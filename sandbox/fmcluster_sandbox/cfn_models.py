@@ -303,7 +303,7 @@ class CustomResource(_SandboxResource, CloudFormationModel):
             backend.delete_objects(bucket, [{"Key": key} for key in keys], bypass_retention=True)
 
     def _terminate_instances(self) -> None:
-        from fmcluster.sandbox.cfn_instances import terminate_compute_nodes
+        from fmcluster_sandbox.cfn_instances import terminate_compute_nodes
 
         terminate_compute_nodes(self.account_id, self.region_name, self.properties.get("StackName"))
 

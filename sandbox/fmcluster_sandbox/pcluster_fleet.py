@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime
 import logging
 
-from fmcluster.sandbox import cfn_instances
-from fmcluster.sandbox.cfn_stacks import later
+from fmcluster_sandbox import cfn_instances
+from fmcluster_sandbox.cfn_stacks import later
 
 logger = logging.getLogger(__name__)
 # The head node's clustermgtd moves the compute fleet from X_REQUESTED through X-ING to the final state

@@ -2,7 +2,7 @@
 
 Speaks the EC2 query protocol for CreateCapacityReservation, DescribeCapacityReservations and
 CancelCapacityReservation. Capacity Blocks are bought with PurchaseCapacityBlock
-(:mod:`fmcluster.sandbox.capacity_blocks`), or seeded as AWS would hold them (a busy one, an expired one)
+(:mod:`fmcluster_sandbox.capacity_blocks`), or seeded as AWS would hold them (a busy one, an expired one)
 through the control route ``POST /_fmcluster/capacity-reservations`` (see :meth:`CapacityReservations.seed`).
 
 Instances launched into a reservation count against it (``availableInstanceCount`` goes down, and back up
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
-from fmcluster.sandbox import model_check
-from fmcluster.sandbox.ec2_query import error, ok, tag_set
+from fmcluster_sandbox import model_check
+from fmcluster_sandbox.ec2_query import error, ok, tag_set
 
 ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations", "CancelCapacityReservation")
 

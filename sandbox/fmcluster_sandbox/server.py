@@ -1,26 +1,26 @@
 """The sandbox endpoint: one local HTTPS port that speaks the AWS protocols fmcluster uses.
 
-Run it with ``python -m fmcluster.sandbox.server --port P --home DIR [--faults FILE] [--no-tls]``
+Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults FILE] [--no-tls]``
 (or ``fmcluster sandbox``). It binds ``127.0.0.1`` only and serves, on the same port:
 
 * **moto's server** (EC2, IAM, S3, FSx, CloudFormation, Service Quotas, STS and everything else moto
   has), routed the way moto routes: by the SigV4 credential scope;
-* the **PCS emulator** (:mod:`fmcluster.sandbox.pcs`) for every request with
+* the **PCS emulator** (:mod:`fmcluster_sandbox.pcs`) for every request with
   ``X-Amz-Target: AWSParallelComputingService.<Operation>``;
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
   DescribeCapacityBlockOfferings and PurchaseCapacityBlock, Local Zones and their opt-in
-  (:mod:`fmcluster.sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
-  front of moto's RunInstances (:mod:`fmcluster.sandbox.ec2_launch`);
+  (:mod:`fmcluster_sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
+  front of moto's RunInstances (:mod:`fmcluster_sandbox.ec2_launch`);
 * Resource Groups for Capacity Reservation groups, which moto routes only in part
-  (:mod:`fmcluster.sandbox.resource_groups`), and launches into them
-  (:mod:`fmcluster.sandbox.reservation_group_launch`);
-* Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster.sandbox.service_quotas`);
-* **fault injection** (:class:`fmcluster.sandbox.faults.Faults`) in front of all of it: a per-call delay,
+  (:mod:`fmcluster_sandbox.resource_groups`), and launches into them
+  (:mod:`fmcluster_sandbox.reservation_group_launch`);
+* Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster_sandbox.service_quotas`);
+* **fault injection** (:class:`fmcluster_sandbox.faults.Faults`) in front of all of it: a per-call delay,
   throttling errors in each protocol's own form, and ``InsufficientInstanceCapacity`` on EC2
   ``RunInstances`` for chosen instance types.
 
 Every request the sandbox answers itself is checked against botocore's model of its service
-(:mod:`fmcluster.sandbox.model_check`); ``docs/sandbox-fidelity.md`` lists each AWS rule the sandbox enforces,
+(:mod:`fmcluster_sandbox.model_check`); ``docs/sandbox-fidelity.md`` lists each AWS rule the sandbox enforces,
 the AWS page it follows and the test that proves it, and the rules it does not emulate.
 
 Clients trust the self-signed certificate with ``AWS_CA_BUNDLE=<home>/sandbox/cert.pem``; requests are
@@ -75,8 +75,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster.sandbox import ec2_faults, protocols
-from fmcluster.sandbox.faults import Faults
+from fmcluster_sandbox import ec2_faults, protocols
+from fmcluster_sandbox.faults import Faults
 
 HOST = "127.0.0.1"
 STATE_FILE = "sandbox.json"
@@ -106,7 +106,7 @@ class SandboxApp:
     def __init__(self, faults: Faults | None = None):
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-        from fmcluster.sandbox import (
+        from fmcluster_sandbox import (
             capacity_reservations,
             ec2_accounts,
             ec2_interfaces,
@@ -122,8 +122,8 @@ class SandboxApp:
             resource_groups,
             vpc_teardown,
         )
-        from fmcluster.sandbox.pcs import PcsEmulator
-        from fmcluster.sandbox.service_quotas import install_service_quotas
+        from fmcluster_sandbox.pcs import PcsEmulator
+        from fmcluster_sandbox.service_quotas import install_service_quotas
 
         # A real account has AWS's managed policies (AmazonSSMManagedInstanceCore, …) to attach.
         os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
@@ -193,7 +193,7 @@ class SandboxApp:
         self.capacity_reservations.reset()
         self.data_repositories.reset()
         self.resource_groups.reset()
-        from fmcluster.sandbox import capacity_blocks
+        from fmcluster_sandbox import capacity_blocks
 
         capacity_blocks.reset()
 
@@ -205,7 +205,7 @@ class SandboxApp:
 
     # -- control routes ------------------------------------------------------------------------
     def _control(self, environ, start_response):
-        from fmcluster.sandbox.service_quotas import get_quotas, set_quotas
+        from fmcluster_sandbox.service_quotas import get_quotas, set_quotas
 
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
@@ -298,29 +298,29 @@ class SandboxApp:
             return self.placement_groups.handle(operation, params, region, self._account(environ, access_key))
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
             return self.capacity_reservations.handle(operation, params, region, self._account(environ, access_key))
-        if service == "resource-groups":  # moto 5.2.5 routes only part of it: see fmcluster.sandbox.resource_groups
+        if service == "resource-groups":  # moto 5.2.5 routes only part of it: see fmcluster_sandbox.resource_groups
             return self.resource_groups.handle(environ, region, self._account(environ, access_key))
         if service == "ec2" and operation == "DescribeCapacityBlockOfferings":
-            from fmcluster.sandbox import capacity_blocks
+            from fmcluster_sandbox import capacity_blocks
 
             return capacity_blocks.handle(params, region)
         if service == "ec2" and operation == "PurchaseCapacityBlock":
-            from fmcluster.sandbox import capacity_blocks
+            from fmcluster_sandbox import capacity_blocks
 
             return capacity_blocks.purchase(params, region, self._account(environ, access_key))
         if service == "ec2" and operation == "DescribeCapacityBlockStatus":
-            from fmcluster.sandbox import capacity_blocks
+            from fmcluster_sandbox import capacity_blocks
 
             return capacity_blocks.describe_status(params, region, self._account(environ, access_key))
         if service == "ec2" and operation in LOCAL_ZONE_ACTIONS:
-            from fmcluster.sandbox import local_zones
+            from fmcluster_sandbox import local_zones
 
             return local_zones.handle(operation, params, region, self._account(environ, access_key))
         if target.startswith(FSX_TARGET_PREFIX) and operation in FSX_DRA_OPERATIONS:
             return self.data_repositories.handle(operation, protocols.read_body(environ), region,
                                                  self._account(environ, access_key))
         if target.startswith(FSX_TARGET_PREFIX) and operation == "DescribeVolumes":  # moto has no FSx volumes
-            from fmcluster.sandbox.fsx_extras import describe_volumes
+            from fmcluster_sandbox.fsx_extras import describe_volumes
 
             return describe_volumes(protocols.read_body(environ), region, self._account(environ, access_key))
         return None
@@ -392,7 +392,7 @@ def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLik
 
     ssl_context = ca_bundle = None
     if tls:
-        from fmcluster.sandbox.tls import ensure_certificate
+        from fmcluster_sandbox.tls import ensure_certificate
 
         cert, key = ensure_certificate(sandbox_dir)
         ssl_context, ca_bundle = (str(cert), str(key)), str(cert)
@@ -440,7 +440,7 @@ def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLik
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fmcluster.sandbox.server",
+    parser = argparse.ArgumentParser(prog="python -m fmcluster_sandbox.server",
                                      description="Serve the fmcluster AWS sandbox.")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = any free port)")
     parser.add_argument("--home", required=True, help="fmcluster home; files go to HOME/sandbox/")

@@ -11,14 +11,14 @@ those APIs; this module fills the gaps *inside the sandbox* (ParallelCluster its
   base OS (``/dev/xvda`` on Amazon Linux, ``/dev/sda1`` on Ubuntu and RHEL: "Device names for volumes on
   Amazon EC2 instances", EC2 user guide) — descriptions AWS gives them are not published, so none;
 * registers CloudFormation models for the resource types of ParallelCluster's template that moto lacks
-  (:mod:`fmcluster.sandbox.cfn_models`, :mod:`fmcluster.sandbox.cfn_instances`, :mod:`fmcluster.sandbox.cfn_fsx`),
-  stack failure and deletion as CloudFormation does them (:mod:`fmcluster.sandbox.cfn_stacks`) and the
-  compute fleet status the head node keeps (:mod:`fmcluster.sandbox.pcluster_fleet`);
+  (:mod:`fmcluster_sandbox.cfn_models`, :mod:`fmcluster_sandbox.cfn_instances`, :mod:`fmcluster_sandbox.cfn_fsx`),
+  stack failure and deletion as CloudFormation does them (:mod:`fmcluster_sandbox.cfn_stacks`) and the
+  compute fleet status the head node keeps (:mod:`fmcluster_sandbox.pcluster_fleet`);
 * the fault ``fail_status: {"pcluster_stack:<cluster>": "CREATE_FAILED"}`` makes that cluster's head node
   send the FAILURE signal of a failed bootstrap to its wait condition.
 
 ``install(faults)`` is idempotent and must run before the server handles requests; the sandbox hands it
-its :class:`~fmcluster.sandbox.faults.Faults` (a later call only replaces the faults consulted).
+its :class:`~fmcluster_sandbox.faults.Faults` (a later call only replaces the faults consulted).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import logging
 import threading
 from urllib.parse import urlparse
 
-from fmcluster.sandbox import cfn_fsx, cfn_instances, cfn_models, cfn_stacks, pcluster_fleet
+from fmcluster_sandbox import cfn_fsx, cfn_instances, cfn_models, cfn_stacks, pcluster_fleet
 
 SEEDED_ARCHITECTURES = ("x86_64", "arm64")
 # The account that publishes ParallelCluster's official AMIs.
@@ -42,7 +42,7 @@ ROOT_DEVICES = {"alinux2023": "/dev/xvda", "ubuntu2204": "/dev/sda1", "ubuntu240
 logger = logging.getLogger(__name__)
 _install_lock = threading.Lock()
 _installed = False
-# The sandbox's Faults (fmcluster.sandbox.faults); None: no faults injected.
+# The sandbox's Faults (fmcluster_sandbox.faults); None: no faults injected.
 _faults = None
 # Fault kind of fail_status that fails a ParallelCluster cluster's stack (by cluster = stack name).
 STACK_FAULT_KIND = "pcluster_stack"
@@ -92,7 +92,7 @@ def _seed_amis(ami_backend) -> None:
 
 
 def _hook_ami_loading() -> None:
-    from fmcluster.sandbox.ami_seeding import add_seeder
+    from fmcluster_sandbox.ami_seeding import add_seeder
 
     add_seeder(_seed_amis)
 
@@ -222,7 +222,7 @@ def _default_key_type() -> None:
 def install(faults=None) -> None:
     """Apply every sandbox extension ParallelCluster needs. Safe to call more than once.
 
-    ``faults`` (the sandbox's :class:`~fmcluster.sandbox.faults.Faults`) is consulted for
+    ``faults`` (the sandbox's :class:`~fmcluster_sandbox.faults.Faults`) is consulted for
     ``fail_status["pcluster_stack:<cluster>"]``; a later call with faults replaces them.
     """
     global _installed

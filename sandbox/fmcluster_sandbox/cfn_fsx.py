@@ -133,7 +133,7 @@ class FsxDataRepositoryAssociation(CloudFormationModel):
     def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: dict[str, Any],
                                         account_id: str, region_name: str,
                                         **kwargs: Any) -> FsxDataRepositoryAssociation:
-        from fmcluster.sandbox.fsx_extras import REGISTRY
+        from fmcluster_sandbox.fsx_extras import REGISTRY
 
         request = {**_clean(cloudformation_json.get("Properties", {})), "ClientRequestToken": str(uuid.uuid4())}
         status, _, body = REGISTRY.handle("CreateDataRepositoryAssociation", json.dumps(request).encode(),
@@ -146,7 +146,7 @@ class FsxDataRepositoryAssociation(CloudFormationModel):
     @classmethod
     def delete_from_cloudformation_json(cls, resource_name: str, cloudformation_json: dict[str, Any],
                                         account_id: str, region_name: str) -> None:
-        from fmcluster.sandbox.fsx_extras import REGISTRY
+        from fmcluster_sandbox.fsx_extras import REGISTRY
 
         REGISTRY.handle("DeleteDataRepositoryAssociation", json.dumps({"AssociationId": resource_name}).encode(),
                         region_name, account_id)

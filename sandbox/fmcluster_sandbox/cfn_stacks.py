@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from fmcluster.sandbox import cfn_models
+from fmcluster_sandbox import cfn_models
 
 logger = logging.getLogger(__name__)
 _request_context = threading.local()
@@ -108,7 +108,7 @@ def install() -> None:
         try:
             original_create(self)
             if self.status == "CREATE_COMPLETE":
-                from fmcluster.sandbox.pcluster_fleet import headnode_bootstrapped
+                from fmcluster_sandbox.pcluster_fleet import headnode_bootstrapped
 
                 headnode_bootstrapped(self)
         except Exception as err:

@@ -1,6 +1,6 @@
 """The PCS emulator's core: one request in, PCS's answer out.
 
-Every request is checked against botocore's PCS model (:mod:`fmcluster.sandbox.model_check`) before an
+Every request is checked against botocore's PCS model (:mod:`fmcluster_sandbox.model_check`) before an
 operation runs; resources follow PCS's state machine with lazy, clock-driven transitions. The operations
 live in :mod:`.clusters`, :mod:`.node_groups` and :mod:`.queues`; static nodes in :mod:`.nodes`.
 
@@ -26,13 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.sandbox import model_check
-from fmcluster.sandbox.faults import Faults
-from fmcluster.sandbox.pcs.clusters import ClusterOperations
-from fmcluster.sandbox.pcs.errors import RESOURCE_TYPE, PcsError, conflict, not_found, validation
-from fmcluster.sandbox.pcs.node_groups import NodeGroupOperations
-from fmcluster.sandbox.pcs.nodes import NodeOperations
-from fmcluster.sandbox.pcs.queues import QueueOperations
+from fmcluster_sandbox import model_check
+from fmcluster_sandbox.faults import Faults
+from fmcluster_sandbox.pcs.clusters import ClusterOperations
+from fmcluster_sandbox.pcs.errors import RESOURCE_TYPE, PcsError, conflict, not_found, validation
+from fmcluster_sandbox.pcs.node_groups import NodeGroupOperations
+from fmcluster_sandbox.pcs.nodes import NodeOperations
+from fmcluster_sandbox.pcs.queues import QueueOperations
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class PcsEmulator(ClusterOperations, NodeGroupOperations, QueueOperations, NodeO
         self._tags: dict[str, dict[str, str]] = {}
         self._tokens: dict[tuple[str, str, str, str], tuple[float, str, Any]] = {}
         self._seq = 0
-        from fmcluster.sandbox import ec2_accounts, ec2_launch, iam_extras, instance_catalog
+        from fmcluster_sandbox import ec2_accounts, ec2_launch, iam_extras, instance_catalog
 
         ec2_accounts.install()
         instance_catalog.install()
