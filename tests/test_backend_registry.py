@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fmcluster"
 
 # Everything outside the backends' own folder must ask the registry or the backend's parts instead of naming a
-# backend. The sandbox emulates AWS services (one of them is called pcs), so it is not fmcluster's generic code.
+# backend.
 GENERIC = sorted(p.name for p in PACKAGE.iterdir()
-                 if p.name not in ("backends", "sandbox", "__pycache__") and (p.is_dir() or p.suffix == ".py"))
+                 if p.name not in ("backends", "__pycache__") and (p.is_dir() or p.suffix == ".py"))
 
 
 def _names_in(node: ast.AST) -> list[str]:
