@@ -31,12 +31,10 @@ E2E_TESTS: dict[str, str] = {
     "--sandbox against the sandbox",
 }
 
-# nodeid fragment -> why the test is slow
+# nodeid fragment -> why the test is slow (waits on something slow that is not an end-to-end run)
 SLOW_TESTS: dict[str, str] = {
-    "test_state_file.py::test_degraded_record_is_shown_with_its_reason": "status waits out retries to an "
-    "unreachable endpoint (another branch makes those fast)",
-    "test_state_file.py::test_read_only_state_file_still_serves_status": "same: status retries a dead endpoint",
-    "test_state_file.py::test_read_only_state_directory_still_serves_status": "same: status retries a dead endpoint",
+    "test_packaging.py::": "builds the wheels and pip-installs a fresh light environment from the index",
+    "test_smoke_slurm.py::": "starts a real one-host Slurm (slurmctld, slurmd, munge, sshd) and runs a job",
 }
 
 # The files expected to take longest (the end-to-end ones), handed out first so that the two workers finish
