@@ -6,6 +6,7 @@ Each backend answers in ``fmcluster/backends/<name>/spec_rules.py`` with a ``RUL
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -31,7 +32,7 @@ class TagBudget:
     why: str  # the limit and who takes the rest, for the message
 
 
-class BackendSpecRules:
+class BackendSpecRules(ABC):
     """The load-time rules and the few defaults that differ by backend. Each method is called from the one
     generic rule that needs it; :meth:`check` holds the rules only one backend has."""
 
@@ -40,16 +41,17 @@ class BackendSpecRules:
     # How messages name the images the backend boots when the spec names none.
     stock_images: str
 
+    @abstractmethod
     def compute_resource_name(self, queue: Queue) -> str:
         """What the backend calls the queue's group of nodes (a compute resource, a node group)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def check(self, spec: Spec, error: Report, warn: Report) -> None:
         """The rules only this backend has: its name patterns and limits, Slurm, access, health checks."""
-        raise NotImplementedError
 
+    @abstractmethod
     def tag_budget(self) -> TagBudget:
-        raise NotImplementedError
+        """How many of the spec's tags fit, and why."""
 
     def ssh_cidr_problem(self, cidr: str, network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str | None:
         """Why the SSH source network ``cidr`` (parsed: ``network``) cannot be used on this backend, or None."""
@@ -60,13 +62,13 @@ class BackendSpecRules:
         software), or None."""
         return None
 
+    @abstractmethod
     def build_advice(self, family: str, source: str) -> str:
         """How to build a bootable image on AWS's published ``family`` (``source``: where AWS publishes it)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def nodes_without_internet(self, path: Path_, message: str, remedy: str, error: Report, warn: Report) -> None:
         """Report a queue whose nodes could not reach the internet: an error where the backend then fails."""
-        raise NotImplementedError
 
 
 @cache
