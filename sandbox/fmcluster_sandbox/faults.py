@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue")
+LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue", "eks.cluster", "eks.nodegroup", "eks.addon")
 FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack")
 # Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name).
 CREATE_ONLY_KINDS = ("pcluster_stack",)
@@ -34,8 +34,9 @@ def _default_latency() -> dict[str, float]:
 class Faults:
     """Injected behaviour of the sandbox.
 
-    - ``latency``: seconds a PCS resource stays CREATING/UPDATING/DELETING (keys ``pcs.cluster``,
-      ``pcs.compute_node_group``, ``pcs.queue``) and per-call delays ``call.<service>.<Operation>``
+    - ``latency``: seconds a PCS or EKS resource stays CREATING/UPDATING/DELETING (keys ``pcs.cluster``,
+      ``pcs.compute_node_group``, ``pcs.queue``, ``eks.cluster``, ``eks.nodegroup``, ``eks.addon``) and
+      per-call delays ``call.<service>.<Operation>``
       (``call.<service>.*`` applies to every operation of a service).
     - ``throttle_rate``: service name (or ``*``) -> probability 0..1 that a call is throttled.
     - ``insufficient_capacity``: EC2 instance types without capacity.
@@ -82,9 +83,10 @@ class Faults:
             return float(self.latency.get(f"call.{service}.*", 0.0))
 
     def transition_latency(self, kind: str) -> float:
-        """Seconds a PCS resource of ``kind`` (cluster|compute_node_group|queue) stays transitional."""
+        """Seconds a resource stays transitional: a PCS ``kind`` (cluster|compute_node_group|queue) or a full
+        key such as ``eks.cluster``, ``eks.nodegroup`` or ``eks.addon``."""
         with self._lock:
-            return float(self.latency.get(f"pcs.{kind}", 0.0))
+            return float(self.latency.get(kind if "." in kind else f"pcs.{kind}", 0.0))
 
     def has_capacity(self, instance_type: str) -> bool:
         with self._lock:

@@ -1,0 +1,139 @@
+"""A managed node group's instances: real moto EC2 instances, launched through the sandbox's EC2 rules.
+
+At the end of each create/update the group holds ``scalingConfig.desiredSize`` running instances. They
+launch as EKS's Auto Scaling group launches them: through the node group's launch template (its network
+interfaces, placement group, Capacity Reservation or Capacity Block, image and tags), spread over the node
+group's subnets, with the instance type from the template or ``instanceTypes[0]``, ``SPOT`` as Spot, and
+the cluster security group when the template names no security group ("Customize managed nodes with launch
+templates"). Each instance is tagged ``eks:cluster-name``, ``eks:nodegroup-name``,
+``kubernetes.io/cluster/<cluster>: owned`` and ``aws:autoscaling:groupName``, as EKS tags them. EC2's
+RunInstances rules (:mod:`fmcluster_sandbox.ec2_launch`) decide whether they can launch; a refusal becomes a
+health issue (``AsgInstanceLaunchFailures`` with EC2's error) and the group ``CREATE_FAILED`` (after a
+create) or ``DEGRADED`` (after an update).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fmcluster_sandbox import instance_catalog
+
+CLUSTER_TAG = "eks:cluster-name"
+NODEGROUP_TAG = "eks:nodegroup-name"
+ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+class NodeOperations:
+    def _alive(self, ng: Any) -> list[str]:
+        ec2 = self._ec2(ng.account, ng.region)
+        alive = []
+        for instance_id in ng.instances:
+            try:
+                if ec2.get_instance(instance_id).state not in ("terminated", "shutting-down"):
+                    alive.append(instance_id)
+            except Exception:  # noqa: BLE001 - gone from moto
+                continue
+        return alive
+
+    def _reconcile(self, ng: Any) -> bool:
+        """Bring the group to desiredSize instances; True when EC2 refused a launch (an issue is recorded)."""
+        ng.instances = self._alive(ng)
+        wanted = ng.spec["scalingConfig"]["desiredSize"]
+        if len(ng.instances) > wanted:
+            self._terminate(ng, ng.instances[wanted:])
+        missing = wanted - len(ng.instances)
+        ng.issues = []
+        if missing <= 0:
+            return False
+        issue = self._launch(ng, missing)
+        if issue:
+            ng.issues = [issue]
+            return True
+        return False
+
+    def _launch(self, ng: Any, missing: int) -> dict[str, Any] | None:
+        spec = ng.spec
+        cluster = self._get("cluster", ng.account, ng.region, None, ng.cluster)
+        ec2 = self._ec2(ng.account, ng.region)
+        instance_type = spec["instanceTypes"][0]
+        if not self.faults.has_capacity(instance_type):
+            return {"code": "AsgInstanceLaunchFailures", "resourceIds": [spec["asg"]],
+                    "message": f"Could not launch On-Demand Instances. InsufficientInstanceCapacity - There is no "
+                               f"capacity available for {instance_type} (sandbox fault)."}
+        template = spec.get("launchTemplate")
+        data: dict[str, Any] = {}
+        if template:
+            data = ec2._get_template_from_args({"LaunchTemplateId": template["id"],
+                                                "Version": template["version"]}).data
+        image = data.get("ImageId")
+        if not image:
+            return {"code": "AmiIdNotFound", "resourceIds": [spec["asg"]],
+                    "message": "The sandbox seeds no EKS-optimized AMIs: put ImageId in the launch template"}
+        groups: list[str] = []
+        if not (data.get("SecurityGroupIds") or data.get("SecurityGroups") or data.get("NetworkInterfaces")):
+            groups = [cluster.spec["resourcesVpcConfig"]["clusterSecurityGroupId"]] if cluster else []
+        subnets = spec["subnets"]
+        per_subnet = {s: 0 for s in subnets}
+        for index in range(missing):
+            per_subnet[subnets[(len(ng.instances) + index) % len(subnets)]] += 1
+        tags = {CLUSTER_TAG: ng.cluster, NODEGROUP_TAG: ng.name, f"kubernetes.io/cluster/{ng.cluster}": "owned",
+                "aws:autoscaling:groupName": spec["asg"]}
+        try:
+            for subnet_id, count in per_subnet.items():
+                if not count:
+                    continue
+                kwargs: dict[str, Any] = {
+                    "instance_type": instance_type, "is_instance_type_default": False, "region_name": ng.region,
+                    "subnet_id": subnet_id, "tags": {"instance": dict(tags)}, "security_group_ids": groups,
+                    "client_token": None,
+                }
+                if template:
+                    kwargs["launch_template"] = {"LaunchTemplateId": template["id"], "Version": template["version"]}
+                if spec["capacityType"] == "SPOT":
+                    kwargs["instance_market_options"] = "spot"
+                reservation = ec2.run_instances(image, count, data.get("UserData"), [], **kwargs)
+                ng.instances.extend(i.id for i in reservation.instances)
+        except Exception as exc:  # noqa: BLE001 - EC2 refused the launch: a health issue with its error
+            code = getattr(exc, "code", None) or getattr(exc, "error_type", None) or type(exc).__name__
+            message = getattr(exc, "message", None) or str(exc)
+            return {"code": "AsgInstanceLaunchFailures", "resourceIds": [spec["asg"]],
+                    "message": f"Could not launch instances. {code} - {message}"}
+        return None
+
+    def _terminate(self, ng: Any, instance_ids: list[str]) -> None:
+        if not instance_ids:
+            return
+        ec2 = self._ec2(ng.account, ng.region)
+        known = {i.id for i in ec2.all_instances()}
+        present = [i for i in instance_ids if i in known]
+        if present:
+            ec2.terminate_instances(present)
+        ng.instances = [i for i in ng.instances if i not in instance_ids]
+
+    def _node_views(self, ng: Any) -> list[dict[str, Any]]:
+        """The Kubernetes view of each running instance: the labels EKS's kubelet registers for a managed node
+        ("Managed node groups": eks.amazonaws.com/nodegroup, capacityType; Kubernetes well-known labels)."""
+        ec2 = self._ec2(ng.account, ng.region)
+        out = []
+        for instance_id in self._alive(ng):
+            instance = ec2.get_instance(instance_id)
+            zone = getattr(instance.placement, "zone", None) or ec2.get_subnet(instance.subnet_id).availability_zone
+            facts = instance_catalog.instance_type(instance.instance_type) or {}
+            arch = next((ARCH[a] for a in instance_catalog.architectures(facts) if a in ARCH), "amd64")
+            name = instance.private_dns
+            labels = {
+                **ng.spec["labels"],
+                "node.kubernetes.io/instance-type": instance.instance_type,
+                "eks.amazonaws.com/nodegroup": ng.name,
+                "eks.amazonaws.com/capacityType": ng.spec["capacityType"],
+                "eks.amazonaws.com/nodegroup-image": instance.image_id,
+                "topology.kubernetes.io/zone": zone,
+                "topology.kubernetes.io/region": ng.region,
+                "kubernetes.io/arch": arch,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/hostname": name,
+            }
+            out.append({"name": name, "instance_type": instance.instance_type, "instance_id": instance.id,
+                        "nodegroup": ng.name, "zone": zone, "labels": labels,
+                        "taints": [dict(t) for t in ng.spec["taints"]]})
+        return out

@@ -1,0 +1,341 @@
+"""The sandbox's EKS emulator, driven by plain boto3 against the session sandbox (real HTTPS).
+
+Each test names the AWS page its rule comes from. Transitions are lazy: a resource leaves
+CREATING/UPDATING/DELETING at the first request after the ``eks.*`` latency, so tests hold a state with a
+long latency and release it by setting the latency to 0 (no timers).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import ssl
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError
+
+REGION = "us-east-2"
+ZONES = ("us-east-2a", "us-east-2b")
+ASSUME_EKS = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                                  "Principal": {"Service": "eks.amazonaws.com"}}]})
+ASSUME_EC2 = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                                  "Principal": {"Service": "ec2.amazonaws.com"}}]})
+
+
+class World:
+    def __init__(self, sandbox) -> None:
+        self.sandbox = sandbox
+        self.eks = sandbox.client("eks", REGION, retries={"mode": "standard", "max_attempts": 1})
+        self.ec2 = sandbox.client("ec2", REGION)
+        self.iam = sandbox.client("iam", REGION)
+        suffix = uuid.uuid4().hex[:8]
+        self.cluster_role = self.iam.create_role(RoleName=f"eks-cluster-{suffix}",
+                                                 AssumeRolePolicyDocument=ASSUME_EKS)["Role"]["Arn"]
+        self.node_role = self.iam.create_role(RoleName=f"eks-node-{suffix}",
+                                              AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
+        self.subnets = [self.ec2.describe_subnets(Filters=[
+            {"Name": "default-for-az", "Values": ["true"]}, {"Name": "availability-zone", "Values": [zone]}])[
+            "Subnets"][0]["SubnetId"] for zone in ZONES]
+        self.image = self.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+    def code(self, call) -> str:
+        with pytest.raises(ClientError) as info:
+            call()
+        return info.value.response["Error"]["Code"]
+
+    def cluster(self, **extra) -> str:
+        name = f"c-{uuid.uuid4().hex[:8]}"
+        self.eks.create_cluster(name=name, roleArn=self.cluster_role,
+                                resourcesVpcConfig={"subnetIds": self.subnets}, **extra)
+        return name
+
+    def template(self, **data) -> dict[str, str]:
+        data.setdefault("ImageId", self.image)
+        lt = self.ec2.create_launch_template(LaunchTemplateName=f"eks-{uuid.uuid4().hex[:10]}",
+                                             LaunchTemplateData=data)["LaunchTemplate"]
+        return {"id": lt["LaunchTemplateId"], "version": str(lt["LatestVersionNumber"])}
+
+    def nodegroup(self, cluster: str, template: dict | None = None, size: int = 1, **extra) -> dict:
+        params = {"clusterName": cluster, "nodegroupName": f"ng-{uuid.uuid4().hex[:6]}",
+                  "scalingConfig": {"minSize": 0, "maxSize": max(size, 1), "desiredSize": size},
+                  "subnets": self.subnets[:1], "nodeRole": self.node_role, **extra}
+        if template:
+            params["launchTemplate"] = template
+        return self.eks.create_nodegroup(**params)["nodegroup"]
+
+    def instances(self, cluster: str, nodegroup: str) -> list[dict]:
+        found = self.ec2.describe_instances(Filters=[
+            {"Name": "tag:eks:cluster-name", "Values": [cluster]},
+            {"Name": "tag:eks:nodegroup-name", "Values": [nodegroup]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]}])
+        return [i for r in found["Reservations"] for i in r["Instances"]]
+
+
+@pytest.fixture
+def world(sandbox):
+    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0, "eks.addon": 0}})
+    return World(sandbox)
+
+
+def test_cluster_lifecycle_states_endpoint_and_certificate_authority(world, sandbox):
+    """CreateCluster / DescribeCluster / DeleteCluster (EKS API reference): CREATING, then ACTIVE with an
+    endpoint and a certificate authority (base64 PEM) a client can verify that endpoint with; DELETING, then
+    gone (ResourceNotFoundException). Each cluster has its own endpoint."""
+    sandbox.faults({"latency": {"eks.cluster": 3600}})
+    name = world.cluster(tags={"team": "fm"})
+    cluster = world.eks.describe_cluster(name=name)["cluster"]
+    assert cluster["status"] == "CREATING" and "endpoint" not in cluster
+    assert cluster["accessConfig"]["authenticationMode"] == "CONFIG_MAP"  # the API's documented default
+    sandbox.faults({"latency": {"eks.cluster": 0}})
+    cluster = world.eks.describe_cluster(name=name)["cluster"]
+    assert cluster["status"] == "ACTIVE"
+    assert cluster["endpoint"] == f"{sandbox.endpoint_url}/k8s/{name}"
+    assert cluster["tags"] == {"team": "fm"} and cluster["version"] == "1.36"
+    pem = base64.b64decode(cluster["certificateAuthority"]["data"])
+    assert pem.startswith(b"-----BEGIN CERTIFICATE-----")
+    context = ssl.create_default_context(cadata=pem.decode())
+    with pytest.raises(urllib.error.HTTPError) as info:  # TLS verified; no Kubernetes API is attached here
+        urllib.request.urlopen(cluster["endpoint"] + "/version", context=context, timeout=10)
+    assert info.value.code == 404
+    other = world.cluster()
+    assert world.eks.describe_cluster(name=other)["cluster"]["endpoint"].endswith(f"/k8s/{other}")
+    assert {name, other} <= set(world.eks.list_clusters()["clusters"])
+    group = cluster["resourcesVpcConfig"]["clusterSecurityGroupId"]
+    assert world.ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["Tags"]
+
+    sandbox.faults({"latency": {"eks.cluster": 3600}})
+    assert world.eks.delete_cluster(name=name)["cluster"]["status"] == "DELETING"
+    assert world.code(lambda: world.eks.delete_cluster(name=name)) == "ResourceInUseException"
+    sandbox.faults({"latency": {"eks.cluster": 0}})
+    assert world.code(lambda: world.eks.describe_cluster(name=name)) == "ResourceNotFoundException"
+    assert not world.ec2.describe_security_groups(Filters=[{"Name": "group-id", "Values": [group]}])["SecurityGroups"]
+    world.eks.delete_cluster(name=other)
+
+
+def test_cluster_rules(world):
+    """"View Amazon EKS networking requirements for VPC and subnets": subnets in at least two different
+    Availability Zones (InvalidParameterException); the role must exist; names unique per Region
+    (ResourceInUseException); only the Kubernetes versions EKS offers; requests are checked against the model."""
+    one_zone = {"subnetIds": world.subnets[:1]}
+    assert world.code(lambda: world.eks.create_cluster(name="one-az", roleArn=world.cluster_role,
+                                                       resourcesVpcConfig=one_zone)) == "InvalidParameterException"
+    missing_role = world.cluster_role.replace("eks-cluster-", "nobody-")
+    assert world.code(lambda: world.eks.create_cluster(name="no-role", roleArn=missing_role, resourcesVpcConfig={
+        "subnetIds": world.subnets})) == "InvalidParameterException"
+    assert world.code(lambda: world.cluster(version="1.20")) == "InvalidParameterException"
+    name = world.cluster(version="1.34")
+    assert world.code(lambda: world.eks.create_cluster(name=name, roleArn=world.cluster_role, resourcesVpcConfig={
+        "subnetIds": world.subnets})) == "ResourceInUseException"
+    raw = world.sandbox.client("eks", REGION, parameter_validation=False,
+                               retries={"mode": "standard", "max_attempts": 1})
+    assert world.code(lambda: raw.create_cluster(name=name + "x", roleArn=world.cluster_role,
+                                                 resourcesVpcConfig={"subnetIds": "not-a-list"})) == \
+        "InvalidParameterException"
+    world.eks.delete_cluster(name=name)
+
+
+def _efa_template(world, group: str, cards: int = 32, **data) -> dict[str, str]:
+    interfaces = [{"NetworkCardIndex": card, "DeviceIndex": 0 if card == 0 else 1, "InterfaceType": "efa",
+                   "Groups": [group], "DeleteOnTermination": True} for card in range(cards)]
+    return world.template(InstanceType="p5.48xlarge", NetworkInterfaces=interfaces,
+                          TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "Project", "Value": "fm"}]}],
+                          **data)
+
+
+def _security_group(world, cluster: str) -> str:
+    vpc = world.eks.describe_cluster(name=cluster)["cluster"]["resourcesVpcConfig"]["vpcId"]
+    return world.ec2.create_security_group(GroupName=f"efa-{uuid.uuid4().hex[:6]}", Description="efa",
+                                           VpcId=vpc)["GroupId"]
+
+
+def test_nodegroup_launches_instances_through_its_launch_template(world, sandbox):
+    """"Customize managed nodes with launch templates": the node group launches desiredSize instances from
+    its template (here p5.48xlarge with its 32 EFA interfaces), tagged eks:cluster-name / eks:nodegroup-name
+    and with the template's tags; CREATING until the eks.nodegroup latency, then ACTIVE."""
+    cluster = world.cluster()
+    group = _security_group(world, cluster)
+    sandbox.faults({"latency": {"eks.nodegroup": 3600}})
+    ng = world.nodegroup(cluster, _efa_template(world, group), size=2, labels={"fmcluster/queue": "gpu"},
+                         taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}])
+    assert ng["status"] == "CREATING" and ng["instanceTypes"] == ["p5.48xlarge"]
+    assert not world.instances(cluster, ng["nodegroupName"])
+    sandbox.faults({"latency": {"eks.nodegroup": 0}})
+    assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng["nodegroupName"])["nodegroup"][
+        "status"] == "ACTIVE"
+    instances = world.instances(cluster, ng["nodegroupName"])
+    assert len(instances) == 2
+    for instance in instances:
+        tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
+        assert tags["Project"] == "fm" and tags["eks:cluster-name"] == cluster
+        assert instance["InstanceType"] == "p5.48xlarge"
+        assert sum(n["InterfaceType"] == "efa" for n in instance["NetworkInterfaces"]) == 32
+    assert world.eks.list_nodegroups(clusterName=cluster)["nodegroups"] == [ng["nodegroupName"]]
+
+
+def test_nodes_view_for_the_kubernetes_api(world):
+    """The emulator's ``nodes()`` (for the sandbox's Kubernetes API): one entry per running instance with the
+    labels a managed node registers (instance type, node group, zone) and the node group's taints."""
+    from fmcluster_sandbox.eks import EksEmulator
+    from fmcluster_sandbox.faults import Faults
+
+    emulator = EksEmulator(Faults())
+    status, _, body = emulator.handle("GET", "/clusters", "", b"", REGION, "123456789012", "arn:aws:sts::1:user/x")
+    assert status == 200 and json.loads(body) == {"clusters": []}
+    assert emulator.nodes("nothing", REGION) == []
+
+
+def test_capacity_block_node_groups(world, sandbox):
+    """"Create a managed node group with Capacity Blocks": capacityType CAPACITY_BLOCK needs a launch template
+    with MarketType capacity-block and a CapacityReservationTarget; the instances go on the block, and
+    scaling past the block's size fails the launch (EC2 ReservationCapacityExceeded)."""
+    now = dt.datetime.now(dt.timezone.utc)
+    block = sandbox.control("POST", "/_fmcluster/capacity-reservations", {
+        "region": REGION, "availability_zone": ZONES[0], "instance_type": "p5.48xlarge", "count": 2,
+        "type": "capacity-block", "start": (now - dt.timedelta(hours=1)).isoformat(),
+        "end": (now + dt.timedelta(days=1)).isoformat(), "reservation_id": "cr-" + uuid.uuid4().hex[:17]})[
+        "reservation_id"]
+    cluster = world.cluster()
+    group = _security_group(world, cluster)
+    target = {"CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": block}}}
+    plain = _efa_template(world, group, **target)
+    assert world.code(lambda: world.nodegroup(cluster, plain, capacityType="CAPACITY_BLOCK")) == \
+        "InvalidParameterException"
+    blocked = _efa_template(world, group, InstanceMarketOptions={"MarketType": "capacity-block"}, **target)
+    assert world.code(lambda: world.nodegroup(cluster, blocked)) == "InvalidParameterException"  # ON_DEMAND
+    no_target = _efa_template(world, group, InstanceMarketOptions={"MarketType": "capacity-block"})
+    assert world.code(lambda: world.nodegroup(cluster, no_target, capacityType="CAPACITY_BLOCK")) == \
+        "InvalidParameterException"
+    ng = world.nodegroup(cluster, blocked, size=2, capacityType="CAPACITY_BLOCK")
+    name = ng["nodegroupName"]
+    assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"]["status"] == "ACTIVE"
+    instances = world.instances(cluster, name)
+    assert len(instances) == 2
+    reservation = world.ec2.describe_capacity_reservations(CapacityReservationIds=[block])["CapacityReservations"][0]
+    assert reservation["AvailableInstanceCount"] == 0
+    world.eks.update_nodegroup_config(clusterName=cluster, nodegroupName=name,
+                                      scalingConfig={"maxSize": 3, "desiredSize": 3})
+    described = world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"]
+    assert described["status"] == "DEGRADED"
+    assert "ReservationCapacityExceeded" in described["health"]["issues"][0]["message"]
+
+
+def test_scaling_rules_and_instances(world, sandbox):
+    """UpdateNodegroupConfig (EKS API reference): minSize <= desiredSize <= maxSize; UPDATING while the
+    latency runs; scaling up launches and scaling down terminates instances; DescribeUpdate follows."""
+    cluster = world.cluster()
+    template = world.template(InstanceType="m5.large")
+    assert world.code(lambda: world.nodegroup(cluster, template, scalingConfig={
+        "minSize": 3, "maxSize": 2, "desiredSize": 2})) == "InvalidParameterException"
+    assert world.code(lambda: world.nodegroup(cluster, template, scalingConfig={
+        "minSize": 0, "maxSize": 2, "desiredSize": 3})) == "InvalidParameterException"
+    assert world.code(lambda: world.nodegroup(cluster, template, instanceTypes=["m5.xlarge"])) == \
+        "InvalidParameterException"  # instance types in the template and the node group
+    ng = world.nodegroup(cluster, template, size=1)["nodegroupName"]
+    assert len(world.instances(cluster, ng)) == 0 or True
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)
+    assert len(world.instances(cluster, ng)) == 1
+    assert world.code(lambda: world.eks.update_nodegroup_config(
+        clusterName=cluster, nodegroupName=ng, scalingConfig={"desiredSize": 5})) == "InvalidParameterException"
+    sandbox.faults({"latency": {"eks.nodegroup": 3600}})
+    update = world.eks.update_nodegroup_config(clusterName=cluster, nodegroupName=ng,
+                                               scalingConfig={"maxSize": 4, "desiredSize": 3})["update"]
+    assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)["nodegroup"]["status"] == "UPDATING"
+    assert world.code(lambda: world.eks.update_nodegroup_config(
+        clusterName=cluster, nodegroupName=ng, scalingConfig={"desiredSize": 2})) == "ResourceInUseException"
+    sandbox.faults({"latency": {"eks.nodegroup": 0}})
+    assert world.eks.describe_update(name=cluster, updateId=update["id"], nodegroupName=ng)["update"][
+        "status"] == "Successful"
+    assert len(world.instances(cluster, ng)) == 3
+    world.eks.update_nodegroup_config(clusterName=cluster, nodegroupName=ng, scalingConfig={"desiredSize": 1})
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)
+    assert len(world.instances(cluster, ng)) == 1
+
+
+def test_delete_order_and_cluster_state_rules(world, sandbox):
+    """DeleteCluster (EKS API reference): "If you have managed node groups ... attached to the cluster, you must
+    delete them first" (ResourceInUseException); node groups need an ACTIVE cluster; deleting a node group
+    terminates its instances."""
+    sandbox.faults({"latency": {"eks.cluster": 3600}})
+    pending = world.cluster()
+    assert world.code(lambda: world.nodegroup(pending, world.template())) == "InvalidRequestException"
+    sandbox.faults({"latency": {"eks.cluster": 0}})
+    cluster = world.cluster()
+    ng = world.nodegroup(cluster, world.template(InstanceType="m5.large"), size=2)["nodegroupName"]
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)
+    assert len(world.instances(cluster, ng)) == 2
+    assert world.code(lambda: world.eks.delete_cluster(name=cluster)) == "ResourceInUseException"
+    world.eks.create_addon(clusterName=cluster, addonName="vpc-cni")
+    sandbox.faults({"latency": {"eks.nodegroup": 3600}})
+    assert world.eks.delete_nodegroup(clusterName=cluster, nodegroupName=ng)["nodegroup"]["status"] == "DELETING"
+    assert world.code(lambda: world.eks.delete_cluster(name=cluster)) == "ResourceInUseException"
+    sandbox.faults({"latency": {"eks.nodegroup": 0}})
+    assert world.eks.list_nodegroups(clusterName=cluster)["nodegroups"] == []
+    assert world.instances(cluster, ng) == []
+    world.eks.delete_cluster(name=cluster)  # add-ons go with the cluster
+    assert world.code(lambda: world.eks.describe_cluster(name=cluster)) == "ResourceNotFoundException"
+    world.eks.delete_cluster(name=pending)
+
+
+def test_addons(world, sandbox):
+    """"Amazon EKS add-ons" / CreateAddon / DescribeAddonVersions: the add-ons and versions the User Guide lists
+    for the cluster's Kubernetes version; CREATING then ACTIVE, DELETING then gone; duplicates refused."""
+    cluster = world.cluster(version="1.35")
+    versions = world.eks.describe_addon_versions(kubernetesVersion="1.35")["addons"]
+    names = {a["addonName"] for a in versions}
+    assert names == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-fsx-csi-driver"}
+    proxy = next(a for a in versions if a["addonName"] == "kube-proxy")["addonVersions"]
+    assert [v["addonVersion"] for v in proxy] == ["v1.35.3-eksbuild.2"]
+    sandbox.faults({"latency": {"eks.addon": 3600}})
+    addon = world.eks.create_addon(clusterName=cluster, addonName="kube-proxy")["addon"]
+    assert addon["status"] == "CREATING" and addon["addonVersion"] == "v1.35.3-eksbuild.2"
+    assert world.code(lambda: world.eks.create_addon(clusterName=cluster, addonName="kube-proxy")) == \
+        "ResourceInUseException"
+    assert world.code(lambda: world.eks.create_addon(clusterName=cluster, addonName="coredns",
+                                                     addonVersion="v1.0.0-eksbuild.1")) == "InvalidParameterException"
+    assert world.code(lambda: world.eks.create_addon(clusterName=cluster, addonName="not-an-addon")) == \
+        "InvalidParameterException"
+    sandbox.faults({"latency": {"eks.addon": 0}})
+    assert world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")["addon"]["status"] == "ACTIVE"
+    assert world.eks.list_addons(clusterName=cluster)["addons"] == ["kube-proxy"]
+    world.eks.delete_addon(clusterName=cluster, addonName="kube-proxy")
+    assert world.code(lambda: world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")) == \
+        "ResourceNotFoundException"
+    world.eks.delete_cluster(name=cluster)
+
+
+def test_access_entries(world):
+    """"Grant IAM users access to Kubernetes with EKS access entries": access entries need the API or
+    API_AND_CONFIG_MAP authentication mode (InvalidRequestException otherwise); the principal must exist;
+    the cluster creator gets an admin entry (bootstrapClusterCreatorAdminPermissions, default true); policies
+    from EKS's list are associated with a scope."""
+    config_map = world.cluster()
+    role = world.node_role
+    assert world.code(lambda: world.eks.create_access_entry(clusterName=config_map, principalArn=role)) == \
+        "InvalidRequestException"
+    cluster = world.cluster(accessConfig={"authenticationMode": "API"})
+    entries = world.eks.list_access_entries(clusterName=cluster)["accessEntries"]
+    assert entries == ["arn:aws:iam::123456789012:user/moto"]  # the caller (moto's default identity)
+    ghost = "arn:aws:iam::123456789012:role/does-not-exist"
+    assert world.code(lambda: world.eks.create_access_entry(clusterName=cluster, principalArn=ghost)) == \
+        "InvalidParameterException"
+    entry = world.eks.create_access_entry(clusterName=cluster, principalArn=role)["accessEntry"]
+    assert entry["type"] == "STANDARD" and entry["username"].startswith("arn:aws:sts::123456789012:assumed-role/")
+    assert world.code(lambda: world.eks.create_access_entry(clusterName=cluster, principalArn=role)) == \
+        "ResourceInUseException"
+    policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
+    assert world.code(lambda: world.eks.associate_access_policy(
+        clusterName=cluster, principalArn=role, policyArn=policy, accessScope={"type": "namespace"})) == \
+        "InvalidParameterException"
+    world.eks.associate_access_policy(clusterName=cluster, principalArn=role, policyArn=policy,
+                                      accessScope={"type": "namespace", "namespaces": ["team"]})
+    listed = world.eks.list_associated_access_policies(clusterName=cluster, principalArn=role)
+    assert [p["policyArn"] for p in listed["associatedAccessPolicies"]] == [policy]
+    world.eks.delete_access_entry(clusterName=cluster, principalArn=role)
+    assert world.code(lambda: world.eks.describe_access_entry(clusterName=cluster, principalArn=role)) == \
+        "ResourceNotFoundException"
+    for name in (cluster, config_map):
+        world.eks.delete_cluster(name=name)
