@@ -21,6 +21,9 @@ from fmcluster_sandbox import instance_catalog
 CLUSTER_TAG = "eks:cluster-name"
 NODEGROUP_TAG = "eks:nodegroup-name"
 ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+# EKS's taint effects as the kubelet registers them on the Node ("Recipe: Prevent pods from being scheduled on
+# specific nodes": NO_SCHEDULE -> NoSchedule, ...).
+KUBE_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 
 class NodeOperations:
@@ -112,7 +115,8 @@ class NodeOperations:
 
     def _node_views(self, ng: Any) -> list[dict[str, Any]]:
         """The Kubernetes view of each running instance: the labels EKS's kubelet registers for a managed node
-        ("Managed node groups": eks.amazonaws.com/nodegroup, capacityType; Kubernetes well-known labels)."""
+        ("Managed node groups": eks.amazonaws.com/nodegroup, capacityType; Kubernetes well-known labels) and
+        the node group's taints with Kubernetes effects (``NoSchedule`` …)."""
         ec2 = self._ec2(ng.account, ng.region)
         out = []
         for instance_id in self._alive(ng):
@@ -120,7 +124,7 @@ class NodeOperations:
             zone = getattr(instance.placement, "zone", None) or ec2.get_subnet(instance.subnet_id).availability_zone
             facts = instance_catalog.instance_type(instance.instance_type) or {}
             arch = next((ARCH[a] for a in instance_catalog.architectures(facts) if a in ARCH), "amd64")
-            name = instance.private_dns
+            name = instance.private_dns_name
             labels = {
                 **ng.spec["labels"],
                 "node.kubernetes.io/instance-type": instance.instance_type,
@@ -135,5 +139,6 @@ class NodeOperations:
             }
             out.append({"name": name, "instance_type": instance.instance_type, "instance_id": instance.id,
                         "nodegroup": ng.name, "zone": zone, "labels": labels,
-                        "taints": [dict(t) for t in ng.spec["taints"]]})
+                        "taints": [{**t, "effect": KUBE_EFFECT.get(t.get("effect", ""), t.get("effect"))}
+                                   for t in ng.spec["taints"]]})
         return out
