@@ -138,6 +138,26 @@ def test_cluster_rules(world):
     world.eks.delete_cluster(name=name)
 
 
+def test_authentication_mode_moves_one_way(world):
+    """"Change authentication mode to use access entries" (EKS guide): CONFIG_MAP -> API_AND_CONFIG_MAP -> API;
+    going back is refused. UpdateClusterConfig needs the cluster ACTIVE (ResourceInUseException)."""
+    cluster = world.cluster()
+    world.eks.describe_cluster(name=cluster)
+    update = world.eks.update_cluster_config(name=cluster, accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})
+    assert update["update"]["type"] == "AccessConfigUpdate" and update["update"]["status"] == "InProgress"
+    assert world.eks.describe_update(name=cluster, updateId=update["update"]["id"])["update"]["status"] == "Successful"
+    world.sandbox.faults({"latency": {"eks.cluster": 3600}})
+    world.eks.update_cluster_config(name=cluster, accessConfig={"authenticationMode": "API"})
+    assert world.code(lambda: world.eks.update_cluster_config(
+        name=cluster, accessConfig={"authenticationMode": "API"})) == "ResourceInUseException"  # UPDATING
+    world.sandbox.faults({"latency": {"eks.cluster": 0}})
+    assert world.eks.describe_cluster(name=cluster)["cluster"]["accessConfig"]["authenticationMode"] == "API"
+    assert world.code(lambda: world.eks.update_cluster_config(
+        name=cluster, accessConfig={"authenticationMode": "CONFIG_MAP"})) == "InvalidParameterException"
+    world.eks.create_access_entry(clusterName=cluster, principalArn=world.node_role)  # API mode allows entries
+    world.eks.delete_cluster(name=cluster)
+
+
 def _efa_template(world, group: str, cards: int = 32, **data) -> dict[str, str]:
     interfaces = [{"NetworkCardIndex": card, "DeviceIndex": 0 if card == 0 else 1, "InterfaceType": "efa",
                    "Groups": [group], "DeleteOnTermination": True} for card in range(cards)]
@@ -291,7 +311,10 @@ def test_scaling_rules_and_instances(world, sandbox):
     ng = world.nodegroup(cluster, template, size=1)["nodegroupName"]
     assert world.instances(cluster, ng) == []  # still CREATING: the next EKS request ends the transition
     world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)
-    assert len(world.instances(cluster, ng)) == 1
+    (instance,) = world.instances(cluster, ng)
+    # a template without security groups: the node gets the cluster security group
+    cluster_group = world.eks.describe_cluster(name=cluster)["cluster"]["resourcesVpcConfig"]["clusterSecurityGroupId"]
+    assert [g["GroupId"] for g in instance["SecurityGroups"]] == [cluster_group]
     assert world.code(lambda: world.eks.update_nodegroup_config(
         clusterName=cluster, nodegroupName=ng, scalingConfig={"desiredSize": 5})) == "InvalidParameterException"
     sandbox.faults({"latency": {"eks.nodegroup": 3600}})

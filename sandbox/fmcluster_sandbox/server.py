@@ -7,6 +7,9 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   has), routed the way moto routes: by the SigV4 credential scope;
 * the **PCS emulator** (:mod:`fmcluster_sandbox.pcs`) for every request with
   ``X-Amz-Target: AWSParallelComputingService.<Operation>``;
+* the **EKS emulator** (:mod:`fmcluster_sandbox.eks`) for every request whose credential scope names ``eks``
+  (REST-JSON), instead of moto's partial EKS; each cluster's endpoint is ``<endpoint_url>/k8s/<cluster name>``,
+  answered by the ``kube`` hook (:attr:`SandboxApp.kube`, the per-cluster Kubernetes API) when one is set;
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
   DescribeCapacityBlockOfferings and PurchaseCapacityBlock, Local Zones and their opt-in
   (:mod:`fmcluster_sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
@@ -51,7 +54,7 @@ Control routes (JSON in, JSON out; not AWS APIs):
     "reservation_id": "cr-0123456789abcdef0"}``; the state follows the dates (scheduled, active, expired)
     unless ``"state"`` is given; answers ``{"reservation_id": ...}``.
 ``POST /_fmcluster/reset``
-    forget every resource: moto's state (default VPCs come back on next use), the PCS emulator's
+    forget every resource: moto's state (default VPCs come back on next use), the PCS and EKS emulators'
     clusters, reservations, placement groups and quota changes. Faults are kept (reset them with
     ``POST /_fmcluster/faults {"reset": true}``). moto's own ``POST /moto-api/reset`` does the same.
 
