@@ -416,3 +416,43 @@ def test_access_entries(world):
         "ResourceNotFoundException"
     for name in (cluster, config_map):
         world.eks.delete_cluster(name=name)
+
+
+def test_injected_failures(world, sandbox):
+    """Faults ``fail_status`` (sandbox's own, for tests of failure paths): ``eks_cluster:<name>`` ends the create
+    FAILED, ``eks_nodegroup:<name>`` / ``eks_addon:<name>`` end a create or delete CREATE_FAILED / DELETE_FAILED
+    with an ``InternalFailure`` health issue (EKS issue codes); failed resources can still be deleted."""
+    broken = f"c-{uuid.uuid4().hex[:8]}"
+    sandbox.faults({"fail_status": {f"eks_cluster:{broken}": "CREATE_FAILED"}})
+    world.eks.create_cluster(name=broken, roleArn=world.cluster_role, resourcesVpcConfig={"subnetIds": world.subnets})
+    failed = world.eks.describe_cluster(name=broken)["cluster"]
+    assert failed["status"] == "FAILED" and failed["health"]["issues"][0]["code"] == "InternalFailure"
+    world.eks.delete_cluster(name=broken)
+    assert world.code(lambda: world.eks.describe_cluster(name=broken)) == "ResourceNotFoundException"
+
+    cluster = world.cluster()
+    template = world.template(InstanceType="m5.large")
+    sandbox.faults({"fail_status": {"eks_nodegroup:bad": "CREATE_FAILED", "eks_nodegroup:stuck": "DELETE_FAILED",
+                                    "eks_addon:coredns": "DELETE_FAILED"}})
+    world.nodegroup(cluster, template, size=1, nodegroupName="bad")
+    bad = world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="bad")["nodegroup"]
+    assert bad["status"] == "CREATE_FAILED" and bad["health"]["issues"][0]["code"] == "InternalFailure"
+    assert world.instances(cluster, "bad") == []
+    world.nodegroup(cluster, template, size=1, nodegroupName="stuck")
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="stuck")
+    world.eks.delete_nodegroup(clusterName=cluster, nodegroupName="stuck")
+    assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="stuck")["nodegroup"][
+        "status"] == "DELETE_FAILED"
+    assert len(world.instances(cluster, "stuck")) == 1
+    world.eks.create_addon(clusterName=cluster, addonName="coredns")
+    world.eks.describe_addon(clusterName=cluster, addonName="coredns")
+    world.eks.delete_addon(clusterName=cluster, addonName="coredns")
+    assert world.eks.describe_addon(clusterName=cluster, addonName="coredns")["addon"]["status"] == "DELETE_FAILED"
+    sandbox.faults({"fail_status": {"eks_nodegroup:stuck": None, "eks_addon:coredns": None}})
+    for name in ("bad", "stuck"):
+        world.eks.delete_nodegroup(clusterName=cluster, nodegroupName=name)
+    world.eks.delete_addon(clusterName=cluster, addonName="coredns")
+    assert world.eks.list_nodegroups(clusterName=cluster)["nodegroups"] == []
+    assert world.eks.list_addons(clusterName=cluster)["addons"] == []
+    assert world.instances(cluster, "stuck") == []
+    world.eks.delete_cluster(name=cluster)

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue", "eks.cluster", "eks.nodegroup", "eks.addon")
-FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack")
-# Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name).
-CREATE_ONLY_KINDS = ("pcluster_stack",)
+FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack", "eks_cluster", "eks_nodegroup", "eks_addon")
+# Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name; an EKS
+# cluster, whose failed state is FAILED).
+CREATE_ONLY_KINDS = ("pcluster_stack", "eks_cluster")
+# EKS node groups and add-ons fail a create or a delete (their statuses CREATE_FAILED, DELETE_FAILED).
+CREATE_OR_DELETE_KINDS = ("eks_nodegroup", "eks_addon")
 FAILABLE_STATUSES = (
     "CREATE_FAILED",
     "UPDATE_FAILED",
@@ -47,6 +50,8 @@ class Faults:
       status for that kind) makes ParallelCluster's stack for that cluster fail as a head-node bootstrap
       failure does: its wait condition receives a FAILURE signal, then the stack goes ``CREATE_FAILED`` or
       rolls back, as the CreateStack asked (see :mod:`fmcluster_sandbox.pcluster_support`).
+      EKS kinds, by name: ``eks_cluster`` (``CREATE_FAILED`` only: the cluster ends its create ``FAILED``),
+      ``eks_nodegroup`` and ``eks_addon`` (``CREATE_FAILED`` or ``DELETE_FAILED``).
     """
 
     seed: int = 0
@@ -210,3 +215,5 @@ class Faults:
                 raise ValueError(f"fail_status {key!r}: status must be one of {FAILABLE_STATUSES}")
             if kind in CREATE_ONLY_KINDS and value != "CREATE_FAILED":
                 raise ValueError(f"fail_status {key!r}: the only status for {kind} is CREATE_FAILED")
+            if kind in CREATE_OR_DELETE_KINDS and value not in ("CREATE_FAILED", "DELETE_FAILED"):
+                raise ValueError(f"fail_status {key!r}: {kind} takes CREATE_FAILED or DELETE_FAILED")

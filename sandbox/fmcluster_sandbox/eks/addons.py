@@ -94,7 +94,8 @@ class AddonOperations:
     def _addon_view(addon: Any) -> dict[str, Any]:
         spec = addon.spec
         out = {"addonName": addon.name, "clusterName": addon.cluster, "status": addon.status,
-               "addonVersion": spec["addonVersion"], "health": {"issues": []}, "addonArn": addon.arn,
+               "addonVersion": spec["addonVersion"], "health": {"issues": list(spec.get("issues") or [])},
+               "addonArn": addon.arn,
                "createdAt": addon.created_at, "modifiedAt": addon.modified_at, "tags": dict(addon.tags),
                "publisher": "eks", "owner": "aws", "podIdentityAssociations": []}
         if spec.get("serviceAccountRoleArn"):

@@ -183,7 +183,7 @@ class ClusterOperations:
             "accessConfig": dict(spec["accessConfig"]),
             "identity": {"oidc": {"issuer": spec["oidc"]}},
             "upgradePolicy": {"supportType": "EXTENDED"},
-            "health": {"issues": []},
+            "health": {"issues": [{**i, "resourceIds": []} for i in spec.get("issues") or []]},
         }
         if spec.get("logging"):
             out["logging"] = copy.deepcopy(spec["logging"])

@@ -155,6 +155,8 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
 
     def _finish(self, res: Resource) -> None:
         res.modified_at = self.wall()
+        if self._forced_failure(res):
+            return
         if res.status == "DELETING":
             self._on_deleted(res)
             self._resources.pop(self._key(res), None)
@@ -174,6 +176,23 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
                 update["status"] = "Failed" if res.status in ("CREATE_FAILED", "DEGRADED") else "Successful"
                 if update["status"] == "Failed":
                     update["errors"] = [{"errorCode": "Unknown", "errorMessage": i["message"]} for i in res.issues]
+
+    def _forced_failure(self, res: Resource) -> bool:
+        """A ``fail_status`` fault (``eks_cluster:<name>``, ``eks_nodegroup:<name>``, ``eks_addon:<name>``)
+        ending this transition failed, with an ``InternalFailure`` health issue (an EKS issue code)."""
+        forced = self.faults.forced_status(f"eks_{res.kind}", res.name)
+        step = {"CREATING": "CREATE_FAILED", "DELETING": "DELETE_FAILED"}.get(res.status)
+        if not forced or forced != step:
+            return False
+        issue = {"code": "InternalFailure", "message": f"sandbox fault: {res.kind} {res.name} forced to {forced}"}
+        res.status = "FAILED" if res.kind == "cluster" else forced
+        if res.kind == "nodegroup":
+            res.issues = [{**issue, "resourceIds": [res.spec["asg"]]}]
+        elif res.kind == "addon":
+            res.spec["issues"] = [issue]
+        elif res.kind == "cluster":
+            res.spec["issues"] = [issue]
+        return True
 
     def _on_deleted(self, res: Resource) -> None:
         if res.kind == "nodegroup":
