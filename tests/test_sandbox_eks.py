@@ -105,7 +105,10 @@ def test_cluster_lifecycle_states_endpoint_and_certificate_authority(world, sand
     assert world.eks.describe_cluster(name=other)["cluster"]["endpoint"].endswith(f"/k8s/{other}")
     assert {name, other} <= set(world.eks.list_clusters()["clusters"])
     group = cluster["resourcesVpcConfig"]["clusterSecurityGroupId"]
-    assert world.ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["Tags"]
+    described = world.ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]
+    assert {t["Key"]: t["Value"] for t in described["Tags"]}[f"kubernetes.io/cluster/{name}"] == "owned"
+    assert [(p["IpProtocol"], [g["GroupId"] for g in p["UserIdGroupPairs"]]) for p in described["IpPermissions"]] == \
+        [("-1", [group])]  # all traffic from itself
 
     sandbox.faults({"latency": {"eks.cluster": 3600}})
     assert world.eks.delete_cluster(name=name)["cluster"]["status"] == "DELETING"
@@ -456,3 +459,22 @@ def test_injected_failures(world, sandbox):
     assert world.eks.list_addons(clusterName=cluster)["addons"] == []
     assert world.instances(cluster, "stuck") == []
     world.eks.delete_cluster(name=cluster)
+
+
+def test_client_request_token_replays_the_original_answer(world):
+    """CreateCluster/CreateNodegroup ``clientRequestToken`` (EKS API: "ensure the idempotency of the request"):
+    the same request with the same token answers the original result instead of ResourceInUseException (a
+    client retrying after a lost answer); another request with that token is refused."""
+    name = f"c-{uuid.uuid4().hex[:8]}"
+    token = uuid.uuid4().hex
+    request = {"name": name, "roleArn": world.cluster_role, "resourcesVpcConfig": {"subnetIds": world.subnets},
+               "clientRequestToken": token}
+    first = world.eks.create_cluster(**request)["cluster"]
+    world.eks.describe_cluster(name=name)  # ACTIVE now
+    again = world.eks.create_cluster(**request)["cluster"]
+    assert again["arn"] == first["arn"] and again["status"] == "CREATING"  # the original answer
+    assert world.code(lambda: world.eks.create_cluster(**{**request, "version": "1.34"})) == \
+        "InvalidParameterException"
+    assert world.code(lambda: world.eks.create_cluster(**{**request, "clientRequestToken": uuid.uuid4().hex})) == \
+        "ResourceInUseException"
+    world.eks.delete_cluster(name=name)

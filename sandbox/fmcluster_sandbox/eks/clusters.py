@@ -101,11 +101,10 @@ class ClusterOperations:
             "well as any managed workloads.", vpc,
             tags={"aws:eks:cluster-name": cluster.name, f"kubernetes.io/cluster/{cluster.name}": "owned",
                   "Name": f"eks-cluster-sg-{cluster.name}-{suffix}"})
-        # "Amazon EKS security group requirements": the cluster security group allows all traffic from itself.
-        try:
-            ec2.authorize_security_group_ingress(group.id, "-1", None, None, [], [{"GroupId": group.id}])
-        except Exception:  # noqa: BLE001 - moto's signature differs across versions; the group still exists
-            pass
+        # "View Amazon EKS security group requirements for clusters": the cluster security group allows all
+        # traffic from itself (and all outbound traffic, moto's default egress rule).
+        ec2.authorize_security_group_ingress(group.id, "-1", None, None, [],
+                                             source_groups=[{"GroupId": group.id}], vpc_id=vpc)
         return group.id
 
     def _drop_cluster_resources(self, cluster: Any) -> None:

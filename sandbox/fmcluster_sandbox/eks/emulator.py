@@ -15,6 +15,7 @@ and :meth:`EksEmulator.principal_allowed`.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import logging
 import threading
@@ -36,6 +37,7 @@ from fmcluster_sandbox.faults import Faults
 log = logging.getLogger(__name__)
 
 TRANSITIONAL = ("CREATING", "UPDATING", "DELETING")
+TOKEN_TTL = 8 * 3600.0
 LATENCY_KEY = {"cluster": "eks.cluster", "nodegroup": "eks.nodegroup", "addon": "eks.addon"}
 # ListClusters/ListNodegroups/ListAddons/ListAccessEntries maxResults: 1..100 (model); EKS's default page is 100.
 DEFAULT_PAGE_SIZE = 100
@@ -75,6 +77,7 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
         self.wall = wall
         self._lock = threading.RLock()
         self._resources: dict[tuple[str, str, str, str | None, str], Resource] = {}
+        self._tokens: dict[tuple[str, str, str, str], tuple[float, str, Any]] = {}
         from fmcluster_sandbox import ec2_accounts, ec2_launch, iam_extras, instance_catalog
 
         ec2_accounts.install()
@@ -103,7 +106,7 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
                 raise EksError("InvalidRequestException", f"The sandbox does not emulate EKS {operation}")
             with self._lock:
                 self._advance()
-                result = handler(params, region, account, caller_arn)
+                result = self._idempotent(operation, params, region, account, caller_arn, handler)
             _prune(model_check.operation("eks", operation).output_shape, result)
             bad = model_check.check("eks", operation, result, output=True)
             if bad:
@@ -116,6 +119,27 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             return EksError("ServerException", f"{type(exc).__name__}: {exc}").response()
         headers = {"Content-Type": "application/json", "x-amzn-RequestId": str(uuid.uuid4())}
         return 200, headers, json.dumps(result).encode()
+
+    def _idempotent(self, operation: str, params: dict, region: str, account: str, caller: str,
+                    handler: Callable) -> dict:
+        """``clientRequestToken`` ("a unique, case-sensitive identifier that you provide to ensure the
+        idempotency of the request", EKS API): a token replayed with the same request answers the original
+        result and does nothing else; with another request it is refused. Tokens live 8 hours."""
+        token = params.get("clientRequestToken")
+        if not token:
+            return handler(params, region, account, caller)
+        now = self.clock()
+        self._tokens = {k: v for k, v in self._tokens.items() if now - v[0] < TOKEN_TTL}
+        key = (account, region, operation, token)
+        fingerprint = json.dumps({k: v for k, v in params.items() if k != "clientRequestToken"}, sort_keys=True)
+        if key in self._tokens:
+            _, seen, original = self._tokens[key]
+            if seen != fingerprint:
+                raise invalid(f"clientRequestToken {token} was already used with different parameters")
+            return copy.deepcopy(original)
+        result = handler(params, region, account, caller)
+        self._tokens[key] = (now, fingerprint, copy.deepcopy(result))
+        return result
 
     # -- for the sandbox's Kubernetes API ----------------------------------------------------------
     def nodes(self, cluster_name: str, region: str, account: str | None = None) -> list[dict[str, Any]]:
