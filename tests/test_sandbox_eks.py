@@ -478,3 +478,34 @@ def test_client_request_token_replays_the_original_answer(world):
     assert world.code(lambda: world.eks.create_cluster(**{**request, "clientRequestToken": uuid.uuid4().hex})) == \
         "ResourceInUseException"
     world.eks.delete_cluster(name=name)
+
+
+def test_eks_optimized_amis_and_their_ssm_parameters(world):
+    """"Retrieve recommended Amazon Linux AMI IDs" (EKS guide): /aws/service/eks/optimized-ami/<version>/
+    amazon-linux-2023/<arch>/<variant>/recommended/image_id names an Amazon-owned AMI of that architecture; a
+    node group without an ImageId launches the image of its amiType for the cluster's version."""
+    ssm = world.sandbox.client("ssm", REGION)
+    found = {}
+    for arch, variant in (("x86_64", "nvidia"), ("arm64", "nvidia"), ("x86_64", "neuron"), ("x86_64", "standard")):
+        name = f"/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/{arch}/{variant}/recommended/image_id"
+        found[(arch, variant)] = ssm.get_parameter(Name=name)["Parameter"]["Value"]
+    images = world.ec2.describe_images(ImageIds=list(found.values()))["Images"]
+    by_id = {i["ImageId"]: i for i in images}
+    for (arch, variant), ami in found.items():
+        assert by_id[ami]["Architecture"] == arch and by_id[ami]["OwnerId"] == "amazon"
+        assert f"-{arch}-{variant}-1.35-" in by_id[ami]["Name"]
+    assert world.code(lambda: ssm.get_parameter(
+        Name="/aws/service/eks/optimized-ami/1.20/amazon-linux-2023/x86_64/nvidia/recommended/image_id")) == \
+        "ParameterNotFound"
+
+    cluster = world.cluster(version="1.35")
+    template = world.template(InstanceType="m5.large")  # this world's templates carry an ImageId
+    assert world.code(lambda: world.nodegroup(cluster, template, amiType="AL2023_x86_64_NVIDIA")) == \
+        "InvalidParameterException"
+    bare = world.ec2.create_launch_template(LaunchTemplateName=f"eks-{uuid.uuid4().hex[:10]}", LaunchTemplateData={
+        "InstanceType": "m5.large"})["LaunchTemplate"]["LaunchTemplateId"]
+    ng = world.nodegroup(cluster, {"id": bare}, size=1, amiType="AL2023_x86_64_NVIDIA")
+    assert ng["amiType"] == "AL2023_x86_64_NVIDIA"
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng["nodegroupName"])
+    (instance,) = world.instances(cluster, ng["nodegroupName"])
+    assert instance["ImageId"] == found[("x86_64", "nvidia")]

@@ -79,7 +79,9 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
         self._resources: dict[tuple[str, str, str, str | None, str], Resource] = {}
         self._tokens: dict[tuple[str, str, str, str], tuple[float, str, Any]] = {}
         from fmcluster_sandbox import ec2_accounts, ec2_launch, iam_extras, instance_catalog
+        from fmcluster_sandbox.eks import amis
 
+        amis.install()
         ec2_accounts.install()
         instance_catalog.install()
         ec2_launch.install()

@@ -98,12 +98,15 @@ class NodegroupOperations(NodeOperations):
         self._check_capacity(capacity, data, where)
         instance_types = ([data["InstanceType"]] if data.get("InstanceType")
                           else list(p.get("instanceTypes") or [DEFAULT_INSTANCE_TYPE]))
+        if data.get("ImageId") and p.get("amiType"):
+            raise invalid("amiType cannot be specified with a launch template that names a custom AMI", **where)
+        ami_type = "CUSTOM" if data.get("ImageId") else (p.get("amiType") or _default_ami_type(instance_types[0]))
         self._check_tags(p.get("tags"))
         arn = f"arn:aws:eks:{region}:{account}:nodegroup/{cluster.name}/{name}/{uuid.uuid4()}"
         spec: dict[str, Any] = {
             "version": p.get("version") or cluster.spec["version"], "capacityType": capacity,
             "scalingConfig": scaling, "instanceTypes": instance_types, "subnets": list(p["subnets"]),
-            "amiType": p.get("amiType") or ("CUSTOM" if data.get("ImageId") else "AL2023_x86_64_STANDARD"),
+            "amiType": ami_type,
             "nodeRole": p["nodeRole"], "labels": dict(p.get("labels") or {}),
             "taints": [dict(t) for t in p.get("taints") or []],
             "updateConfig": dict(p.get("updateConfig") or {"maxUnavailable": 1}),
@@ -214,6 +217,15 @@ class NodegroupOperations(NodeOperations):
         if "launchTemplate" in spec:
             out["launchTemplate"] = dict(spec["launchTemplate"])
         return out
+
+
+def _default_ami_type(instance_type: str) -> str:
+    """The AL2023 standard image of the instance type's architecture (CreateNodegroup ``amiType``: EKS picks
+    an Amazon Linux 2023 image when none is given for Kubernetes 1.30 and later)."""
+    from fmcluster_sandbox import instance_catalog
+
+    facts = instance_catalog.instance_type(instance_type) or {}
+    return "AL2023_ARM_64_STANDARD" if "arm64" in instance_catalog.architectures(facts) else "AL2023_x86_64_STANDARD"
 
 
 __all__ = ["EksError", "NodegroupOperations"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster_sandbox import instance_catalog
+from fmcluster_sandbox.eks import amis
 
 CLUSTER_TAG = "eks:cluster-name"
 NODEGROUP_TAG = "eks:nodegroup-name"
@@ -68,10 +69,10 @@ class NodeOperations:
         if template:
             data = ec2._get_template_from_args({"LaunchTemplateId": template["id"],
                                                 "Version": template["version"]}).data
-        image = data.get("ImageId")
+        image = data.get("ImageId") or amis.for_ami_type(ng.region, spec["version"], spec["amiType"])
         if not image:
             return {"code": "AmiIdNotFound", "resourceIds": [spec["asg"]],
-                    "message": "The sandbox seeds no EKS-optimized AMIs: put ImageId in the launch template"}
+                    "message": f"The sandbox seeds no {spec['amiType']} image: put ImageId in the launch template"}
         groups: list[str] = []
         if not (data.get("SecurityGroupIds") or data.get("SecurityGroups") or data.get("NetworkInterfaces")):
             groups = [cluster.spec["resourcesVpcConfig"]["clusterSecurityGroupId"]] if cluster else []
