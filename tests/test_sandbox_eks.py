@@ -130,7 +130,17 @@ def test_cluster_rules(world):
     assert world.code(lambda: world.eks.create_cluster(name="no-role", roleArn=missing_role, resourcesVpcConfig={
         "subnetIds": world.subnets})) == "InvalidParameterException"
     assert world.code(lambda: world.cluster(version="1.20")) == "InvalidParameterException"
+    vpc = world.ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
+    elsewhere = world.ec2.create_subnet(VpcId=vpc, CidrBlock="10.77.0.0/24", AvailabilityZone=ZONES[1])[
+        "Subnet"]["SubnetId"]
+    two_vpcs = {"subnetIds": [world.subnets[0], elsewhere]}
+    assert world.code(lambda: world.eks.create_cluster(name="two-vpcs", roleArn=world.cluster_role,
+                                                       resourcesVpcConfig=two_vpcs)) == "InvalidParameterException"
     name = world.cluster(version="1.34")
+    world.eks.describe_cluster(name=name)
+    # "Subnets ... in the cluster's VPC" (CreateNodegroup): a subnet of another VPC is refused
+    assert world.code(lambda: world.nodegroup(name, world.template(), subnets=[elsewhere])) == \
+        "InvalidParameterException"
     assert world.code(lambda: world.eks.create_cluster(name=name, roleArn=world.cluster_role, resourcesVpcConfig={
         "subnetIds": world.subnets})) == "ResourceInUseException"
     raw = world.sandbox.client("eks", REGION, parameter_validation=False,
