@@ -16,7 +16,7 @@ import urllib.request
 import uuid
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 REGION = "us-east-2"
 ZONES = ("us-east-2a", "us-east-2b")
@@ -274,6 +274,16 @@ def test_nodes_and_principals_for_the_kubernetes_api():
         assert emulator.principal_allowed("k", REGION, node_role)
         assert not emulator.principal_allowed("other", REGION, node_role)
 
+        # a CONFIG_MAP cluster: its creator is admin without an access entry, until the mode is API only
+        call("POST", "/clusters", {"name": "m", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets}})
+        call("GET", "/clusters/m")
+        assert emulator.principal_allowed("m", REGION, caller)
+        assert not emulator.principal_allowed("m", REGION, node_role)
+        for mode in ("API_AND_CONFIG_MAP", "API"):
+            call("POST", "/clusters/m/update-config", {"accessConfig": {"authenticationMode": mode}})
+            call("GET", "/clusters/m")
+        assert not emulator.principal_allowed("m", REGION, caller)
+
 
 def test_capacity_block_node_groups(world, sandbox):
     """"Create a managed node group with Capacity Blocks": capacityType CAPACITY_BLOCK needs a launch template
@@ -379,8 +389,13 @@ def test_addons(world, sandbox):
     assert names == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-fsx-csi-driver"}
     proxy = next(a for a in versions if a["addonName"] == "kube-proxy")["addonVersions"]
     assert [v["addonVersion"] for v in proxy] == ["v1.35.3-eksbuild.2"]
-    sandbox.faults({"latency": {"eks.addon": 3600}})
+    sandbox.faults({"latency": {"eks.addon": 3600, "call.eks.DescribeAddon": 30}})
     addon = world.eks.create_addon(clusterName=cluster, addonName="kube-proxy")["addon"]
+    # per-call delays name EKS operations (call.eks.<Operation>): DescribeAddon is held, CreateAddon was not
+    impatient = sandbox.client("eks", REGION, read_timeout=1, retries={"mode": "standard", "max_attempts": 1})
+    with pytest.raises(ReadTimeoutError):
+        impatient.describe_addon(clusterName=cluster, addonName="kube-proxy")
+    sandbox.faults({"latency": {"call.eks.DescribeAddon": None}})
     assert addon["status"] == "CREATING" and addon["addonVersion"] == "v1.35.3-eksbuild.2"
     assert world.code(lambda: world.eks.create_addon(clusterName=cluster, addonName="kube-proxy")) == \
         "ResourceInUseException"

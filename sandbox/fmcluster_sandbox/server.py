@@ -297,6 +297,11 @@ class SandboxApp:
             else:
                 protocol = "rest-json"
                 operation = f"{environ.get('REQUEST_METHOD', 'GET')} {path}"
+                if service == "eks":  # EKS's operation name, so call.eks.<Operation> delays apply
+                    from fmcluster_sandbox.eks import routing
+
+                    found = routing.match(environ.get("REQUEST_METHOD", "GET"), environ.get("RAW_URI") or path)
+                    operation = found[0] if found else operation
         service = service or "unknown"
 
         # The PCS emulator applies call.pcs.<Op> delays itself; every other service is delayed here.

@@ -169,7 +169,9 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             for entry in self._all("access_entry", account, region, cluster_name):
                 if normalise_principal(entry.name) == wanted and entry.policies:
                     return True
-            return bool(cluster.spec.get("_config_map_admin") == wanted)
+            # a CONFIG_MAP cluster's creator is mapped to system:masters outside any access entry
+            mode = cluster.spec["accessConfig"]["authenticationMode"]
+            return mode != "API" and cluster.spec.get("_config_map_admin") == wanted
 
     # -- state machine -----------------------------------------------------------------------------
     def _advance(self) -> None:
