@@ -130,6 +130,11 @@ def test_cluster_rules(world):
     assert world.code(lambda: world.eks.create_cluster(name="no-role", roleArn=missing_role, resourcesVpcConfig={
         "subnetIds": world.subnets})) == "InvalidParameterException"
     assert world.code(lambda: world.cluster(version="1.20")) == "InvalidParameterException"
+    versions = world.eks.describe_cluster_versions()["clusterVersions"]
+    assert [(v["clusterVersion"], v["versionStatus"], v["defaultVersion"]) for v in versions] == [
+        ("1.36", "STANDARD_SUPPORT", True), ("1.35", "STANDARD_SUPPORT", False), ("1.34", "STANDARD_SUPPORT", False)]
+    assert [v["clusterVersion"] for v in world.eks.describe_cluster_versions(defaultOnly=True)["clusterVersions"]] \
+        == ["1.36"]
     vpc = world.ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     elsewhere = world.ec2.create_subnet(VpcId=vpc, CidrBlock="10.77.0.0/24", AvailabilityZone=ZONES[1])[
         "Subnet"]["SubnetId"]

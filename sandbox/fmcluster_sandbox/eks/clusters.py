@@ -118,6 +118,24 @@ class ClusterOperations:
             except Exception:  # noqa: BLE001 - the user deleted it already, or something still uses it
                 pass
 
+    def _op_describe_cluster_versions(self, p: dict, region: str, account: str, caller: str) -> dict:
+        """DescribeClusterVersions: the Kubernetes versions the sandbox offers, all on standard support (the
+        guide's list); release and support dates are left out (not all are published in one place)."""
+        wanted = set(p.get("clusterVersions") or [])
+        if p.get("clusterType") not in (None, "eks"):
+            return {"clusterVersions": []}
+        status = p.get("versionStatus") or {"standard-support": "STANDARD_SUPPORT"}.get(p.get("status") or "")
+        rows = []
+        for version in catalog.KUBERNETES_VERSIONS:
+            default = version == catalog.DEFAULT_KUBERNETES_VERSION
+            if (wanted and version not in wanted) or (p.get("defaultOnly") and not default) or \
+                    (status and status != "STANDARD_SUPPORT"):
+                continue
+            rows.append({"clusterVersion": version, "clusterType": "eks",
+                         "defaultPlatformVersion": catalog.PLATFORM_VERSION, "defaultVersion": default,
+                         "status": "standard-support", "versionStatus": "STANDARD_SUPPORT"})
+        return self._page(list(reversed(rows)), p, "clusterVersions")
+
     def _op_describe_cluster(self, p: dict, region: str, account: str, caller: str) -> dict:
         return {"cluster": self._cluster_view(self._cluster(p["name"], account, region))}
 
