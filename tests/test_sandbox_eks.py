@@ -268,16 +268,17 @@ def test_nodes_and_principals_for_the_kubernetes_api():
         # the creator's admin entry (bootstrapClusterCreatorAdminPermissions) names the role, not the session
         assert emulator.principal_allowed("k", REGION, "arn:aws:sts::123456789012:assumed-role/admin/other")
         assert emulator.principal_allowed("k", REGION, "arn:aws:iam::123456789012:role/admin")
-        assert not emulator.principal_allowed("k", REGION, node_role)
-        call("POST", "/clusters/k/access-entries", {"principalArn": node_role})
-        assert not emulator.principal_allowed("k", REGION, node_role)  # an entry without a policy
+        assert not emulator.principal_allowed("k", REGION, node_role)  # its EC2_LINUX entry has no policy
+        viewer = iam.create_role(RoleName="viewer", AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
+        call("POST", "/clusters/k/access-entries", {"principalArn": viewer})
+        assert not emulator.principal_allowed("k", REGION, viewer)  # an entry without a policy
         from urllib.parse import quote
 
-        call("POST", f"/clusters/k/access-entries/{quote(node_role, safe='')}/access-policies", {
+        call("POST", f"/clusters/k/access-entries/{quote(viewer, safe='')}/access-policies", {
             "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
             "accessScope": {"type": "cluster"}})
-        assert emulator.principal_allowed("k", REGION, node_role)
-        assert not emulator.principal_allowed("other", REGION, node_role)
+        assert emulator.principal_allowed("k", REGION, viewer)
+        assert not emulator.principal_allowed("other", REGION, viewer)
 
         # a CONFIG_MAP cluster: its creator is admin without an access entry, until the mode is API only
         call("POST", "/clusters", {"name": "m", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets}})
@@ -432,6 +433,15 @@ def test_access_entries(world):
     ghost = "arn:aws:iam::123456789012:role/does-not-exist"
     assert world.code(lambda: world.eks.create_access_entry(clusterName=cluster, principalArn=ghost)) == \
         "InvalidParameterException"
+    other_role = world.iam.create_role(RoleName=f"eks-other-{uuid.uuid4().hex[:8]}",
+                                       AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
+    # a managed node group's role gets an EC2_LINUX entry made by EKS (API modes)
+    world.nodegroup(cluster, world.template(InstanceType="m5.large"), size=0, nodeRole=other_role)
+    node_entry = world.eks.describe_access_entry(clusterName=cluster, principalArn=other_role)["accessEntry"]
+    assert node_entry["type"] == "EC2_LINUX" and node_entry["kubernetesGroups"] == ["system:nodes"]
+    assert world.code(lambda: world.eks.associate_access_policy(
+        clusterName=cluster, principalArn=other_role, policyArn="arn:aws:eks::aws:cluster-access-policy/"
+        "AmazonEKSViewPolicy", accessScope={"type": "cluster"})) == "InvalidParameterException"
     entry = world.eks.create_access_entry(clusterName=cluster, principalArn=role)["accessEntry"]
     assert entry["type"] == "STANDARD" and entry["username"].startswith("arn:aws:sts::123456789012:assumed-role/")
     assert world.code(lambda: world.eks.create_access_entry(clusterName=cluster, principalArn=role)) == \
@@ -447,6 +457,8 @@ def test_access_entries(world):
     world.eks.delete_access_entry(clusterName=cluster, principalArn=role)
     assert world.code(lambda: world.eks.describe_access_entry(clusterName=cluster, principalArn=role)) == \
         "ResourceNotFoundException"
+    for group in world.eks.list_nodegroups(clusterName=cluster)["nodegroups"]:
+        world.eks.delete_nodegroup(clusterName=cluster, nodegroupName=group)
     for name in (cluster, config_map):
         world.eks.delete_cluster(name=name)
 

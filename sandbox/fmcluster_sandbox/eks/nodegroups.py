@@ -120,7 +120,19 @@ class NodegroupOperations(NodeOperations):
             raise invalid(f"Node group version {spec['version']} must match the cluster version "
                           f"{cluster.spec['version']}", **where)
         ng = self._new("nodegroup", name, arn, account, region, cluster.name, spec, p.get("tags"))
+        self._node_role_entry(cluster, p["nodeRole"])
         return {"nodegroup": self._nodegroup_view(ng)}
+
+    def _node_role_entry(self, cluster: Any, role: str) -> None:
+        """With access entries enabled, EKS creates an ``EC2_LINUX`` access entry for a managed node group's
+        role (group ``system:nodes``, user ``system:node:{{EC2PrivateDNSName}}``) unless one exists; it stays
+        after the node group goes (it leaves with the cluster)."""
+        if cluster.spec["accessConfig"]["authenticationMode"] == "CONFIG_MAP":
+            return
+        if self._get("access_entry", cluster.account, cluster.region, cluster.name, role) is None:
+            entry = self._new_entry(cluster, role, "EC2_LINUX", ["system:nodes"],
+                                    "system:node:{{EC2PrivateDNSName}}", None)
+            entry.spec["kubernetesGroups"] = ["system:nodes"]
 
     @staticmethod
     def _check_capacity(capacity: str, data: dict, where: dict[str, str]) -> None:
