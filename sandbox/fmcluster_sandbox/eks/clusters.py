@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import base64
 import copy
-import hashlib
 import random
+import uuid
 from typing import Any
 
 from fmcluster_sandbox.eks import catalog
@@ -39,7 +39,7 @@ class ClusterOperations:
         access.setdefault("authenticationMode", "CONFIG_MAP")
         access.setdefault("bootstrapClusterCreatorAdminPermissions", True)
         net = p["resourcesVpcConfig"]
-        ident = hashlib.sha1(f"{account}/{region}/{name}/{random.random()}".encode()).hexdigest()[:32].upper()
+        ident = uuid.uuid4()
         spec: dict[str, Any] = {
             "version": version,
             "roleArn": p["roleArn"],
@@ -56,9 +56,8 @@ class ClusterOperations:
                 "ipFamily": (p.get("kubernetesNetworkConfig") or {}).get("ipFamily", "ipv4"),
             },
             "accessConfig": access,
-            "id": ident.lower()[:8] + "-" + ident.lower()[8:12] + "-" + ident.lower()[12:16] + "-"
-                  + ident.lower()[16:20] + "-" + ident.lower()[20:32],
-            "oidc": f"https://oidc.eks.{region}.amazonaws.com/id/{ident}",
+            "id": str(ident),
+            "oidc": f"https://oidc.eks.{region}.amazonaws.com/id/{ident.hex.upper()}",
         }
         if p.get("logging"):
             spec["logging"] = p["logging"]
