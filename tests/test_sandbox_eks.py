@@ -247,6 +247,7 @@ def test_nodes_and_principals_for_the_kubernetes_api():
         call("POST", "/clusters", {"name": "k", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets},
                                    "accessConfig": {"authenticationMode": "API"}})
         assert emulator.nodes("k", REGION) == []
+        assert emulator.cluster_version("k", REGION) == "1.36" and emulator.cluster_version("nope", REGION) is None
         call("POST", "/clusters/k/node-groups", {
             "nodegroupName": "gpu", "nodeRole": node_role, "subnets": subnets[:1],
             "scalingConfig": {"minSize": 2, "maxSize": 2, "desiredSize": 2}, "launchTemplate": {"id": lt},

@@ -8,8 +8,8 @@ clock-driven transitions: a resource stays CREATING/UPDATING/DELETING for the fa
 The operations live in :mod:`.clusters`, :mod:`.nodegroups`, :mod:`.addons` and :mod:`.access`; node
 instances in :mod:`.nodes`.
 
-Two functions serve the sandbox's Kubernetes API (the ``kube`` hook of the server): :meth:`EksEmulator.nodes`
-and :meth:`EksEmulator.principal_allowed`.
+Three functions serve the sandbox's Kubernetes API (the ``kube`` hook of the server): :meth:`EksEmulator.nodes`,
+:meth:`EksEmulator.principal_allowed` and :meth:`EksEmulator.cluster_version`.
 """
 
 from __future__ import annotations
@@ -154,6 +154,12 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             for ng in self._all("nodegroup", account, region, cluster_name):
                 out.extend(self._node_views(ng))
             return out
+
+    def cluster_version(self, cluster_name: str, region: str, account: str | None = None) -> str | None:
+        """The cluster's Kubernetes version (``1.35``), or None when there is no such cluster."""
+        with self._lock:
+            cluster = self._get("cluster", account or _default_account(), region, None, cluster_name)
+            return cluster.spec["version"] if cluster is not None else None
 
     def principal_allowed(self, cluster_name: str, region: str, principal_arn: str,
                           account: str | None = None) -> bool:
