@@ -552,3 +552,55 @@ def test_eks_optimized_amis_and_their_ssm_parameters(world):
     world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng["nodegroupName"])
     (instance,) = world.instances(cluster, ng["nodegroupName"])
     assert instance["ImageId"] == found[("x86_64", "nvidia")]
+
+
+def test_node_group_names_roles_and_local_zones(world):
+    """"Create a managed node group for your cluster" (EKS guide): the name "can't be longer than 63 characters.
+    It must start with letter or digit"; "You can't use the same role that is used to create any clusters"."""
+    cluster = world.cluster()
+    template = world.template(InstanceType="m5.large")
+    assert world.code(lambda: world.nodegroup(cluster, template, nodegroupName="n" * 64)) == "InvalidParameterException"
+    assert world.code(lambda: world.nodegroup(cluster, template, nodegroupName="-dash")) == "InvalidParameterException"
+    assert world.code(lambda: world.nodegroup(cluster, template, nodeRole=world.cluster_role)) == \
+        "InvalidParameterException"
+    assert world.nodegroup(cluster, template, size=0, nodegroupName="n" * 63)["status"] == "CREATING"
+
+
+def test_no_managed_node_groups_in_a_local_zone():
+    """"Create a managed node group for your cluster" (EKS guide): "You can't create managed nodes in an AWS Region
+    where you have ... AWS Local Zones enabled" -- read as: not in a Local Zone subnet (the Dallas Local Zone,
+    after the opt-in). In process, so the opt-in stays out of the session sandbox."""
+    import boto3
+    from moto import mock_aws
+
+    from fmcluster_sandbox import local_zones
+    from fmcluster_sandbox.eks import EksEmulator
+    from fmcluster_sandbox.faults import Faults
+
+    local_zones.install()
+    with mock_aws():
+        ec2, iam = boto3.client("ec2", "us-east-1"), boto3.client("iam", "us-east-1")
+        cluster_role = iam.create_role(RoleName="c", AssumeRolePolicyDocument=ASSUME_EKS)["Role"]["Arn"]
+        node_role = iam.create_role(RoleName="n", AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
+        default = sorted(ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"],
+                         key=lambda s: s["AvailabilityZone"])[:2]
+        # the opt-in is the sandbox's own EC2 action (moto lacks it): called as the server calls it
+        status, _, _ = local_zones.handle("ModifyAvailabilityZoneGroup", {
+            "Action": "ModifyAvailabilityZoneGroup", "GroupName": "us-east-1-dfw-2", "OptInStatus": "opted-in"},
+            "us-east-1", "123456789012")
+        assert status == 200
+        dallas = ec2.create_subnet(VpcId=default[0]["VpcId"], CidrBlock="172.31.200.0/24",
+                                   AvailabilityZone="us-east-1-dfw-2a")["Subnet"]["SubnetId"]
+        emulator = EksEmulator(Faults())
+
+        def call(method: str, path: str, body: dict) -> tuple[int, dict]:
+            status, _, out = emulator.handle(method, path, "", json.dumps(body).encode(), "us-east-1",
+                                             "123456789012", "arn:aws:sts::123456789012:user/moto")
+            return status, json.loads(out)
+
+        assert call("POST", "/clusters", {"name": "k", "roleArn": cluster_role, "resourcesVpcConfig": {
+            "subnetIds": [s["SubnetId"] for s in default]}})[0] == 200
+        call("GET", "/clusters/k", {})
+        status, body = call("POST", "/clusters/k/node-groups", {"nodegroupName": "lz", "nodeRole": node_role,
+                                                                "subnets": [dallas]})
+        assert status == 400 and "Local Zone" in body["message"]

@@ -3,8 +3,9 @@ UpdateNodegroupConfig.
 
 Rules (EKS API reference CreateNodegroup/UpdateNodegroupConfig; EKS User Guide "Create a managed node
 group", "Customize managed nodes with launch templates", "Create a managed node group with Capacity
-Blocks"): the cluster is ACTIVE; the name is unique in the cluster; the node role exists in IAM; subnets
-exist in the cluster's VPC; ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
+Blocks"): the cluster is ACTIVE; the name (at most 63 characters, a letter or digit first) is unique in the
+cluster; the node role exists in IAM and is no cluster's role; subnets exist in the cluster's VPC and not in a
+Local Zone; ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
 launch template is named by id or name (not both) and exists; instance types go in the template or the
 node group, not both; ``diskSize`` and ``remoteAccess`` cannot be used with a launch template;
 ``CAPACITY_BLOCK`` needs a template with ``InstanceMarketOptions.MarketType: capacity-block`` and a
@@ -15,12 +16,17 @@ node group, not both; ``diskSize`` and ``remoteAccess`` cannot be used with a la
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from typing import Any
 
+from fmcluster_sandbox import local_zones
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, not_found
 from fmcluster_sandbox.eks.nodes import NodeOperations
 
+# "Create a managed node group": "can't be longer than 63 characters. It must start with letter or digit, but can
+# also include hyphens and underscores for the remaining characters."
+NODEGROUP_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,62}")
 DEFAULT_INSTANCE_TYPE = "t3.medium"  # CreateNodegroup instanceTypes: "the default is t3.medium"
 DEFAULT_SCALING = {"minSize": 1, "maxSize": 2, "desiredSize": 2}  # the API's defaults for scalingConfig
 
@@ -67,8 +73,13 @@ class NodegroupOperations(NodeOperations):
         where = {"clusterName": cluster.name, "nodegroupName": name}
         if self._get("nodegroup", account, region, cluster.name, name) is not None:
             raise in_use(f"NodeGroup already exists with name {name} and cluster name {cluster.name}", **where)
+        if not NODEGROUP_NAME.fullmatch(name):
+            raise invalid("The node group name can't be longer than 63 characters and must start with a letter or "
+                          "digit, followed by letters, digits, hyphens and underscores", **where)
         if self._role(p["nodeRole"], account) is None:
             raise invalid(f"Role with arn: {p['nodeRole']}, does not exist", **where)
+        if any(c.spec["roleArn"] == p["nodeRole"] for c in self._all("cluster", account, region)):
+            raise invalid("The node role cannot be the role of a cluster", **where)
         ec2 = self._ec2(account, region)
         vpc = cluster.spec["resourcesVpcConfig"]["vpcId"]
         for subnet_id in p["subnets"]:
@@ -78,6 +89,9 @@ class NodegroupOperations(NodeOperations):
                 raise invalid(f"The subnet ID '{subnet_id}' does not exist", **where) from None
             if subnet.vpc_id != vpc:
                 raise invalid(f"Subnet {subnet_id} is not in the cluster's VPC {vpc}", **where)
+            if local_zones.local_zone(region, name=subnet.availability_zone) is not None:
+                raise invalid(f"Subnet {subnet_id} is in the Local Zone {subnet.availability_zone}: managed node "
+                              "groups cannot run there (use self-managed nodes)", **where)
         if not p["subnets"]:
             raise invalid("Subnets are required", **where)
         scaling = {**DEFAULT_SCALING, **(p.get("scalingConfig") or {})}
