@@ -611,3 +611,28 @@ def test_no_managed_node_groups_in_a_local_zone():
         status, body = call("POST", "/clusters/k/node-groups", {"nodegroupName": "lz", "nodeRole": node_role,
                                                                 "subnets": [dallas]})
         assert status == 400 and "Local Zone" in body["message"]
+
+
+def test_cluster_version_updates(world, sandbox):
+    """UpdateClusterVersion (EKS API; EKS guide "Update existing cluster to new Kubernetes version"): one minor
+    version at a time; the new version shows when the update ends; "all of your node groups' Kubernetes versions
+    must match the cluster's Kubernetes version in order to update the cluster"."""
+    cluster = world.cluster(version="1.34")
+    world.eks.describe_cluster(name=cluster)
+    assert world.code(lambda: world.eks.update_cluster_version(name=cluster, version="1.36")) == \
+        "InvalidParameterException"
+    assert world.code(lambda: world.eks.update_cluster_version(name=cluster, version="1.34")) == \
+        "InvalidParameterException"
+    world.nodegroup(cluster, world.template(InstanceType="m5.large"), size=0, nodegroupName="workers")
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="workers")
+    sandbox.faults({"latency": {"eks.cluster": 3600}})
+    update = world.eks.update_cluster_version(name=cluster, version="1.35")["update"]
+    described = world.eks.describe_cluster(name=cluster)["cluster"]
+    assert (described["status"], described["version"]) == ("UPDATING", "1.34")
+    sandbox.faults({"latency": {"eks.cluster": 0}})
+    assert world.eks.describe_update(name=cluster, updateId=update["id"])["update"]["status"] == "Successful"
+    assert world.eks.describe_cluster(name=cluster)["cluster"]["version"] == "1.35"
+    # the node group is still at 1.34: the next cluster update waits for it
+    assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="workers")["nodegroup"]["version"] == "1.34"
+    assert world.code(lambda: world.eks.update_cluster_version(name=cluster, version="1.36")) == \
+        "InvalidRequestException"

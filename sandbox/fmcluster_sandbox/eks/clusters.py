@@ -189,6 +189,39 @@ class ClusterOperations:
         self._start(cluster, "UPDATING")
         return {"update": dict(update)}
 
+    def _op_update_cluster_version(self, p: dict, region: str, account: str, caller: str) -> dict:
+        """UpdateClusterVersion (EKS API; EKS guide "Update existing cluster to new Kubernetes version"): one
+        minor version up at a time, to a version EKS offers, from ACTIVE, with every managed node group at the
+        cluster's version; the new version shows once the update (UPDATING, latency ``eks.cluster``) ends."""
+        cluster = self._cluster(p["name"], account, region)
+        where = {"clusterName": cluster.name}
+        if cluster.status != "ACTIVE":
+            raise in_use(f"Cluster {cluster.name} is {cluster.status}; an update cannot start now.", **where)
+        current, wanted = cluster.spec["version"], p["version"]
+        if wanted not in catalog.KUBERNETES_VERSIONS:
+            raise invalid(f"unsupported Kubernetes version {wanted}", **where)
+        if _minor(wanted) != _minor(current) + 1:
+            raise invalid(f"Unsupported Kubernetes minor version update from {current} to {wanted}: a cluster "
+                          "moves one minor version at a time", **where)
+        behind = [g.name for g in self._all("nodegroup", account, region, cluster.name)
+                  if g.spec["version"] != current]
+        if behind:
+            raise EksError("InvalidRequestException", f"Nodegroups {', '.join(behind)} are not at the cluster's "
+                           f"version {current}: update them before the cluster", **where)
+        cluster.spec["_pending_version"] = wanted
+        update = self._new_update(cluster, "VersionUpdate", [{"type": "Version", "value": wanted},
+                                                             {"type": "PlatformVersion",
+                                                              "value": catalog.PLATFORM_VERSION}])
+        self._start(cluster, "UPDATING")
+        return {"update": dict(update)}
+
+    @staticmethod
+    def _cluster_updated(cluster: Any) -> None:
+        """The end of a cluster update: a version update takes effect."""
+        pending = cluster.spec.pop("_pending_version", None)
+        if pending:
+            cluster.spec["version"] = pending
+
     def _cluster_view(self, cluster: Any) -> dict[str, Any]:
         spec = cluster.spec
         out: dict[str, Any] = {
@@ -227,6 +260,10 @@ class ClusterOperations:
         entry.policies[catalog.CLUSTER_ADMIN_POLICY] = {
             "policyArn": catalog.CLUSTER_ADMIN_POLICY, "accessScope": {"type": "cluster", "namespaces": []},
             "associatedAt": self.wall(), "modifiedAt": self.wall()}
+
+
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
 
 
 __all__ = ["ClusterOperations", "EksError"]

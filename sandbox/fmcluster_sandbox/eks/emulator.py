@@ -204,6 +204,8 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             else:
                 res.status = "ACTIVE"
         else:
+            if res.kind == "cluster":
+                self._cluster_updated(res)
             res.status = "ACTIVE"
         for update in res.updates:
             if update["status"] == "InProgress":
