@@ -636,3 +636,31 @@ def test_cluster_version_updates(world, sandbox):
     assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="workers")["nodegroup"]["version"] == "1.34"
     assert world.code(lambda: world.eks.update_cluster_version(name=cluster, version="1.36")) == \
         "InvalidRequestException"
+
+
+def test_capacity_block_node_group_before_its_block_starts(world, sandbox):
+    """"Create a managed node group with Capacity Blocks for ML": "if the create request is made before the
+    capacity reservation is active, then the ASG won't be able to launch Amazon EC2 instances until it becomes
+    active ... Whenever the reservation becomes active, then the launch of instances will succeed and the ASG
+    will be scaled up to the desiredSize"; the template needs an InstanceType."""
+    now = dt.datetime.now(dt.timezone.utc)
+    seed = {"region": REGION, "availability_zone": ZONES[0], "instance_type": "p5.48xlarge", "count": 1,
+            "type": "capacity-block", "start": (now + dt.timedelta(days=1)).isoformat(),
+            "end": (now + dt.timedelta(days=2)).isoformat(), "reservation_id": "cr-" + uuid.uuid4().hex[:17]}
+    block = sandbox.control("POST", "/_fmcluster/capacity-reservations", seed)["reservation_id"]
+    cluster = world.cluster()
+    group = _security_group(world, cluster)
+    data = {"InstanceMarketOptions": {"MarketType": "capacity-block"},
+            "CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": block}}}
+    untyped = world.template(NetworkInterfaces=[{"DeviceIndex": 0, "Groups": [group]}], **data)
+    assert world.code(lambda: world.nodegroup(cluster, untyped, capacityType="CAPACITY_BLOCK",
+                                              instanceTypes=["p5.48xlarge"])) == "InvalidParameterException"
+    name = world.nodegroup(cluster, _efa_template(world, group, **data), size=1, capacityType="CAPACITY_BLOCK")[
+        "nodegroupName"]
+    waiting = world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"]
+    assert waiting["status"] == "ACTIVE" and world.instances(cluster, name) == []
+    assert "InvalidCapacityReservationId.Unavailable" in waiting["health"]["issues"][0]["message"]
+    sandbox.control("POST", "/_fmcluster/capacity-reservations", {**seed, "state": "active"})  # the block starts
+    started = world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"]
+    assert started["status"] == "ACTIVE" and started["health"]["issues"] == []
+    assert len(world.instances(cluster, name)) == 1

@@ -186,6 +186,8 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             if res.status in TRANSITIONAL and now - res.since >= self.faults.transition_latency(
                     LATENCY_KEY.get(res.kind, "eks.cluster")):
                 self._finish(res)
+            elif res.kind == "nodegroup":
+                self._retry_launches(res)
 
     def _finish(self, res: Resource) -> None:
         res.modified_at = self.wall()
@@ -196,13 +198,11 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             self._resources.pop(self._key(res), None)
             return
         if res.kind == "nodegroup":
-            failed = self._reconcile(res)
-            if failed and res.status == "CREATING":
-                res.status = "CREATE_FAILED"
-            elif failed:
-                res.status = "DEGRADED"
-            else:
+            code = self._reconcile(res)
+            if code is None or self._waits_for_its_block(res, code):
                 res.status = "ACTIVE"
+            else:
+                res.status = "CREATE_FAILED" if res.status == "CREATING" else "DEGRADED"
         else:
             if res.kind == "cluster":
                 self._cluster_updated(res)

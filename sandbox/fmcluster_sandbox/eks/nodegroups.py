@@ -153,6 +153,9 @@ class NodegroupOperations(NodeOperations):
         market = (data.get("InstanceMarketOptions") or {}).get("MarketType")
         target = (data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}
         if capacity == "CAPACITY_BLOCK":
+            if not data.get("InstanceType"):
+                raise invalid("capacityType CAPACITY_BLOCK needs a launch template that names its InstanceType",
+                              **where)
             if market != "capacity-block":
                 raise invalid("capacityType CAPACITY_BLOCK needs a launch template with InstanceMarketOptions "
                               "MarketType capacity-block", **where)

@@ -24,6 +24,7 @@ NODEGROUP_TAG = "eks:nodegroup-name"
 ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 # EKS's taint effects as the kubelet registers them on the Node ("Recipe: Prevent pods from being scheduled on
 # specific nodes": NO_SCHEDULE -> NoSchedule, ...).
+BLOCK_NOT_ACTIVE = "InvalidCapacityReservationId.Unavailable"  # EC2's code for a block not active (ec2_launch)
 KUBE_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 
@@ -39,8 +40,9 @@ class NodeOperations:
                 continue
         return alive
 
-    def _reconcile(self, ng: Any) -> bool:
-        """Bring the group to desiredSize instances; True when EC2 refused a launch (an issue is recorded)."""
+    def _reconcile(self, ng: Any) -> str | None:
+        """Bring the group to desiredSize instances. Returns None, or the EC2 error code of a refused launch
+        (the health issue is recorded on the group)."""
         ng.instances = self._alive(ng)
         wanted = ng.spec["scalingConfig"]["desiredSize"]
         if len(ng.instances) > wanted:
@@ -48,12 +50,27 @@ class NodeOperations:
         missing = wanted - len(ng.instances)
         ng.issues = []
         if missing <= 0:
-            return False
+            return None
         issue = self._launch(ng, missing)
         if issue:
+            code = issue.pop("ec2Code", "Unknown")
             ng.issues = [issue]
-            return True
-        return False
+            return code
+        return None
+
+    def _waits_for_its_block(self, ng: Any, code: str | None) -> bool:
+        """"Create a managed node group with Capacity Blocks for ML": made "before the capacity reservation is
+        active, then the ASG won't be able to launch Amazon EC2 instances until it becomes active ... Whenever
+        the reservation becomes active, then the launch of instances will succeed and the ASG will be scaled
+        up to the desiredSize": such a group is not failed; its launches are retried (:meth:`_retry_launches`)."""
+        waiting = ng.spec["capacityType"] == "CAPACITY_BLOCK" and code == BLOCK_NOT_ACTIVE
+        ng.spec["waiting_for_block"] = waiting
+        return waiting
+
+    def _retry_launches(self, ng: Any) -> None:
+        """The Auto Scaling group's retries for a Capacity Block group waiting for its block."""
+        if ng.status in ("ACTIVE", "DEGRADED") and ng.spec.get("waiting_for_block"):
+            self._waits_for_its_block(ng, self._reconcile(ng))
 
     def _launch(self, ng: Any, missing: int) -> dict[str, Any] | None:
         spec = ng.spec
@@ -62,6 +79,7 @@ class NodeOperations:
         instance_type = spec["instanceTypes"][0]
         if not self.faults.has_capacity(instance_type):
             return {"code": "AsgInstanceLaunchFailures", "resourceIds": [spec["asg"]],
+                    "ec2Code": "InsufficientInstanceCapacity",
                     "message": f"Could not launch On-Demand Instances. InsufficientInstanceCapacity - There is no "
                                f"capacity available for {instance_type} (sandbox fault)."}
         template = spec.get("launchTemplate")
@@ -100,7 +118,7 @@ class NodeOperations:
         except Exception as exc:  # noqa: BLE001 - EC2 refused the launch: a health issue with its error
             code = getattr(exc, "code", None) or getattr(exc, "error_type", None) or type(exc).__name__
             message = getattr(exc, "message", None) or str(exc)
-            return {"code": "AsgInstanceLaunchFailures", "resourceIds": [spec["asg"]],
+            return {"code": "AsgInstanceLaunchFailures", "resourceIds": [spec["asg"]], "ec2Code": str(code),
                     "message": f"Could not launch instances. {code} - {message}"}
         return None
 
