@@ -14,7 +14,8 @@ def test_defaults_and_json_round_trip():
     faults = Faults()
     assert faults.to_json() == {
         "seed": 0,
-        "latency": {"pcs.cluster": 0.0, "pcs.compute_node_group": 0.0, "pcs.queue": 0.0},
+        "latency": {"pcs.cluster": 0.0, "pcs.compute_node_group": 0.0, "pcs.queue": 0.0,
+                    "eks.cluster": 0.0, "eks.nodegroup": 0.0, "eks.addon": 0.0},
         "throttle_rate": {},
         "insufficient_capacity": [],
         "fail_status": {},
@@ -24,6 +25,16 @@ def test_defaults_and_json_round_trip():
     clone.update(json.loads(json.dumps(faults.to_json())))
     assert clone.to_json() == faults.to_json()
     assert clone.insufficient_capacity == {"p5.48xlarge"}
+
+
+def test_eks_latencies_and_failures():
+    faults = Faults()
+    faults.update({"latency": {"eks.nodegroup": 4}, "fail_status": {"eks_nodegroup:gpu": "DELETE_FAILED"}})
+    assert faults.transition_latency("eks.nodegroup") == 4.0 and faults.transition_latency("eks.cluster") == 0.0
+    assert faults.forced_status("eks_nodegroup", "gpu") == "DELETE_FAILED"
+    for bad in ({"eks_cluster:c": "DELETE_FAILED"}, {"eks_addon:coredns": "SUSPENDED"}):
+        with pytest.raises(ValueError):
+            faults.update({"fail_status": bad})
 
 
 def test_throttle_is_seeded_and_uses_star_fallback():

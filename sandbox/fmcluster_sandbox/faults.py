@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue")
-FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack")
-# Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name).
-CREATE_ONLY_KINDS = ("pcluster_stack",)
+LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue", "eks.cluster", "eks.nodegroup", "eks.addon")
+FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack", "eks_cluster", "eks_nodegroup", "eks_addon")
+# Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name; an EKS
+# cluster, whose failed state is FAILED).
+CREATE_ONLY_KINDS = ("pcluster_stack", "eks_cluster")
+# EKS node groups and add-ons fail a create or a delete (their statuses CREATE_FAILED, DELETE_FAILED).
+CREATE_OR_DELETE_KINDS = ("eks_nodegroup", "eks_addon")
 FAILABLE_STATUSES = (
     "CREATE_FAILED",
     "UPDATE_FAILED",
@@ -34,8 +37,9 @@ def _default_latency() -> dict[str, float]:
 class Faults:
     """Injected behaviour of the sandbox.
 
-    - ``latency``: seconds a PCS resource stays CREATING/UPDATING/DELETING (keys ``pcs.cluster``,
-      ``pcs.compute_node_group``, ``pcs.queue``) and per-call delays ``call.<service>.<Operation>``
+    - ``latency``: seconds a PCS or EKS resource stays CREATING/UPDATING/DELETING (keys ``pcs.cluster``,
+      ``pcs.compute_node_group``, ``pcs.queue``, ``eks.cluster``, ``eks.nodegroup``, ``eks.addon``) and
+      per-call delays ``call.<service>.<Operation>``
       (``call.<service>.*`` applies to every operation of a service).
     - ``throttle_rate``: service name (or ``*``) -> probability 0..1 that a call is throttled.
     - ``insufficient_capacity``: EC2 instance types without capacity.
@@ -46,6 +50,8 @@ class Faults:
       status for that kind) makes ParallelCluster's stack for that cluster fail as a head-node bootstrap
       failure does: its wait condition receives a FAILURE signal, then the stack goes ``CREATE_FAILED`` or
       rolls back, as the CreateStack asked (see :mod:`fmcluster_sandbox.pcluster_support`).
+      EKS kinds, by name: ``eks_cluster`` (``CREATE_FAILED`` only: the cluster ends its create ``FAILED``),
+      ``eks_nodegroup`` and ``eks_addon`` (``CREATE_FAILED`` or ``DELETE_FAILED``).
     """
 
     seed: int = 0
@@ -82,9 +88,10 @@ class Faults:
             return float(self.latency.get(f"call.{service}.*", 0.0))
 
     def transition_latency(self, kind: str) -> float:
-        """Seconds a PCS resource of ``kind`` (cluster|compute_node_group|queue) stays transitional."""
+        """Seconds a resource stays transitional: a PCS ``kind`` (cluster|compute_node_group|queue) or a full
+        key such as ``eks.cluster``, ``eks.nodegroup`` or ``eks.addon``."""
         with self._lock:
-            return float(self.latency.get(f"pcs.{kind}", 0.0))
+            return float(self.latency.get(kind if "." in kind else f"pcs.{kind}", 0.0))
 
     def has_capacity(self, instance_type: str) -> bool:
         with self._lock:
@@ -208,3 +215,5 @@ class Faults:
                 raise ValueError(f"fail_status {key!r}: status must be one of {FAILABLE_STATUSES}")
             if kind in CREATE_ONLY_KINDS and value != "CREATE_FAILED":
                 raise ValueError(f"fail_status {key!r}: the only status for {kind} is CREATE_FAILED")
+            if kind in CREATE_OR_DELETE_KINDS and value not in ("CREATE_FAILED", "DELETE_FAILED"):
+                raise ValueError(f"fail_status {key!r}: {kind} takes CREATE_FAILED or DELETE_FAILED")

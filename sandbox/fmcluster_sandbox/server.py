@@ -7,6 +7,9 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   has), routed the way moto routes: by the SigV4 credential scope;
 * the **PCS emulator** (:mod:`fmcluster_sandbox.pcs`) for every request with
   ``X-Amz-Target: AWSParallelComputingService.<Operation>``;
+* the **EKS emulator** (:mod:`fmcluster_sandbox.eks`) for every request whose credential scope names ``eks``
+  (REST-JSON), instead of moto's partial EKS; each cluster's endpoint is ``<endpoint_url>/k8s/<cluster name>``,
+  answered by the ``kube`` hook (:attr:`SandboxApp.kube`, the per-cluster Kubernetes API) when one is set;
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
   DescribeCapacityBlockOfferings and PurchaseCapacityBlock, Local Zones and their opt-in
   (:mod:`fmcluster_sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
@@ -51,7 +54,7 @@ Control routes (JSON in, JSON out; not AWS APIs):
     "reservation_id": "cr-0123456789abcdef0"}``; the state follows the dates (scheduled, active, expired)
     unless ``"state"`` is given; answers ``{"reservation_id": ...}``.
 ``POST /_fmcluster/reset``
-    forget every resource: moto's state (default VPCs come back on next use), the PCS emulator's
+    forget every resource: moto's state (default VPCs come back on next use), the PCS and EKS emulators'
     clusters, reservations, placement groups and quota changes. Faults are kept (reset them with
     ``POST /_fmcluster/faults {"reset": true}``). moto's own ``POST /moto-api/reset`` does the same.
 
@@ -83,7 +86,9 @@ STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
 FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
 ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs",
-                       "resource-groups"]
+                       "resource-groups", "eks"]
+#: Path prefix of the per-cluster Kubernetes API endpoints (``<endpoint>/k8s/<cluster name>``).
+KUBE_PREFIX = "/k8s/"
 #: moto backends created eagerly in the background after start-up, so the first real call is fast.
 _PREWARM = ["ec2", "s3", "iam", "sts", "cloudformation", "fsx", "servicequotas"]
 _PREWARM_REGIONS = ["us-east-1", "us-west-2"]
@@ -122,6 +127,7 @@ class SandboxApp:
             resource_groups,
             vpc_teardown,
         )
+        from fmcluster_sandbox.eks import EksEmulator
         from fmcluster_sandbox.pcs import PcsEmulator
         from fmcluster_sandbox.service_quotas import install_service_quotas
 
@@ -152,6 +158,14 @@ class SandboxApp:
         self.pcs = self._new_pcs()
         self.port: int | None = None
         self.endpoint_url: str | None = None
+        #: the sandbox's TLS certificate (PEM), the certificate authority of every EKS cluster's endpoint
+        self.ca_bundle: str | None = None
+        self._new_eks = lambda: EksEmulator(self.faults, endpoint_url=lambda: self.endpoint_url,
+                                            ca_pem=self._ca_pem)
+        self.eks = self._new_eks()
+        #: KUBE HOOK: the per-cluster Kubernetes API. When set, ``GET|POST|... /k8s/<cluster>/...`` goes to
+        #: ``self.kube.handle(cluster_name, environ) -> (status, headers, body)``; unset, those paths are 404.
+        self.kube: Any = None
         self._pcs_lock = threading.Lock()
 
     # -- helpers -------------------------------------------------------------------------------
@@ -186,9 +200,18 @@ class SandboxApp:
         except Exception as exc:  # never fatal: the first real request will do the same work
             print(f"fmcluster sandbox: prewarm failed: {exc!r}", file=sys.stderr)
 
+    def _ca_pem(self) -> bytes | None:
+        if not self.ca_bundle:
+            return None
+        try:
+            return Path(self.ca_bundle).read_bytes()
+        except OSError:
+            return None
+
     def _forget_own_state(self) -> None:
         with self._pcs_lock:
             self.pcs = self._new_pcs()
+            self.eks = self._new_eks()
         self.placement_groups.reset()
         self.capacity_reservations.reset()
         self.data_repositories.reset()
@@ -250,6 +273,8 @@ class SandboxApp:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/_fmcluster/"):
             return self._control(environ, start_response)
+        if path.startswith(KUBE_PREFIX):
+            return self._kube(environ, start_response, path)
         if path == "/moto-api/reset" and environ.get("REQUEST_METHOD") == "POST":
             self._forget_own_state()
             return self.moto(environ, start_response)
@@ -272,6 +297,11 @@ class SandboxApp:
             else:
                 protocol = "rest-json"
                 operation = f"{environ.get('REQUEST_METHOD', 'GET')} {path}"
+                if service == "eks":  # EKS's operation name, so call.eks.<Operation> delays apply
+                    from fmcluster_sandbox.eks import routing
+
+                    found = routing.match(environ.get("REQUEST_METHOD", "GET"), environ.get("RAW_URI") or path)
+                    operation = found[0] if found else operation
         service = service or "unknown"
 
         # The PCS emulator applies call.pcs.<Op> delays itself; every other service is delayed here.
@@ -294,6 +324,8 @@ class SandboxApp:
         """The answer of a request the sandbox serves itself, or None for moto's."""
         if service == "pcs":
             return self._pcs(environ, operation, access_key, region)
+        if service == "eks":
+            return self._eks(environ, access_key, region)
         if service == "ec2" and operation in PLACEMENT_GROUP_ACTIONS:
             return self.placement_groups.handle(operation, params, region, self._account(environ, access_key))
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
@@ -340,6 +372,33 @@ class SandboxApp:
             except Exception:
                 pass
         return DEFAULT_ACCOUNT_ID
+
+    def _kube(self, environ, start_response, path: str):
+        """A request to a cluster's Kubernetes API endpoint: handed to the ``kube`` hook, 404 without one."""
+        cluster_name = path[len(KUBE_PREFIX):].split("/", 1)[0]
+        if self.kube is None or not cluster_name:
+            body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                               "code": 404, "message": f"no Kubernetes API at {path}"}).encode()
+            return self._respond(start_response, 404, {"Content-Type": "application/json"}, body)
+        status, headers, body = self.kube.handle(cluster_name, environ)
+        return self._respond(start_response, status, dict(headers or {}), body)
+
+    def _caller_arn(self, account: str, access_key: str | None, region: str) -> str:
+        """The ARN STS GetCallerIdentity would answer for these credentials (moto's own rules)."""
+        try:
+            from moto.sts.models import sts_backends
+
+            partition = "aws"
+            return sts_backends[account][partition].get_caller_identity(access_key or "", region)[1]
+        except Exception:  # noqa: BLE001 - moto's default caller
+            return f"arn:aws:sts::{account}:user/moto"
+
+    def _eks(self, environ, access_key, region) -> tuple[int, dict, bytes]:
+        body = protocols.read_body(environ)
+        account = self._account(environ, access_key)
+        raw_path = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
+        return self.eks.handle(environ.get("REQUEST_METHOD", "GET"), raw_path, environ.get("QUERY_STRING", ""),
+                               body, region, account, self._caller_arn(account, access_key, region))
 
     def _pcs(self, environ, operation, access_key, region) -> tuple[int, dict, bytes]:
         body = protocols.read_body(environ)
@@ -396,6 +455,7 @@ def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLik
 
         cert, key = ensure_certificate(sandbox_dir)
         ssl_context, ca_bundle = (str(cert), str(key)), str(cert)
+        app.ca_bundle = ca_bundle
 
     handler = MotoRequestHandler
     if quiet:

@@ -1,0 +1,69 @@
+"""What EKS offers, seeded only from the EKS User Guide (each table names its page).
+
+Kubernetes versions: the versions on standard support, from "Review release notes for Kubernetes versions on
+standard support" (``kubernetes-versions-standard``), which lists 1.36, 1.35 and 1.34. The guide does not
+publish the default for a request without ``version``; the sandbox uses the newest.
+
+Add-on versions: the "latest version of the Amazon EKS add-on type for each Kubernetes version" tables of
+"Manage kube-proxy in Amazon EKS clusters" (1.35: v1.35.3-eksbuild.2, 1.34: v1.34.6-eksbuild.2), "Manage
+CoreDNS for DNS in Amazon EKS clusters" (1.34 and 1.33: v1.12.4-eksbuild.1) and "Assign IPs to Pods with the
+Amazon VPC CNI" (1.27 to 1.33: v1.20.1-eksbuild.3); "Set up the Amazon EKS Pod Identity Agent" gives
+``v1.0.0-eksbuild.1`` in its ``create-addon`` example. Those tables lag the Kubernetes versions: for a
+Kubernetes version newer than a table's newest row the sandbox offers that row's version (AWS publishes
+newer builds the sandbox does not know). The FSx for Lustre CSI driver's pages publish no add-on version:
+``v1.0.0-eksbuild.1`` is the sandbox's own label for it.
+"""
+
+from __future__ import annotations
+
+KUBERNETES_VERSIONS = ("1.34", "1.35", "1.36")
+DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
+PLATFORM_VERSION = "eks.1"  # the first platform version of each Kubernetes version ("platform versions" page)
+
+# add-on -> {Kubernetes version: the add-on version the guide lists for it}; None = any Kubernetes version.
+DOCUMENTED: dict[str, dict[str | None, str]] = {
+    "vpc-cni": {"1.33": "v1.20.1-eksbuild.3"},
+    "kube-proxy": {"1.34": "v1.34.6-eksbuild.2", "1.35": "v1.35.3-eksbuild.2"},
+    "coredns": {"1.33": "v1.12.4-eksbuild.1", "1.34": "v1.12.4-eksbuild.1"},
+    "eks-pod-identity-agent": {None: "v1.0.0-eksbuild.1"},
+    "aws-fsx-csi-driver": {None: "v1.0.0-eksbuild.1"},
+}
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _version_for(addon: str, kube: str) -> str | None:
+    rows = DOCUMENTED.get(addon, {})
+    if None in rows:
+        return rows[None]
+    if kube in rows:
+        return rows[kube]
+    newest = max(rows, key=_minor, default=None)
+    return rows[newest] if newest is not None and _minor(kube) > _minor(newest) else None
+
+
+ADDON_VERSIONS: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+for _addon in DOCUMENTED:
+    _by_version: dict[str, list[str]] = {}
+    for _kube in KUBERNETES_VERSIONS:
+        _found = _version_for(_addon, _kube)
+        if _found:
+            _by_version.setdefault(_found, []).append(_kube)
+    # newest add-on version first, as DescribeAddonVersions lists them
+    ADDON_VERSIONS[_addon] = sorted(((v, tuple(k)) for v, k in _by_version.items()), reverse=True,
+                                    key=lambda item: _minor(item[0][1:].split("-", 1)[0]))
+ADDON_TYPE = {"vpc-cni": "networking", "kube-proxy": "networking", "coredns": "networking",
+              "eks-pod-identity-agent": "security", "aws-fsx-csi-driver": "storage"}
+
+# "Review access policy permissions" (EKS User Guide, access-policy-permissions): the access policies EKS offers.
+ACCESS_POLICY_PREFIX = "arn:aws:eks::aws:cluster-access-policy/"
+ACCESS_POLICIES = ("AmazonEKSAdminPolicy", "AmazonEKSClusterAdminPolicy", "AmazonEKSAdminViewPolicy",
+                   "AmazonEKSEditPolicy", "AmazonEKSViewPolicy")
+CLUSTER_ADMIN_POLICY = ACCESS_POLICY_PREFIX + "AmazonEKSClusterAdminPolicy"
+
+
+def addon_versions(addon: str, kubernetes_version: str | None = None) -> list[str]:
+    """The add-on's versions for a Kubernetes version (every seeded version when None), newest first."""
+    return [v for v, kube in ADDON_VERSIONS.get(addon, []) if kubernetes_version is None or kubernetes_version in kube]
