@@ -247,7 +247,7 @@ def check_crd_names(crd: dict[str, Any]) -> None:
     storage = [v for v in spec.get("versions", []) if v.get("storage")]
     if len(storage) != 1:
         causes.append(("FieldValueInvalid", "spec.versions",
-                       f"Invalid value: must have exactly one version marked as storage version"))
+                       "Invalid value: must have exactly one version marked as storage version"))
     if causes:
         raise invalid("CustomResourceDefinition", name, causes, "apiextensions.k8s.io")
 
