@@ -15,6 +15,8 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   (:mod:`fmcluster_sandbox.resource_groups`), and launches into them
   (:mod:`fmcluster_sandbox.reservation_group_launch`);
 * Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster_sandbox.service_quotas`);
+* each EKS cluster's **Kubernetes API** under ``/k8s/<cluster name>/`` (:mod:`fmcluster_sandbox.kube`), which
+  authenticates ``aws eks get-token`` bearer tokens against the cluster's access entries;
 * **fault injection** (:class:`fmcluster_sandbox.faults.Faults`) in front of all of it: a per-call delay,
   throttling errors in each protocol's own form, and ``InsufficientInstanceCapacity`` on EC2
   ``RunInstances`` for chosen instance types.
@@ -150,6 +152,11 @@ class SandboxApp:
             pcluster_support.install(self.faults)
         self._new_pcs = lambda: PcsEmulator(self.faults)
         self.pcs = self._new_pcs()
+        from fmcluster_sandbox.kube import KubeApi
+
+        #: the per-cluster Kubernetes API (``/k8s/<cluster name>/...``): access entries and nodes come from the
+        #: EKS emulator when the sandbox has one (``self.eks``); without it no principal is allowed and no node runs.
+        self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes)
         self.port: int | None = None
         self.endpoint_url: str | None = None
         self._pcs_lock = threading.Lock()
@@ -189,6 +196,8 @@ class SandboxApp:
     def _forget_own_state(self) -> None:
         with self._pcs_lock:
             self.pcs = self._new_pcs()
+        if getattr(self, "kube", None) is not None:
+            self.kube.reset()
         self.placement_groups.reset()
         self.capacity_reservations.reset()
         self.data_repositories.reset()
@@ -250,6 +259,9 @@ class SandboxApp:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/_fmcluster/"):
             return self._control(environ, start_response)
+        if path.startswith("/k8s/") and getattr(self, "kube", None) is not None:
+            cluster_name = path[len("/k8s/"):].split("/", 1)[0]
+            return self._respond(start_response, *self.kube.handle(cluster_name, environ))
         if path == "/moto-api/reset" and environ.get("REQUEST_METHOD") == "POST":
             self._forget_own_state()
             return self.moto(environ, start_response)
@@ -340,6 +352,14 @@ class SandboxApp:
             except Exception:
                 pass
         return DEFAULT_ACCOUNT_ID
+
+    def _kube_principal_allowed(self, cluster: str, region: str, principal_arn: str) -> bool:
+        eks = getattr(self, "eks", None)
+        return bool(eks is not None and eks.principal_allowed(cluster, region, principal_arn))
+
+    def _kube_nodes(self, cluster: str, region: str) -> list[dict[str, Any]]:
+        eks = getattr(self, "eks", None)
+        return eks.nodes(cluster, region) if eks is not None else []
 
     def _pcs(self, environ, operation, access_key, region) -> tuple[int, dict, bytes]:
         body = protocols.read_body(environ)
