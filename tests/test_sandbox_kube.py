@@ -383,7 +383,8 @@ def test_gpu_and_efa_capacity_appear_with_matching_device_plugins(server, k8s):
     assert "nvidia.com/gpu" not in capacity()  # its nodeSelector matches no node
     assert k8s.call("POST", path, daemonset("untolerated", plugin, {"accelerator": "h100"}))[0] == 201
     assert "nvidia.com/gpu" not in capacity()  # the node's NoSchedule taint keeps it off
-    assert k8s.call("POST", path, daemonset("nvidia-device-plugin", plugin, {"accelerator": "h100"}, tolerate))[0] == 201
+    device_plugin = daemonset("nvidia-device-plugin", plugin, {"accelerator": "h100"}, tolerate)
+    assert k8s.call("POST", path, device_plugin)[0] == 201
     assert capacity()["nvidia.com/gpu"] == "8"
     assert "vpc.amazonaws.com/efa" not in capacity()
     efa = "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.6"
@@ -397,11 +398,11 @@ def test_gpu_and_efa_capacity_appear_with_matching_device_plugins(server, k8s):
 
 def test_the_sandbox_server_routes_cluster_endpoints(sandbox):
     """Through the real sandbox: no token is 401; a valid token for a cluster nobody granted is 401 too."""
+    import ssl
+
     for token in (None, eks_token(sandbox.endpoint_url, "no-such-cluster")):
         req = urllib.request.Request(f"{sandbox.endpoint_url}/k8s/no-such-cluster/api",
                                      headers={"Authorization": f"Bearer {token}"} if token else {})
-        import ssl
-
         ctx = ssl.create_default_context(cafile=sandbox.ca_bundle) if sandbox.ca_bundle else None
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(req, timeout=30, context=ctx)
