@@ -22,7 +22,8 @@ import pytest
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
-from fmcluster_sandbox.kube import KubeApi, crds
+from fmcluster_sandbox import ec2_interfaces
+from fmcluster_sandbox.kube import KubeApi, crds, validation
 
 REGION = "us-east-1"
 CLUSTER = "train"
@@ -364,6 +365,8 @@ def test_nodes_show_capacity_from_the_instance_catalog(server, k8s):
     assert capacity["cpu"] == "192" and capacity["memory"] == f"{2097152 * 1024}Ki" and capacity["pods"] == "250"
     assert "nvidia.com/gpu" not in capacity
     assert node["metadata"]["labels"]["kubernetes.io/arch"] == "amd64"
+    # what the emulator makes is itself a valid Node (typed list items carry no kind/apiVersion)
+    validation.check_builtin({"apiVersion": "v1", "kind": "Node", **node}, "1.33", "Strict")
     assert node["spec"]["taints"][0]["key"] == "nvidia.com/gpu"
     assert k8s.call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})[0] == 405
     _, none, _ = k8s.call("GET", "/api/v1/nodes?labelSelector=accelerator%3Da100")
@@ -408,3 +411,21 @@ def test_the_sandbox_server_routes_cluster_endpoints(sandbox):
             urllib.request.urlopen(req, timeout=30, context=ctx)
         body = json.loads(caught.value.read())
         assert (caught.value.code, body["kind"], body["reason"]) == (401, "Status", "Unauthorized")
+
+
+def test_efa_devices_are_the_interfaces_ec2_attached(server, k8s):
+    """Without a count from the EKS side, the EFA plugin reports the EFA interfaces moto's EC2 attached."""
+    ec2_interfaces.install()
+    ec2 = boto3.client("ec2", endpoint_url=server["url"], region_name=REGION, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+    interfaces = [{"NetworkCardIndex": card, "DeviceIndex": 0 if card == 0 else 1, "SubnetId": subnet,
+                   "InterfaceType": "interface" if card == 0 else "efa-only"} for card in range(4)]
+    instance = ec2.run_instances(ImageId="ami-12c6146b", InstanceType="p5.48xlarge", MinCount=1, MaxCount=1,
+                                 NetworkInterfaces=interfaces)["Instances"][0]
+    server["eks"].instances[CLUSTER] = [p5_node("ip-10-0-0-2.ec2.internal", instance_id=instance["InstanceId"],
+                                                taints=[])]
+    efa = "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.6"
+    assert k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", daemonset("efa", efa))[0] == 201
+    node = k8s.call("GET", "/api/v1/nodes/ip-10-0-0-2.ec2.internal")[1]
+    assert node["status"]["capacity"]["vpc.amazonaws.com/efa"] == "3"

@@ -127,8 +127,10 @@ class KubeApi:
             return 200, {"Content-Type": "text/plain"}, "ok"
         if parts == ["version"]:
             major, minor = version.split(".")[:2]
+            # version.Info: every field is always present
             return 200, {}, {"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0-eks-sandbox",
-                             "platform": "linux/amd64"}
+                             "gitCommit": "0" * 40, "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+                             "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}
         if parts == ["api"]:
             return 200, {}, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": environ.get("HTTP_HOST", "")}]}
@@ -290,8 +292,9 @@ class _Context:
     def _check_identity(self, rtype: ResourceType, obj: Any, namespace: str | None) -> dict[str, Any]:
         if not isinstance(obj, dict):
             raise bad_request("the body of the request is not a Kubernetes object")
-        if not obj.get("kind"):
-            raise bad_request("Object 'Kind' is missing in the request body")
+        # The API server decodes a body without apiVersion/kind as the kind its URL serves.
+        obj.setdefault("apiVersion", rtype.api_version)
+        obj.setdefault("kind", rtype.kind)
         if obj.get("apiVersion") != rtype.api_version or obj["kind"] != rtype.kind:
             raise bad_request(f"the API version in the data ({obj.get('apiVersion')}) or kind ({obj['kind']}) does "
                               f"not match the expected API version ({rtype.api_version}) and kind ({rtype.kind})")

@@ -117,8 +117,12 @@ def node_object(spec: dict[str, Any], daemonsets: Iterable[dict[str, Any]], kube
                             "message": "kubelet is posting ready status"}],
             "addresses": [{"type": "InternalDNS", "address": spec["name"]},
                           {"type": "Hostname", "address": spec["name"]}],
+            # Every NodeSystemInfo field is required; the image is the EKS-optimized Amazon Linux 2023 AMI.
             "nodeInfo": {"architecture": arch, "operatingSystem": "linux", "kubeletVersion": f"v{kubelet_version}",
-                         "containerRuntimeVersion": "containerd://1.7"},
+                         "kubeProxyVersion": f"v{kubelet_version}", "containerRuntimeVersion": "containerd://1.7",
+                         "osImage": "Amazon Linux 2023", "kernelVersion": "6.1", "bootID": uid[:32],
+                         "machineID": uid[8:40], "systemUUID": f"ec2{uid[3:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-"
+                                                               f"{uid[20:32]}"},
         },
     }
 
