@@ -429,3 +429,26 @@ def test_efa_devices_are_the_interfaces_ec2_attached(server, k8s):
     assert k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", daemonset("efa", efa))[0] == 201
     node = k8s.call("GET", "/api/v1/nodes/ip-10-0-0-2.ec2.internal")[1]
     assert node["status"]["capacity"]["vpc.amazonaws.com/efa"] == "3"
+
+
+def test_apply_json_patch_status_and_generation(k8s):
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    manifest = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"
+                "  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n"
+                "    spec:\n      containers:\n      - {name: web, image: nginx}\n")
+    status, body, _ = k8s.call("PATCH", f"{path}/web", manifest.encode(), "application/apply-patch+yaml")
+    assert (status, body["reason"]) == (400, "BadRequest")  # server-side apply needs a fieldManager
+    status, created, _ = k8s.call("PATCH", f"{path}/web?fieldManager=fmcluster", manifest.encode(),
+                                  "application/apply-patch+yaml")
+    assert status == 201 and created["metadata"]["generation"] == 1 and "status" not in created
+    status, scaled, _ = k8s.call("PATCH", f"{path}/web", [{"op": "replace", "path": "/spec/replicas", "value": 3}],
+                                 "application/json-patch+json")
+    assert status == 200 and scaled["spec"]["replicas"] == 3 and scaled["metadata"]["generation"] == 2
+    # status is a subresource: the main resource ignores it, /status takes it and leaves the spec alone
+    ignored = k8s.call("PATCH", f"{path}/web", {"status": {"replicas": 3}}, "application/merge-patch+json")[1]
+    assert "status" not in ignored and ignored["metadata"]["generation"] == 2
+    reported = k8s.call("PATCH", f"{path}/web/status", {"status": {"replicas": 3}, "spec": {"replicas": 9}},
+                        "application/merge-patch+json")[1]
+    assert reported["status"] == {"replicas": 3} and reported["spec"]["replicas"] == 3
+    status, _, _ = k8s.call("POST", f"{path}?dryRun=All", {**created, "metadata": {"name": "dry"}})
+    assert status == 201 and k8s.call("GET", f"{path}/dry")[0] == 404
