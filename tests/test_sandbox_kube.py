@@ -452,3 +452,27 @@ def test_apply_json_patch_status_and_generation(k8s):
     assert reported["status"] == {"replicas": 3} and reported["spec"]["replicas"] == 3
     status, _, _ = k8s.call("POST", f"{path}?dryRun=All", {**created, "metadata": {"name": "dry"}})
     assert status == 201 and k8s.call("GET", f"{path}/dry")[0] == 404
+
+
+def test_immutable_fields_and_secret_string_data(k8s):
+    sc_path = "/apis/storage.k8s.io/v1/storageclasses"
+    storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
+                     "provisioner": "fsx.csi.aws.com", "parameters": {"deploymentType": "PERSISTENT_2"}}
+    assert k8s.call("POST", sc_path, storage_class)[0] == 201
+    status, body, _ = k8s.call("PATCH", f"{sc_path}/fsx", {"parameters": {"deploymentType": "SCRATCH_2"}},
+                               "application/merge-patch+json")
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "parameters")
+    assert k8s.call("PATCH", f"{sc_path}/fsx", {"metadata": {"labels": {"a": "b"}}},
+                    "application/merge-patch+json")[0] == 200  # metadata stays mutable
+
+    ds_path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+    assert k8s.call("POST", ds_path, daemonset("agent", "busybox"))[0] == 201
+    status, body, _ = k8s.call("PATCH", f"{ds_path}/agent", {"spec": {"selector": {"matchLabels": {"x": "y"}}}},
+                               "application/merge-patch+json")
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.selector")
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"key": "hello"}}
+    status, created, _ = k8s.call("POST", "/api/v1/namespaces/default/secrets", secret)
+    assert status == 201 and created["data"] == {"key": "aGVsbG8="} and "stringData" not in created
+    not_base64 = {**secret, "metadata": {"name": "raw"}, "stringData": None, "data": {"key": "hello!"}}
+    assert k8s.call("POST", "/api/v1/namespaces/default/secrets", not_base64)[0] == 400

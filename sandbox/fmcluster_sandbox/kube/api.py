@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster_sandbox.kube import auth, patches, validation
+from fmcluster_sandbox.kube import auth, kind_rules, patches, validation
 from fmcluster_sandbox.kube import nodes as node_objects
 from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType
 from fmcluster_sandbox.kube.selectors import field_selector, label_selector
@@ -315,6 +315,8 @@ class _Context:
     def _validate(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         mode = self._field_validation()
         validation.check_metadata(obj)
+        if rtype.kind == "Secret":
+            kind_rules.normalise_secret(obj)
         if rtype.crd is None:
             self.warnings += validation.check_builtin(obj, self.version, mode)
         else:
@@ -399,6 +401,7 @@ class _Context:
             if "status" in existing:
                 obj["status"] = copy.deepcopy(existing["status"])
         self._validate(rtype, obj)
+        kind_rules.check_update(existing, obj)
         meta = obj["metadata"]
         for owned in ("uid", "creationTimestamp", "generation"):
             if owned in existing["metadata"]:
