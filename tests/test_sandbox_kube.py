@@ -476,3 +476,20 @@ def test_immutable_fields_and_secret_string_data(k8s):
     assert status == 201 and created["data"] == {"key": "aGVsbG8="} and "stringData" not in created
     not_base64 = {**secret, "metadata": {"name": "raw"}, "stringData": None, "data": {"key": "hello!"}}
     assert k8s.call("POST", "/api/v1/namespaces/default/secrets", not_base64)[0] == 400
+
+
+def test_schemas_follow_the_cluster_kubernetes_version(server, k8s):
+    """Job.spec.managedBy exists from Kubernetes 1.30: a 1.29 cluster does not know the field."""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
+           "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "template": {"spec": {
+               "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}
+    kube = server["kube"]
+    try:
+        kube.cluster_version = lambda cluster, region: "1.29"
+        assert k8s.call("GET", "/version")[1]["minor"] == "29"
+        status, body, _ = k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+        assert status == 400 and 'unknown field "spec.managedBy"' in body["message"]
+        kube.cluster_version = lambda cluster, region: "1.33"
+        assert k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)[0] == 201
+    finally:
+        kube.cluster_version = lambda cluster, region: None

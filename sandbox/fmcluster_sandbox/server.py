@@ -156,7 +156,8 @@ class SandboxApp:
 
         #: the per-cluster Kubernetes API (``/k8s/<cluster name>/...``): access entries and nodes come from the
         #: EKS emulator when the sandbox has one (``self.eks``); without it no principal is allowed and no node runs.
-        self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes)
+        self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
+                            cluster_version=self._kube_version)
         self.port: int | None = None
         self.endpoint_url: str | None = None
         self._pcs_lock = threading.Lock()
@@ -360,6 +361,11 @@ class SandboxApp:
     def _kube_nodes(self, cluster: str, region: str) -> list[dict[str, Any]]:
         eks = getattr(self, "eks", None)
         return eks.nodes(cluster, region) if eks is not None else []
+
+    def _kube_version(self, cluster: str, region: str) -> str | None:
+        """The cluster's Kubernetes version, when the EKS emulator answers ``cluster_version(name, region)``."""
+        lookup = getattr(getattr(self, "eks", None), "cluster_version", None)
+        return lookup(cluster, region) if lookup is not None else None
 
     def _pcs(self, environ, operation, access_key, region) -> tuple[int, dict, bytes]:
         body = protocols.read_body(environ)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import json
+import logging
 import random
 import re
 import string
@@ -42,6 +43,7 @@ from fmcluster_sandbox.kube.status import (
 )
 from fmcluster_sandbox.kube.store import ClusterStore, Key
 
+log = logging.getLogger(__name__)
 PrincipalAllowed = Callable[[str, str, str], bool]  # (cluster name, region, principal ARN) -> allowed
 NodeSource = Callable[[str, str], list[dict[str, Any]]]  # (cluster name, region) -> running instances
 VersionSource = Callable[[str, str], str | None]  # (cluster name, region) -> Kubernetes version "1.33"
@@ -87,6 +89,9 @@ class KubeApi:
                 status, headers, body = self._serve(cluster, identity, environ)
         except KubeError as err:
             return err.response()
+        except Exception as exc:  # noqa: BLE001 - a bug in the emulator: answer as the API server's 500
+            log.exception("Kubernetes API emulator failure on %s", environ.get("PATH_INFO"))
+            return KubeError(500, "InternalError", f"Internal error occurred: {type(exc).__name__}: {exc}").response()
         if isinstance(body, (bytes, str)):
             return status, headers, body.encode() if isinstance(body, str) else body
         return status, {**JSON, **headers}, json.dumps(body).encode()
