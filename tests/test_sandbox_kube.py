@@ -232,6 +232,11 @@ def test_create_get_update_patch_delete_a_configmap(k8s):
     assert listed["kind"] == "ConfigMapList" and [i["metadata"]["name"] for i in listed["items"]] == ["settings"]
     _, listed, _ = k8s.call("GET", f"{base}?labelSelector=app%20notin%20(fm)")
     assert [i["metadata"]["name"] for i in listed["items"]] == ["other"]
+    _, first, _ = k8s.call("GET", f"{base}?limit=1")
+    assert len(first["items"]) == 1 and first["metadata"]["remainingItemCount"] == 1
+    _, second, _ = k8s.call("GET", f"{base}?limit=1&continue={first['metadata']['continue']}")
+    assert [first["items"][0]["metadata"]["name"], second["items"][0]["metadata"]["name"]] == ["other", "settings"]
+    assert "continue" not in second["metadata"]
 
     status, gone, _ = k8s.call("DELETE", f"{base}/settings")
     assert status == 200 and gone["status"] == "Success" and gone["details"]["uid"] == meta["uid"]

@@ -12,6 +12,7 @@ each rule with its Kubernetes documentation page and what is not emulated.
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime as _dt
 import json
@@ -271,7 +272,30 @@ class _Context:
         match = self._matcher()
         items = [o for o in self.store.items(rtype.group, rtype.plural, namespace if rtype.namespaced else None)
                  if match(o)]
-        return 200, self._list_body(rtype, items)
+        return 200, self._paged(rtype, items)
+
+    def _paged(self, rtype: ResourceType, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """``limit`` and ``continue`` (API concepts "Retrieving large results sets in chunks"): a chunk, the token
+        for the next one and ``remainingItemCount``."""
+        start = 0
+        token = self.query.get("continue")
+        if token:
+            try:
+                start = int(json.loads(base64.urlsafe_b64decode(token.encode()))["start"])
+            except (ValueError, KeyError, TypeError):
+                raise bad_request("continue key is not valid: the token was not returned by this server") from None
+        try:
+            limit = int(self.query.get("limit") or 0)
+        except ValueError:
+            raise bad_request(f"limit {self.query['limit']!r} is not an integer") from None
+        chunk = items[start:start + limit] if limit > 0 else items[start:]
+        body = self._list_body(rtype, chunk)
+        rest = len(items) - start - len(chunk)
+        if limit > 0 and rest > 0:
+            body["metadata"]["continue"] = base64.urlsafe_b64encode(
+                json.dumps({"start": start + len(chunk)}).encode()).decode()
+            body["metadata"]["remainingItemCount"] = rest
+        return body
 
     def _body(self) -> Any:
         from fmcluster_sandbox import protocols
@@ -524,7 +548,7 @@ class _Context:
                 raise not_found("nodes", name or "")
             return 200, {}, found[0]
         match = self._matcher()
-        return 200, {}, self._list_body(rtype, [n for n in built if match(n)])
+        return 200, {}, self._paged(rtype, [n for n in built if match(n)])
 
 
 def _spec_changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
