@@ -498,3 +498,21 @@ def test_schemas_follow_the_cluster_kubernetes_version(server, k8s):
         assert k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)[0] == 201
     finally:
         kube.cluster_version = lambda cluster, region: None
+
+
+def test_neuron_devices_and_arm64_nodes(server, k8s):
+    server["eks"].instances[CLUSTER] = [
+        {"name": "ip-10-0-1-1.ec2.internal", "instance_type": "trn1.32xlarge", "instance_id": "i-0aaaaaaaaaaaaaaa1",
+         "nodegroup": "trn", "labels": {}, "taints": [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]},
+        {"name": "ip-10-0-1-2.ec2.internal", "instance_type": "p6e-gb200.36xlarge",
+         "instance_id": "i-0aaaaaaaaaaaaaaa2", "nodegroup": "gb200", "labels": {}, "taints": []},
+    ]
+    neuron = daemonset("neuron-device-plugin", "public.ecr.aws/neuron/neuron-device-plugin:2.22.4.0",
+                       tolerations=[{"key": "aws.amazon.com/neuron", "operator": "Exists"}])
+    assert k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", neuron)[0] == 201
+    nodes = {n["metadata"]["name"]: n for n in k8s.call("GET", "/api/v1/nodes")[1]["items"]}
+    trn = nodes["ip-10-0-1-1.ec2.internal"]["status"]["capacity"]
+    assert (trn["aws.amazon.com/neuron"], trn["aws.amazon.com/neuroncore"]) == ("16", "32")
+    gb200 = nodes["ip-10-0-1-2.ec2.internal"]
+    assert gb200["metadata"]["labels"]["kubernetes.io/arch"] == "arm64"
+    assert "aws.amazon.com/neuron" not in gb200["status"]["capacity"]  # the plugin finds no Neuron devices there
