@@ -162,6 +162,11 @@ def test_tokens_without_the_cluster_header_or_for_another_action_are_refused(ser
     assert status == 401 and "action" in headers["X-Fmcluster-Sandbox-Auth"]
     for bad in ("", "k8s-aws-v1.!!!", "not-a-token"):
         assert k8s.call("GET", "/api", token=bad)[0] == 401
+    # only the health endpoints answer anonymous requests
+    req = urllib.request.Request(f"{server['url']}/k8s/{CLUSTER}/readyz")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert (resp.status, resp.read()) == (200, b"ok")
+    assert k8s.call("GET", "/version", token="")[0] == 401
 
 
 def test_a_principal_without_an_access_entry_is_refused(server, k8s):
@@ -455,6 +460,10 @@ def test_apply_json_patch_status_and_generation(k8s):
     reported = k8s.call("PATCH", f"{path}/web/status", {"status": {"replicas": 3}, "spec": {"replicas": 9}},
                         "application/merge-patch+json")[1]
     assert reported["status"] == {"replicas": 3} and reported["spec"]["replicas"] == 3
+    assert k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("x"))[0] == 201
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/x")[0] == 200
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/x/status")[0] == 404  # ConfigMaps have none
+    assert k8s.call("GET", f"{path}/web/status")[0] == 200
     status, _, _ = k8s.call("POST", f"{path}?dryRun=All", {**created, "metadata": {"name": "dry"}})
     assert status == 201 and k8s.call("GET", f"{path}/dry")[0] == 404
 

@@ -55,6 +55,7 @@ STATUS_SUBRESOURCE = {"Namespace", "PersistentVolume", "PersistentVolumeClaim", 
                       "CustomResourceDefinition", "Service"}
 # NamespaceLifecycle admission: these namespaces cannot be deleted.
 UNDELETABLE_NAMESPACES = {"default", "kube-system", "kube-public"}
+HEALTH_PATHS = ("healthz", "livez", "readyz")
 AUTH_REASON_HEADER = "X-Fmcluster-Sandbox-Auth"  # why a token was refused (the Status says only "Unauthorized")
 
 
@@ -84,6 +85,11 @@ class KubeApi:
     # -- entry point ---------------------------------------------------------------------------------
     def handle(self, cluster: str, environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         """Answer one request to ``/k8s/<cluster>/...``: ``(status, headers, body)``."""
+        path = environ.get("PATH_INFO", "")
+        if path.rstrip("/") in (f"/k8s/{cluster}/{p}" for p in HEALTH_PATHS):
+            # EKS keeps anonymous access only for the health endpoints (EKS guide, "Cluster authentication":
+            # from Kubernetes 1.32 anonymous requests reach only /healthz, /livez and /readyz).
+            return 200, {"Content-Type": "text/plain"}, b"ok"
         try:
             identity = self._authenticate(cluster, environ)
             with self._lock:
@@ -129,8 +135,6 @@ class KubeApi:
         version = self.cluster_version(cluster, identity.region) or DEFAULT_VERSION
         ctx = _Context(self, cluster, identity, store, version, environ, method, query)
 
-        if parts in (["healthz"], ["livez"], ["readyz"]):
-            return 200, {"Content-Type": "text/plain"}, "ok"
         if parts == ["version"]:
             major, minor = version.split(".")[:2]
             # version.Info: every field is always present
@@ -234,6 +238,8 @@ class _Context:
             raise method_not_allowed("the server does not allow this method on the requested resource")
         if rtype.namespaced and namespace is None and verb not in ("list",):
             raise no_route(self.environ.get("PATH_INFO", ""))
+        if sub == "status" and (rtype.kind == "Node" or not self._has_status(rtype)):
+            raise no_route(self.environ.get("PATH_INFO", ""))  # no status subresource on this kind
         if rtype.kind == "Node":
             return self._nodes(verb, name)
         result = getattr(self, "_" + verb)(rtype, namespace, name, sub)
@@ -242,7 +248,7 @@ class _Context:
         return status, headers, body
 
     def _key(self, rtype: ResourceType, namespace: str | None, name: str) -> Key:
-        return (rtype.group, rtype.plural, namespace or "" if rtype.namespaced else "", name)
+        return (rtype.group, rtype.plural, (namespace or "") if rtype.namespaced else "", name)
 
     def _present(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         obj["apiVersion"] = rtype.api_version  # CRD versions convert with strategy None: only apiVersion changes
