@@ -87,8 +87,8 @@ class KubeApi:
         """Answer one request to ``/k8s/<cluster>/...``: ``(status, headers, body)``."""
         path = environ.get("PATH_INFO", "")
         if path.rstrip("/") in (f"/k8s/{cluster}/{p}" for p in HEALTH_PATHS):
-            # EKS keeps anonymous access only for the health endpoints (EKS guide, "Cluster authentication":
-            # from Kubernetes 1.32 anonymous requests reach only /healthz, /livez and /readyz).
+            # EKS keeps anonymous access only for the health endpoints (EKS guide, release notes of Kubernetes
+            # 1.32: anonymous authentication is restricted to /healthz, /livez and /readyz).
             return 200, {"Content-Type": "text/plain"}, b"ok"
         try:
             identity = self._authenticate(cluster, environ)
