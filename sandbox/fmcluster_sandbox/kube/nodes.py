@@ -9,8 +9,8 @@ The EKS emulator supplies one dict per running instance (``name``, ``instance_ty
 * ``status.capacity``: ``cpu`` (DefaultVCpus), ``memory`` (MemoryInfo.SizeInMiB, in Ki) and ``pods`` from the
   sandbox's DescribeInstanceTypes data. ``pods`` is EKS's max-pods formula without prefix delegation,
   ``MaximumNetworkInterfaces * (Ipv4AddressesPerInterface - 1) + 2`` ("Amazon EKS recommended maximum Pods for each
-  Amazon EC2 instance type"), capped at 110 below 30 vCPUs and 250 from 30 vCPUs up (the cap the EKS AMIs' max-pods
-  calculator applies).
+  Amazon EC2 instance type"), capped at 110 below 30 vCPUs and 250 from 30 vCPUs up (EKS guide "Choose an optimal
+  Amazon EC2 node instance type": managed node groups enforce that maximum on maxPods).
 * ``status.allocatable``: capacity less the EKS AMIs' kube-reserved (memory ``11 MiB * pods + 255 MiB``; CPU 6% of
   the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of the rest) and the 100Mi memory eviction threshold
   (amazon-eks-ami bootstrap / nodeadm defaults).
