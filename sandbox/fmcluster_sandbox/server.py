@@ -152,15 +152,16 @@ class SandboxApp:
             pcluster_support.install(self.faults)
         self._new_pcs = lambda: PcsEmulator(self.faults)
         self.pcs = self._new_pcs()
-        from fmcluster_sandbox.kube import KubeApi
-
-        #: the per-cluster Kubernetes API (``/k8s/<cluster name>/...``): access entries and nodes come from the
-        #: EKS emulator when the sandbox has one (``self.eks``); without it no principal is allowed and no node runs.
-        self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
-                            cluster_version=self._kube_version)
         self.port: int | None = None
         self.endpoint_url: str | None = None
         self._pcs_lock = threading.Lock()
+        from fmcluster_sandbox.kube import KubeApi
+
+        #: the per-cluster Kubernetes API (``/k8s/<cluster name>/...``), set last so that nothing above resets it:
+        #: access entries, nodes and versions come from the EKS emulator (``self.eks``) when the sandbox has one;
+        #: without it no principal is allowed and no node runs.
+        self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
+                            cluster_version=self._kube_version)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
