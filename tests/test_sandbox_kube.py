@@ -32,9 +32,10 @@ K8S_AWS_ID_HEADER = "x-k8s-aws-id"
 
 
 def eks_token(endpoint: str, cluster: str, key: str = "testing", secret: str = "testing",
-              region: str = REGION, sign_cluster_header: bool = True, operation: str = "get_caller_identity") -> str:
+              region: str = REGION, sign_cluster_header: bool = True, operation: str = "get_caller_identity",
+              session_token: str | None = None) -> str:
     """A bearer token as ``aws eks get-token --cluster-name <cluster>`` makes it."""
-    sts = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret,
+    sts = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret, aws_session_token=session_token,
                                 region_name=region).client("sts", endpoint_url=endpoint)
 
     def retrieve(params: dict, context: dict, **_: Any) -> None:  # STSClientFactory._retrieve_k8s_aws_id
@@ -192,6 +193,26 @@ def test_iam_user_keys_are_checked_with_their_secret(server, k8s):
     assert k8s.call("GET", "/api", token=forged)[0] == 401
     unknown = eks_token(server["url"], CLUSTER, "AKIAUNKNOWNKEY000000", "whatever")
     assert k8s.call("GET", "/api", token=unknown)[0] == 401
+
+
+def test_assumed_role_sessions_map_to_their_role(server, k8s):
+    """aws-iam-authenticator maps arn:aws:sts::A:assumed-role/R/S to the role arn:aws:iam::A:role/R, the ARN an
+    access entry names; the session token is part of what STS checks."""
+    iam = boto3.client("iam", endpoint_url=server["url"], region_name=REGION, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    account_root = {"AWS": "arn:aws:iam::123456789012:root"}
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                                 "Principal": account_root}]})
+    role = iam.create_role(RoleName="kube-deployer", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    sts = boto3.client("sts", endpoint_url=server["url"], region_name=REGION, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    creds = sts.assume_role(RoleArn=role, RoleSessionName="fmcluster")["Credentials"]
+    token = eks_token(server["url"], CLUSTER, creds["AccessKeyId"], creds["SecretAccessKey"],
+                      session_token=creds["SessionToken"])
+    server["eks"].allowed.add((CLUSTER, REGION, role))
+    assert k8s.call("GET", "/api", token=token)[0] == 200
+    stale = eks_token(server["url"], CLUSTER, creds["AccessKeyId"], creds["SecretAccessKey"], session_token="other")
+    assert k8s.call("GET", "/api", token=stale)[0] == 401
 
 
 # -- discovery and CRUD -------------------------------------------------------------------------------

@@ -135,16 +135,17 @@ def _secret(access_key: str) -> tuple[str | None, str | None]:
     from moto.iam.models import iam_backends
     from moto.sts.models import sts_backends
 
-    for account in list(iam_backends):
-        for partition in list(iam_backends[account]):
-            key = iam_backends[account][partition].access_keys.get(access_key)
-            if key is not None and getattr(key, "status", "Active") == "Active":
-                return key.secret_access_key, None
+    # Session credentials first: moto files AssumeRole's keys among IAM's access keys too, without the token.
     for account in list(sts_backends):
         for partition in list(sts_backends[account]):
             role = sts_backends[account][partition].get_assumed_role_from_access_key(access_key)
             if role is not None:
                 return role.secret_access_key, role.session_token
+    for account in list(iam_backends):
+        for partition in list(iam_backends[account]):
+            key = iam_backends[account][partition].access_keys.get(access_key)
+            if key is not None and getattr(key, "status", "Active") == "Active":
+                return key.secret_access_key, None
     return SANDBOX_CREDENTIALS.get(access_key), None
 
 
