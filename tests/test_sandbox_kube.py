@@ -502,9 +502,9 @@ def test_immutable_fields_and_secret_string_data(k8s):
 
     ds_path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
     assert k8s.call("POST", ds_path, daemonset("agent", "busybox"))[0] == 201
-    status, body, _ = k8s.call("PATCH", f"{ds_path}/agent", {"spec": {"selector": {"matchLabels": {"x": "y"}}}},
-                               "application/merge-patch+json")
-    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.selector")
+    relabelled = {"spec": {"selector": {"matchLabels": {"x": "y"}}, "template": {"metadata": {"labels": {"x": "y"}}}}}
+    status, body, _ = k8s.call("PATCH", f"{ds_path}/agent", relabelled, "application/merge-patch+json")
+    assert (status, [c["field"] for c in body["details"]["causes"]]) == (422, ["spec.selector"])
 
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"key": "hello"}}
     status, created, _ = k8s.call("POST", "/api/v1/namespaces/default/secrets", secret)
@@ -546,3 +546,40 @@ def test_neuron_devices_and_arm64_nodes(server, k8s):
     gb200 = nodes["ip-10-0-1-2.ec2.internal"]
     assert gb200["metadata"]["labels"]["kubernetes.io/arch"] == "arm64"
     assert "aws.amazon.com/neuron" not in gb200["status"]["capacity"]  # the plugin finds no Neuron devices there
+
+
+def test_server_defaults_and_workload_rules(k8s):
+    """What a client reads back carries the API server's defaults; controllers' own rules refuse bad workloads."""
+    created = k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets",
+                       daemonset("nvidia", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"))[1]
+    assert created["spec"]["updateStrategy"] == {"type": "RollingUpdate",
+                                                 "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    pod = created["spec"]["template"]["spec"]
+    assert (pod["restartPolicy"], pod["dnsPolicy"], pod["terminationGracePeriodSeconds"]) == \
+        ("Always", "ClusterFirst", 30)
+    assert pod["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
+                     "provisioner": "fsx.csi.aws.com"}
+    created = k8s.call("POST", "/apis/storage.k8s.io/v1/storageclasses", storage_class)[1]
+    assert (created["reclaimPolicy"], created["volumeBindingMode"]) == ("Delete", "Immediate")
+
+    mismatched = daemonset("mismatch", "busybox")
+    mismatched["spec"]["template"]["metadata"]["labels"] = {"name": "other"}
+    status, body, _ = k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", mismatched)
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.template.metadata.labels")
+
+    jobs = "/apis/batch/v1/namespaces/default/jobs"
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "nccl"},
+           "spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nccl-tests:latest"}]}}}}
+    status, body, _ = k8s.call("POST", jobs, job)  # restartPolicy defaults to Always, which a Job cannot use
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.template.spec.restartPolicy")
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    status, created, _ = k8s.call("POST", jobs, job)
+    uid = created["metadata"]["uid"]
+    assert status == 201 and created["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert created["spec"]["template"]["metadata"]["labels"]["job-name"] == "nccl"
+    assert (created["spec"]["backoffLimit"], created["spec"]["completions"]) == (6, 1)
+    assert created["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"  # :latest
+    own = {**job, "metadata": {"name": "own"}, "spec": {**job["spec"], "selector": {"matchLabels": {"a": "b"}}}}
+    status, body, _ = k8s.call("POST", jobs, own)
+    assert status == 422 and "spec.selector" in {c["field"] for c in body["details"]["causes"]}

@@ -117,3 +117,53 @@ def normalise_secret(obj: dict[str, Any]) -> None:
         for key, value in string_data.items():
             data[key] = base64.b64encode(str(value).encode()).decode()
         obj["data"] = data
+
+
+def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) or \
+                (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
+    """Controllers' own validation (``pkg/apis/apps/validation``, ``pkg/apis/batch/validation``), after defaults:
+
+    * Deployment, DaemonSet: a non-empty ``spec.selector`` that matches the template's labels; the template's
+      ``restartPolicy`` is ``Always``.
+    * Job: the template's ``restartPolicy`` is ``OnFailure`` or ``Never`` ("Jobs": "Pod Template"); a selector
+      given at creation (``own_job_selector``) needs ``manualSelector: true``.
+    """
+    kind, spec = obj.get("kind"), obj.get("spec")
+    if kind not in ("Deployment", "DaemonSet", "Job") or not isinstance(spec, dict):
+        return
+    template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    pod = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    name = obj["metadata"]["name"]
+    group = obj["apiVersion"].split("/")[0]
+    causes = []
+    if kind in ("Deployment", "DaemonSet"):
+        selector = spec.get("selector") or {}
+        if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            causes.append(("FieldValueInvalid", "spec.selector",
+                           f"Invalid value: {selector}: empty selector is invalid for {kind.lower()}"))
+        elif not _selector_matches(selector, labels):
+            causes.append(("FieldValueInvalid", "spec.template.metadata.labels",
+                           f"Invalid value: {labels}: `selector` does not match template `labels`"))
+        if pod.get("restartPolicy") != "Always":
+            causes.append(("FieldValueNotSupported", "spec.template.spec.restartPolicy",
+                           f'Unsupported value: "{pod.get("restartPolicy")}": supported values: "Always"'))
+    else:
+        if pod.get("restartPolicy") not in ("OnFailure", "Never"):
+            causes.append(("FieldValueRequired", "spec.template.spec.restartPolicy",
+                           'Required value: valid values: "OnFailure", "Never"'))
+        if own_job_selector and not spec.get("manualSelector"):
+            causes.append(("FieldValueInvalid", "spec.selector",
+                           f"Invalid value: {spec['selector']}: `selector` not auto-generated"))
+    if causes:
+        raise invalid(kind, name, causes, group)

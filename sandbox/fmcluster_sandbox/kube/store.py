@@ -39,7 +39,7 @@ class ClusterStore:
     def put(self, key: Key, obj: dict[str, Any], new: bool) -> dict[str, Any]:
         meta = obj.setdefault("metadata", {})
         if new:
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = meta.get("uid") or str(uuid.uuid4())
             meta["creationTimestamp"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             meta["generation"] = 1
         meta["resourceVersion"] = self.next_revision()

@@ -10,10 +10,11 @@ import datetime as _dt
 import json
 import random
 import string
+import uuid
 from collections.abc import Callable
 from typing import Any
 
-from fmcluster_sandbox.kube import auth, kind_rules, patches, validation
+from fmcluster_sandbox.kube import auth, defaults, kind_rules, patches, validation
 from fmcluster_sandbox.kube import nodes as node_objects
 from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType
 from fmcluster_sandbox.kube.selectors import field_selector, label_selector
@@ -168,13 +169,18 @@ class Request:
             meta.pop("namespace", None)
         return obj
 
-    def _validate(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+    def _validate(self, rtype: ResourceType, obj: dict[str, Any], created: bool) -> None:
+        """Decode, default and validate as the API server does: schema (unknown fields), defaults, kind rules."""
         mode = self._field_validation()
         validation.check_metadata(obj)
         if rtype.kind == "Secret":
             kind_rules.normalise_secret(obj)
         if rtype.crd is None:
             self.warnings += validation.check_builtin(obj, self.version, mode)
+            spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+            own_selector = created and rtype.kind == "Job" and bool(spec.get("selector"))
+            defaults.apply(obj, self.version, created)
+            kind_rules.check_workload(obj, own_job_selector=own_selector)
         else:
             self.warnings += validation.check_custom(obj, rtype.schema, mode)
         if rtype.kind == "CustomResourceDefinition":
@@ -205,12 +211,13 @@ class Request:
             meta["name"] = meta["generateName"] + "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
         if self._has_status(rtype):
             obj.pop("status", None)
-        self._validate(rtype, obj)
+        for owned in ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp"):
+            meta.pop(owned, None)
+        meta["uid"] = str(uuid.uuid4())  # before defaulting: a Job's generated selector names it
+        self._validate(rtype, obj, created=True)
         key = self._key(rtype, namespace, meta["name"])
         if self.store.get(key) is not None:
             raise already_exists(rtype.plural, meta["name"], rtype.group)
-        for owned in ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp"):
-            meta.pop(owned, None)
         self._initial_status(rtype, obj)
         if self._dry_run():
             return 201, obj
@@ -256,7 +263,7 @@ class Request:
             obj.pop("status", None)
             if "status" in existing:
                 obj["status"] = copy.deepcopy(existing["status"])
-        self._validate(rtype, obj)
+        self._validate(rtype, obj, created=False)
         kind_rules.check_update(existing, obj)
         meta = obj["metadata"]
         for owned in ("uid", "creationTimestamp", "generation"):
