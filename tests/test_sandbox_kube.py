@@ -84,6 +84,10 @@ class Cluster:
     def __init__(self) -> None:
         self.allowed: set[tuple[str, str, str]] = {(CLUSTER, REGION, MOTO_USER)}
         self.instances: dict[str, list[dict[str, Any]]] = {}
+        self.policies: dict[str, list[dict[str, Any]]] = {}  # principal ARN -> associated access policies
+
+    def access_policies(self, cluster: str, region: str, arn: str) -> list[dict[str, Any]] | None:
+        return self.policies.get(arn)
 
     def principal_allowed(self, cluster: str, region: str, arn: str) -> bool:
         return (cluster, region, arn) in self.allowed
@@ -95,7 +99,7 @@ class Cluster:
 @pytest.fixture(scope="module")
 def server():
     eks, clock = Cluster(), Clock()
-    kube = KubeApi(eks.principal_allowed, eks.nodes, clock=clock)
+    kube = KubeApi(eks.principal_allowed, eks.nodes, clock=clock, access_policies=eks.access_policies)
     httpd = make_server("127.0.0.1", 0, Router(kube), threaded=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -108,6 +112,7 @@ def k8s(server):
     server["kube"].reset()
     server["clock"].shift = dt.timedelta()
     server["eks"].instances.clear()
+    server["eks"].policies.clear()
     return Kube(server["url"], CLUSTER)
 
 
@@ -583,3 +588,30 @@ def test_server_defaults_and_workload_rules(k8s):
     own = {**job, "metadata": {"name": "own"}, "spec": {**job["spec"], "selector": {"matchLabels": {"a": "b"}}}}
     status, body, _ = k8s.call("POST", jobs, own)
     assert status == 422 and "spec.selector" in {c["field"] for c in body["details"]["causes"]}
+
+
+def test_access_policies_decide_what_a_principal_may_do(server, k8s):
+    """EKS access policies: View reads namespaced objects but not Secrets; a namespace-scoped Edit writes only in its
+    namespaces; nothing but ClusterAdmin writes cluster-scoped objects such as CRDs; discovery stays open."""
+    policy = "arn:aws:eks::aws:cluster-access-policy/"
+    server["eks"].policies[MOTO_USER] = [
+        {"policyArn": policy + "AmazonEKSViewPolicy", "accessScope": {"type": "cluster"}},
+        {"policyArn": policy + "AmazonEKSEditPolicy", "accessScope": {"type": "namespace", "namespaces": ["team-*"]}},
+    ]
+    assert k8s.call("GET", "/apis")[0] == 200
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps")[0] == 200
+    status, body, _ = k8s.call("GET", "/api/v1/namespaces/default/secrets")
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert body["message"] == (f'secrets is forbidden: User "{MOTO_USER}" cannot list resource "secrets" in API '
+                               'group "" in the namespace "default"')
+    assert k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("x"))[0] == 403
+    server["eks"].policies[MOTO_USER].append(
+        {"policyArn": policy + "AmazonEKSClusterAdminPolicy", "accessScope": {"type": "cluster"}})
+    assert k8s.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": "team-a"}})[0] == 201
+    server["eks"].policies[MOTO_USER].pop()
+    assert k8s.call("POST", "/api/v1/namespaces/team-a/configmaps", configmap("x"))[0] == 201
+    status, body, _ = k8s.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                               crds.load("queues.scheduling.volcano.sh"))
+    assert status == 403 and "at the cluster scope" in body["message"]
+    assert k8s.call("GET", "/api/v1/nodes")[0] == 403  # View is namespaced: no Nodes

@@ -161,7 +161,7 @@ class SandboxApp:
         #: access entries, nodes and versions come from the EKS emulator (``self.eks``) when the sandbox has one;
         #: without it no principal is allowed and no node runs.
         self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
-                            cluster_version=self._kube_version)
+                            cluster_version=self._kube_version, access_policies=self._kube_access_policies)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -362,6 +362,12 @@ class SandboxApp:
     def _kube_nodes(self, cluster: str, region: str) -> list[dict[str, Any]]:
         eks = getattr(self, "eks", None)
         return eks.nodes(cluster, region) if eks is not None else []
+
+    def _kube_access_policies(self, cluster: str, region: str, principal_arn: str) -> list[dict[str, Any]] | None:
+        """The principal's associated access policies, when the EKS emulator answers ``access_policies(name, region,
+        principal)`` (ListAssociatedAccessPolicies form); None: RBAC is not evaluated."""
+        lookup = getattr(getattr(self, "eks", None), "access_policies", None)
+        return lookup(cluster, region, principal_arn) if lookup is not None else None
 
     def _kube_version(self, cluster: str, region: str) -> str | None:
         """The cluster's Kubernetes version, when the EKS emulator answers ``cluster_version(name, region)``."""

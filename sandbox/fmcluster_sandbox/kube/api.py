@@ -27,6 +27,8 @@ from fmcluster_sandbox.kube.verbs import NodeSource, Request
 log = logging.getLogger(__name__)
 PrincipalAllowed = Callable[[str, str, str], bool]  # (cluster name, region, principal ARN) -> allowed
 VersionSource = Callable[[str, str], str | None]  # (cluster name, region) -> Kubernetes version "1.33"
+# (cluster name, region, principal ARN) -> the access entry's associated policies, or None when not known
+PolicySource = Callable[[str, str, str], list[dict[str, Any]] | None]
 DEFAULT_VERSION = "1.33"
 HEALTH_PATHS = ("healthz", "livez", "readyz")
 AUTH_REASON_HEADER = "X-Fmcluster-Sandbox-Auth"  # why a token was refused (the Status says only "Unauthorized")
@@ -36,9 +38,10 @@ class KubeApi:
     """Kubernetes API endpoints of the sandbox's EKS clusters, one store per (region, cluster name)."""
 
     def __init__(self, principal_allowed: PrincipalAllowed, nodes: NodeSource, *,
-                 cluster_version: VersionSource | None = None,
+                 cluster_version: VersionSource | None = None, access_policies: PolicySource | None = None,
                  clock: Callable[[], _dt.datetime] | None = None):
         self.principal_allowed = principal_allowed
+        self.access_policies = access_policies or (lambda cluster, region, principal: None)
         self.nodes = nodes
         self.cluster_version = cluster_version or (lambda cluster, region: DEFAULT_VERSION)
         self.clock = clock or (lambda: _dt.datetime.now(_dt.timezone.utc))
@@ -106,7 +109,8 @@ class KubeApi:
         query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True).items()}
         store = self._store(cluster, identity.region)
         version = self.cluster_version(cluster, identity.region) or DEFAULT_VERSION
-        request = Request(self.nodes, cluster, identity, store, version, environ, method, query)
+        policies = self.access_policies(cluster, identity.region, identity.arn)
+        request = Request(self.nodes, cluster, identity, store, version, environ, method, query, policies)
 
         if parts == ["version"]:
             major, minor = version.split(".")[:2]

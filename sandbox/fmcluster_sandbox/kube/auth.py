@@ -48,6 +48,12 @@ class Identity:
     access_key: str
     region: str
 
+    @property
+    def username(self) -> str:
+        """The Kubernetes user name an access entry gives by default: the IAM user's ARN; for a role, its session
+        ``arn:aws:sts::<account>:assumed-role/<role>/<session>`` (EKS guide, "Create access entries")."""
+        return self.caller_arn if ":assumed-role/" in self.caller_arn else self.arn
+
 
 def verify(token: str, cluster: str, now: _dt.datetime) -> Identity:
     """The identity behind a bearer token sent to ``cluster``'s endpoint, or TokenRejected."""

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from fmcluster_sandbox.kube import auth, defaults, kind_rules, patches, validation
+from fmcluster_sandbox.kube import auth, authorization, defaults, kind_rules, patches, validation
 from fmcluster_sandbox.kube import nodes as node_objects
 from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType
 from fmcluster_sandbox.kube.selectors import field_selector, label_selector
@@ -43,8 +43,10 @@ class Request:
     """One request to a resource path: the cluster's store, and each verb's implementation."""
 
     def __init__(self, nodes: NodeSource, cluster: str, identity: auth.Identity, store: ClusterStore, version: str,
-                 environ: dict[str, Any], method: str, query: dict[str, str]):
+                 environ: dict[str, Any], method: str, query: dict[str, str],
+                 policies: list[dict[str, Any]] | None = None):
         self.nodes, self.cluster, self.identity, self.store = nodes, cluster, identity, store
+        self.policies = policies  # the principal's EKS access policies; None: not known, nothing is checked
         self.version, self.environ, self.method, self.query = version, environ, method, query
         self.warnings: list[str] = []
 
@@ -62,6 +64,8 @@ class Request:
             raise no_route(self.environ.get("PATH_INFO", ""))
         if sub == "status" and (rtype.kind == "Node" or not self._has_status(rtype)):
             raise no_route(self.environ.get("PATH_INFO", ""))  # no status subresource on this kind
+        if self.policies is not None:
+            authorization.check(self.policies, self.identity.username, verb, rtype, namespace, name)
         if rtype.kind == "Node":
             return self._nodes(verb, name)
         result = getattr(self, "_" + verb)(rtype, namespace, name, sub)
