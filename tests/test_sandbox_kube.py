@@ -275,6 +275,15 @@ def test_create_get_update_patch_delete_a_configmap(k8s):
     assert (status, body["reason"], body["message"]) == (404, "NotFound", 'configmaps "settings" not found')
 
 
+def test_a_deleted_cluster_forgets_its_objects(server, k8s):
+    assert k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("kept"))[0] == 201
+    server["kube"].forget("other-cluster", REGION)
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/kept")[0] == 200
+    server["kube"].forget(CLUSTER, REGION)  # EKS deleted the cluster; a new one of that name starts empty
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/kept")[0] == 404
+    assert k8s.call("GET", "/api/v1/namespaces/default")[0] == 200
+
+
 def test_namespaced_objects_need_their_namespace(k8s):
     status, body, _ = k8s.call("POST", "/api/v1/namespaces/fm/configmaps", configmap("x"))
     assert (status, body["reason"], body["message"]) == (404, "NotFound", 'namespaces "fm" not found')

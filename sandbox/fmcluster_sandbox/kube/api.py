@@ -49,14 +49,14 @@ class KubeApi:
         self._lock = threading.RLock()
 
     # -- lifecycle ---------------------------------------------------------------------------------
+    # Both without the request lock: a request holds it while it calls the EKS emulator (nodes, policies), and the
+    # EKS emulator may call forget() while holding its own lock; one dict operation is atomic on its own.
     def forget(self, cluster: str, region: str) -> None:
         """Drop a cluster's objects (call when EKS deletes the cluster)."""
-        with self._lock:
-            self._stores.pop((region, cluster), None)
+        self._stores.pop((region, cluster), None)
 
     def reset(self) -> None:
-        with self._lock:
-            self._stores.clear()
+        self._stores.clear()
 
     # -- entry point ---------------------------------------------------------------------------------
     def handle(self, cluster: str, environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
@@ -94,10 +94,8 @@ class KubeApi:
         return identity
 
     def _store(self, cluster: str, region: str) -> ClusterStore:
-        key = (region, cluster)
-        if key not in self._stores:
-            self._stores[key] = ClusterStore()
-        return self._stores[key]
+        store = self._stores.get((region, cluster))
+        return store if store is not None else self._stores.setdefault((region, cluster), ClusterStore())
 
     # -- routing -------------------------------------------------------------------------------------
     def _serve(self, cluster: str, identity: auth.Identity, environ: dict[str, Any]) -> tuple[int, dict, Any]:
