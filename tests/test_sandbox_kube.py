@@ -9,6 +9,7 @@ through the sandbox server itself to prove its routing.
 from __future__ import annotations
 
 import base64
+import copy
 import datetime as dt
 import json
 import threading
@@ -624,3 +625,28 @@ def test_access_policies_decide_what_a_principal_may_do(server, k8s):
                                crds.load("queues.scheduling.volcano.sh"))
     assert status == 403 and "at the cluster scope" in body["message"]
     assert k8s.call("GET", "/api/v1/nodes")[0] == 403  # View is namespaced: no Nodes
+
+
+def test_crd_cel_rules_are_evaluated(k8s):
+    """Kueue's ClusterQueue rule: every flavor lists as many resources as the group covers; LocalQueue's
+    clusterQueue is immutable (a transition rule, checked on update only)."""
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for name in ("clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io"):
+        assert k8s.call("POST", crd_path, crds.load(name))[0] == 201
+    short = copy.deepcopy(CLUSTER_QUEUE)
+    short["spec"]["resourceGroups"][0]["coveredResources"] = ["nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    status, body, _ = k8s.call("POST", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", short)
+    assert status == 422
+    (cause,) = body["details"]["causes"]
+    assert cause["field"] == "spec.resourceGroups[0]"
+    assert "flavors must have the same number of resources as the coveredResources" in cause["message"]
+    assert k8s.call("POST", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", CLUSTER_QUEUE)[0] == 201
+
+    path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues"
+    local = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "team"},
+             "spec": {"clusterQueue": "gpus"}}
+    assert k8s.call("POST", path, local)[0] == 201
+    status, body, _ = k8s.call("PATCH", f"{path}/team", {"spec": {"clusterQueue": "other"}},
+                               "application/merge-patch+json")
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.clusterQueue")
+    assert "field is immutable" in body["details"]["causes"][0]["message"]

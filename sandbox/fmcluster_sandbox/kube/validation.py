@@ -15,7 +15,7 @@ Custom resources are structural ("Specifying a structural schema"): at each obje
 ``properties`` are unknown unless ``x-kubernetes-preserve-unknown-fields: true`` or ``additionalProperties``
 (a map) says otherwise; ``apiVersion``, ``kind`` and ``metadata`` are always allowed at the root; ``default``
 values are applied ("Defaulting") before validation; ``nullable`` admits null. CEL rules
-(``x-kubernetes-validations``) are not evaluated.
+(``x-kubernetes-validations``) are evaluated by :mod:`.cel_rules`.
 """
 
 from __future__ import annotations

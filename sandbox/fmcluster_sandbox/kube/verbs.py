@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from fmcluster_sandbox.kube import auth, authorization, defaults, kind_rules, patches, validation
+from fmcluster_sandbox.kube import auth, authorization, cel_rules, defaults, kind_rules, patches, validation
 from fmcluster_sandbox.kube import nodes as node_objects
 from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType
 from fmcluster_sandbox.kube.selectors import field_selector, label_selector
@@ -23,6 +23,7 @@ from fmcluster_sandbox.kube.status import (
     bad_request,
     conflict,
     forbidden,
+    invalid,
     method_not_allowed,
     no_route,
     not_found,
@@ -173,7 +174,8 @@ class Request:
             meta.pop("namespace", None)
         return obj
 
-    def _validate(self, rtype: ResourceType, obj: dict[str, Any], created: bool) -> None:
+    def _validate(self, rtype: ResourceType, obj: dict[str, Any], created: bool,
+                  old: dict[str, Any] | None = None) -> None:
         """Decode, default and validate as the API server does: schema (unknown fields), defaults, kind rules."""
         mode = self._field_validation()
         validation.check_metadata(obj)
@@ -187,6 +189,9 @@ class Request:
             kind_rules.check_workload(obj, own_job_selector=own_selector)
         else:
             self.warnings += validation.check_custom(obj, rtype.schema, mode)
+            causes = cel_rules.check(obj, rtype.schema, old)
+            if causes:
+                raise invalid(rtype.kind, obj["metadata"]["name"], causes, rtype.group)
         if rtype.kind == "CustomResourceDefinition":
             validation.check_crd_names(obj)
 
@@ -267,7 +272,7 @@ class Request:
             obj.pop("status", None)
             if "status" in existing:
                 obj["status"] = copy.deepcopy(existing["status"])
-        self._validate(rtype, obj, created=False)
+        self._validate(rtype, obj, created=False, old=existing)
         kind_rules.check_update(existing, obj)
         meta = obj["metadata"]
         for owned in ("uid", "creationTimestamp", "generation"):
