@@ -15,7 +15,7 @@ reference states them: "Immutable" / "field is immutable" (422 Invalid, cause ``
 * PersistentVolume: the volume source; PersistentVolumeClaim: ``spec`` except ``resources.requests`` and
   ``volumeAttributesClassName`` ("Persistent Volumes").
 * RoleBinding, ClusterRoleBinding: ``roleRef`` ("Using RBAC Authorization": "roleRef is immutable").
-* CSIDriver: ``spec.attachRequired`` is mutable since 1.29; ``spec.podInfoOnMount`` likewise; nothing enforced.
+* CSIDriver: not emulated (which of its fields are immutable has changed across Kubernetes versions).
 * ConfigMap, Secret with ``immutable: true``: ``data``/``binaryData`` and ``immutable`` itself ("Immutable
   ConfigMaps", "Immutable Secrets"); a Secret's ``type``.
 * CustomResourceDefinition: ``spec.scope`` (apiextensions validation ``ValidateCustomResourceDefinitionUpdate``;
