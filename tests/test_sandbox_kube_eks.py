@@ -17,7 +17,10 @@ import pytest
 
 pytest.importorskip("fmcluster_sandbox.eks")  # the EKS emulator ships in the same sandbox; this file tests both
 
-from test_sandbox_kube import daemonset, eks_token  # noqa: E402
+try:
+    from test_sandbox_kube import daemonset, eks_token
+except ImportError:  # tests/ imported as a package
+    from tests.test_sandbox_kube import daemonset, eks_token
 
 REGION = "us-east-2"
 ZONES = ("us-east-2a", "us-east-2b")
