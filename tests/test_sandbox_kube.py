@@ -650,3 +650,25 @@ def test_crd_cel_rules_are_evaluated(k8s):
                                "application/merge-patch+json")
     assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.clusterQueue")
     assert "field is immutable" in body["details"]["causes"][0]["message"]
+
+
+def test_volcano_and_kai_queues_follow_their_crds(k8s):
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for name in ("queues.scheduling.volcano.sh", "queues.scheduling.run.ai"):
+        assert k8s.call("POST", crd_path, crds.load(name))[0] == 201
+    volcano = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "training"},
+               "spec": {"weight": 1, "capability": {"nvidia.com/gpu": 16, "vpc.amazonaws.com/efa": 64}}}
+    status, created, _ = k8s.call("POST", "/apis/scheduling.volcano.sh/v1beta1/queues", volcano)
+    assert status == 201 and created["spec"]["dequeueStrategy"] == "traverse"  # the CRD's default
+    kai = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "training"},
+           "spec": {"resources": {"gpu": {"quota": 16, "limit": -1, "overQuotaWeight": 1},
+                                  "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+                                  "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1}}}}
+    assert k8s.call("POST", "/apis/scheduling.run.ai/v2/queues", kai)[0] == 201
+    # the two Queue kinds live apart: same kind and name, different groups
+    assert k8s.call("GET", "/apis/scheduling.volcano.sh/v1beta1/queues/training")[1]["spec"]["weight"] == 1
+    efa = copy.deepcopy(kai)
+    efa["metadata"]["name"] = "efa"
+    efa["spec"]["resources"]["efa"] = {"quota": 64}  # KAI queues know only cpu, gpu and memory
+    status, body, _ = k8s.call("POST", "/apis/scheduling.run.ai/v2/queues", efa)
+    assert status == 400 and 'unknown field "spec.resources.efa"' in body["message"]
