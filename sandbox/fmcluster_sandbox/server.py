@@ -18,6 +18,8 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   (:mod:`fmcluster_sandbox.resource_groups`), and launches into them
   (:mod:`fmcluster_sandbox.reservation_group_launch`);
 * Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster_sandbox.service_quotas`);
+* each EKS cluster's **Kubernetes API** under ``/k8s/<cluster name>/`` (:mod:`fmcluster_sandbox.kube`), which
+  authenticates ``aws eks get-token`` bearer tokens against the cluster's access entries;
 * **fault injection** (:class:`fmcluster_sandbox.faults.Faults`) in front of all of it: a per-call delay,
   throttling errors in each protocol's own form, and ``InsufficientInstanceCapacity`` on EC2
   ``RunInstances`` for chosen instance types.
@@ -167,6 +169,13 @@ class SandboxApp:
         #: ``self.kube.handle(cluster_name, environ) -> (status, headers, body)``; unset, those paths are 404.
         self.kube: Any = None
         self._pcs_lock = threading.Lock()
+        from fmcluster_sandbox.kube import KubeApi
+
+        #: the per-cluster Kubernetes API (``/k8s/<cluster name>/...``), set last so that nothing above resets it:
+        #: access entries, nodes and versions come from the EKS emulator (``self.eks``) when the sandbox has one;
+        #: without it no principal is allowed and no node runs.
+        self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
+                            cluster_version=self._kube_version, access_policies=self._kube_access_policies)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -212,6 +221,8 @@ class SandboxApp:
         with self._pcs_lock:
             self.pcs = self._new_pcs()
             self.eks = self._new_eks()
+        if getattr(self, "kube", None) is not None:
+            self.kube.reset()
         self.placement_groups.reset()
         self.capacity_reservations.reset()
         self.data_repositories.reset()
@@ -399,6 +410,25 @@ class SandboxApp:
         raw_path = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
         return self.eks.handle(environ.get("REQUEST_METHOD", "GET"), raw_path, environ.get("QUERY_STRING", ""),
                                body, region, account, self._caller_arn(account, access_key, region))
+
+    def _kube_principal_allowed(self, cluster: str, region: str, principal_arn: str) -> bool:
+        eks = getattr(self, "eks", None)
+        return bool(eks is not None and eks.principal_allowed(cluster, region, principal_arn))
+
+    def _kube_nodes(self, cluster: str, region: str) -> list[dict[str, Any]]:
+        eks = getattr(self, "eks", None)
+        return eks.nodes(cluster, region) if eks is not None else []
+
+    def _kube_access_policies(self, cluster: str, region: str, principal_arn: str) -> list[dict[str, Any]] | None:
+        """The principal's associated access policies, when the EKS emulator answers ``access_policies(name, region,
+        principal)`` (ListAssociatedAccessPolicies form); None: RBAC is not evaluated."""
+        lookup = getattr(getattr(self, "eks", None), "access_policies", None)
+        return lookup(cluster, region, principal_arn) if lookup is not None else None
+
+    def _kube_version(self, cluster: str, region: str) -> str | None:
+        """The cluster's Kubernetes version, when the EKS emulator answers ``cluster_version(name, region)``."""
+        lookup = getattr(getattr(self, "eks", None), "cluster_version", None)
+        return lookup(cluster, region) if lookup is not None else None
 
     def _pcs(self, environ, operation, access_key, region) -> tuple[int, dict, bytes]:
         body = protocols.read_body(environ)

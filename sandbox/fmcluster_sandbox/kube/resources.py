@@ -1,0 +1,96 @@
+"""The resource types the emulated API server serves: built-in ones and those installed CRDs add.
+
+Built-in types are the ones fmcluster creates (names, scopes, short names and verbs as ``kubectl api-resources``
+lists them for Kubernetes 1.33; "Kubernetes API reference" pages per kind). Custom resources come from a
+CustomResourceDefinition's ``spec`` (apiextensions.k8s.io/v1, "Extend the Kubernetes API with
+CustomResourceDefinitions").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+READ_ONLY = ["get", "list"]
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = tuple(VERBS)
+    crd: str | None = None  # the CRD's name for custom resources
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)  # CRD openAPIV3Schema
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    def discovery(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.plural, "singularName": self.singular or self.kind.lower(),
+                               "namespaced": self.namespaced, "kind": self.kind, "verbs": list(self.verbs)}
+        if self.short_names:
+            out["shortNames"] = list(self.short_names)
+        return out
+
+
+def _t(group: str, version: str, plural: str, kind: str, namespaced: bool, *short: str,
+       verbs: list[str] = VERBS) -> ResourceType:
+    return ResourceType(group, version, plural, kind, namespaced, kind.lower(), tuple(short), tuple(verbs))
+
+
+BUILTIN: list[ResourceType] = [
+    _t("", "v1", "namespaces", "Namespace", False, "ns"),
+    _t("", "v1", "serviceaccounts", "ServiceAccount", True, "sa"),
+    _t("", "v1", "configmaps", "ConfigMap", True, "cm"),
+    _t("", "v1", "secrets", "Secret", True),
+    _t("", "v1", "services", "Service", True, "svc"),
+    _t("", "v1", "persistentvolumes", "PersistentVolume", False, "pv"),
+    _t("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "pvc"),
+    # Nodes are registered by kubelets; here they come from the cluster's instances and cannot be written.
+    _t("", "v1", "nodes", "Node", False, "no", verbs=READ_ONLY),
+    _t("", "v1", "pods", "Pod", True, "po", verbs=READ_ONLY),  # no controller makes any: always empty
+    _t("apps", "v1", "daemonsets", "DaemonSet", True, "ds"),
+    _t("apps", "v1", "deployments", "Deployment", True, "deploy"),
+    _t("batch", "v1", "jobs", "Job", True),
+    _t("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, "sc"),
+    _t("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    _t("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
+    _t("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    _t("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    _t("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    _t("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    _t("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "pc"),
+    _t("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, "crd", "crds"),
+]
+
+# Namespaces every EKS cluster has from the start ("Namespaces" concept page: default, kube-node-lease,
+# kube-public, kube-system).
+INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+def from_crd(crd: dict[str, Any]) -> list[ResourceType]:
+    """One ResourceType per served version of an (established) CRD."""
+    spec = crd["spec"]
+    names = spec["names"]
+    out = []
+    for version in spec.get("versions", []):
+        if not version.get("served", False):
+            continue
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        out.append(ResourceType(group=spec["group"], version=version["name"], plural=names["plural"],
+                                kind=names["kind"], namespaced=spec["scope"] == "Namespaced",
+                                singular=names.get("singular") or names["kind"].lower(),
+                                short_names=tuple(names.get("shortNames") or ()), crd=crd["metadata"]["name"],
+                                schema=schema))
+    return out

@@ -1,0 +1,674 @@
+"""The sandbox's Kubernetes API emulator (fmcluster_sandbox.kube), driven over real HTTP with real EKS tokens.
+
+A threaded werkzeug server in this process routes ``/k8s/<cluster>/...`` to a ``KubeApi`` built with stub
+callbacks (access entries, nodes) and everything else to moto (IAM users and their keys). Tokens are made with
+botocore exactly as ``aws eks get-token`` makes them (awscli/customizations/eks/get_token.py). One test goes
+through the sandbox server itself to prove its routing.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime as dt
+import json
+import threading
+import urllib.error
+import urllib.request
+from http import HTTPStatus
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import make_server
+
+from fmcluster_sandbox import ec2_interfaces
+from fmcluster_sandbox.kube import KubeApi, crds, validation
+
+REGION = "us-east-1"
+CLUSTER = "train"
+MOTO_USER = "arn:aws:iam::123456789012:user/moto"  # what moto's STS answers for the default keys, as IAM
+K8S_AWS_ID_HEADER = "x-k8s-aws-id"
+
+
+def eks_token(endpoint: str, cluster: str, key: str = "testing", secret: str = "testing",
+              region: str = REGION, sign_cluster_header: bool = True, operation: str = "get_caller_identity",
+              session_token: str | None = None) -> str:
+    """A bearer token as ``aws eks get-token --cluster-name <cluster>`` makes it."""
+    sts = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret, aws_session_token=session_token,
+                                region_name=region).client("sts", endpoint_url=endpoint)
+
+    def retrieve(params: dict, context: dict, **_: Any) -> None:  # STSClientFactory._retrieve_k8s_aws_id
+        if K8S_AWS_ID_HEADER in params:
+            context[K8S_AWS_ID_HEADER] = params.pop(K8S_AWS_ID_HEADER)
+
+    def inject(request: Any, **_: Any) -> None:  # STSClientFactory._inject_k8s_aws_id_header
+        if K8S_AWS_ID_HEADER in request.context:
+            request.headers[K8S_AWS_ID_HEADER] = request.context[K8S_AWS_ID_HEADER]
+
+    op = "GetCallerIdentity" if operation == "get_caller_identity" else "GetSessionToken"
+    sts.meta.events.register(f"provide-client-params.sts.{op}", retrieve)
+    if sign_cluster_header:
+        sts.meta.events.register(f"before-sign.sts.{op}", inject)
+    url = sts.generate_presigned_url(operation, Params={K8S_AWS_ID_HEADER: cluster}, ExpiresIn=60, HttpMethod="GET")
+    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+class Clock:
+    """The handler's clock: the real time plus a shift the test sets (tokens are signed with the real time)."""
+
+    def __init__(self) -> None:
+        self.shift = dt.timedelta()
+
+    def __call__(self) -> dt.datetime:
+        return dt.datetime.now(dt.timezone.utc) + self.shift
+
+
+class Router:
+    def __init__(self, kube: KubeApi) -> None:
+        self.moto = DomainDispatcherApplication(create_backend_app)
+        self.kube = kube
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if not path.startswith("/k8s/"):
+            return self.moto(environ, start_response)
+        status, headers, body = self.kube.handle(path.split("/")[2], environ)
+        start_response(f"{status} {HTTPStatus(status).phrase}", list(headers.items()))
+        return [body]
+
+
+class Cluster:
+    """Stub EKS side: the allowed principals and the running instances of each cluster."""
+
+    def __init__(self) -> None:
+        self.allowed: set[tuple[str, str, str]] = {(CLUSTER, REGION, MOTO_USER)}
+        self.instances: dict[str, list[dict[str, Any]]] = {}
+        self.policies: dict[str, list[dict[str, Any]]] = {}  # principal ARN -> associated access policies
+
+    def access_policies(self, cluster: str, region: str, arn: str) -> list[dict[str, Any]] | None:
+        return self.policies.get(arn)
+
+    def principal_allowed(self, cluster: str, region: str, arn: str) -> bool:
+        return (cluster, region, arn) in self.allowed
+
+    def nodes(self, cluster: str, region: str) -> list[dict[str, Any]]:
+        return self.instances.get(cluster, [])
+
+
+@pytest.fixture(scope="module")
+def server():
+    eks, clock = Cluster(), Clock()
+    kube = KubeApi(eks.principal_allowed, eks.nodes, clock=clock, access_policies=eks.access_policies)
+    httpd = make_server("127.0.0.1", 0, Router(kube), threaded=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield {"url": f"http://127.0.0.1:{httpd.server_port}", "eks": eks, "clock": clock, "kube": kube}
+    httpd.shutdown()
+
+
+@pytest.fixture()
+def k8s(server):
+    server["kube"].reset()
+    server["clock"].shift = dt.timedelta()
+    server["eks"].instances.clear()
+    server["eks"].policies.clear()
+    return Kube(server["url"], CLUSTER)
+
+
+class Kube:
+    def __init__(self, url: str, cluster: str, token: str | None = None) -> None:
+        self.url, self.cluster = url, cluster
+        self.token = token if token is not None else eks_token(url, cluster)
+
+    def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+             token: str | None = None) -> tuple[int, Any, dict[str, str]]:
+        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        headers = {"Authorization": f"Bearer {token if token is not None else self.token}"}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        req = urllib.request.Request(f"{self.url}/k8s/{self.cluster}{path}", data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read()), dict(resp.headers)
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read()), dict(err.headers)
+
+
+def configmap(name: str, labels: dict[str, str] | None = None, **data: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}}, "data": data}
+
+
+# -- authentication -----------------------------------------------------------------------------------
+def test_a_get_token_token_is_accepted(k8s):
+    status, body, _ = k8s.call("GET", "/api")
+    assert status == 200 and body["kind"] == "APIVersions" and body["versions"] == ["v1"]
+
+
+def test_an_expired_token_is_refused(server, k8s):
+    server["clock"].shift = dt.timedelta(seconds=61)  # get-token presigns with ExpiresIn=60
+    status, body, headers = k8s.call("GET", "/api")
+    assert (status, body["kind"], body["reason"]) == (401, "Status", "Unauthorized")
+    assert "expired" in headers["X-Fmcluster-Sandbox-Auth"]
+
+
+def test_a_token_for_another_cluster_is_refused(server, k8s):
+    other = eks_token(server["url"], "other-cluster")
+    status, body, headers = k8s.call("GET", "/api", token=other)
+    assert (status, body["reason"]) == (401, "Unauthorized")
+    assert "SignatureDoesNotMatch" in headers["X-Fmcluster-Sandbox-Auth"]
+
+
+def test_tokens_without_the_cluster_header_or_for_another_action_are_refused(server, k8s):
+    unsigned = eks_token(server["url"], CLUSTER, sign_cluster_header=False)
+    status, _, headers = k8s.call("GET", "/api", token=unsigned)
+    assert status == 401 and "x-k8s-aws-id" in headers["X-Fmcluster-Sandbox-Auth"]
+    other_action = eks_token(server["url"], CLUSTER, operation="get_session_token")
+    status, _, headers = k8s.call("GET", "/api", token=other_action)
+    assert status == 401 and "action" in headers["X-Fmcluster-Sandbox-Auth"]
+    for bad in ("", "k8s-aws-v1.!!!", "not-a-token"):
+        assert k8s.call("GET", "/api", token=bad)[0] == 401
+    # only the health endpoints answer anonymous requests
+    req = urllib.request.Request(f"{server['url']}/k8s/{CLUSTER}/readyz")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert (resp.status, resp.read()) == (200, b"ok")
+    assert k8s.call("GET", "/version", token="")[0] == 401
+
+
+def test_a_principal_without_an_access_entry_is_refused(server, k8s):
+    server["eks"].allowed.discard((CLUSTER, REGION, MOTO_USER))
+    try:
+        status, body, headers = k8s.call("GET", "/api")
+        assert (status, body["reason"]) == (401, "Unauthorized")
+        assert MOTO_USER in headers["X-Fmcluster-Sandbox-Auth"]
+    finally:
+        server["eks"].allowed.add((CLUSTER, REGION, MOTO_USER))
+
+
+def test_iam_user_keys_are_checked_with_their_secret(server, k8s):
+    iam = boto3.client("iam", endpoint_url=server["url"], region_name=REGION, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    user = iam.create_user(UserName="kube-operator")["User"]
+    key = iam.create_access_key(UserName="kube-operator")["AccessKey"]
+    token = eks_token(server["url"], CLUSTER, key["AccessKeyId"], key["SecretAccessKey"])
+    assert k8s.call("GET", "/api", token=token)[0] == 401  # no access entry for this user yet
+    server["eks"].allowed.add((CLUSTER, REGION, user["Arn"]))
+    assert k8s.call("GET", "/api", token=token)[0] == 200
+    forged = eks_token(server["url"], CLUSTER, key["AccessKeyId"], "not-the-secret")
+    assert k8s.call("GET", "/api", token=forged)[0] == 401
+    unknown = eks_token(server["url"], CLUSTER, "AKIAUNKNOWNKEY000000", "whatever")
+    assert k8s.call("GET", "/api", token=unknown)[0] == 401
+
+
+def test_assumed_role_sessions_map_to_their_role(server, k8s):
+    """aws-iam-authenticator maps arn:aws:sts::A:assumed-role/R/S to the role arn:aws:iam::A:role/R, the ARN an
+    access entry names; the session token is part of what STS checks."""
+    iam = boto3.client("iam", endpoint_url=server["url"], region_name=REGION, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    account_root = {"AWS": "arn:aws:iam::123456789012:root"}
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                                 "Principal": account_root}]})
+    role = iam.create_role(RoleName="kube-deployer", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    sts = boto3.client("sts", endpoint_url=server["url"], region_name=REGION, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    creds = sts.assume_role(RoleArn=role, RoleSessionName="fmcluster")["Credentials"]
+    token = eks_token(server["url"], CLUSTER, creds["AccessKeyId"], creds["SecretAccessKey"],
+                      session_token=creds["SessionToken"])
+    server["eks"].allowed.add((CLUSTER, REGION, role))
+    assert k8s.call("GET", "/api", token=token)[0] == 200
+    stale = eks_token(server["url"], CLUSTER, creds["AccessKeyId"], creds["SecretAccessKey"], session_token="other")
+    assert k8s.call("GET", "/api", token=stale)[0] == 401
+
+
+# -- discovery and CRUD -------------------------------------------------------------------------------
+def test_discovery_lists_groups_and_resources(k8s):
+    _, core, _ = k8s.call("GET", "/api/v1")
+    names = {r["name"]: r for r in core["resources"]}
+    assert names["configmaps"]["namespaced"] and not names["nodes"]["namespaced"]
+    assert names["nodes"]["verbs"] == ["get", "list"]
+    _, groups, _ = k8s.call("GET", "/apis")
+    assert {"apps", "batch", "storage.k8s.io", "node.k8s.io", "rbac.authorization.k8s.io",
+            "apiextensions.k8s.io"} <= {g["name"] for g in groups["groups"]}
+    _, apps, _ = k8s.call("GET", "/apis/apps/v1")
+    assert {"daemonsets", "deployments"} <= {r["name"] for r in apps["resources"]}
+    assert k8s.call("GET", "/apis/kueue.x-k8s.io/v1beta2")[0] == 404
+
+
+def test_create_get_update_patch_delete_a_configmap(k8s):
+    base = "/api/v1/namespaces/default/configmaps"
+    status, created, _ = k8s.call("POST", base, configmap("settings", {"app": "fm"}, a="1"))
+    assert status == 201
+    meta = created["metadata"]
+    assert meta["uid"] and meta["resourceVersion"] and meta["creationTimestamp"].endswith("Z")
+    assert meta["namespace"] == "default"
+    status, body, _ = k8s.call("POST", base, configmap("settings", a="2"))
+    assert (status, body["reason"], body["details"]["name"]) == (409, "AlreadyExists", "settings")
+    status, got, _ = k8s.call("GET", f"{base}/settings")
+    assert status == 200 and got["data"] == {"a": "1"}
+
+    stale = {**got, "data": {"a": "3"}, "metadata": {**got["metadata"], "resourceVersion": "1"}}
+    status, body, _ = k8s.call("PUT", f"{base}/settings", stale)
+    assert (status, body["reason"]) == (409, "Conflict")
+    status, updated, _ = k8s.call("PUT", f"{base}/settings", {**got, "data": {"a": "3"}})
+    assert status == 200 and updated["data"] == {"a": "3"}
+    assert int(updated["metadata"]["resourceVersion"]) > int(got["metadata"]["resourceVersion"])
+    assert updated["metadata"]["uid"] == meta["uid"]
+
+    status, patched, _ = k8s.call("PATCH", f"{base}/settings", {"data": {"b": "4", "a": None}},
+                                  "application/merge-patch+json")
+    assert status == 200 and patched["data"] == {"b": "4"}
+
+    k8s.call("POST", base, configmap("other", {"app": "else"}))
+    _, listed, _ = k8s.call("GET", f"{base}?labelSelector=app%3Dfm")
+    assert listed["kind"] == "ConfigMapList" and [i["metadata"]["name"] for i in listed["items"]] == ["settings"]
+    _, listed, _ = k8s.call("GET", f"{base}?labelSelector=app%20notin%20(fm)")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["other"]
+    _, first, _ = k8s.call("GET", f"{base}?limit=1")
+    assert len(first["items"]) == 1 and first["metadata"]["remainingItemCount"] == 1
+    _, second, _ = k8s.call("GET", f"{base}?limit=1&continue={first['metadata']['continue']}")
+    assert [first["items"][0]["metadata"]["name"], second["items"][0]["metadata"]["name"]] == ["other", "settings"]
+    assert "continue" not in second["metadata"]
+
+    status, gone, _ = k8s.call("DELETE", f"{base}/settings")
+    assert status == 200 and gone["status"] == "Success" and gone["details"]["uid"] == meta["uid"]
+    status, body, _ = k8s.call("GET", f"{base}/settings")
+    assert (status, body["reason"], body["message"]) == (404, "NotFound", 'configmaps "settings" not found')
+
+
+def test_a_deleted_cluster_forgets_its_objects(server, k8s):
+    assert k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("kept"))[0] == 201
+    server["kube"].forget("other-cluster", REGION)
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/kept")[0] == 200
+    server["kube"].forget(CLUSTER, REGION)  # EKS deleted the cluster; a new one of that name starts empty
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/kept")[0] == 404
+    assert k8s.call("GET", "/api/v1/namespaces/default")[0] == 200
+
+
+def test_namespaced_objects_need_their_namespace(k8s):
+    status, body, _ = k8s.call("POST", "/api/v1/namespaces/fm/configmaps", configmap("x"))
+    assert (status, body["reason"], body["message"]) == (404, "NotFound", 'namespaces "fm" not found')
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fm"}}
+    status, created, _ = k8s.call("POST", "/api/v1/namespaces", ns)
+    assert status == 201 and created["status"] == {"phase": "Active"}
+    assert k8s.call("POST", "/api/v1/namespaces/fm/configmaps", configmap("x"))[0] == 201
+    assert k8s.call("DELETE", "/api/v1/namespaces/fm")[0] == 200
+    assert k8s.call("GET", "/api/v1/namespaces/fm/configmaps/x")[0] == 404  # contents go with the namespace
+    status, body, _ = k8s.call("DELETE", "/api/v1/namespaces/default")
+    assert (status, body["reason"]) == (403, "Forbidden")
+
+
+def test_cluster_scoped_objects_are_validated(k8s):
+    storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
+                     "provisioner": "fsx.csi.aws.com", "parameters": {"deploymentType": "PERSISTENT_2"}}
+    assert k8s.call("POST", "/apis/storage.k8s.io/v1/storageclasses", storage_class)[0] == 201
+    runtime = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}}
+    status, body, _ = k8s.call("POST", "/apis/node.k8s.io/v1/runtimeclasses", runtime)
+    assert (status, body["reason"]) == (422, "Invalid")  # handler is required
+    assert [c["field"] for c in body["details"]["causes"]] == ["handler"]
+    assert k8s.call("POST", "/apis/node.k8s.io/v1/runtimeclasses", {**runtime, "handler": "nvidia"})[0] == 201
+
+
+def test_invalid_objects_are_422(k8s):
+    status, body, _ = k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("bad", a=1))
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "data.a"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"template": {"spec": {"containers": [{"image": "busybox"}]}}}}
+    status, body, _ = k8s.call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment)
+    assert status == 422
+    assert {c["field"] for c in body["details"]["causes"]} == {"spec.selector",
+                                                               "spec.template.spec.containers[0].name"}
+    status, body, _ = k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("Not_A_Name"))
+    assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.name"
+
+
+def daemonset(name: str, image: str, node_selector: dict[str, str] | None = None,
+              tolerations: list[dict[str, str]] | None = None, **extra: Any) -> dict[str, Any]:
+    pod: dict[str, Any] = {"containers": [{"name": "plugin", "image": image, **extra}]}
+    if node_selector:
+        pod["nodeSelector"] = node_selector
+    if tolerations:
+        pod["tolerations"] = tolerations
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"name": name}},
+                     "template": {"metadata": {"labels": {"name": name}}, "spec": pod}}}
+
+
+def test_unknown_fields_are_refused_unless_the_client_asks_for_leniency(k8s):
+    path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+    body = daemonset("plugin", "busybox", imagePullPolcy="Always")  # misspelt field
+    status, answer, _ = k8s.call("POST", path, body)
+    assert (status, answer["reason"]) == (400, "BadRequest")
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolcy"' in answer["message"]
+    status, created, headers = k8s.call("POST", f"{path}?fieldValidation=Warn", body)
+    assert status == 201 and "imagePullPolcy" in headers["Warning"]
+    assert "imagePullPolcy" not in created["spec"]["template"]["spec"]["containers"][0]
+
+
+# -- custom resources ---------------------------------------------------------------------------------
+CLUSTER_QUEUE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpus"},
+                 "spec": {"namespaceSelector": {}, "resourceGroups": [
+                     {"coveredResources": ["nvidia.com/gpu"],
+                      "flavors": [{"name": "p5", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}}
+
+
+def test_a_cluster_queue_needs_its_crd(k8s):
+    path = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+    assert k8s.call("POST", path, CLUSTER_QUEUE)[0] == 404
+    status, crd, _ = k8s.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                              crds.load("clusterqueues.kueue.x-k8s.io"))
+    assert status == 201
+    assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
+    _, groups, _ = k8s.call("GET", "/apis")
+    kueue = next(g for g in groups["groups"] if g["name"] == "kueue.x-k8s.io")
+    assert kueue["preferredVersion"]["version"] == "v1beta2"
+
+    status, created, _ = k8s.call("POST", path, CLUSTER_QUEUE)
+    assert status == 201 and created["spec"]["queueingStrategy"] == "BestEffortFIFO"  # the CRD's default
+    assert k8s.call("GET", f"{path}/gpus")[1]["metadata"]["uid"] == created["metadata"]["uid"]
+    # v1beta1 called it "cohort"; v1beta2 renamed it cohortName, so the old name is unknown here
+    unknown = {**CLUSTER_QUEUE, "metadata": {"name": "x"}, "spec": {**CLUSTER_QUEUE["spec"], "cohort": "a"}}
+    status, body, _ = k8s.call("POST", path, unknown)
+    assert status == 400 and 'unknown field "spec.cohort"' in body["message"]
+    wrong = {**CLUSTER_QUEUE, "metadata": {"name": "y"},
+             "spec": {**CLUSTER_QUEUE["spec"], "queueingStrategy": "Whatever"}}
+    status, body, _ = k8s.call("POST", path, wrong)
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.queueingStrategy")
+
+    assert k8s.call("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                    "clusterqueues.kueue.x-k8s.io")[0] == 200
+    assert k8s.call("GET", f"{path}/gpus")[0] == 404
+
+
+def test_namespaced_custom_resources_and_a_misnamed_crd(k8s):
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    misnamed = crds.load("localqueues.kueue.x-k8s.io")
+    misnamed["metadata"]["name"] = "queues.example.com"
+    status, body, _ = k8s.call("POST", crd_path, misnamed)
+    assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.name"
+    assert k8s.call("POST", crd_path, crds.load("localqueues.kueue.x-k8s.io"))[0] == 201
+    local = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "team"},
+             "spec": {"clusterQueue": "gpus"}}
+    assert k8s.call("POST", "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues", local)[0] == 201
+    _, listed, _ = k8s.call("GET", "/apis/kueue.x-k8s.io/v1beta2/localqueues")
+    assert [i["metadata"]["namespace"] for i in listed["items"]] == ["default"]
+    assert k8s.call("POST", "/apis/kueue.x-k8s.io/v1beta2/localqueues", local)[0] == 404  # namespaced only
+
+
+# -- nodes ---------------------------------------------------------------------------------------------
+def p5_node(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "instance_type": "p5.48xlarge", "instance_id": "i-0123456789abcdef0",
+            "nodegroup": "gpu", "labels": {"eks.amazonaws.com/nodegroup": "gpu", "accelerator": "h100"},
+            "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}], **extra}
+
+
+def test_nodes_show_capacity_from_the_instance_catalog(server, k8s):
+    server["eks"].instances[CLUSTER] = [p5_node("ip-10-0-0-1.ec2.internal")]
+    _, nodes, _ = k8s.call("GET", "/api/v1/nodes")
+    (node,) = nodes["items"]
+    capacity = node["status"]["capacity"]
+    assert capacity["cpu"] == "192" and capacity["memory"] == f"{2097152 * 1024}Ki" and capacity["pods"] == "250"
+    assert "nvidia.com/gpu" not in capacity
+    assert node["metadata"]["labels"]["kubernetes.io/arch"] == "amd64"
+    # what the emulator makes is itself a valid Node (typed list items carry no kind/apiVersion)
+    validation.check_builtin({"apiVersion": "v1", "kind": "Node", **node}, "1.33", "Strict")
+    assert node["spec"]["taints"][0]["key"] == "nvidia.com/gpu"
+    assert k8s.call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})[0] == 405
+    _, none, _ = k8s.call("GET", "/api/v1/nodes?labelSelector=accelerator%3Da100")
+    assert none["items"] == []
+
+
+def test_gpu_and_efa_capacity_appear_with_matching_device_plugins(server, k8s):
+    server["eks"].instances[CLUSTER] = [p5_node("ip-10-0-0-1.ec2.internal", efa_interfaces=32)]
+    path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+    plugin = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+    tolerate = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+    def capacity() -> dict[str, str]:
+        return k8s.call("GET", "/api/v1/nodes/ip-10-0-0-1.ec2.internal")[1]["status"]["capacity"]
+
+    assert k8s.call("POST", path, daemonset("elsewhere", plugin, {"accelerator": "a100"}, tolerate))[0] == 201
+    assert "nvidia.com/gpu" not in capacity()  # its nodeSelector matches no node
+    assert k8s.call("POST", path, daemonset("untolerated", plugin, {"accelerator": "h100"}))[0] == 201
+    assert "nvidia.com/gpu" not in capacity()  # the node's NoSchedule taint keeps it off
+    device_plugin = daemonset("nvidia-device-plugin", plugin, {"accelerator": "h100"}, tolerate)
+    assert k8s.call("POST", path, device_plugin)[0] == 201
+    assert capacity()["nvidia.com/gpu"] == "8"
+    assert "vpc.amazonaws.com/efa" not in capacity()
+    efa = "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.6"
+    assert k8s.call("POST", path, daemonset("efa", efa, tolerations=tolerate))[0] == 201
+    node = k8s.call("GET", "/api/v1/nodes/ip-10-0-0-1.ec2.internal")[1]
+    assert node["status"]["capacity"]["vpc.amazonaws.com/efa"] == "32"
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert k8s.call("DELETE", f"{path}/nvidia-device-plugin")[0] == 200
+    assert "nvidia.com/gpu" not in capacity()
+
+
+def test_the_sandbox_server_routes_cluster_endpoints(sandbox):
+    """Through the real sandbox: no token is 401; a valid token for a cluster nobody granted is 401 too."""
+    import ssl
+
+    for token in (None, eks_token(sandbox.endpoint_url, "no-such-cluster")):
+        req = urllib.request.Request(f"{sandbox.endpoint_url}/k8s/no-such-cluster/api",
+                                     headers={"Authorization": f"Bearer {token}"} if token else {})
+        ctx = ssl.create_default_context(cafile=sandbox.ca_bundle) if sandbox.ca_bundle else None
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(req, timeout=30, context=ctx)
+        body = json.loads(caught.value.read())
+        assert (caught.value.code, body["kind"], body["reason"]) == (401, "Status", "Unauthorized")
+
+
+def test_efa_devices_are_the_interfaces_ec2_attached(server, k8s):
+    """Without a count from the EKS side, the EFA plugin reports the EFA interfaces moto's EC2 attached."""
+    ec2_interfaces.install()
+    ec2 = boto3.client("ec2", endpoint_url=server["url"], region_name=REGION, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+    interfaces = [{"NetworkCardIndex": card, "DeviceIndex": 0 if card == 0 else 1, "SubnetId": subnet,
+                   "InterfaceType": "interface" if card == 0 else "efa-only"} for card in range(4)]
+    instance = ec2.run_instances(ImageId="ami-12c6146b", InstanceType="p5.48xlarge", MinCount=1, MaxCount=1,
+                                 NetworkInterfaces=interfaces)["Instances"][0]
+    server["eks"].instances[CLUSTER] = [p5_node("ip-10-0-0-2.ec2.internal", instance_id=instance["InstanceId"],
+                                                taints=[])]
+    efa = "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.6"
+    assert k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", daemonset("efa", efa))[0] == 201
+    node = k8s.call("GET", "/api/v1/nodes/ip-10-0-0-2.ec2.internal")[1]
+    assert node["status"]["capacity"]["vpc.amazonaws.com/efa"] == "3"
+
+
+def test_apply_json_patch_status_and_generation(k8s):
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    manifest = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"
+                "  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n"
+                "    spec:\n      containers:\n      - {name: web, image: nginx}\n")
+    status, body, _ = k8s.call("PATCH", f"{path}/web", manifest.encode(), "application/apply-patch+yaml")
+    assert (status, body["reason"]) == (400, "BadRequest")  # server-side apply needs a fieldManager
+    status, created, _ = k8s.call("PATCH", f"{path}/web?fieldManager=fmcluster", manifest.encode(),
+                                  "application/apply-patch+yaml")
+    assert status == 201 and created["metadata"]["generation"] == 1 and "status" not in created
+    status, scaled, _ = k8s.call("PATCH", f"{path}/web", [{"op": "replace", "path": "/spec/replicas", "value": 3}],
+                                 "application/json-patch+json")
+    assert status == 200 and scaled["spec"]["replicas"] == 3 and scaled["metadata"]["generation"] == 2
+    # status is a subresource: the main resource ignores it, /status takes it and leaves the spec alone
+    ignored = k8s.call("PATCH", f"{path}/web", {"status": {"replicas": 3}}, "application/merge-patch+json")[1]
+    assert "status" not in ignored and ignored["metadata"]["generation"] == 2
+    reported = k8s.call("PATCH", f"{path}/web/status", {"status": {"replicas": 3}, "spec": {"replicas": 9}},
+                        "application/merge-patch+json")[1]
+    assert reported["status"] == {"replicas": 3} and reported["spec"]["replicas"] == 3
+    assert k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("x"))[0] == 201
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/x")[0] == 200
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps/x/status")[0] == 404  # ConfigMaps have none
+    assert k8s.call("GET", f"{path}/web/status")[0] == 200
+    status, _, _ = k8s.call("POST", f"{path}?dryRun=All", {**created, "metadata": {"name": "dry"}})
+    assert status == 201 and k8s.call("GET", f"{path}/dry")[0] == 404
+
+
+def test_immutable_fields_and_secret_string_data(k8s):
+    sc_path = "/apis/storage.k8s.io/v1/storageclasses"
+    storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
+                     "provisioner": "fsx.csi.aws.com", "parameters": {"deploymentType": "PERSISTENT_2"}}
+    assert k8s.call("POST", sc_path, storage_class)[0] == 201
+    status, body, _ = k8s.call("PATCH", f"{sc_path}/fsx", {"parameters": {"deploymentType": "SCRATCH_2"}},
+                               "application/merge-patch+json")
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "parameters")
+    assert k8s.call("PATCH", f"{sc_path}/fsx", {"metadata": {"labels": {"a": "b"}}},
+                    "application/merge-patch+json")[0] == 200  # metadata stays mutable
+
+    ds_path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+    assert k8s.call("POST", ds_path, daemonset("agent", "busybox"))[0] == 201
+    relabelled = {"spec": {"selector": {"matchLabels": {"x": "y"}}, "template": {"metadata": {"labels": {"x": "y"}}}}}
+    status, body, _ = k8s.call("PATCH", f"{ds_path}/agent", relabelled, "application/merge-patch+json")
+    assert (status, [c["field"] for c in body["details"]["causes"]]) == (422, ["spec.selector"])
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"key": "hello"}}
+    status, created, _ = k8s.call("POST", "/api/v1/namespaces/default/secrets", secret)
+    assert status == 201 and created["data"] == {"key": "aGVsbG8="} and "stringData" not in created
+    not_base64 = {**secret, "metadata": {"name": "raw"}, "stringData": None, "data": {"key": "hello!"}}
+    assert k8s.call("POST", "/api/v1/namespaces/default/secrets", not_base64)[0] == 400
+
+
+def test_schemas_follow_the_cluster_kubernetes_version(server, k8s):
+    """Job.spec.managedBy exists from Kubernetes 1.30: a 1.29 cluster does not know the field."""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
+           "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "template": {"spec": {
+               "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}
+    kube = server["kube"]
+    try:
+        kube.cluster_version = lambda cluster, region: "1.29"
+        assert k8s.call("GET", "/version")[1]["minor"] == "29"
+        status, body, _ = k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+        assert status == 400 and 'unknown field "spec.managedBy"' in body["message"]
+        kube.cluster_version = lambda cluster, region: "1.33"
+        assert k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)[0] == 201
+    finally:
+        kube.cluster_version = lambda cluster, region: None
+
+
+def test_neuron_devices_and_arm64_nodes(server, k8s):
+    server["eks"].instances[CLUSTER] = [
+        {"name": "ip-10-0-1-1.ec2.internal", "instance_type": "trn1.32xlarge", "instance_id": "i-0aaaaaaaaaaaaaaa1",
+         "nodegroup": "trn", "labels": {}, "taints": [{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]},
+        {"name": "ip-10-0-1-2.ec2.internal", "instance_type": "p6e-gb200.36xlarge",
+         "instance_id": "i-0aaaaaaaaaaaaaaa2", "nodegroup": "gb200", "labels": {}, "taints": []},
+    ]
+    neuron = daemonset("neuron-device-plugin", "public.ecr.aws/neuron/neuron-device-plugin:2.22.4.0",
+                       tolerations=[{"key": "aws.amazon.com/neuron", "operator": "Exists"}])
+    assert k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", neuron)[0] == 201
+    nodes = {n["metadata"]["name"]: n for n in k8s.call("GET", "/api/v1/nodes")[1]["items"]}
+    trn = nodes["ip-10-0-1-1.ec2.internal"]["status"]["capacity"]
+    assert (trn["aws.amazon.com/neuron"], trn["aws.amazon.com/neuroncore"]) == ("16", "32")
+    gb200 = nodes["ip-10-0-1-2.ec2.internal"]
+    assert gb200["metadata"]["labels"]["kubernetes.io/arch"] == "arm64"
+    assert "aws.amazon.com/neuron" not in gb200["status"]["capacity"]  # the plugin finds no Neuron devices there
+
+
+def test_server_defaults_and_workload_rules(k8s):
+    """What a client reads back carries the API server's defaults; controllers' own rules refuse bad workloads."""
+    created = k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets",
+                       daemonset("nvidia", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"))[1]
+    assert created["spec"]["updateStrategy"] == {"type": "RollingUpdate",
+                                                 "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    pod = created["spec"]["template"]["spec"]
+    assert (pod["restartPolicy"], pod["dnsPolicy"], pod["terminationGracePeriodSeconds"]) == \
+        ("Always", "ClusterFirst", 30)
+    assert pod["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
+                     "provisioner": "fsx.csi.aws.com"}
+    created = k8s.call("POST", "/apis/storage.k8s.io/v1/storageclasses", storage_class)[1]
+    assert (created["reclaimPolicy"], created["volumeBindingMode"]) == ("Delete", "Immediate")
+
+    mismatched = daemonset("mismatch", "busybox")
+    mismatched["spec"]["template"]["metadata"]["labels"] = {"name": "other"}
+    status, body, _ = k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", mismatched)
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.template.metadata.labels")
+
+    jobs = "/apis/batch/v1/namespaces/default/jobs"
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "nccl"},
+           "spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nccl-tests:latest"}]}}}}
+    status, body, _ = k8s.call("POST", jobs, job)  # restartPolicy defaults to Always, which a Job cannot use
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.template.spec.restartPolicy")
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    status, created, _ = k8s.call("POST", jobs, job)
+    uid = created["metadata"]["uid"]
+    assert status == 201 and created["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert created["spec"]["template"]["metadata"]["labels"]["job-name"] == "nccl"
+    assert (created["spec"]["backoffLimit"], created["spec"]["completions"]) == (6, 1)
+    assert created["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"  # :latest
+    own = {**job, "metadata": {"name": "own"}, "spec": {**job["spec"], "selector": {"matchLabels": {"a": "b"}}}}
+    status, body, _ = k8s.call("POST", jobs, own)
+    assert status == 422 and "spec.selector" in {c["field"] for c in body["details"]["causes"]}
+
+
+def test_access_policies_decide_what_a_principal_may_do(server, k8s):
+    """EKS access policies: View reads namespaced objects but not Secrets; a namespace-scoped Edit writes only in its
+    namespaces; nothing but ClusterAdmin writes cluster-scoped objects such as CRDs; discovery stays open."""
+    policy = "arn:aws:eks::aws:cluster-access-policy/"
+    server["eks"].policies[MOTO_USER] = [
+        {"policyArn": policy + "AmazonEKSViewPolicy", "accessScope": {"type": "cluster"}},
+        {"policyArn": policy + "AmazonEKSEditPolicy", "accessScope": {"type": "namespace", "namespaces": ["team-*"]}},
+    ]
+    assert k8s.call("GET", "/apis")[0] == 200
+    assert k8s.call("GET", "/api/v1/namespaces/default/configmaps")[0] == 200
+    status, body, _ = k8s.call("GET", "/api/v1/namespaces/default/secrets")
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert body["message"] == (f'secrets is forbidden: User "{MOTO_USER}" cannot list resource "secrets" in API '
+                               'group "" in the namespace "default"')
+    assert k8s.call("POST", "/api/v1/namespaces/default/configmaps", configmap("x"))[0] == 403
+    server["eks"].policies[MOTO_USER].append(
+        {"policyArn": policy + "AmazonEKSClusterAdminPolicy", "accessScope": {"type": "cluster"}})
+    assert k8s.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": "team-a"}})[0] == 201
+    server["eks"].policies[MOTO_USER].pop()
+    assert k8s.call("POST", "/api/v1/namespaces/team-a/configmaps", configmap("x"))[0] == 201
+    status, body, _ = k8s.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                               crds.load("queues.scheduling.volcano.sh"))
+    assert status == 403 and "at the cluster scope" in body["message"]
+    assert k8s.call("GET", "/api/v1/nodes")[0] == 403  # View is namespaced: no Nodes
+
+
+def test_crd_cel_rules_are_evaluated(k8s):
+    """Kueue's ClusterQueue rule: every flavor lists as many resources as the group covers; LocalQueue's
+    clusterQueue is immutable (a transition rule, checked on update only)."""
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for name in ("clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io"):
+        assert k8s.call("POST", crd_path, crds.load(name))[0] == 201
+    short = copy.deepcopy(CLUSTER_QUEUE)
+    short["spec"]["resourceGroups"][0]["coveredResources"] = ["nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    status, body, _ = k8s.call("POST", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", short)
+    assert status == 422
+    (cause,) = body["details"]["causes"]
+    assert cause["field"] == "spec.resourceGroups[0]"
+    assert "flavors must have the same number of resources as the coveredResources" in cause["message"]
+    assert k8s.call("POST", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", CLUSTER_QUEUE)[0] == 201
+
+    path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues"
+    local = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "team"},
+             "spec": {"clusterQueue": "gpus"}}
+    assert k8s.call("POST", path, local)[0] == 201
+    status, body, _ = k8s.call("PATCH", f"{path}/team", {"spec": {"clusterQueue": "other"}},
+                               "application/merge-patch+json")
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.clusterQueue")
+    assert "field is immutable" in body["details"]["causes"][0]["message"]
+
+
+def test_volcano_and_kai_queues_follow_their_crds(k8s):
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for name in ("queues.scheduling.volcano.sh", "queues.scheduling.run.ai"):
+        assert k8s.call("POST", crd_path, crds.load(name))[0] == 201
+    volcano = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "training"},
+               "spec": {"weight": 1, "capability": {"nvidia.com/gpu": 16, "vpc.amazonaws.com/efa": 64}}}
+    status, created, _ = k8s.call("POST", "/apis/scheduling.volcano.sh/v1beta1/queues", volcano)
+    assert status == 201 and created["spec"]["dequeueStrategy"] == "traverse"  # the CRD's default
+    kai = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "training"},
+           "spec": {"resources": {"gpu": {"quota": 16, "limit": -1, "overQuotaWeight": 1},
+                                  "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+                                  "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1}}}}
+    assert k8s.call("POST", "/apis/scheduling.run.ai/v2/queues", kai)[0] == 201
+    # the two Queue kinds live apart: same kind and name, different groups
+    assert k8s.call("GET", "/apis/scheduling.volcano.sh/v1beta1/queues/training")[1]["spec"]["weight"] == 1
+    efa = copy.deepcopy(kai)
+    efa["metadata"]["name"] = "efa"
+    efa["spec"]["resources"]["efa"] = {"quota": 64}  # KAI queues know only cpu, gpu and memory
+    status, body, _ = k8s.call("POST", "/apis/scheduling.run.ai/v2/queues", efa)
+    assert status == 400 and 'unknown field "spec.resources.efa"' in body["message"]

@@ -1,0 +1,89 @@
+"""The Kubernetes API behind the sandbox's EKS emulator, end to end over the sandbox's HTTPS: the endpoint and
+certificate authority DescribeCluster answers, tokens made as ``aws eks get-token`` makes them, access entries
+deciding who gets in, and Nodes for the instances a managed node group launched."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import tempfile
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fmcluster_sandbox.eks")  # the EKS emulator ships in the same sandbox; this file tests both
+
+try:
+    from test_sandbox_kube import daemonset, eks_token
+except ImportError:  # tests/ imported as a package
+    from tests.test_sandbox_kube import daemonset, eks_token
+
+REGION = "us-east-2"
+ZONES = ("us-east-2a", "us-east-2b")
+
+
+def _trust(service: str) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": service}}]})
+
+
+def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
+    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
+    eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
+    suffix = uuid.uuid4().hex[:8]
+    cluster_role = iam.create_role(RoleName=f"kube-cluster-{suffix}",
+                                   AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
+    node_role = iam.create_role(RoleName=f"kube-node-{suffix}",
+                                AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))["Role"]["Arn"]
+    subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
+                                             {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
+               for zone in ZONES]
+    name = f"kube-{suffix}"
+    eks.create_cluster(name=name, roleArn=cluster_role, resourcesVpcConfig={"subnetIds": subnets},
+                       accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False})
+    cluster = eks.describe_cluster(name=name)["cluster"]
+    assert cluster["status"] == "ACTIVE"
+    with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
+        ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
+    context = ssl.create_default_context(cafile=ca.name)  # the cluster's own CA verifies its endpoint
+
+    token = eks_token(sandbox.endpoint_url, name, region=REGION)
+
+    def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        req = urllib.request.Request(cluster["endpoint"] + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=context) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    assert call("GET", "/api/v1/nodes")[0] == 401  # the creator was not made admin, and has no access entry yet
+    caller = sandbox.client("sts", REGION).get_caller_identity()["Arn"]
+    eks.create_access_entry(clusterName=name, principalArn=caller)
+    eks.associate_access_policy(clusterName=name, principalArn=caller,
+                                policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                                accessScope={"type": "cluster"})
+    status, nodes = call("GET", "/api/v1/nodes")
+    assert status == 200 and nodes["items"] == []
+
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    template = ec2.create_launch_template(LaunchTemplateName=f"kube-{suffix}", LaunchTemplateData={
+        "ImageId": image, "InstanceType": "g5.xlarge"})["LaunchTemplate"]
+    eks.create_nodegroup(clusterName=name, nodegroupName="gpu", subnets=subnets[:1], nodeRole=node_role,
+                         scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 2}, labels={"role": "gpu"},
+                         launchTemplate={"id": template["LaunchTemplateId"], "version": "1"})
+    assert eks.describe_nodegroup(clusterName=name, nodegroupName="gpu")["nodegroup"]["status"] == "ACTIVE"
+    status, nodes = call("GET", "/api/v1/nodes?labelSelector=role%3Dgpu")
+    assert status == 200 and len(nodes["items"]) == 2
+    assert {n["status"]["capacity"]["cpu"] for n in nodes["items"]} == {"4"}
+    assert all("nvidia.com/gpu" not in n["status"]["capacity"] for n in nodes["items"])
+    plugin = daemonset("nvidia-device-plugin", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1", {"role": "gpu"})
+    assert call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", plugin)[0] == 201
+    nodes = call("GET", "/api/v1/nodes")[1]["items"]
+    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in nodes] == ["1", "1"]
