@@ -87,3 +87,58 @@ def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
     assert call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", plugin)[0] == 201
     nodes = call("GET", "/api/v1/nodes")[1]["items"]
     assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in nodes] == ["1", "1"]
+
+
+def test_a_view_policy_reads_but_cannot_write_and_a_deleted_clusters_objects_are_gone(sandbox):
+    """EKS access policies decide what a principal may do (EKS user guide, "Review access policy
+    permissions": AmazonEKSViewPolicy lists and gets, nothing more); a cluster made again under a deleted one's
+    name starts with an empty API (its objects went with it)."""
+    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
+    eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
+    suffix = uuid.uuid4().hex[:8]
+    role = iam.create_role(RoleName=f"kube-view-{suffix}",
+                           AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
+    subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
+                                             {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
+               for zone in ZONES]
+    name = f"kube-view-{suffix}"
+    caller = sandbox.client("sts", REGION).get_caller_identity()["Arn"]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+
+    def make(policy: str) -> Any:
+        eks.create_cluster(name=name, roleArn=role, resourcesVpcConfig={"subnetIds": subnets},
+                           accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False})
+        eks.create_access_entry(clusterName=name, principalArn=caller)
+        eks.associate_access_policy(clusterName=name, principalArn=caller, accessScope={"type": "cluster"},
+                                    policyArn=f"arn:aws:eks::aws:cluster-access-policy/{policy}")
+        cluster = eks.describe_cluster(name=name)["cluster"]
+        with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
+            ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
+        context = ssl.create_default_context(cafile=ca.name)
+        token = eks_token(sandbox.endpoint_url, name, region=REGION)
+
+        def call(method: str, path: str, body: Any = None) -> int:
+            req = urllib.request.Request(cluster["endpoint"] + path, method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=30, context=context) as resp:
+                    return resp.status
+            except urllib.error.HTTPError as err:
+                return err.code
+        return call
+
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default"}}
+    call = make("AmazonEKSViewPolicy")
+    assert call("GET", "/api/v1/namespaces/default/configmaps") == 200
+    assert call("POST", "/api/v1/namespaces/default/configmaps", config) == 403
+    eks.delete_cluster(name=name)
+    assert name not in eks.list_clusters()["clusters"]
+
+    call = make("AmazonEKSClusterAdminPolicy")
+    assert call("POST", "/api/v1/namespaces", namespace) == 201
+    eks.delete_cluster(name=name)
+    call = make("AmazonEKSClusterAdminPolicy")
+    assert call("GET", "/api/v1/namespaces/team") == 404  # the deleted cluster's namespace did not survive it
+    eks.delete_cluster(name=name)

@@ -163,7 +163,7 @@ class SandboxApp:
         #: the sandbox's TLS certificate (PEM), the certificate authority of every EKS cluster's endpoint
         self.ca_bundle: str | None = None
         self._new_eks = lambda: EksEmulator(self.faults, endpoint_url=lambda: self.endpoint_url,
-                                            ca_pem=self._ca_pem)
+                                            ca_pem=self._ca_pem, on_cluster_deleted=self._kube_forget)
         self.eks = self._new_eks()
         #: KUBE HOOK: the per-cluster Kubernetes API. When set, ``GET|POST|... /k8s/<cluster>/...`` goes to
         #: ``self.kube.handle(cluster_name, environ) -> (status, headers, body)``; unset, those paths are 404.
@@ -410,6 +410,10 @@ class SandboxApp:
         raw_path = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
         return self.eks.handle(environ.get("REQUEST_METHOD", "GET"), raw_path, environ.get("QUERY_STRING", ""),
                                body, region, account, self._caller_arn(account, access_key, region))
+
+    def _kube_forget(self, cluster: str, region: str) -> None:
+        if getattr(self, "kube", None) is not None:
+            self.kube.forget(cluster, region)
 
     def _kube_principal_allowed(self, cluster: str, region: str, principal_arn: str) -> bool:
         eks = getattr(self, "eks", None)

@@ -107,6 +107,7 @@ class ClusterOperations:
         return group.id
 
     def _drop_cluster_resources(self, cluster: Any) -> None:
+        self.on_cluster_deleted(cluster.name, cluster.region)
         for kind in ("addon", "access_entry"):
             for res in self._all(kind, cluster.account, cluster.region, cluster.name):
                 self._resources.pop(self._key(res), None)

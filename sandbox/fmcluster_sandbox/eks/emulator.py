@@ -69,8 +69,12 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
 
     def __init__(self, faults: Faults, endpoint_url: Callable[[], str | None] = lambda: None,
                  ca_pem: Callable[[], bytes | None] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 on_cluster_deleted: Callable[[str, str], None] = lambda name, region: None):
         self.faults = faults
+        # Told when a cluster is gone, so the Kubernetes API forgets its objects (a new cluster of the same name
+        # starts empty, as on EKS).
+        self.on_cluster_deleted = on_cluster_deleted
         self.endpoint_url = endpoint_url
         self.ca_pem = ca_pem
         self.clock = clock
@@ -178,6 +182,20 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             # a CONFIG_MAP cluster's creator is mapped to system:masters outside any access entry
             mode = cluster.spec["accessConfig"]["authenticationMode"]
             return mode != "API" and cluster.spec.get("_config_map_admin") == wanted
+
+    def access_policies(self, cluster_name: str, region: str, principal_arn: str,
+                        account: str | None = None) -> list[dict[str, Any]]:
+        """The access policies associated with the principal's access entry (ListAssociatedAccessPolicies form:
+        policyArn, accessScope); [] without an entry."""
+        account = account or _default_account()
+        wanted = normalise_principal(principal_arn)
+        with self._lock:
+            self._advance()
+            for entry in self._all("access_entry", account, region, cluster_name):
+                if normalise_principal(entry.name) == wanted:
+                    return [{"policyArn": p["policyArn"], "accessScope": dict(p["accessScope"])}
+                            for p in entry.policies.values()]
+            return []
 
     # -- state machine -----------------------------------------------------------------------------
     def _advance(self) -> None:
