@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster_sandbox import model_check
+from fmcluster_sandbox import model_check, moto_backends
 from fmcluster_sandbox.eks import routing
 from fmcluster_sandbox.eks.access import AccessOperations, normalise_principal
 from fmcluster_sandbox.eks.addons import AddonOperations
@@ -321,18 +321,8 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
         return out
 
     # -- moto lookups ------------------------------------------------------------------------------
-    @staticmethod
-    def _ec2(account: str, region: str) -> Any:
-        from moto.ec2.models import ec2_backends
-
-        return ec2_backends[account][region]
-
-    @staticmethod
-    def _iam(account: str) -> Any:
-        from moto.iam.models import iam_backends
-
-        backends = iam_backends[account]
-        return next((backends[p] for p in ("aws", "global") if p in backends), backends["aws"])
+    _ec2 = staticmethod(moto_backends.ec2)
+    _iam = staticmethod(moto_backends.iam)
 
     def _role(self, arn: str, account: str) -> Any | None:
         for role in self._iam(account).roles.values():

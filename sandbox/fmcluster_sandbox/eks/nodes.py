@@ -18,6 +18,7 @@ from typing import Any
 
 from fmcluster_sandbox import instance_catalog
 from fmcluster_sandbox.eks import amis
+from fmcluster_sandbox.moto_backends import live_instances
 
 CLUSTER_TAG = "eks:cluster-name"
 NODEGROUP_TAG = "eks:nodegroup-name"
@@ -30,15 +31,7 @@ KUBE_EFFECT = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_N
 
 class NodeOperations:
     def _alive(self, ng: Any) -> list[str]:
-        ec2 = self._ec2(ng.account, ng.region)
-        alive = []
-        for instance_id in ng.instances:
-            try:
-                if ec2.get_instance(instance_id).state not in ("terminated", "shutting-down"):
-                    alive.append(instance_id)
-            except Exception:  # noqa: BLE001 - gone from moto
-                continue
-        return alive
+        return live_instances(self._ec2(ng.account, ng.region), ng.instances)
 
     def _reconcile(self, ng: Any) -> str | None:
         """Bring the group to desiredSize instances. Returns None, or the EC2 error code of a refused launch

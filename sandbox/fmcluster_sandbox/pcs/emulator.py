@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster_sandbox import model_check
+from fmcluster_sandbox import model_check, moto_backends
 from fmcluster_sandbox.faults import Faults
 from fmcluster_sandbox.pcs.clusters import ClusterOperations
 from fmcluster_sandbox.pcs.errors import RESOURCE_TYPE, PcsError, conflict, not_found, validation
@@ -175,18 +175,8 @@ class PcsEmulator(ClusterOperations, NodeGroupOperations, QueueOperations, NodeO
         res.modified_at = self.wall()
 
     # -- moto lookups ------------------------------------------------------------------------------
-    @staticmethod
-    def _ec2(account: str, region: str) -> Any:
-        from moto.ec2.models import ec2_backends
-
-        return ec2_backends[account][region]
-
-    @staticmethod
-    def _iam(account: str) -> Any:
-        from moto.iam.models import iam_backends
-
-        backends = iam_backends[account]
-        return next((backends[p] for p in ("aws", "global") if p in backends), backends["aws"])
+    _ec2 = staticmethod(moto_backends.ec2)
+    _iam = staticmethod(moto_backends.iam)
 
     # -- resources ---------------------------------------------------------------------------------
     def _new(self, kind: str, name: str, account: str, region: str, cluster_id: str | None, spec: dict[str, Any],

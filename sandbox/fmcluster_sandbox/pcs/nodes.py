@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster_sandbox.moto_backends import live_instances
 from fmcluster_sandbox.pcs import reachability
 
 NODE_GROUP_TAG = "aws:pcs:compute-node-group-id"
@@ -23,15 +24,7 @@ REGISTRATION_FAILED = "NodeRegistrationFailed"  # errorInfo code chosen by the s
 
 class NodeOperations:
     def _alive(self, ng: Any) -> list[str]:
-        ec2 = self._ec2(ng.account, ng.region)
-        alive = []
-        for instance_id in ng.instances:
-            try:
-                if ec2.get_instance(instance_id).state not in ("terminated", "shutting-down"):
-                    alive.append(instance_id)
-            except Exception:  # noqa: BLE001 - gone from moto
-                continue
-        return alive
+        return live_instances(self._ec2(ng.account, ng.region), ng.instances)
 
     def _reconcile(self, ng: Any) -> dict[str, Any] | None:
         """Bring the group to minInstanceCount nodes; a failure (``fatal`` when nothing could launch)."""
