@@ -29,3 +29,11 @@ def live_instances(backend: Any, instance_ids: Iterable[str]) -> list[str]:
         except Exception:  # noqa: BLE001 - gone from moto
             continue
     return alive
+
+
+def terminate(backend: Any, instance_ids: Iterable[str]) -> None:
+    """Terminate the instances of ``instance_ids`` that ``backend`` still knows (some may be gone already)."""
+    known = {i.id for i in backend.all_instances()}
+    present = [i for i in instance_ids if i in known]
+    if present:
+        backend.terminate_instances(present)

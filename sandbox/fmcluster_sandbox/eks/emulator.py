@@ -14,7 +14,6 @@ Three functions serve the sandbox's Kubernetes API (the ``kube`` hook of the ser
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import logging
@@ -25,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster_sandbox import model_check, moto_backends
+from fmcluster_sandbox import model_check, moto_backends, paging
 from fmcluster_sandbox.eks import routing
 from fmcluster_sandbox.eks.access import AccessOperations, normalise_principal
 from fmcluster_sandbox.eks.addons import AddonOperations
@@ -305,19 +304,14 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
 
     @staticmethod
     def _page(items: list[Any], params: dict[str, Any], key: str) -> dict[str, Any]:
-        start = 0
-        token = params.get("nextToken")
-        if token:
-            try:
-                start = int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-                if start < 0:
-                    raise ValueError(start)
-            except Exception as exc:
-                raise invalid("The nextToken is not one this API returned.") from exc
+        try:
+            start = paging.offset(params.get("nextToken"))
+        except ValueError as exc:
+            raise invalid("The nextToken is not one this API returned.") from exc
         size = params.get("maxResults") or DEFAULT_PAGE_SIZE
         out: dict[str, Any] = {key: items[start:start + size]}
         if start + size < len(items):
-            out["nextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": start + size}).encode()).decode()
+            out["nextToken"] = paging.token(start + size)
         return out
 
     # -- moto lookups ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 
 from fmcluster_sandbox import instance_catalog
 from fmcluster_sandbox.eks import amis
-from fmcluster_sandbox.moto_backends import live_instances
+from fmcluster_sandbox.moto_backends import live_instances, terminate
 
 CLUSTER_TAG = "eks:cluster-name"
 NODEGROUP_TAG = "eks:nodegroup-name"
@@ -118,11 +118,7 @@ class NodeOperations:
     def _terminate(self, ng: Any, instance_ids: list[str]) -> None:
         if not instance_ids:
             return
-        ec2 = self._ec2(ng.account, ng.region)
-        known = {i.id for i in ec2.all_instances()}
-        present = [i for i in instance_ids if i in known]
-        if present:
-            ec2.terminate_instances(present)
+        terminate(self._ec2(ng.account, ng.region), instance_ids)
         ng.instances = [i for i in ng.instances if i not in instance_ids]
 
     def _node_views(self, ng: Any) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ throttles every service, PCS included.
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import logging
@@ -26,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster_sandbox import model_check, moto_backends
+from fmcluster_sandbox import model_check, moto_backends, paging
 from fmcluster_sandbox.faults import Faults
 from fmcluster_sandbox.pcs.clusters import ClusterOperations
 from fmcluster_sandbox.pcs.errors import RESOURCE_TYPE, PcsError, conflict, not_found, validation
@@ -254,19 +253,14 @@ class PcsEmulator(ClusterOperations, NodeGroupOperations, QueueOperations, NodeO
 
     @staticmethod
     def _page(items: list[Resource], params: dict, key: str) -> dict[str, Any]:
-        start = 0
-        token = params.get("nextToken")
-        if token:
-            try:
-                start = int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-                if start < 0:
-                    raise ValueError(start)
-            except Exception as exc:
-                raise validation("Invalid nextToken", [("nextToken", "not a token returned by this API")]) from exc
+        try:
+            start = paging.offset(params.get("nextToken"))
+        except ValueError as exc:
+            raise validation("Invalid nextToken", [("nextToken", "not a token returned by this API")]) from exc
         size = params.get("maxResults") or DEFAULT_PAGE_SIZE
         out: dict[str, Any] = {key: [PcsEmulator._summary(r) for r in items[start:start + size]]}
         if start + size < len(items):
-            out["nextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": start + size}).encode()).decode()
+            out["nextToken"] = paging.token(start + size)
         return out
 
     # -- tags --------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster_sandbox.moto_backends import live_instances
+from fmcluster_sandbox.moto_backends import live_instances, terminate
 from fmcluster_sandbox.pcs import reachability
 
 NODE_GROUP_TAG = "aws:pcs:compute-node-group-id"
@@ -115,9 +115,5 @@ class NodeOperations:
     def _terminate(self, ng: Any, instance_ids: list[str]) -> None:
         if not instance_ids:
             return
-        ec2 = self._ec2(ng.account, ng.region)
-        known = {i.id for i in ec2.all_instances()}
-        present = [i for i in instance_ids if i in known]
-        if present:
-            ec2.terminate_instances(present)
+        terminate(self._ec2(ng.account, ng.region), instance_ids)
         ng.instances = [i for i in ng.instances if i not in instance_ids]
