@@ -11,8 +11,10 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
 
 from fmcluster import catalog
+from fmcluster.catalog import eks_versions
 
-Backend = Literal["parallelcluster", "pcs"]
+Backend = Literal["parallelcluster", "pcs", "eks"]
+KubernetesScheduler = Literal["kueue", "volcano", "kai"]
 CapacityType = Literal["on-demand", "spot", "reservation", "capacity-block"]
 OperatingSystem = Literal["ubuntu2204", "ubuntu2404", "alinux2023", "rhel9", "rocky9"]
 SlurmVersion = Literal["24.11", "25.05", "25.11", "26.05"]
@@ -330,6 +332,17 @@ class Pcs(_Strict):
     )
 
 
+class Kubernetes(_Strict):
+    version: Annotated[str, StringConstraints(pattern=r"^1\.\d{1,3}$")] = Field(
+        eks_versions.DEFAULT_VERSION, description="eks only: the cluster's Kubernetes version (default: the newest "
+        f"on EKS standard support that fmcluster knows, {eks_versions.DEFAULT_VERSION}). A version on extended "
+        "support costs $0.60 an hour for the control plane instead of $0.10.")
+    scheduler: KubernetesScheduler = Field(
+        "kueue", description="eks only: the batch scheduler whose queues fmcluster makes, one per spec queue: kueue "
+        "(a ResourceFlavor, ClusterQueue and LocalQueue), volcano (a Queue) or kai (the NVIDIA KAI Scheduler: a "
+        "Queue, and the nvidia RuntimeClass).")
+
+
 class Workload(_Strict):
     model_params_b: float = Field(gt=0, le=100_000, description="Model size in billions of parameters.")
     checkpoint_every_min: float = Field(30, gt=0, le=10_080, description="Checkpoint interval: plan reports the "
@@ -343,8 +356,9 @@ class Workload(_Strict):
 class Spec(_Strict):
     name: str = Field(description="Cluster name, unique per region.")
     region: RegionName = Field("us-east-1", description="AWS Region of the cluster and everything it uses.")
-    backend: Backend = Field("parallelcluster", description="parallelcluster (AWS ParallelCluster 3) or pcs (AWS "
-                                                            "Parallel Computing Service).")
+    backend: Backend = Field("parallelcluster", description="parallelcluster (AWS ParallelCluster 3), pcs (AWS "
+                                                            "Parallel Computing Service) or eks (Amazon EKS with a "
+                                                            "batch scheduler).")
     network: Network = Field(default_factory=Network, description="Subnets and SSH access.")
     head_node: HeadNode = Field(default_factory=HeadNode, description="The head node (ParallelCluster) or login "
                                                                       "node group (PCS).")
@@ -357,6 +371,7 @@ class Spec(_Strict):
     software: Software = Field(default_factory=Software, description="Node software fmcluster sets up.")
     slurm: Slurm = Field(default_factory=Slurm, description="Scheduler settings.")
     pcs: Pcs = Field(default_factory=Pcs, description="Settings only the pcs backend has.")
+    kubernetes: Kubernetes = Field(default_factory=Kubernetes, description="Settings only the eks backend has.")
     workload: Workload | None = Field(None, description="The training job, for plan's report only (renders "
                                                         "nothing).")
     iam: Iam = Field(default_factory=Iam, description="IAM for every node of the cluster.")
