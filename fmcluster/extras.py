@@ -16,6 +16,8 @@ from fmcluster.errors import UsageError
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "parallelcluster": (("pcluster",), "aws-parallelcluster 3.16.1"),
     "sandbox": (("fmcluster_sandbox", "moto", "werkzeug", "cryptography"), "fmcluster-sandbox, with moto's server"),
+    "kubernetes": (("lightkube", "kubernetes_validate", "jsonschema"),
+                   "lightkube for the Kubernetes API, kubernetes-validate and jsonschema for manifests"),
 }
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster.errors import AwsError, UsageError
+from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, instance_types_of
 from fmcluster.spec.networking import creates_network
 
@@ -45,7 +46,8 @@ def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
 
 
 def instance_types(spec: Spec) -> list[str]:
-    return sorted({spec.head_node.instance_type, *(t for q in spec.queues for t in instance_types_of(q))})
+    head = decisions.head_node_type(spec)
+    return sorted({*([head] if head else []), *(t for q in spec.queues for t in instance_types_of(q))})
 
 
 def offering_zones(ec2: Any, instance_type: str) -> set[str]:

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs, associations
-from fmcluster.backends.iam import InstanceProfile
+from fmcluster.backends.iam import IamRole, InstanceProfile
 from fmcluster.backends.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.backends.network_plan import scan_network
 from fmcluster.backends.ownership import is_ours, tag_dict, tagged_for_cluster
@@ -128,13 +128,16 @@ def scan_fsx(ctx: Context) -> list[Discovered]:
     return found
 
 
-def scan_role(ctx: Context, key: str, role_name: str, profile_name: str) -> list[Discovered]:
-    """The nodes' role and profile, by the names fmcluster gives them (IAM has no tag filter on lists)."""
+def scan_role(ctx: Context, key: str, role_name: str, profile_name: str | None = None) -> list[Discovered]:
+    """A role fmcluster made, and the instance profile that carries it when it has one, by the names fmcluster
+    gives them (IAM has no tag filter on lists)."""
     iam = ctx.client("iam")
     parts: list[tuple[str, dict[str, str]]] = []
-    for what, call, field in (("role", lambda: iam.get_role(RoleName=role_name), "Role"),
-                              ("instance profile", lambda: iam.get_instance_profile(
-                                  InstanceProfileName=profile_name), "InstanceProfile")):
+    reads = [("role", lambda: iam.get_role(RoleName=role_name), "Role")]
+    if profile_name is not None:
+        reads.append(("instance profile", lambda: iam.get_instance_profile(InstanceProfileName=profile_name),
+                      "InstanceProfile"))
+    for what, call, field in reads:
         try:
             parts.append((what, tag_dict(call()[field].get("Tags"))))
         except ClientError as exc:
@@ -144,11 +147,16 @@ def scan_role(ctx: Context, key: str, role_name: str, profile_name: str) -> list
         return []
     ours = all(is_ours(tags, ctx) for _, tags in parts)
     mine = [tags for _, tags in parts if tagged_for_cluster(tags, ctx)]
-    description = f"IAM role {role_name} and instance profile {profile_name} ({', '.join(w for w, _ in parts)})"
+    description = (f"IAM role {role_name}" if profile_name is None else
+                   f"IAM role {role_name} and instance profile {profile_name} ({', '.join(w for w, _ in parts)})")
     if not ours:
         owner = mine[0].get(CLUSTER_ID_TAG, "none") if mine else "another owner"
         description += f" (not this cluster's: {owner})"
-    handle = InstanceProfile(key, role_name=role_name, profile_name=profile_name) if ours else None
+    if profile_name is None:
+        kind, handle = "iam_role", IamRole(key, role_name=role_name) if ours else None
+    else:
+        kind, handle = "instance_profile", InstanceProfile(key, role_name=role_name, profile_name=profile_name) \
+            if ours else None
     ids = {tags.get(CLUSTER_ID_TAG, "") for tags in mine}
-    return [Discovered(f"instance_profile:{key}", role_name, "available", description, ours, handle,
+    return [Discovered(f"{kind}:{key}", role_name, "available", description, ours, handle,
                        ids.pop() if len(ids) == 1 else "")]

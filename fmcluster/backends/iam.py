@@ -1,4 +1,4 @@
-"""The nodes' IAM role and instance profile, as one resource made of parts.
+"""The nodes' IAM role and instance profile (or a role alone), as one resource made of parts.
 
 A crash can stop a create or a delete between any two IAM calls, so every part is read on its own — the
 role, its inline policy, its managed policies, the profile, the role inside the profile — and whatever is
@@ -39,7 +39,7 @@ class InstanceProfile(Resource):
         self.document = document
         if document is not None:
             role_name = document.body["role"]["RoleName"]
-            profile_name = document.body["profile"]["InstanceProfileName"]
+            profile_name = document.body["profile"]["InstanceProfileName"] if "profile" in document.body else None
         self.role_name = role_name
         self.profile_name = profile_name
 
@@ -58,6 +58,8 @@ class InstanceProfile(Resource):
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
         iam = ctx.client("iam")
         role = self._get(lambda: iam.get_role(RoleName=self.role_name), "Role")
+        if self.profile_name is None:
+            return self._read_role(iam, role, ctx)
         profile = self._get(lambda: iam.get_instance_profile(InstanceProfileName=self.profile_name),
                             "InstanceProfile")
         if role is None and profile is None:
@@ -80,6 +82,16 @@ class InstanceProfile(Resource):
         return Observed(arn, "available", "ready", self._outputs(profile["Arn"]) if profile else {},
                         attributes=attributes or {}, missing=missing)
 
+    def _read_role(self, iam: Any, role: dict[str, Any] | None, ctx: Context) -> Observed | None:
+        """A role without an instance profile (what EKS is given: the cluster's role, the nodes')."""
+        if role is None:
+            return None
+        require_ours(f"IAM role {self.role_name}", tag_dict(role.get("Tags")), ctx)
+        attributes = self._role_attributes(iam, role)
+        if attributes is None:
+            return None
+        return Observed(role["Arn"], "available", "ready", self._outputs(role["Arn"]), attributes=attributes)
+
     def _role_attributes(self, iam: Any, role: dict[str, Any]) -> dict[str, Any] | None:
         """The role's trust and policies; None when it is deleted while we read (a killed command's DeleteRole
         may still land, as may another user's)."""
@@ -100,11 +112,13 @@ class InstanceProfile(Resource):
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         body = self.document.body
-        policy = body["inline_policy"]
-        return {"RoleName": body["role"]["RoleName"], "Path": body["role"].get("Path", "/"),
-                "AssumeRolePolicyDocument": _policy(body["role"]["AssumeRolePolicyDocument"]),
-                f"inline_policy.{policy['PolicyName']}": _policy(policy["PolicyDocument"]),
-                "managed_policies": sorted(body["managed_policies"])}
+        desired = {"RoleName": body["role"]["RoleName"], "Path": body["role"].get("Path", "/"),
+                   "AssumeRolePolicyDocument": _policy(body["role"]["AssumeRolePolicyDocument"]),
+                   "managed_policies": sorted(body["managed_policies"])}
+        policy = body.get("inline_policy")
+        if policy is not None:
+            desired[f"inline_policy.{policy['PolicyName']}"] = _policy(policy["PolicyDocument"])
+        return desired
 
     def create(self, ctx: Context, token: str) -> Observed:
         self._converge(ctx, None)
@@ -120,16 +134,19 @@ class InstanceProfile(Resource):
         body = ctx.resolve(self.document.body)
         live = observed.attributes if observed else {}
         missing = set(observed.missing) if observed else {"role", "instance profile", "role in the instance profile"}
+        if self.profile_name is None:
+            missing -= {"instance profile", "role in the instance profile"}
         if "role" in missing:
             tolerate(lambda: iam.create_role(**body["role"]), "EntityAlreadyExists")
         elif live.get("AssumeRolePolicyDocument") != _policy(body["role"]["AssumeRolePolicyDocument"]):
             iam.update_assume_role_policy(RoleName=self.role_name,
                                           PolicyDocument=body["role"]["AssumeRolePolicyDocument"])
-        wanted_inline = body["inline_policy"]["PolicyName"]
-        for path in [p for p in live if p.startswith("inline_policy.") and p != f"inline_policy.{wanted_inline}"]:
+        inline = body.get("inline_policy")
+        wanted_inline = f"inline_policy.{inline['PolicyName']}" if inline else None
+        for path in [p for p in live if p.startswith("inline_policy.") and p != wanted_inline]:
             iam.delete_role_policy(RoleName=self.role_name, PolicyName=path.removeprefix("inline_policy."))
-        if live.get(f"inline_policy.{wanted_inline}") != _policy(body["inline_policy"]["PolicyDocument"]):
-            iam.put_role_policy(**body["inline_policy"])
+        if inline and live.get(wanted_inline) != _policy(inline["PolicyDocument"]):
+            iam.put_role_policy(**inline)
         attached = set(live.get("managed_policies") or [])
         for arn in sorted(set(body["managed_policies"]) - attached):
             iam.attach_role_policy(RoleName=self.role_name, PolicyArn=arn)
@@ -144,9 +161,10 @@ class InstanceProfile(Resource):
     def delete(self, ctx: Context, observed: Observed) -> None:
         """Delete every part that exists, each on its own: the order IAM requires, each step safe to repeat."""
         iam = ctx.client("iam")
-        tolerate(lambda: iam.remove_role_from_instance_profile(InstanceProfileName=self.profile_name,
-                                                               RoleName=self.role_name), "NoSuchEntity")
-        tolerate(lambda: iam.delete_instance_profile(InstanceProfileName=self.profile_name), "NoSuchEntity")
+        if self.profile_name is not None:
+            tolerate(lambda: iam.remove_role_from_instance_profile(InstanceProfileName=self.profile_name,
+                                                                   RoleName=self.role_name), "NoSuchEntity")
+            tolerate(lambda: iam.delete_instance_profile(InstanceProfileName=self.profile_name), "NoSuchEntity")
         # A request of a killed command may still land (a policy attached after the list): list again, once.
         for attempt in range(2):
             try:
@@ -172,3 +190,17 @@ class InstanceProfile(Resource):
             tolerate(lambda name=name: iam.delete_role_policy(RoleName=self.role_name, PolicyName=name),
                      "NoSuchEntity")
         tolerate(lambda: iam.delete_role(RoleName=self.role_name), "NoSuchEntity")
+
+
+class IamRole(InstanceProfile):
+    """A role a service assumes (EKS's cluster role; the nodes' role, which a managed node group puts in its own
+    instance profile): the same parts without the profile."""
+
+    kind = "iam_role"
+
+    def __init__(self, key: str, document: Document | None = None, role_name: str | None = None):
+        super().__init__(key, document, role_name=role_name)
+        self.profile_name = None
+
+    def _outputs(self, arn: str) -> dict[str, Any]:
+        return {f"iam_role.{self.key}.arn": arn, f"iam_role.{self.key}.name": self.role_name}

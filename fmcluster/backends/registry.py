@@ -1,16 +1,17 @@
 """The backends by name: the one place that lists them. Adding a backend means a folder under
 ``fmcluster/backends/`` (``profile.py`` with its :class:`BackendProfile`, ``backend.py`` with its
-:class:`Backend`, and the parts that code below the backends reaches by name through
-:mod:`fmcluster.backend_parts`: ``spec_rules.py``, ``preflight.py``, ``validate.py``, ``render.py``), an entry
-in each function below, and its templates.
+:class:`Backend`, ``listing.py`` with its ``tagged_clusters``, and the parts that code below the backends reaches
+by name through :mod:`fmcluster.backend_parts`: ``spec_rules.py``, ``preflight.py``, ``validate.py``,
+``render.py``), its name in :data:`NAMES` and its class in ``_BACKEND_CLASSES``, and its templates.
 
 ``profile`` is light (nothing beyond the standard library); ``tagged_clusters`` needs boto3 alone; ``backend``
-loads the lifecycle class, with boto3 and, for ParallelCluster, its extra.
+loads the lifecycle class, with boto3 and the backend's extra (ParallelCluster's, EKS's Kubernetes client).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.errors import UsageError
 from fmcluster.extras import require
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
     from fmcluster.backends.profile import BackendProfile
 
 # The spec's `backend:` values, in the order the docs and `schema` list them (the first is the default).
-NAMES: tuple[str, ...] = ("parallelcluster", "pcs")
+NAMES: tuple[str, ...] = ("parallelcluster", "pcs", "eks")
+# Each backend's lifecycle class, in its ``backend`` module.
+_BACKEND_CLASSES = {"parallelcluster": "ParallelClusterBackend", "pcs": "PcsBackend", "eks": "EksBackend"}
 
 
 def check_name(name: str) -> str:
@@ -30,15 +33,13 @@ def check_name(name: str) -> str:
     return name
 
 
+def _module(name: str, part: str) -> Any:
+    return importlib.import_module(f"fmcluster.backends.{check_name(name)}.{part}")
+
+
 def profile(name: str) -> BackendProfile:
     """The light facts about backend ``name``."""
-    if check_name(name) == "pcs":
-        from fmcluster.backends.pcs.profile import PROFILE as PCS
-
-        return PCS
-    from fmcluster.backends.parallelcluster.profile import PROFILE as PARALLELCLUSTER
-
-    return PARALLELCLUSTER
+    return _module(name, "profile").PROFILE
 
 
 def profiles() -> list[BackendProfile]:
@@ -52,22 +53,10 @@ def backend(name: str) -> Backend:
     found = profile(name)
     if found.extra:
         require(found.extra, f"a {found.display} cluster")
-    if name == "pcs":
-        from fmcluster.backends.pcs.backend import PcsBackend
-
-        return PcsBackend()
-    from fmcluster.backends.parallelcluster.backend import ParallelClusterBackend
-
-    return ParallelClusterBackend()
+    return getattr(_module(name, "backend"), _BACKEND_CLASSES[name])()
 
 
 def tagged_clusters(name: str, region: str) -> list[tuple[str, str]]:
     """(name, common status) of each cluster of backend ``name`` that ``region`` holds by its
     ``fmcluster:cluster`` tag. boto3 only: it needs no extra, so a teammate's cluster is listed on any install."""
-    if check_name(name) == "pcs":
-        from fmcluster.backends.pcs.listing import tagged_clusters as pcs_clusters
-
-        return pcs_clusters(region)
-    from fmcluster.backends.parallelcluster.listing import tagged_clusters as parallelcluster_clusters
-
-    return parallelcluster_clusters(region)
+    return _module(name, "listing").tagged_clusters(region)

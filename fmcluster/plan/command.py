@@ -19,6 +19,7 @@ from fmcluster.plan.figures import plan_report
 from fmcluster.plan.report import print_report
 from fmcluster.pricing.capacity_blocks import fetch_capacity_block_prices
 from fmcluster.pricing.rates import LivePriceBook, PriceBook, PriceError, fetch_on_demand
+from fmcluster.spec import decisions
 from fmcluster.spec.instance_facts import load_with_instance_facts
 
 
@@ -41,7 +42,7 @@ def run_plan(
 
     prices: PriceBook = PriceBook(spec.region)
     if live_prices:
-        types = [q.instance_type for q in spec.queues] + [spec.head_node.instance_type]
+        types = [q.instance_type for q in spec.queues] + [t for t in [decisions.head_node_type(spec)] if t]
         try:
             on_demand = fetch_on_demand(types, spec.region)
             blocks = fetch_capacity_block_prices(spec, aws.region_for(spec.region))

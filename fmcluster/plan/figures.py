@@ -25,7 +25,8 @@ def cost_figures(cost: SpecCost) -> CostFigures:
     return CostFigures(
         compute_usd_per_hour=cost.compute_usd_per_hour,
         head_node_instance_type=cost.head_node_instance_type,
-        head_node_usd_per_hour=cost.head_node.usd_per_hour,
+        head_node_usd_per_hour=cost.head_node.usd_per_hour if cost.head_node else None,
+        control_plane_usd_per_hour=cost.control_plane_usd_per_hour,
         storage_usd_per_hour=cost.storage_usd_per_hour,
         unknown=cost.unknown,
         network_usd_per_hour=cost.network_usd_per_hour,

@@ -212,7 +212,10 @@ def cost_table(report: PlanReport) -> Table:
         table.add_row(name, _usd(per_hour), _usd(per_hour * 24 if per_hour is not None else None))
 
     row("compute (queues at max)", cost.compute_usd_per_hour)
-    row(f"head node ({cost.head_node_instance_type})", cost.head_node_usd_per_hour)
+    if cost.head_node_instance_type is not None:
+        row(f"head node ({cost.head_node_instance_type})", cost.head_node_usd_per_hour)
+    if cost.control_plane_usd_per_hour:
+        row("control plane (EKS)", cost.control_plane_usd_per_hour)
     row("storage (FSx)", cost.storage_usd_per_hour)
     if cost.network_usd_per_hour != 0.0:
         row("network (NAT gateway + public IPv4; traffic extra)", cost.network_usd_per_hour)

@@ -117,12 +117,14 @@ class WorkloadFigures:
 @dataclass(frozen=True)
 class CostFigures:
     compute_usd_per_hour: float | None
-    head_node_instance_type: str
+    head_node_instance_type: str | None  # None where the backend runs no head or login node
     head_node_usd_per_hour: float | None
     storage_usd_per_hour: float | None
     unknown: list[str]
     # The network fmcluster creates (NAT gateway and its public address); 0 with the spec's own subnet.
     network_usd_per_hour: float | None = 0.0
+    # A managed control plane's fee (EKS: $0.10/h on standard support, $0.60/h on extended); 0 elsewhere.
+    control_plane_usd_per_hour: float = 0.0
 
 
 @dataclass(frozen=True)

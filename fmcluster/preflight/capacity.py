@@ -11,6 +11,7 @@ from fmcluster import catalog
 from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.preflight.reservation_group import check_reservation_group
+from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, max_nodes
 
 #: Quota codes (Service Quotas, service code ``ec2``) by instance-family group: (on-demand, spot).
@@ -61,7 +62,8 @@ class _Need:
 def check_quotas(ctx: Context) -> list[CheckResult]:
     """Needed vCPUs per quota (catalog vCPUs, or DescribeInstanceTypes for other types) × max nodes."""
     spec = ctx.spec
-    vcpus = _vcpus(ctx, sorted({spec.head_node.instance_type, *(q.instance_type for q in spec.queues)}))
+    head = decisions.head_node_type(spec)
+    vcpus = _vcpus(ctx, sorted({*([head] if head else []), *(q.instance_type for q in spec.queues)}))
     needs: dict[str, _Need] = {}
     notes: list[str] = []
     unknown: list[str] = []
@@ -76,7 +78,8 @@ def check_quotas(ctx: Context) -> list[CheckResult]:
         need.vcpus += vcpus[instance_type] * count
         need.lines.append(f"{label}: {count} × {instance_type} × {vcpus[instance_type]} vCPUs")
 
-    add(spec.head_node.instance_type, 1, False, "head node")
+    if head:
+        add(head, 1, False, "head node")
     for queue in spec.queues:
         kind = queue.capacity.type
         if kind in ("reservation", "capacity-block"):

@@ -11,6 +11,7 @@ from fmcluster.errors import AwsError, UsageError
 from fmcluster.network import offering_zones, resolve_placement
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
+from fmcluster.spec import decisions
 from fmcluster.spec.decisions import efa_network_interfaces
 from fmcluster.spec.models import instance_types_of, max_nodes
 
@@ -70,7 +71,8 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
 
 
 def _types(ctx: Context) -> list[str]:
-    return sorted({ctx.spec.head_node.instance_type, *(q.instance_type for q in ctx.spec.queues)})
+    head = decisions.head_node_type(ctx.spec)
+    return sorted({*([head] if head else []), *(q.instance_type for q in ctx.spec.queues)})
 
 
 def _subnet_addresses(ctx: Context, subnet: dict) -> list[CheckResult]:
@@ -118,7 +120,9 @@ def check_offerings(ctx: Context) -> list[CheckResult]:
     # A queue in its own subnet is checked with that subnet (fmcluster.preflight.network.check_queue_subnets).
     zones = {t: ctx.placement.availability_zone for q in ctx.spec.queues if not q.subnet_id
              for t in instance_types_of(q)}
-    zones.setdefault(ctx.spec.head_node.instance_type, ctx.head_zone or ctx.placement.availability_zone)
+    head = decisions.head_node_type(ctx.spec)
+    if head:
+        zones.setdefault(head, ctx.head_zone or ctx.placement.availability_zone)
     return [result for instance_type, zone in sorted(zones.items()) for result in _offering(ctx, instance_type, zone)]
 
 

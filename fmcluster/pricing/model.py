@@ -15,6 +15,8 @@ from typing import Any
 
 from fmcluster.pricing.network import nat_gateway_usd_per_hour, network_usd_per_hour
 from fmcluster.pricing.rates import PriceBook, QueuePrice
+from fmcluster.spec import decisions
+from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.models import Spec, max_nodes
 
 #: Decimal places of every dollar figure, so that plan and status agree to the cent and beyond.
@@ -41,13 +43,15 @@ class SpecCost:
     """The per-part breakdown ``plan`` shows, and its total."""
 
     queues: list[QueueCost]
-    head_node_instance_type: str
-    head_node: QueuePrice
+    head_node_instance_type: str | None  # None where the backend runs no head or login node
+    head_node: QueuePrice | None
     compute_usd_per_hour: float | None
     storage_usd_per_hour: float | None
     network_usd_per_hour: float | None
     unknown: list[str]  # the parts with no price, left out of the total
     usd_per_hour: float | None  # the known parts; None when no node is priced
+    # A managed control plane's hourly fee (EKS); 0 where the backend bills none.
+    control_plane_usd_per_hour: float = 0.0
 
 
 def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
@@ -60,10 +64,12 @@ def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
         nodes = max_nodes(queue)
         total = round_usd(price.usd_per_hour * nodes) if price.usd_per_hour is not None else None
         queues.append(QueueCost(queue.name, queue.instance_type, nodes, price, total))
-    head = prices.instance_price(spec.head_node.instance_type)
+    head_type = decisions.head_node_type(spec)
+    head = prices.instance_price(head_type) if head_type else None
+    control_plane = backend_rules(spec.backend).control_plane_usd_per_hour(spec)
     unknown = [f"queue {q.name} ({q.instance_type})" for q in queues if q.usd_per_hour is None]
-    if head.usd_per_hour is None:
-        unknown.append(f"head node ({spec.head_node.instance_type})")
+    if head is not None and head.usd_per_hour is None:
+        unknown.append(f"head node ({head_type})")
     if spec.storage.lustre is not None:
         unknown.append("FSx for Lustre")
     if spec.storage.home is not None:
@@ -74,10 +80,10 @@ def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
     known = [q.usd_per_hour for q in queues if q.usd_per_hour is not None]
     compute = round_usd(sum(known)) if known else None
     storage = None  # FSx prices are not bundled
-    nodes = [p for p in (compute, head.usd_per_hour, storage) if p is not None]
-    # The network alone is no total: with no node priced, the total stays unknown.
-    total = round_usd(sum(nodes) + (network or 0.0)) if nodes else None
-    return SpecCost(queues, spec.head_node.instance_type, head, compute, storage, network, unknown, total)
+    nodes = [p for p in (compute, head.usd_per_hour if head else None, storage) if p is not None]
+    # The network and the control plane alone are no total: with no node priced, the total stays unknown.
+    total = round_usd(sum(nodes) + (network or 0.0) + control_plane) if nodes else None
+    return SpecCost(queues, head_type, head, compute, storage, network, unknown, total, control_plane)
 
 
 def usd_per_hour_max(spec: Spec) -> float | None:

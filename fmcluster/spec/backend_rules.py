@@ -40,6 +40,13 @@ class BackendSpecRules(ABC):
     default_os: str
     # How messages name the images the backend boots when the spec names none.
     stock_images: str
+    # Whether the cluster runs a node of its own besides the queues' (the head or login node), which the spec's
+    # head_node describes; a backend whose scheduler runs on a managed control plane has none.
+    runs_head_node: bool = True
+
+    def control_plane_usd_per_hour(self, spec: Spec) -> float:
+        """What AWS charges by the hour for the cluster's managed control plane (0 where it bills nothing)."""
+        return 0.0
 
     @abstractmethod
     def compute_resource_name(self, queue: Queue) -> str:
@@ -69,6 +76,12 @@ class BackendSpecRules(ABC):
     @abstractmethod
     def nodes_without_internet(self, path: Path_, message: str, remedy: str, error: Report, warn: Report) -> None:
         """Report a queue whose nodes could not reach the internet: an error where the backend then fails."""
+
+
+def refuse_section(spec: Spec, section: str, backend: str, error: Report) -> None:
+    """Refuse every field the spec sets in ``section``, a section only ``backend`` reads."""
+    for name in sorted(getattr(spec, section).model_fields_set):
+        error((section, name), f"{section}.{name} is for the {backend} backend")
 
 
 @cache

@@ -24,6 +24,12 @@ def operating_system(spec: Spec) -> str:
     return backend_rules(spec.backend).default_os
 
 
+def head_node_type(spec: Spec) -> str | None:
+    """The instance type of the cluster's own node besides the queues' (head or login node), or None when the
+    backend runs none (its scheduler lives on a managed control plane)."""
+    return spec.head_node.instance_type if backend_rules(spec.backend).runs_head_node else None
+
+
 def efa_enabled(queue: Queue) -> bool:
     """EFA is on wherever the instance supports it, unless the spec says otherwise."""
     if queue.efa is not None:

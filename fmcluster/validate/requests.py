@@ -1,4 +1,4 @@
-"""Check rendered request documents against botocore's service models (PCS, EC2, IAM, FSx)."""
+"""Check rendered request documents against botocore's service models (PCS, EKS, EC2, IAM, FSx)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ _STAND_INS = {
     "network.vpc_ip_ranges": [{"CidrIp": "172.31.0.0/16", "Description": "the VPC"}],
     "fmcluster.cluster_id": "0123456789abcdef0123456789abcdef",
     "network.availability_zone": "us-east-1a",
+    "network.second_availability_zone": "us-east-1b",
+    "network.control_subnet_id": "subnet-0123456789abcdef2",
 }
 # By (kind, attribute): references name a resource by kind and key, ``${kind.key.attribute}``.
 _STAND_IN_BY_KIND = {
@@ -49,6 +51,9 @@ _STAND_IN_BY_KIND = {
     ("existing_fsx_volume", "dns_name"): "fs-0123456789abcdef5.fsx.us-east-1.amazonaws.com",
     ("existing_fsx_volume", "volume_path"): "/fsx/home",
     ("bucket", "name"): "fmcluster-0123456789abcdef0123456789abcdef",
+    ("iam_role", "arn"): "arn:aws:iam::123456789012:role/example-us-east-1-eks-nodes",
+    ("eks_cluster", "name"): "example",
+    ("eks_cluster", "security_group"): "sg-0123456789abcdef1",
 }
 
 

@@ -8,7 +8,7 @@ import re
 
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec import slurm_settings
-from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget
+from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
 from fmcluster.spec.rules_fields import gpu_instance
@@ -130,8 +130,8 @@ class ParallelClusterSpecRules(BackendSpecRules):
         if slurm.accounting and slurm.database is None:
             error(("slurm", "accounting"), "ParallelCluster needs a database for Slurm accounting: add "
                                            "slurm.database {uri, user, password_secret_arn}")
-        if "size" in spec.pcs.model_fields_set:
-            error(("pcs", "size"), "pcs.size is for the pcs backend")
+        refuse_section(spec, "pcs", "pcs", error)
+        refuse_section(spec, "kubernetes", "eks", error)
 
     def _access(self, spec: Spec, error: Report) -> None:
         network = spec.network

@@ -102,22 +102,8 @@ def render(
         assume_role_policy=json.dumps(ASSUME_ROLE_POLICY), node_policy=json.dumps(NODE_POLICY),
         managed_policy_arns=[*NODE_MANAGED_POLICIES, *spec.iam.additional_policies])
 
-    lustre = spec.storage.lustre
-    lustre_mounts = []
-    if lustre is not None and lustre.existing_id is None:
-        add("fsx-lustre.yaml", "fsx_lustre", "lustre", "fsx", {"": "CreateFileSystem"},
-            "pcs/fsx_lustre.yaml.j2", deployment_type=lustre.deployment_type, capacity_gib=lustre.capacity_gib,
-            throughput_per_tib=lustre.throughput_per_tib, subnet_id=subnet,
-            metadata_iops=None if lustre.metadata_iops == "auto" else lustre.metadata_iops)
-        for index, s3_path in enumerate(p for p in (lustre.s3_import, lustre.s3_export) if p):
-            add(f"fsx-data-repository-{index}.yaml", "fsx_data_repository", str(index), "fsx",
-                {"": "CreateDataRepositoryAssociation"}, "pcs/fsx_data_repository.yaml.j2",
-                file_system_path="/data" if index == 0 else "/export", s3_path=s3_path,
-                export=s3_path == lustre.s3_export)
-        lustre_mounts.append({"kind": "lustre", "server": "${fsx_lustre.lustre.dns_name}",
-                              "path": "${fsx_lustre.lustre.mount_name}", "mount": lustre.mount})
-    elif lustre is not None:
-        lustre_mounts.append(storage.existing_lustre(add, spec))
+    lustre_mount = storage.lustre(add, spec, subnet)
+    lustre_mounts = [lustre_mount] if lustre_mount else []
     home_mount = storage.pcs_home(add, spec, subnet)
     mounts = lustre_mounts + ([home_mount] if home_mount else [])
 

@@ -7,7 +7,7 @@ import re
 
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec import decisions, slurm_settings
-from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget
+from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Slurm, Spec
 from fmcluster.spec.positions import Path_
 from fmcluster.spec.rules_fields import nvidia_gpus
@@ -131,6 +131,7 @@ class PcsSpecRules(BackendSpecRules):
                            f"not {spec.os}: remove os, or set image.ami to a PCS-ready {spec.os} AMI")
         if slurm.database is not None:
             error(("slurm", "database"), "PCS keeps Slurm accounting itself; database is for ParallelCluster")
+        refuse_section(spec, "kubernetes", "eks", error)
 
     def _access(self, spec: Spec, error: Report) -> None:
         if spec.network.security_groups:

@@ -1,0 +1,250 @@
+"""Amazon EKS backend: spec → the AWS resources and Kubernetes objects an EKS training cluster needs, for the
+engine to reconcile; and what EKS holds now.
+
+The create order (network → roles and security group → cluster → add-ons, launch templates, Lustre → node groups
+→ the add-ons whose pods run on nodes; Kubernetes objects after the cluster, custom resources after their CRD)
+follows from the references in the rendered documents and the edges :func:`kube.wire` adds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
+from fmcluster.backends.build import SHARED, build, by_key
+from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
+from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
+from fmcluster.backends.eks import kube
+from fmcluster.backends.eks.manifests import MANAGED_KINDS
+from fmcluster.backends.eks.profile import PROFILE
+from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
+from fmcluster.backends.eks.render import render as render_eks
+from fmcluster.backends.eks.resources import EksAddon, EksCluster, EksNodegroup, health_issues
+from fmcluster.backends.existing_storage import ExistingFsxLustre
+from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
+from fmcluster.backends.iam import IamRole
+from fmcluster.backends.ownership import is_ours
+from fmcluster.engine import Resource
+from fmcluster.errors import UsageError
+from fmcluster.network import Placement
+from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
+from fmcluster.spec.networking import creates_network
+
+if TYPE_CHECKING:
+    from fmcluster.session import Session
+
+ROLES = ("cluster", "nodes")
+
+
+class EksBackend(Backend):
+    name = PROFILE.name
+
+    def check_requirements(self) -> None:
+        """EKS is driven through boto3 and the Kubernetes API client of the kubernetes extra (checked by the
+        registry): nothing else to install."""
+
+    # -- the plan -----------------------------------------------------------------------------------
+    def _control_plane_network(self, session: Session, placement: Placement) -> dict[str, str]:
+        """Where the control plane's second subnet goes, decided once and recorded: a second Availability Zone
+        for the network fmcluster makes, else a subnet of the nodes' VPC in another zone (EKS guide, "View Amazon
+        EKS networking requirements for VPC and subnets": subnets in at least two Availability Zones)."""
+        record = session.store.resource(session.name, session.region, "control_plane", "network")
+        if record is not None:
+            return dict(record.outputs)
+        ec2 = session.ctx.client("ec2")
+        zones = sorted(z["ZoneName"] for z in ec2.describe_availability_zones(Filters=[
+            {"Name": "zone-type", "Values": ["availability-zone"]}, {"Name": "state", "Values": ["available"]}],
+        )["AvailabilityZones"] if z["ZoneName"] != placement.availability_zone)
+        if creates_network(session.require_spec()):
+            if not zones:
+                raise UsageError(f"EKS needs subnets in two Availability Zones, and {session.region} offers only "
+                                 f"{placement.availability_zone}")
+            values = {"network.second_availability_zone": zones[0]}
+        else:
+            subnets = sorted((s["AvailabilityZone"], s["SubnetId"]) for page in ec2.get_paginator(
+                "describe_subnets").paginate(Filters=[{"Name": "vpc-id", "Values": [placement.vpc_id]}])
+                for s in page["Subnets"] if s["AvailabilityZone"] in zones)
+            if not subnets:
+                raise UsageError(f"EKS needs subnets in two Availability Zones, and VPC {placement.vpc_id} has "
+                                 f"subnets only in {placement.availability_zone}: add a subnet in another zone of "
+                                 f"{session.region}, or remove network.subnet_id so that fmcluster makes the network")
+            values = {"network.control_subnet_id": subnets[0][1]}
+        if not session.store.readonly:
+            session.store.record_resource(session.name, session.region, "control_plane", "network",
+                                          next(iter(values.values())), "resolved", values)
+        return values
+
+    def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
+        spec = session.require_spec()
+        placement = session.placement()
+        session.ctx.publish(self._control_plane_network(session, placement))
+        rendered = render_eks(spec, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id)
+        cluster = spec.name
+        makers = SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
+                                  "iam_role": IamRole, "fsx_lustre": FsxLustre,
+                                  "fsx_data_repository": FsxDataRepository, "existing_fsx_lustre": ExistingFsxLustre,
+                                  "eks_cluster": EksCluster}) | {
+            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster),
+            "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster),
+            "kube_object": lambda document: kube.KubeObject(document.key, document, cluster=cluster)}
+        resources = build(rendered.documents, makers, PROFILE.display)
+        groups = tuple(r.name for r in resources if r.kind == "eks_nodegroup")
+        for resource in resources:
+            if resource.kind == "eks_addon" and resource.key in ADDONS_ON_NODES:
+                resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
+        kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
+        return resources
+
+    def scales(self, path: str) -> bool:
+        return path.startswith("scalingConfig.")
+
+    # -- what AWS holds -----------------------------------------------------------------------------
+    def _cluster(self, session: Session) -> dict[str, Any] | None:
+        try:
+            return session.ctx.client("eks").describe_cluster(name=session.name)["cluster"]
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return None
+            raise
+
+    def _members(self, session: Session, kind: str) -> list[dict[str, Any]]:
+        """The cluster's node groups or add-ons, described (one gone between the list and the read is skipped)."""
+        eks = session.ctx.client("eks")
+        list_call, describe, field, item = {
+            "nodegroup": ("list_nodegroups", eks.describe_nodegroup, "nodegroups", "nodegroupName"),
+            "addon": ("list_addons", eks.describe_addon, "addons", "addonName")}[kind]
+        found = []
+        for page in eks.get_paginator(list_call).paginate(clusterName=session.name):
+            for name in page[field]:
+                try:
+                    found.append(describe(clusterName=session.name, **{item: name})[kind])
+                except ClientError as exc:
+                    if error_code(exc) != "ResourceNotFoundException":
+                        raise
+        return found
+
+    def find_cluster_id(self, session: Session) -> str | None:
+        cluster = self._cluster(session)
+        if cluster is None:
+            return None
+        tags = cluster.get("tags") or {}
+        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
+
+    def discover(self, session: Session) -> list[Discovered]:
+        ctx = session.ctx
+        found = scan_ec2(ctx) + scan_fsx(ctx)
+        for key in ROLES:
+            found += scan_role(ctx, key, role_name(session.name, session.region, key))
+        cluster = self._cluster(session)
+        if cluster is not None:
+            found += self._discover_cluster(session, cluster)
+        found += [instance_found(i, "an EKS node") for i in scan_instances(ctx)]
+        return found
+
+    def _discover_cluster(self, session: Session, cluster: dict[str, Any]) -> list[Discovered]:
+        ctx = session.ctx
+        tags = cluster.get("tags") or {}
+        ours = is_ours(tags, ctx)
+        name = cluster["name"]
+        found = [Discovered(f"eks_cluster:{name}", cluster.get("arn", name), cluster["status"],
+                            f"EKS cluster {name} ({cluster['status']})", ours, EksCluster(name) if ours else None,
+                            tags.get(CLUSTER_ID_TAG, ""))]
+        if cluster["status"] == "DELETING":
+            return found
+        for kind, make in (("nodegroup", EksNodegroup), ("addon", EksAddon)):
+            for item in self._members(session, kind):
+                item_tags = item.get("tags") or {}
+                mine = is_ours(item_tags, ctx)
+                key = item[f"{kind}Name"]
+                found.append(Discovered(f"eks_{kind}:{key}", item.get(f"{kind}Arn", key), item["status"],
+                                        f"EKS {'node group' if kind == 'nodegroup' else 'add-on'} {key} "
+                                        f"({item['status']})", mine, make(key, cluster=name) if mine else None,
+                                        item_tags.get(CLUSTER_ID_TAG, "")))
+        access = kube.KubeAccess.of(ctx, name)
+        if access is not None and ours:
+            for manifest in kube.owned_objects(access, MANAGED_KINDS):
+                key = kube.object_key(manifest)
+                found.append(Discovered(f"kube_object:{key}", key, "present", f"Kubernetes {kube.describe(manifest)}",
+                                        True, kube.KubeObject(key, None, cluster=name, manifest=manifest),
+                                        ctx.cluster_id))
+        return found
+
+    def describe(self, session: Session) -> dict[str, Any]:
+        report: dict[str, Any] = {"name": session.name, "backend": PROFILE.name, "region": session.region,
+                                  "status": "NOT_FOUND", "backend_status": None, "queues": [],
+                                  "slurm_endpoint": None, "kubernetes_endpoint": None, "kubernetes_version": None,
+                                  "instances": [], "problems": []}
+        cluster = self._cluster(session)
+        if cluster is None:
+            return report
+        report["backend_status"] = cluster["status"]
+        report["kubernetes_endpoint"] = cluster.get("endpoint")
+        report["kubernetes_version"] = cluster.get("version")
+        report["created"] = cluster.get("createdAt")
+        deleting = cluster["status"] == "DELETING"
+        groups = [] if deleting else self._members(session, "nodegroup")
+        addons = [] if deleting else self._members(session, "addon")
+        instances: dict[str, list[dict[str, Any]]] = {}
+        for instance in scan_instances(session.ctx, [{"Name": "tag:eks:cluster-name", "Values": [session.name]}]):
+            group = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}.get("eks:nodegroup-name", "")
+            instances.setdefault(group, []).append(instance)
+        for group in groups:
+            scaling = group.get("scalingConfig") or {}
+            members = instances.get(group["nodegroupName"], [])
+            report["queues"].append({
+                "name": group["nodegroupName"],
+                "instance_type": ", ".join(group.get("instanceTypes") or []) or _template_type(session, group),
+                "min": scaling.get("minSize", 0), "max": scaling.get("maxSize", 0),
+                "desired": scaling.get("desiredSize", 0), "status": group["status"],
+                "node_group_status": group["status"],
+                "running_instances": sum(1 for i in members if i["State"]["Name"] == "running"),
+            })
+            report["instances"] += [_instance_row(i, group["nodegroupName"]) for i in members]
+        report["problems"] = [f"{what} {item[name]}: {health_issues(item)}"
+                              for what, items, name in (("node group", groups, "nodegroupName"),
+                                                        ("add-on", addons, "addonName"))
+                              for item in items if health_issues(item)]
+        report["status"] = _overall(cluster["status"], [g["status"] for g in groups] + [a["status"] for a in addons])
+        return report
+
+    def login_node(self, session: Session) -> LoginNode | None:
+        """EKS has no login node: users reach the cluster through its Kubernetes API."""
+        return None
+
+    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+        return [], ["fmcluster turns on no EKS control plane logging (CreateCluster logging), so AWS holds no "
+                    f"logs of {session.name}'s own; the pods' logs are in the cluster (kubectl logs, after "
+                    f"`fmcluster kubeconfig {session.name}`)"]
+
+
+def _template_type(session: Session, group: dict[str, Any]) -> str | None:
+    """A node group whose instance type is in its launch template reports none itself (EKS API Nodegroup)."""
+    template = group.get("launchTemplate") or {}
+    if not template.get("id"):
+        return None
+    try:
+        versions = session.ctx.client("ec2").describe_launch_template_versions(
+            LaunchTemplateId=template["id"], Versions=[str(template.get("version") or "$Latest")])
+    except ClientError:
+        return None
+    data = (versions.get("LaunchTemplateVersions") or [{}])[0].get("LaunchTemplateData") or {}
+    return data.get("InstanceType")
+
+
+def _instance_row(instance: dict[str, Any], queue: str) -> dict[str, Any]:
+    return {"id": instance["InstanceId"], "queue": queue, "instance_type": instance["InstanceType"],
+            "state": instance["State"]["Name"], "launch_time": instance.get("LaunchTime")}
+
+
+def _overall(cluster_status: str, members: list[str]) -> str:
+    status = PROFILE.common_status(cluster_status)
+    if status != "ACTIVE":
+        return status
+    if any(m in ("CREATE_FAILED", "DELETE_FAILED", "DEGRADED") for m in members):
+        return "FAILED"
+    if any(m in ("CREATING", "UPDATING", "DELETING") for m in members):
+        return "CREATING" if "CREATING" in members else "UPDATING"
+    return "ACTIVE"
+

@@ -1,0 +1,150 @@
+"""Spec → every request document an EKS cluster needs: the AWS side (network, roles, cluster, add-ons, Lustre, a
+launch template and a managed node group per queue) and the Kubernetes side (the manifests of
+:mod:`fmcluster.backends.eks.manifests`, one document each)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+from fmcluster.backends.eks import manifests as kube_manifests
+from fmcluster.backends.eks.node_images import node_image
+from fmcluster.render import storage
+from fmcluster.render.common import resource_tags
+from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
+from fmcluster.render.network import VPC_KEY, network_note, render_network
+from fmcluster.render.templates import render_yaml
+from fmcluster.spec import decisions
+from fmcluster.spec.models import Queue, Spec, instance_types_of, max_nodes, min_nodes
+
+# The control plane's second subnet: a created network's subnet in a second Availability Zone, or (in the spec's
+# VPC) a subnet the backend picks outside the nodes' zone at create time.
+CONTROL_SUBNET = "control"
+SECOND_ZONE_REFERENCE = "${network.second_availability_zone}"
+CONTROL_SUBNET_REFERENCE = "${network.control_subnet_id}"
+CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND",
+                  "capacity-block": "CAPACITY_BLOCK"}
+# EKS guide, "Amazon EKS cluster IAM role" and "Amazon EKS node IAM role"; SSM lets `fmcluster ssh`-style access
+# and Session Manager reach the nodes.
+CLUSTER_POLICIES = ["arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"]
+NODE_POLICIES = ["arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+                 "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+                 "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+                 "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"]
+# The managed add-ons every cluster gets (EKS guide, "Amazon EKS add-ons"), and what each is for.
+ADDONS = {
+    "vpc-cni": "Pod networking (the Amazon VPC CNI)",
+    "kube-proxy": "Service networking on every node",
+    "coredns": "cluster DNS",
+    "eks-pod-identity-agent": "IAM credentials for pods (EKS Pod Identity)",
+    "aws-fsx-csi-driver": "FSx for Lustre volumes for pods (the FSx CSI driver)",
+}
+# Add-ons whose pods run on the nodes: made once the node groups exist, or EKS reports them DEGRADED meanwhile.
+ADDONS_ON_NODES = ("coredns", "aws-fsx-csi-driver")
+
+
+def _trust(service: str) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]})
+
+
+def role_name(cluster: str, region: str, purpose: str) -> str:
+    """IAM role names are per account: the Region keeps two clusters of one name apart (the spec rules keep it
+    within IAM's 64 characters)."""
+    return f"{cluster}-{region}-eks-{purpose}"
+
+
+def control_subnet_cidr(vpc_cidr: str) -> str:
+    """The tenth sixteenth of the VPC, after the compute half and the public sixteenth."""
+    return str(list(ipaddress.ip_network(vpc_cidr).subnets(prefixlen_diff=4))[9])
+
+
+def render(spec: Spec, subnet_id: str | None = None, vpc_id: str | None = None) -> RenderedDocuments:
+    rendered = RenderedDocuments(backend="eks")
+    instance_tags = resource_tags(spec)
+    network = render_network(spec)
+    if network is not None:
+        vpc_id = network.vpc_id
+        subnet = network.compute_subnet_id
+        rendered.documents.extend(network.documents)
+        rendered.notes.append(network_note(network) + "; EKS's control plane also takes a subnet in a second "
+                              f"Availability Zone ({SECOND_ZONE_REFERENCE})")
+    else:
+        subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
+        rendered.notes.append("EKS's control plane takes subnets in two Availability Zones: the nodes' subnet and one "
+                              f"of the same VPC in another zone, picked at create time ({CONTROL_SUBNET_REFERENCE})")
+
+    def add(filename: str, kind: str, key: str, service: str, operations: dict[str, str], template: str,
+            **context: object) -> None:
+        context.setdefault("tags", resource_tags(spec, f"{kind}:{key}"))
+        text, body = render_yaml(template, instance_tags=instance_tags, **context)
+        rendered.documents.append(Document(filename, kind, key, service, operations, text, body))
+
+    if network is not None:
+        add("subnet-control.yaml", "subnet", CONTROL_SUBNET, "ec2", {"create": "CreateSubnet"},
+            "network/subnet.yaml.j2", vpc_key=VPC_KEY, cidr=control_subnet_cidr(spec.network.vpc_cidr), public=False,
+            availability_zone=SECOND_ZONE_REFERENCE, key=CONTROL_SUBNET,
+            tags={**resource_tags(spec, f"subnet:{CONTROL_SUBNET}"), "Name": f"{spec.name}-{CONTROL_SUBNET}"},
+            purpose="subnet in a second Availability Zone for the EKS control plane (EKS requires two)")
+        control_subnet = f"${{subnet.{CONTROL_SUBNET}.id}}"
+    else:
+        control_subnet = CONTROL_SUBNET_REFERENCE
+
+    add("security-group.yaml", "security_group", "cluster", "ec2",
+        {"create": "CreateSecurityGroup", "ingress": "AuthorizeSecurityGroupIngress",
+         "egress": "AuthorizeSecurityGroupEgress"},
+        "eks/security_group.yaml.j2", name=f"{spec.name}-nodes", cluster=spec.name,
+        vpc_id=vpc_id or "${network.vpc_id}")
+    add("iam-role-cluster.yaml", "iam_role", "cluster", "iam", {"role": "CreateRole"}, "eks/iam_role.yaml.j2",
+        cluster=spec.name, role_name=role_name(spec.name, spec.region, "cluster"),
+        purpose="EKS cluster role (EKS manages the control plane's network interfaces with it)",
+        assume_role_policy=_trust("eks.amazonaws.com"), managed_policy_arns=CLUSTER_POLICIES)
+    add("iam-role-nodes.yaml", "iam_role", "nodes", "iam", {"role": "CreateRole"}, "eks/iam_role.yaml.j2",
+        cluster=spec.name, role_name=role_name(spec.name, spec.region, "nodes"),
+        purpose="EKS node role (every managed node group's instances)",
+        assume_role_policy=_trust("ec2.amazonaws.com"),
+        managed_policy_arns=[*NODE_POLICIES, *spec.iam.additional_policies])
+    add("eks-cluster.yaml", "eks_cluster", spec.name, "eks", {"": "CreateCluster"}, "eks/cluster.yaml.j2",
+        name=spec.name, version=spec.kubernetes.version, subnets=[subnet, control_subnet])
+    for addon, purpose in ADDONS.items():
+        add(f"eks-addon-{addon}.yaml", "eks_addon", addon, "eks", {"": "CreateAddon"}, "eks/addon.yaml.j2",
+            cluster=spec.name, name=addon, purpose=purpose)
+
+    lustre = storage.lustre(add, spec, subnet)
+
+    placement_groups = {q.name for q in spec.queues if decisions.placement_group_enabled(q)}
+    for name in sorted(placement_groups):
+        add(f"placement-group-{name}.yaml", "placement_group", name, "ec2", {"": "CreatePlacementGroup"},
+            "pcs/placement_group.yaml.j2", name=f"{spec.name}-{name}")
+    for queue in spec.queues:
+        _queue_documents(spec, queue, subnet, queue.name in placement_groups, add)
+
+    for manifest in kube_manifests.manifests(spec, lustre):
+        text, body = kube_manifests.document_text(manifest)
+        rendered.documents.append(Document(kube_manifests.filename(manifest), "kube_object",
+                                           kube_manifests.object_key(manifest), "kubernetes", {"": "apply"},
+                                           text, body))
+    return rendered
+
+
+def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: bool, add: object) -> None:
+    types = instance_types_of(queue)
+    capacity = queue.capacity
+    # A Capacity Block's template names its type (EKS guide); a queue of several types names them in the node
+    # group instead (EKS takes them in one place only).
+    in_template = len(types) == 1
+    interfaces = decisions.efa_network_interfaces(queue) or [{"card": 0, "device": 0, "efa": False,
+                                                              "efa_only": False}]
+    add(f"launch-template-{queue.name}.yaml", "launch_template", queue.name, "ec2", {"": "CreateLaunchTemplate"},
+        "eks/launch_template.yaml.j2", name=f"{spec.name}-{queue.name}", queue=queue.name, cluster=spec.name,
+        instance_type=queue.instance_type, instance_type_in_template=in_template, key_name=spec.network.ssh.key_name,
+        root_volume_gib=decisions.queue_root_volume_gib(spec, queue), reservation_id=capacity.reservation_id,
+        resource_group_arn=capacity.resource_group_arn, capacity_block=capacity.type == "capacity-block",
+        placement_group=queue.name if placement_group else None, network_interfaces=interfaces,
+        efa=decisions.efa_enabled(queue), extra_security_groups=spec.network.additional_security_groups)
+    add(f"eks-nodegroup-{queue.name}.yaml", "eks_nodegroup", queue.name, "eks", {"": "CreateNodegroup"},
+        "eks/nodegroup.yaml.j2", cluster=spec.name, queue=queue.name, instance_types=list(types),
+        instance_type_in_template=in_template, min_size=min_nodes(queue), max_size=max_nodes(queue),
+        # No cluster autoscaler: the nodes that run are the ones asked for, which `scale` changes.
+        desired_size=min_nodes(queue), subnet_id=queue.subnet_id or subnet, ami_type=node_image(queue).ami_type,
+        capacity_type=CAPACITY_TYPES[capacity.type], labels=kube_manifests.node_labels(queue))

@@ -1,0 +1,163 @@
+"""What the spec must satisfy for Amazon EKS: its name patterns (botocore's EKS model, Kubernetes object names),
+the Kubernetes versions EKS offers, and every Slurm-cluster field an EKS cluster cannot honour, each refused with
+the reason."""
+
+from __future__ import annotations
+
+import re
+
+from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
+from fmcluster.backends.eks.render import role_name
+from fmcluster.catalog import eks_versions
+from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget
+from fmcluster.spec.models import Queue, Spec
+from fmcluster.spec.positions import Path_
+from fmcluster.spec.tag_rules import AWS_TAGS_PER_RESOURCE, FMCLUSTER_TAGS
+
+# botocore's EKS model: clusterName "^[0-9A-Za-z][A-Za-z0-9\-_]*", 1 to 100 characters.
+EKS_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]*$")
+EKS_CLUSTER_NAME_MAX = 100
+# A queue names a node group, a Kueue ClusterQueue and LocalQueue, a Volcano or KAI Queue: Kubernetes object
+# names and label values, so an RFC 1123 label ("Object Names and IDs").
+KUBERNETES_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+KUBERNETES_NAME_MAX = 63
+IAM_ROLE_NAME_MAX = 64
+# EKS allows 50 tags per resource (EKS API TagResource); its node instances also carry the tags EC2 Auto Scaling
+# and EKS add (eks:cluster-name, eks:nodegroup-name, kubernetes.io/cluster/<name>, aws:autoscaling:groupName).
+EKS_INSTANCE_TAGS = 3
+# What a Slurm cluster has and an EKS cluster does not, and why; each field the spec sets is refused.
+NOT_ON_EKS = {
+    ("head_node",): "EKS runs the control plane itself: there is no head or login node (reach the cluster with "
+                    "`fmcluster kubeconfig NAME`)",
+    ("slurm",): "an EKS cluster schedules with kubernetes.scheduler, not Slurm",
+    ("network", "head_subnet_id"): "EKS has no head or login node",
+    ("network", "ssh", "allowed_cidr"): "EKS nodes take no SSH from outside: reach the cluster through its Kubernetes "
+                                        "API (`fmcluster kubeconfig NAME`)",
+    ("network", "security_groups"): "every node needs fmcluster's self-referencing group (EFA) and EKS's cluster "
+                                    "group (the control plane); put your groups in additional_security_groups",
+    ("os",): "EKS managed nodes boot the EKS-optimized Amazon Linux 2023 images (alinux2023) only",
+    ("image", "family"): "EKS managed nodes boot the EKS-optimized AL2023 image of their hardware (NVIDIA, Neuron "
+                         "or standard)",
+    ("storage", "home"): "an EKS cluster shares files through volumes; use storage.lustre, mounted as the "
+                         "PersistentVolumeClaim fmcluster makes",
+    ("software",): "Enroot/Pyxis and the Slurm exporters are for Slurm nodes; on EKS, containers are the unit and "
+                   "the device plugins fmcluster installs serve GPUs, EFA and Neuron",
+    ("bootstrap",): "node scripts are for Slurm nodes; on EKS run the work as a DaemonSet or in the training image",
+    ("pcs",): "pcs.size is for the pcs backend",
+}
+NOT_ON_EKS_QUEUE = {
+    "slurm_settings": "an EKS node group has no Slurm partition",
+    "job_exclusive": "Kubernetes places pods by their resource requests; a pod asking for every GPU has its node "
+                     "alone",
+    "compute_resource": "the node group is named after the queue",
+    "scratch_mount": "pods reach the instance-store NVMe through a volume; fmcluster formats nothing on EKS nodes",
+    "iam": "every node group uses the cluster's one node role; put the policies in iam.additional_policies",
+    "gpu_health_checks": "fmcluster's GPU health checks run as Slurm health checks or PCS deep health checks; EKS "
+                         "has neither",
+}
+
+
+class EksSpecRules(BackendSpecRules):
+    default_os = "alinux2023"
+    stock_images = "the EKS-optimized Amazon Linux 2023 images"
+    runs_head_node = False
+
+    def control_plane_usd_per_hour(self, spec: Spec) -> float:
+        return eks_versions.control_plane_usd_per_hour(spec.kubernetes.version)
+
+    def compute_resource_name(self, queue: Queue) -> str:
+        return queue.name
+
+    def check(self, spec: Spec, error: Report, warn: Report) -> None:
+        self._names(spec, error)
+        self._version(spec, error, warn)
+        self._not_on_eks(spec, error)
+        self._node_images(spec, error)
+        self._scaling(spec, warn)
+
+    def tag_budget(self) -> TagBudget:
+        own = FMCLUSTER_TAGS
+        return TagBudget(own, AWS_TAGS_PER_RESOURCE - len(own) - EKS_INSTANCE_TAGS - 1,
+                         f"AWS allows {AWS_TAGS_PER_RESOURCE} tags per resource, fmcluster adds {len(own)} of its "
+                         f"own and EKS {EKS_INSTANCE_TAGS + 1} more to every node")
+
+    def build_advice(self, family: str, source: str) -> str:
+        return "EKS managed nodes boot the EKS-optimized AL2023 images; remove image"
+
+    def nodes_without_internet(self, path: Path_, message: str, remedy: str, error: Report, warn: Report) -> None:
+        error(path, f"{message}, the EKS API or the container registries to join the cluster: {remedy}")
+
+    # -- the rules only EKS has ---------------------------------------------------------------------------
+    def _names(self, spec: Spec, error: Report) -> None:
+        if not EKS_CLUSTER_NAME.match(spec.name):
+            error(("name",), f"'{spec.name}': EKS cluster names start with a letter or digit and hold only letters, "
+                             "digits, hyphens and underscores")
+        longest = max(len(role_name(spec.name, spec.region, purpose)) for purpose in ("cluster", "nodes"))
+        if longest > IAM_ROLE_NAME_MAX:
+            most = len(spec.name) - (longest - IAM_ROLE_NAME_MAX)
+            error(("name",), f"'{spec.name}' is {len(spec.name)} characters; its IAM role names "
+                             f"({role_name(spec.name, spec.region, 'cluster')}) pass IAM's {IAM_ROLE_NAME_MAX}: "
+                             f"in {spec.region} use at most {most}")
+        for index, queue in enumerate(spec.queues):
+            if len(queue.name) > KUBERNETES_NAME_MAX or not KUBERNETES_NAME.match(queue.name):
+                error(("queues", index, "name"), f"'{queue.name}': on eks a queue names its node group and the "
+                      "scheduler's queue objects, so it must be a Kubernetes name: lowercase letters, digits and "
+                      f"hyphens, starting and ending with a letter or digit, at most {KUBERNETES_NAME_MAX}")
+
+    def _version(self, spec: Spec, error: Report, warn: Report) -> None:
+        version = spec.kubernetes.version
+        support = eks_versions.support(version)
+        offered = ", ".join((*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT))
+        if support is None:
+            error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version}: it offers {offered} "
+                  f"(the newest, {eks_versions.DEFAULT_VERSION}, is the default)")
+        elif support == "extended":
+            warn(("kubernetes", "version"), f"Kubernetes {version} is on EKS extended support: the control plane "
+                 f"costs ${eks_versions.CONTROL_PLANE_USD_PER_HOUR['extended']:.2f}/h instead of "
+                 f"${eks_versions.CONTROL_PLANE_USD_PER_HOUR['standard']:.2f}/h, until EKS upgrades it itself "
+                 f"at the end of extended support; {eks_versions.DEFAULT_VERSION} is on standard support")
+
+    def _not_on_eks(self, spec: Spec, error: Report) -> None:
+        for path, why in NOT_ON_EKS.items():
+            if _set(spec, path):
+                error(path, f"not supported on eks: {why}")
+        for index, queue in enumerate(spec.queues):
+            for name, why in NOT_ON_EKS_QUEUE.items():
+                if name in queue.model_fields_set:
+                    error(("queues", index, name), f"not supported on eks: {why}")
+
+    def _node_images(self, spec: Spec, error: Report) -> None:
+        """Every node boots the EKS-optimized AL2023 image of its hardware; an accelerated type needs the variant
+        AWS lists it for, on its own architecture (p6e-gb200's Grace CPUs: the ARM NVIDIA image)."""
+        for index, queue in enumerate(spec.queues):
+            image = node_image(queue)
+            if not image.serves(queue.instance_type):
+                families = ", ".join(ACCELERATED_FAMILIES[(image.architecture, image.variant)])
+                error(("queues", index, "instance_type"),
+                      f"{queue.instance_type} needs {image.describe()}, and AWS publishes it only for {families} "
+                      f"({GUIDE_PAGE}): use a type it lists, or the pcs or parallelcluster backend")
+            if "image" in spec.model_fields_set and spec.image is not None and spec.image.ami is not None:
+                error(("image", "ami"), f"not supported on eks: queue {queue.name} ({queue.instance_type}, "
+                      f"{image.architecture}) boots {image.describe()}, which EKS picks by the node group's amiType; "
+                      "a custom AMI needs its own node bootstrap, which fmcluster does not write. Remove image")
+                return
+
+    def _scaling(self, spec: Spec, warn: Report) -> None:
+        ranged = [(index, q) for index, q in enumerate(spec.queues) if not isinstance(q.nodes, int)]
+        for index, queue in ranged:
+            warn(("queues", index, "nodes"), f"on eks, {queue.name} runs its min of {queue.nodes.min} nodes: fmcluster "
+                 "installs no cluster autoscaler, so the node group grows only when `fmcluster scale` asks "
+                 f"(up to its max of {queue.nodes.max})")
+
+
+def _set(spec: Spec, path: tuple[str, ...]) -> bool:
+    """Whether the spec's author wrote the field at ``path`` (a default does not count)."""
+    model = spec
+    for name in path[:-1]:
+        if name not in model.model_fields_set:
+            return False
+        model = getattr(model, name)
+    return path[-1] in model.model_fields_set
+
+
+RULES = EksSpecRules()
