@@ -8,6 +8,7 @@ as a :class:`Question`, which the lifecycle asks.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -64,6 +65,18 @@ class LoginNode:
     state: str | None = None  # the EC2 instance state
     public_ip: str | None = None
     private_ip: str | None = None
+
+
+@dataclass(frozen=True)
+class KubeAccess:
+    """How to reach a cluster's Kubernetes API: its endpoint, the certificate authority that verifies it
+    (base64 PEM, as EKS DescribeCluster gives it), and a fresh bearer token on each call of ``token``."""
+
+    cluster: str
+    region: str
+    server: str
+    certificate_authority: str
+    token: Callable[[], str] = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True, order=True)
@@ -123,6 +136,11 @@ class Backend(ABC):
     @abstractmethod
     def login_node(self, session: Session) -> LoginNode | None:
         """The node users log in to (in whatever state it is), or None when there is none."""
+
+    def kube_access(self, session: Session) -> KubeAccess | None:
+        """How to reach the cluster's Kubernetes API; None for a backend without one (or a cluster whose API is
+        not up)."""
+        return None
 
     @abstractmethod
     def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:

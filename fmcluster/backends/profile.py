@@ -24,6 +24,8 @@ class BackendProfile:
     # Its ``discover`` scans for every kind of resource fmcluster makes itself, anchor or not: the backend
     # that finds what is left of a cluster whose anchor AWS no longer holds.
     finds_everything: bool = False
+    # Its clusters are reached through a Kubernetes API (`fmcluster kubeconfig`), not by ssh to a login node.
+    kubernetes_api: bool = False
 
     def common_status(self, raw: str) -> str:
         """``raw`` in the common vocabulary; a status the map does not know is in progress."""

@@ -1,4 +1,4 @@
-"""The commands for a running cluster — ``ssh``, ``smoke``, ``logs`` — registered on the main app. Thin:
+"""The commands for a running cluster — ``ssh``, ``kubeconfig``, ``smoke``, ``logs`` — registered on the main app. Thin:
 parse, call :mod:`fmcluster.connect`, render."""
 
 from __future__ import annotations
@@ -54,6 +54,45 @@ def register(app: typer.Typer, name_argument: object) -> None:
             os.execvp(argv[0], argv)
         except FileNotFoundError:
             raise UsageError("ssh is not installed here (install the OpenSSH client)") from None
+
+    @app.command()
+    def kubeconfig(
+        name: str = name_argument,  # type: ignore[assignment]
+        output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                             help="Write it to FILE (readable by you alone) instead of stdout."),
+        token: bool = typer.Option(False, "--token", help="Print a fresh bearer token as kubectl's exec plugin "
+                                                          "protocol asks (what the kubeconfig's user runs)."),
+    ) -> None:
+        """Print a kubeconfig for an EKS cluster's Kubernetes API: its endpoint, the certificate authority EKS
+        issued, and a user that gets each token from `fmcluster kubeconfig NAME --token` (an EKS token, made as
+        `aws eks get-token` makes it, with the credentials fmcluster uses). The cluster's creator is its admin.
+
+        Examples: fmcluster kubeconfig llama-eks -o ~/.kube/llama-eks && KUBECONFIG=~/.kube/llama-eks kubectl get
+        nodes   ·   fmcluster kubeconfig llama-eks > ~/.kube/config
+        """
+        import json
+        import os
+
+        import yaml
+
+        from fmcluster.connect import kubeconfig as kube
+        from fmcluster.errors import UsageError
+
+        if token:
+            if output:
+                raise UsageError("--token prints the credential kubectl reads; it takes no --output")
+            typer.echo(json.dumps(kube.exec_credential(name)))
+            return
+        text = yaml.safe_dump(kube.kubeconfig(name), sort_keys=False)
+        if output is None:
+            typer.echo(text, nl=False)
+            return
+        try:
+            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror}") from None
 
     @app.command()
     def smoke(

@@ -22,11 +22,15 @@ def resolve(name: str, host: str | None = None, user: str | None = None,
         why = stored_spec_problem(session.record.spec) or "see status"
         raise NodeNotFound(f"the recorded spec of {name} no longer loads ({why}); use --host, or "
                            f"`fmcluster status {name}` for what exists")
+    profile = registry.profile(spec.backend)
+    if profile.kubernetes_api:
+        raise NodeNotFound(f"{name} is an {profile.display} cluster: it has no node to ssh to; "
+                           f"`fmcluster kubeconfig {name}` writes the kubeconfig that reaches its Kubernetes API")
     if host:
         return spec, target_for_host(spec, host, user, identity)
     node = session.backend.login_node(session)
     if node is None:
-        where = registry.profile(spec.backend).login_where
+        where = profile.login_where
         raise NodeNotFound(f"cluster {name} has no running {where} in {session.region}; "
                            f"`fmcluster status {name}` shows what exists")
     return spec, target_for_node(spec, session.region, node, aws.target().profile, user, identity)

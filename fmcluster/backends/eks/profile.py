@@ -12,6 +12,7 @@ PROFILE = BackendProfile(
     anchor_kind="eks_cluster",
     extra="kubernetes",
     finds_everything=True,
+    kubernetes_api=True,
     # EKS's cluster statuses (EKS API DescribeCluster) in the one vocabulary of `status`.
     status={"CREATING": "CREATING", "ACTIVE": "ACTIVE", "UPDATING": "UPDATING", "DELETING": "DELETING",
             "FAILED": "FAILED", "PENDING": "CREATING"},
