@@ -131,6 +131,19 @@ def test_misspelt_fields_are_reported() -> None:
     assert any(p.startswith("ClusterQueue/gpu: spec:") and "'cohort' was unexpected" in p for p in problems)
 
 
+def test_an_unknown_kind_or_reference_is_a_problem_not_a_crash() -> None:
+    objects = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                "data": {"fs": "${nothing.lustre.id}"}},
+               {"apiVersion": "apps/v9", "kind": "DaemonSet", "metadata": {"name": "plugin"}},
+               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Queue_A"}}]
+    assert manifest_problems(objects, "1.36") == [
+        "ConfigMap/settings: no stand-in for reference ${nothing.lustre.id}",
+        "DaemonSet/plugin: no schema for DaemonSet apps/v9: neither a Kubernetes 1.36.0 kind nor one of fmcluster's "
+        "scheduler CRDs",
+        "ConfigMap/Queue_A: metadata.name: 'Queue_A' is not a Kubernetes name (lower-case letters, digits, '-' and "
+        "'.', starting and ending with a letter or digit, at most 253 characters)"]
+
+
 def test_kai_queue_resources_outside_the_crd_are_reported() -> None:
     spec = eks_spec("kai")
     objects = manifests(spec)

@@ -43,9 +43,13 @@ def manifest_problems(objects: list[dict[str, Any]], kubernetes_version: str) ->
     version = schema_version(kubernetes_version)
     problems: list[str] = []
     for obj in objects:
-        obj = with_stand_ins(obj)
         where = f"{obj.get('kind', '?')}/{(obj.get('metadata') or {}).get('name', '?')}"
-        problems += [f"{where}: {problem}" for problem in _object_problems(obj, version)]
+        try:
+            filled = with_stand_ins(obj)
+        except KeyError as exc:  # a reference nothing at create time would fill
+            problems.append(f"{where}: {exc.args[0]}")
+            continue
+        problems += [f"{where}: {problem}" for problem in _object_problems(filled, version)]
     return problems
 
 
