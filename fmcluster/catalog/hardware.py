@@ -53,6 +53,7 @@ class Hardware:
     efa_interfaces: int | None  # EFA interfaces a launch template attaches: one per EFA-capable card
     nvme_gb: float | None
     vcpus: int | None = None
+    memory_gib: float | None = None  # host memory (what a Kubernetes node offers before system reservations)
     notes: tuple[str, ...] = field(default_factory=tuple)
     # Cards whose EC2 NetworkCards[].InterfaceTypes allow only "efa-only" (p6e-gb200's odd cards): an "efa"
     # interface there is refused by RunInstances.
@@ -83,7 +84,7 @@ def hardware(name: str) -> Hardware:
             accelerator_kind=facts.accelerator.kind, accelerator_model=facts.accelerator.model,
             accelerator_memory_gib=facts.hbm_gib_per_accelerator, efa_supported=facts.efa is not None,
             network_cards=facts.efa.network_cards if facts.efa else None, efa_interfaces=efa_interfaces,
-            nvme_gb=facts.nvme_gb, vcpus=facts.vcpus,
+            nvme_gb=facts.nvme_gb, vcpus=facts.vcpus, memory_gib=facts.memory_gib,
             efa_only_cards=from_ec2(described).efa_only_cards if described is not None else frozenset())
     if described is not None:
         return from_ec2(described)
@@ -120,6 +121,7 @@ def from_ec2(described: dict[str, Any]) -> Hardware:
         efa_interfaces=(network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") if efa else None,
         nvme_gb=(described.get("InstanceStorageInfo") or {}).get("TotalSizeInGB"),
         vcpus=(described.get("VCpuInfo") or {}).get("DefaultVCpus"),
+        memory_gib=((described.get("MemoryInfo") or {}).get("SizeInMiB") or 0) / MIB_PER_GIB or None,
         efa_only_cards=frozenset(int(card["NetworkCardIndex"]) for card in network.get("NetworkCards") or []
                                  if "efa-only" in (card.get("InterfaceTypes") or [])
                                  and "efa" not in card["InterfaceTypes"]))

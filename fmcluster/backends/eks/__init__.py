@@ -1,0 +1,1 @@
+"""The eks backend: Amazon EKS with one batch scheduler (Kueue, Volcano or the NVIDIA KAI Scheduler)."""

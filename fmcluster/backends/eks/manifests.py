@@ -1,0 +1,120 @@
+"""Every Kubernetes object fmcluster makes for an eks spec, in the order they are applied.
+
+Decisions here (which plugins, which quotas, what the Lustre volume refers to); layout in ``templates/eks/``. Every
+object carries fmcluster's ownership labels, so ``destroy`` finds (and deletes) its own and nothing else. Values AWS
+issues at create time (the Lustre file system's id, DNS name, mount name) are references, ``${kind.key.attr}``,
+filled by the engine as for every other rendered document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fmcluster.backends.eks import device_plugins, quotas
+from fmcluster.backends.eks.crds import crds
+from fmcluster.catalog.hardware import hardware
+from fmcluster.render.templates import render_yaml
+from fmcluster.spec import decisions
+from fmcluster.spec.models import Queue, Spec, instance_types_of, max_nodes
+
+CLUSTER_LABEL = "fmcluster.io/cluster"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "fmcluster"
+# Where the claim and the scheduler's namespaced queues live: the namespace a job lands in unless it names one.
+WORKLOAD_NAMESPACE = "default"
+LUSTRE_NAME = "fsx-lustre"
+KAI_PARENT_QUEUE = "fmcluster"
+MEGABYTES_PER_GIB = 1024**3 / 10**6
+
+
+def ownership_labels(spec: Spec) -> dict[str, str]:
+    """The labels on every object fmcluster makes for ``spec``."""
+    return {CLUSTER_LABEL: spec.name, MANAGED_BY_LABEL: MANAGED_BY}
+
+
+def node_labels(queue: Queue) -> dict[str, str]:
+    """The labels a queue's node group puts on its nodes: its queue, and one per device plugin its nodes need."""
+    labels = {device_plugins.QUEUE_LABEL: queue.name}
+    if hardware(queue.instance_type).has_gpus:
+        labels[device_plugins.NVIDIA_LABEL] = "true"
+    if decisions.needs_neuron(queue):
+        labels[device_plugins.NEURON_LABEL] = "true"
+    if quotas.efa_interfaces(queue):
+        labels[device_plugins.EFA_LABEL] = "true"
+    return labels
+
+
+def manifests(spec: Spec) -> list[dict[str, Any]]:
+    """The Kubernetes objects for ``spec``, in apply order: CRDs first (their kinds must exist before their
+    objects), then device plugins, storage, and the scheduler's queues."""
+    objects: list[dict[str, Any]] = list(crds(spec.kubernetes.scheduler))
+    objects += _device_plugins(spec)
+    if spec.storage.lustre is not None:
+        objects += _lustre(spec)
+    objects += _scheduler_queues(spec)
+    labels = ownership_labels(spec)
+    for obj in objects:
+        metadata = obj.setdefault("metadata", {})
+        metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    return objects
+
+
+def _device_plugins(spec: Spec) -> list[dict[str, Any]]:
+    """Only the plugins some queue's nodes need: a DaemonSet with no node to run on is noise in ``status``."""
+    wanted = {label for queue in spec.queues for label in node_labels(queue)}
+    objects: list[dict[str, Any]] = []
+    if device_plugins.NVIDIA_LABEL in wanted:
+        objects.append(render_yaml("eks/nvidia_device_plugin.yaml.j2", image=device_plugins.NVIDIA_IMAGE,
+                                   node_label=device_plugins.NVIDIA_LABEL)[1])
+    if device_plugins.NEURON_LABEL in wanted:
+        objects += render_yaml("eks/neuron_device_plugin.yaml.j2", image=device_plugins.NEURON_IMAGE,
+                               node_label=device_plugins.NEURON_LABEL)[1]
+    if device_plugins.EFA_LABEL in wanted:
+        objects.append(render_yaml("eks/efa_device_plugin.yaml.j2", image=device_plugins.efa_image(spec.region),
+                                   node_label=device_plugins.EFA_LABEL)[1])
+    return objects
+
+
+def _lustre(spec: Spec) -> list[dict[str, Any]]:
+    lustre = spec.storage.lustre
+    assert lustre is not None
+    if lustre.existing_id is not None:  # read from FSx at create time (fmcluster/backends/existing_storage.py)
+        file_system_id = lustre.existing_id
+        dns_name, mount_name = "${existing_fsx_lustre.lustre.dns_name}", "${existing_fsx_lustre.lustre.mount_name}"
+    else:  # the file system fmcluster creates (fmcluster/backends/fsx.py)
+        file_system_id = "${fsx_lustre.lustre.id}"
+        dns_name, mount_name = "${fsx_lustre.lustre.dns_name}", "${fsx_lustre.lustre.mount_name}"
+    return render_yaml("eks/lustre.yaml.j2", storage_class=LUSTRE_NAME, volume=LUSTRE_NAME, claim=LUSTRE_NAME,
+                       namespace=WORKLOAD_NAMESPACE, capacity=f"{lustre.capacity_gib}Gi",
+                       file_system_id=file_system_id, dns_name=dns_name, mount_name=mount_name)[1]
+
+
+def _scheduler_queues(spec: Spec) -> list[dict[str, Any]]:
+    scheduler = spec.kubernetes.scheduler
+    if scheduler == "kueue":
+        return _kueue(spec)
+    if scheduler == "volcano":
+        queues = [{"name": queue.name, "quota": quotas.queue_quota(queue)} for queue in spec.queues]
+        return render_yaml("eks/volcano.yaml.j2", queues=queues)[1]
+    return render_yaml("eks/kai.yaml.j2", parent=KAI_PARENT_QUEUE,
+                       queues=[{"name": queue.name, "quota": _kai_quota(queue)} for queue in spec.queues])[1]
+
+
+def _kueue(spec: Spec) -> list[dict[str, Any]]:
+    # One flavor per instance type, shared by the queues that launch it; a queue of several types lists each
+    # type's flavor, every one with the queue's whole quota (its node group may be all of any one type).
+    flavors = {name: {"name": name, "instance_type": name} for queue in spec.queues
+               for name in instance_types_of(queue)}
+    queues = [{"name": queue.name, "covered": quotas.covered_resources(queue), "quota": quotas.queue_quota(queue),
+               "flavors": list(instance_types_of(queue))} for queue in spec.queues]
+    return render_yaml("eks/kueue.yaml.j2", flavors=list(flavors.values()), queues=queues,
+                       namespace=WORKLOAD_NAMESPACE)[1]
+
+
+def _kai_quota(queue: Queue) -> dict[str, int]:
+    """The queue's quota in KAI's units: millicpus, GPUs, megabytes. Neuron devices and EFA have no KAI field."""
+    node = quotas.node_resources(queue)
+    nodes = max_nodes(queue)
+    return {"cpu": node.cpu * 1000 * nodes, "gpu": node.nvidia_gpus * nodes,
+            "memory": int(node.memory_gib * MEGABYTES_PER_GIB) * nodes}
+
