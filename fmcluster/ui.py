@@ -129,7 +129,8 @@ def status_view(report: dict | list) -> RenderableType:
     parts: list[RenderableType] = [Text.from_markup(
         f"[bold]{_escape(report['name'])}[/] ({report['backend']}, {report['region']}): [bold]{report['status']}[/]"
         + _escape(raw))]
-    for key in ("since", "slurm_endpoint", "head_node", "compute_fleet", "version", "error"):
+    for key in ("since", "slurm_endpoint", "kubernetes_endpoint", "kubernetes_version", "head_node", "compute_fleet",
+                "version", "error"):
         if report.get(key):
             parts.append(Text(f"  {key.replace('_', ' ')}: {report[key]}"))
     for problem in report.get("problems") or []:

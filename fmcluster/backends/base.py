@@ -68,7 +68,7 @@ class LoginNode:
 
 
 @dataclass(frozen=True)
-class KubeAccess:
+class KubeEndpoint:
     """How to reach a cluster's Kubernetes API: its endpoint, the certificate authority that verifies it
     (base64 PEM, as EKS DescribeCluster gives it), and a fresh bearer token on each call of ``token``."""
 
@@ -137,7 +137,7 @@ class Backend(ABC):
     def login_node(self, session: Session) -> LoginNode | None:
         """The node users log in to (in whatever state it is), or None when there is none."""
 
-    def kube_access(self, session: Session) -> KubeAccess | None:
+    def kube_access(self, session: Session) -> KubeEndpoint | None:
         """How to reach the cluster's Kubernetes API; None for a backend without one (or a cluster whose API is
         not up)."""
         return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from fmcluster import aws
 from fmcluster.backends import registry
-from fmcluster.backends.base import KubeAccess
+from fmcluster.backends.base import KubeEndpoint
 from fmcluster.errors import UsageError
 from fmcluster.lifecycle.common import open_cluster
 from fmcluster.state import StateStore
@@ -19,7 +19,7 @@ EXEC_API = "client.authentication.k8s.io/v1beta1"
 TOKEN_LIFETIME = dt.timedelta(seconds=60)
 
 
-def _access(name: str) -> tuple[KubeAccess, str]:
+def _access(name: str) -> tuple[KubeEndpoint, str]:
     session = open_cluster(StateStore(readonly=True), name)
     access = session.backend.kube_access(session)
     if access is None:

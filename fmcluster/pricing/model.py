@@ -141,6 +141,11 @@ def live_cost(report: dict[str, Any], spec: Spec | None = None, now: dt.datetime
         # A NAT gateway bills while it exists, from its CreateTime.
         so_far += nat * _hours(gateway.get("created"), now)
         per_hour_now += nat
+    # A managed control plane (EKS) bills by the hour from the cluster's creation.
+    control_plane = report.get("control_plane_usd_per_hour") or 0.0
+    if control_plane:
+        so_far += control_plane * _hours(report.get("created"), now)
+        per_hour_now += control_plane
     if spec is not None:
         cost = spec_cost(spec, prices)
         per_hour_max = cost.usd_per_hour
@@ -153,8 +158,8 @@ def live_cost(report: dict[str, Any], spec: Spec | None = None, now: dt.datetime
             "usd_per_hour_max": round_usd(per_hour_max) if per_hour_max is not None else None,
             "cost_by_queue": {q: {k: round_usd(v) for k, v in c.items()} for q, c in sorted(per_queue.items())},
             "cost_basis": f"bundled prices as of {prices.as_of} (Capacity Block queues at their block rate, the "
-                          "rest On-Demand), from instance launch times (a created NAT gateway's from its "
-                          f"creation); {at_max}"
+                          "rest On-Demand), from instance launch times (a created NAT gateway's and a "
+                          f"control plane's from their creation); {at_max}"
                           + (f"; no price for {', '.join(sorted(unpriced))}" if unpriced else "")}
 
 

@@ -77,9 +77,9 @@ def render_network(spec: Spec) -> NetworkDocuments | None:
     return network
 
 
-def network_note(network: NetworkDocuments) -> str:
+def network_note(network: NetworkDocuments, public_subnet_for: str = "the head/login node") -> str:
     return (f"network: fmcluster creates a VPC ({network.cidr}) with a private compute subnet behind a NAT gateway "
-            f"and a public subnet for the head/login node, in the AZ chosen at create time "
+            f"and a public subnet for {public_subnet_for}, in the AZ chosen at create time "
             f"(${{network.availability_zone}}); the NAT gateway costs ${NAT_GATEWAY_USD_PER_HOUR}/h plus "
             f"${NAT_GATEWAY_USD_PER_GB}/GB processed (us-east-1) and its public IPv4 address "
             f"${PUBLIC_IPV4_USD_PER_HOUR}/h while the cluster exists")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
+from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
@@ -26,6 +26,7 @@ from fmcluster.backends.existing_storage import ExistingFsxLustre
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
 from fmcluster.backends.iam import IamRole
 from fmcluster.backends.ownership import is_ours
+from fmcluster.catalog import eks_versions
 from fmcluster.engine import Resource
 from fmcluster.errors import UsageError
 from fmcluster.network import Placement
@@ -183,6 +184,7 @@ class EksBackend(Backend):
         report["kubernetes_endpoint"] = cluster.get("endpoint")
         report["kubernetes_version"] = cluster.get("version")
         report["created"] = cluster.get("createdAt")
+        report["control_plane_usd_per_hour"] = eks_versions.control_plane_usd_per_hour(cluster.get("version") or "")
         deleting = cluster["status"] == "DELETING"
         groups = [] if deleting else self._members(session, "nodegroup")
         addons = [] if deleting else self._members(session, "addon")

@@ -7,8 +7,11 @@ from __future__ import annotations
 import ipaddress
 import json
 
+import yaml
+
 from fmcluster.backends.eks import manifests as kube_manifests
 from fmcluster.backends.eks.node_images import node_image
+from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.render import storage
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
@@ -59,7 +62,9 @@ def control_subnet_cidr(vpc_cidr: str) -> str:
     return str(list(ipaddress.ip_network(vpc_cidr).subnets(prefixlen_diff=4))[9])
 
 
-def render(spec: Spec, subnet_id: str | None = None, vpc_id: str | None = None) -> RenderedDocuments:
+def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = None,
+           vpc_id: str | None = None) -> RenderedDocuments:
+    """``spec_file`` is what the Slurm backends name in node scripts; EKS nodes run none of fmcluster's."""
     rendered = RenderedDocuments(backend="eks")
     instance_tags = resource_tags(spec)
     network = render_network(spec)
@@ -67,8 +72,8 @@ def render(spec: Spec, subnet_id: str | None = None, vpc_id: str | None = None) 
         vpc_id = network.vpc_id
         subnet = network.compute_subnet_id
         rendered.documents.extend(network.documents)
-        rendered.notes.append(network_note(network) + "; EKS's control plane also takes a subnet in a second "
-                              f"Availability Zone ({SECOND_ZONE_REFERENCE})")
+        rendered.notes.append(network_note(network, "the NAT gateway") + "; EKS's control plane also takes a "
+                              f"subnet in a second Availability Zone ({SECOND_ZONE_REFERENCE})")
     else:
         subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
         rendered.notes.append("EKS's control plane takes subnets in two Availability Zones: the nodes' subnet and one "
@@ -83,7 +88,7 @@ def render(spec: Spec, subnet_id: str | None = None, vpc_id: str | None = None) 
     if network is not None:
         add("subnet-control.yaml", "subnet", CONTROL_SUBNET, "ec2", {"create": "CreateSubnet"},
             "network/subnet.yaml.j2", vpc_key=VPC_KEY, cidr=control_subnet_cidr(spec.network.vpc_cidr), public=False,
-            availability_zone=SECOND_ZONE_REFERENCE, key=CONTROL_SUBNET,
+            availability_zone=SECOND_ZONE_REFERENCE,
             tags={**resource_tags(spec, f"subnet:{CONTROL_SUBNET}"), "Name": f"{spec.name}-{CONTROL_SUBNET}"},
             purpose="subnet in a second Availability Zone for the EKS control plane (EKS requires two)")
         control_subnet = f"${{subnet.{CONTROL_SUBNET}.id}}"
@@ -110,7 +115,7 @@ def render(spec: Spec, subnet_id: str | None = None, vpc_id: str | None = None) 
         add(f"eks-addon-{addon}.yaml", "eks_addon", addon, "eks", {"": "CreateAddon"}, "eks/addon.yaml.j2",
             cluster=spec.name, name=addon, purpose=purpose)
 
-    lustre = storage.lustre(add, spec, subnet)
+    storage.lustre(add, spec, subnet)
 
     placement_groups = {q.name for q in spec.queues if decisions.placement_group_enabled(q)}
     for name in sorted(placement_groups):
@@ -119,11 +124,12 @@ def render(spec: Spec, subnet_id: str | None = None, vpc_id: str | None = None) 
     for queue in spec.queues:
         _queue_documents(spec, queue, subnet, queue.name in placement_groups, add)
 
-    for manifest in kube_manifests.manifests(spec, lustre):
-        text, body = kube_manifests.document_text(manifest)
-        rendered.documents.append(Document(kube_manifests.filename(manifest), "kube_object",
-                                           kube_manifests.object_key(manifest), "kubernetes", {"": "apply"},
-                                           text, body))
+    for manifest in kube_manifests.manifests(spec):
+        key = object_key(manifest)
+        name = manifest["metadata"]["name"].replace(".", "-")
+        rendered.documents.append(Document(f"k8s-{manifest['kind'].lower()}-{name}.yaml", "kube_object", key,
+                                           "kubernetes", {"": "apply"}, yaml.safe_dump(manifest, sort_keys=False),
+                                           manifest))
     return rendered
 
 

@@ -3,7 +3,6 @@ manifest against the Kubernetes OpenAPI schemas of the cluster's version and the
 
 from __future__ import annotations
 
-from fmcluster.backends.eks.manifest_checks import manifest_problems
 from fmcluster.checks import CheckResult
 from fmcluster.extras import require
 from fmcluster.render.documents import RenderedDocuments
@@ -16,6 +15,8 @@ def checks(loaded: LoadedSpec, rendered: RenderedDocuments, region: str, online:
     aws = [d for d in rendered.documents if d.kind != "kube_object"]
     objects = [d for d in rendered.documents if d.kind == "kube_object"]
     require("kubernetes", "checking Kubernetes manifests")
+    from fmcluster.backends.eks.kube_validate import manifest_problems
+
     version = loaded.spec.kubernetes.version
     problems = [f"{d.filename}: {p}" for d in objects for p in manifest_problems([with_stand_ins(d.body)], version)]
     manifests = CheckResult("kubernetes schemas", "failed" if problems else "passed",
