@@ -1,4 +1,4 @@
-"""No silent field: every leaf of ``fmcluster schema`` (the JSON Schema of Spec), on both backends, either changes
+"""No silent field: every leaf of ``fmcluster schema`` (the JSON Schema of Spec), on every backend, either changes
 what fmcluster renders (the documents; for ``workload.*``, which only feeds ``plan``, the plan report) or is
 refused at load time with ``file:line:col`` and a reason that names the backend.
 
@@ -42,6 +42,12 @@ BASE: dict[str, Any] = {
     "bootstrap": [{"run": "./setup.sh", "args": ["one"], "on": "compute"}],
     "tags": {"team": "walk"},
 }
+# EKS has no head node, Slurm, node scripts or /home (each refused with its reason): its base leaves them out, so
+# setting them is the change the walk judges.
+EKS_BASE: dict[str, Any] = {k: v for k, v in BASE.items() if k not in ("head_node", "slurm", "software", "bootstrap")}
+EKS_BASE["network"] = {"subnet_id": "subnet-0123456789abcdef0", "ssh": {"key_name": "walk-key"}}
+EKS_BASE["storage"] = {"lustre": {k: v for k, v in BASE["storage"]["lustre"].items() if k != "mount"}}
+BASES = {"parallelcluster": BASE, "pcs": BASE, "eks": EKS_BASE}
 # Leaf path → the change to make (paths → values), where the schema alone cannot give a valid one.
 PATCHES: dict[str, dict[str, Any]] = {
     "name": {"name": "walk-two"},
@@ -78,11 +84,12 @@ PATCHES: dict[str, dict[str, Any]] = {
         "uri": "db.example:3306", "user": "slurm",
         "password_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:slurmdb"}},
     "tags": {"tags": {"team": "walk", "project": "x"}},
+    "kubernetes.version": {"kubernetes.version": "1.35"},
     "bootstrap[].run": {"bootstrap[0].run": "s3://walk-data/setup.sh"},
     "bootstrap[].args": {"bootstrap[0].args": ["two"]},
     # A created network replaces the given subnets: these compare against a base without them.
-    "network.create_vpc": {"__base__": {"network": {"ssh": BASE["network"]["ssh"]}}, "network.create_vpc": False},
-    "network.vpc_cidr": {"__base__": {"network": {"ssh": BASE["network"]["ssh"]}},
+    "network.create_vpc": {"__base__": {"network": {"ssh": {"key_name": "walk-key"}}}, "network.create_vpc": False},
+    "network.vpc_cidr": {"__base__": {"network": {"ssh": {"key_name": "walk-key"}}},
                          "network.vpc_cidr": "10.8.0.0/16"},
     "network.additional_security_groups": {"network.additional_security_groups": ["sg-0123456789abcdef0"]},
     "network.security_groups": {"network.security_groups": ["sg-0123456789abcdef0"]},
@@ -101,6 +108,16 @@ PATCHES: dict[str, dict[str, Any]] = {
             "name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18, "efa": False,
             "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}},
         "queues[0].capacity.ultraserver": "u-p6e-gb200x72"},
+}
+# Where EKS's base (no head node, no node scripts) needs another change to reach the field.
+EKS_PATCHES: dict[str, dict[str, Any]] = {
+    "queues[].capacity.ultraserver": {
+        "__base__": {"queues[0]": {"name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18, "efa": False,
+                                   "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}},
+        "queues[0].capacity.ultraserver": "u-p6e-gb200x72"},
+    "bootstrap[].run": {"bootstrap": [{"run": "./setup.sh"}]},
+    "bootstrap[].args": {"bootstrap": [{"run": "./setup.sh", "args": ["two"]}]},
+    "bootstrap[].on": {"bootstrap": [{"run": "./setup.sh", "on": "head"}]},
 }
 # A patch's "__base__": other fields the change needs, set on both sides of the comparison.
 BASE_KEY = "__base__"
@@ -222,11 +239,11 @@ def test_the_walk_sees_every_field() -> None:
         assert expected in paths, sorted(paths)
 
 
-@pytest.mark.parametrize("backend", ["parallelcluster", "pcs"])
+@pytest.mark.parametrize("backend", list(BASES))
 @pytest.mark.parametrize("path,node", SCHEMA_LEAVES, ids=[p for p, _ in SCHEMA_LEAVES])
 def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: str, path: str, node: dict) -> None:
     (tmp_path / "setup.sh").write_text(SETUP)
-    base = copy.deepcopy(BASE)
+    base = copy.deepcopy(BASES[backend])
     kind, base_out = _outcome(tmp_path, base, backend)
     assert kind == "rendered", f"the {backend} base spec must load: {base_out}"
     if path == "backend":
@@ -234,7 +251,8 @@ def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: s
     elif "enum" in node and len(node["enum"]) == 1 or node.get("const") is not None:
         pytest.skip(f"{path} has one allowed value ({node.get('enum') or node.get('const')}): nothing to change")
     else:
-        candidates = [PATCHES[path]] if path in PATCHES else _generic(path, node, _get(base, path))
+        patches = {**PATCHES, **EKS_PATCHES} if backend == "eks" else PATCHES
+        candidates = [patches[path]] if path in patches else _generic(path, node, _get(base, path))
     problems = [_judge(tmp_path, base, base_out, backend, path, patch) for patch in candidates]
     if None not in problems:
         pytest.fail("\n".join(p for p in problems if p))
@@ -258,7 +276,7 @@ def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, p
         located = [p for p in out if p.line is not None]
         if not located:
             return f"{path} on {backend}: {patch} refused without a position: {out}"
-        if not any(name in p.message.lower() for p in located for name in ("pcs", "parallelcluster")):
+        if not any(name in p.message.lower() for p in located for name in ("pcs", "parallelcluster", "eks")):
             return (f"{path} on {backend}: {patch} refused, but the reason does not say which backend cannot do it: "
                     + "; ".join(str(p) for p in located))
         return None

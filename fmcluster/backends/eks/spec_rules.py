@@ -40,6 +40,8 @@ NOT_ON_EKS = {
                          "or standard)",
     ("storage", "home"): "an EKS cluster shares files through volumes; use storage.lustre, mounted as the "
                          "PersistentVolumeClaim fmcluster makes",
+    ("storage", "lustre", "mount"): "pods mount the file system's claim (fsx-lustre) where their own spec says; a "
+                                    "mount point is for Slurm nodes",
     ("software",): "Enroot/Pyxis and the Slurm exporters are for Slurm nodes; on EKS, containers are the unit and "
                    "the device plugins fmcluster installs serve GPUs, EFA and Neuron",
     ("bootstrap",): "node scripts are for Slurm nodes; on EKS run the work as a DaemonSet or in the training image",
@@ -125,6 +127,11 @@ class EksSpecRules(BackendSpecRules):
             for name, why in NOT_ON_EKS_QUEUE.items():
                 if name in queue.model_fields_set:
                     error(("queues", index, name), f"not supported on eks: {why}")
+            if queue.capacity.ultraserver is not None:
+                error(("queues", index, "capacity", "ultraserver"),
+                      "not supported on eks: NVLink across an UltraServer's instances needs IMEX set up per job, which "
+                      "on Kubernetes is NVIDIA's DRA driver with ComputeDomains, and fmcluster does not install it; "
+                      "use the pcs or parallelcluster backend, which configure IMEX")
 
     def _node_images(self, spec: Spec, error: Report) -> None:
         """Every node boots the EKS-optimized AL2023 image of its hardware; an accelerated type needs the variant
