@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from fmcluster.backends.eks import quotas
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions
@@ -75,6 +76,7 @@ class EksSpecRules(BackendSpecRules):
         self._version(spec, error, warn)
         self._not_on_eks(spec, error)
         self._node_images(spec, error)
+        self._quotas(spec, error)
         self._scaling(spec, warn)
 
     def tag_budget(self) -> TagBudget:
@@ -148,6 +150,24 @@ class EksSpecRules(BackendSpecRules):
                       f"{image.architecture}) boots {image.describe()}, which EKS picks by the node group's amiType; "
                       "a custom AMI needs its own node bootstrap, which fmcluster does not write. Remove image")
                 return
+
+    def _quotas(self, spec: Spec, error: Report) -> None:
+        """Each queue's pods ask for what its nodes offer (cpu, memory, GPUs, EFA, Neuron devices); the scheduler's
+        queue must cover all of it, or Kueue admits none of them (a workload asking for a resource its ClusterQueue
+        does not cover stays pending, Kueue "Cluster Queue" concepts) and KAI lets them past every quota."""
+        scheduler = spec.kubernetes.scheduler
+        for index, queue in enumerate(spec.queues):
+            try:
+                node = quotas.node_resources(queue)
+            except LookupError as exc:
+                error(("queues", index, "instance_type"), f"{exc}: its {scheduler} queue cannot cover the resources "
+                      "its pods ask for; use a type in fmcluster's catalog, or run with an AWS endpoint")
+                continue
+            if scheduler == "kai" and node.neuron_devices:
+                error(("queues", index, "instance_type"),
+                      f"{queue.instance_type}'s pods ask for {quotas.NEURON}, and a KAI Queue's quota covers only "
+                      "cpu, gpu and memory (the KAI Scheduler's Queue CRD), so they would run outside every quota: "
+                      "use kubernetes.scheduler kueue or volcano for Trainium")
 
     def _scaling(self, spec: Spec, warn: Report) -> None:
         ranged = [(index, q) for index, q in enumerate(spec.queues) if not isinstance(q.nodes, int)]
