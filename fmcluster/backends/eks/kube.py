@@ -107,12 +107,12 @@ class KubeObject(Resource):
         return flatten(self.body(ctx, partial=True)) if self.document is not None else {}
 
     # -- engine verbs --------------------------------------------------------------------------------
-    def _target(self, ctx: Context) -> tuple[KubeApi, type] | None:
+    def _target(self, ctx: Context, verb: str = "reading") -> tuple[KubeApi, type] | None:
         """The cluster's API and this object's resource class; None when either is gone."""
         api = KubeApi.of(ctx, self.cluster)
         if api is None:
             return None
-        rtype = api.resource_type(self.api_version, self.object_kind)
+        rtype = api.resource_type(self.api_version, self.object_kind, f"{verb} {self.label}")
         return None if rtype is None else (api, rtype)
 
     def _namespace(self, rtype: type) -> str | None:
@@ -140,7 +140,7 @@ class KubeObject(Resource):
                         attributes=attributes)
 
     def _apply(self, ctx: Context, verb: str) -> Observed:
-        target = self._target(ctx)
+        target = self._target(ctx, verb)
         if target is None:
             raise KubeApiError(f"{verb} {self.label}", 404, "NotFound",
                                f"the cluster's API serves no {self.object_kind} in {self.api_version}"
@@ -161,7 +161,7 @@ class KubeObject(Resource):
         return self._apply(ctx, "updating")
 
     def delete(self, ctx: Context, observed: Observed) -> None:
-        target = self._target(ctx)
+        target = self._target(ctx, "deleting")
         if target is None:
             return  # the cluster, or the CRD that served this kind (and its objects with it), is gone
         api, rtype = target

@@ -128,8 +128,12 @@ class KubeAccess:
         if item.get("status") not in SERVING or not endpoint or not ca_data:
             return None  # not cached: it will have one later in this command
         access = cls(cluster, ctx.region, endpoint, ca_data)
+        api = KubeApi(access)
         with _cache_lock:
-            return cache.setdefault(cluster, KubeApi(access)).access
+            kept = cache.setdefault(cluster, api)
+        if kept is not api:  # another worker thread got there first
+            api.close()
+        return kept.access
 
 
 class KubeApi:
@@ -152,12 +156,13 @@ class KubeApi:
         with _cache_lock:
             return _cache(ctx)[cluster]
 
-    def resource_type(self, api_version: str, kind: str) -> type | None:
+    def resource_type(self, api_version: str, kind: str, what: str = "") -> type | None:
         """A lightkube generic resource class for ``kind`` as this API serves it; None when it serves no such kind
-        (a custom resource whose CRD is absent)."""
-        served = self._kinds(api_version)
+        (a custom resource whose CRD is absent). ``what`` names the object an error is about."""
+        what = what or f"EKS cluster {self.access.cluster} API discovery ({api_version})"
+        served = self._kinds(api_version, what)
         if kind not in served:
-            served = self._kinds(api_version, fresh=True)  # a CRD made earlier in this command
+            served = self._kinds(api_version, what, fresh=True)  # a CRD made earlier in this command
         entry = served.get(kind)
         if entry is None:
             return None
@@ -167,12 +172,11 @@ class KubeApi:
         # may talk to clusters serving different versions of a CRD.
         return type(kind, (base,), {"_api_info": create_api_info(group, version, kind, entry["name"])})
 
-    def _kinds(self, api_version: str, fresh: bool = False) -> dict[str, dict[str, Any]]:
+    def _kinds(self, api_version: str, what: str, fresh: bool = False) -> dict[str, dict[str, Any]]:
         with self._lock:
             if not fresh and api_version in self._served:
                 return self._served[api_version]
         path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-        what = f"EKS cluster {self.access.cluster} API discovery ({api_version})"
         with translated(what, self.access):
             response = self._http.get(path)
             if response.status_code == 404:
@@ -193,7 +197,7 @@ class KubeApi:
             return request()
 
 
-_cache_lock = threading.Lock()
+_cache_lock = threading.RLock()
 
 
 def _cache(ctx: Context) -> dict[str, KubeApi]:
