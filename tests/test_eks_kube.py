@@ -126,7 +126,7 @@ def test_objects_are_made_read_back_without_drift_changed_and_deleted(ctx, clust
     namespace = f"team-{uuid.uuid4().hex[:6]}"
     objects = [_object(cluster, m) for m in _manifests(namespace)]
     ns, config, crd, flavor = objects
-    wire(objects)
+    wire(objects, f"eks_cluster:{cluster}")
     assert config.extra_edges == (f"eks_cluster:{cluster}", ns.name)
     assert flavor.extra_edges == (f"eks_cluster:{cluster}", crd.name)
     assert manifest_of_key(crd.key) == {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -255,7 +255,7 @@ def test_a_principal_without_an_access_entry_gets_a_clear_error(sandbox, ctx, cl
 def test_the_engine_applies_plans_and_destroys_kube_objects(ctx, cluster, tmp_path):
     namespace = f"walk-{uuid.uuid4().hex[:6]}"
     objects = [_object(cluster, m) for m in _manifests(namespace)]
-    wire(objects, cluster_edge=False)  # no EKS cluster resource in this plan: the cluster is made above
+    wire(objects)  # no EKS cluster resource in this plan: the cluster is made above
     ordered = graph.wire(objects)
     store = StateStore(tmp_path / "state.db")
     engine = Engine(ctx, store)
@@ -266,3 +266,26 @@ def test_the_engine_applies_plans_and_destroys_kube_objects(ctx, cluster, tmp_pa
     records = [KubeObject(o.key, None, cluster) for o in objects]
     Engine(_context(cluster), store).destroy(graph.by_rank(records))
     assert all(o.read(_context(cluster), None) is None for o in objects)
+
+
+@pytest.mark.parametrize("scheduler", ["kueue", "volcano", "kai"])
+def test_every_rendered_object_applies_and_reads_back_without_drift(ctx, cluster, tmp_path, scheduler):
+    """What fmcluster renders for a spec (CRDs, device plugins, Lustre volume, the scheduler's queues) through the
+    engine: made in graph order, then a plan of no-ops (server defaults inside DaemonSets and CRDs are not drift),
+    then destroyed."""
+    try:
+        from test_eks_manifests import eks_spec
+    except ImportError:  # tests/ imported as a package
+        from tests.test_eks_manifests import eks_spec
+    from fmcluster.backends.eks.manifests import manifests
+    from fmcluster.validate.requests import with_stand_ins
+
+    objects = [_object(cluster, m) for m in with_stand_ins(manifests(eks_spec(scheduler)))]
+    wire(objects)
+    ordered = graph.wire(objects)
+    store = StateStore(tmp_path / "state.db")
+    Engine(ctx, store).apply(ordered)
+    drift = [c.as_json() for c in Engine(_context(cluster), store).plan(ordered) if c.action != "no-op"]
+    assert drift == []
+    Engine(_context(cluster), store).destroy(ordered)
+    assert [o.name for o in objects if o.read(_context(cluster), None) is not None] == []

@@ -5,12 +5,8 @@ the cluster is gone), ``create`` and ``update`` are one server-side apply (field
 ``delete`` is a DELETE. Ownership is two labels, the Kubernetes form of fmcluster's tags: an object of the name
 fmcluster would use without them is someone else's (:class:`~fmcluster.engine.ForeignResource`).
 
-Keys. A resource's key must hold no ``.`` (references split on it: ``${kube_object.<key>.uid}``) and must say which
-object it is even without a manifest (``destroy`` from a state record). It is the object's kind, name, API group
-(``core`` for the core group), version and, for a namespaced object, namespace, joined by ``__``, with every ``.``
-written as ``_`` — Kubernetes names, namespaces and groups hold no ``_``, so this reads back unambiguously:
-``ConfigMap__settings__core__v1__team``,
-``CustomResourceDefinition__resourceflavors_kueue_x-k8s_io__apiextensions_k8s_io__v1``.
+Keys are :mod:`fmcluster.backends.eks.object_keys`: kind, name, group, version and namespace, so an object is
+known from its key alone (``destroy`` from a state record).
 """
 
 from __future__ import annotations
@@ -19,41 +15,15 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi, KubeApiError
+from fmcluster.backends.eks.object_keys import manifest_of_key, object_key
 from fmcluster.engine import UNKNOWN, AttributeChange, Context, ForeignResource, Observed, Resource, flatten
 from fmcluster.render.documents import Document
 
-__all__ = ["CLUSTER_ID_LABEL", "CLUSTER_LABEL", "KubeAccess", "KubeApiError", "KubeObject", "manifest_of_key",
-           "object_key", "owned_objects", "wire"]
+__all__ = ["CLUSTER_ID_LABEL", "CLUSTER_LABEL", "KubeAccess", "KubeApiError", "KubeObject", "describe",
+           "manifest_of_key", "object_key", "owned_objects", "wire"]
 
 CLUSTER_LABEL = "fmcluster.io/cluster"
 CLUSTER_ID_LABEL = "fmcluster.io/cluster-id"
-CRD_API_VERSION = "apiextensions.k8s.io/v1"
-_SEPARATOR = "__"
-_CORE = "core"
-
-
-def object_key(manifest: dict[str, Any]) -> str:
-    """The engine key of the object ``manifest`` describes (see the module's docstring)."""
-    group, _, version = manifest["apiVersion"].rpartition("/")
-    meta = manifest.get("metadata") or {}
-    fields = [manifest["kind"], meta["name"], group or _CORE, version]
-    if meta.get("namespace"):
-        fields.append(meta["namespace"])
-    for value in fields:
-        if "_" in value or not value:
-            raise ValueError(f"{manifest['kind']} {meta.get('name')!r}: {value!r} cannot be part of a key "
-                             "(Kubernetes names hold no '_')")
-    return _SEPARATOR.join(value.replace(".", "_") for value in fields)
-
-
-def manifest_of_key(key: str) -> dict[str, Any]:
-    """apiVersion, kind and metadata (name, namespace) of the object ``key`` names: :func:`object_key` reversed."""
-    fields = [value.replace("_", ".") for value in key.split(_SEPARATOR)]
-    if len(fields) not in (4, 5):
-        raise ValueError(f"{key!r} is not a Kubernetes object key")
-    kind, name, group, version = fields[:4]
-    meta = {"name": name} | ({"namespace": fields[4]} if len(fields) == 5 else {})
-    return {"apiVersion": version if group == _CORE else f"{group}/{version}", "kind": kind, "metadata": meta}
 
 
 class KubeObject(Resource):
@@ -85,8 +55,7 @@ class KubeObject(Resource):
 
     @property
     def label(self) -> str:
-        where = f" in namespace {self.namespace}" if self.namespace else ""
-        return f"{self.object_kind} {self.object_name}{where} (EKS cluster {self.cluster})"
+        return f"{describe(self.manifest)} (EKS cluster {self.cluster})"
 
     # -- what fmcluster sends ------------------------------------------------------------------------
     def body(self, ctx: Context, partial: bool = False) -> dict[str, Any]:
@@ -215,10 +184,17 @@ def require_ours(what: str, labels: dict[str, str], ctx: Context) -> None:
                           "nor delete it; delete or rename it, or give the cluster another name")
 
 
-def wire(objects: Iterable[KubeObject], cluster_edge: bool = True) -> None:
-    """Set each object's ``extra_edges``: after the EKS cluster resource (``eks_cluster:<cluster>``, unless
-    ``cluster_edge`` is False), after the Namespace it lives in and the CRD that defines its kind when fmcluster
-    makes those too. No document reference says these, but the API refuses an object before them."""
+def describe(manifest: dict[str, Any]) -> str:
+    """``ConfigMap settings in namespace team``: an object as messages name it."""
+    meta = manifest.get("metadata") or {}
+    where = f" in namespace {meta['namespace']}" if meta.get("namespace") else ""
+    return f"{manifest.get('kind')} {meta.get('name')}{where}"
+
+
+def wire(objects: Iterable[KubeObject], cluster_resource: str = "") -> None:
+    """Set each object's ``extra_edges``: after ``cluster_resource`` (the EKS cluster's resource name,
+    ``eks_cluster:<cluster>``; none when empty), after the Namespace it lives in and the CRD that defines its kind
+    when fmcluster makes those too. No document reference says these, but the API refuses an object before them."""
     objects = list(objects)
     namespaces = {o.object_name: o.name for o in objects if o.object_kind == "Namespace" and o.api_version == "v1"}
     crds: dict[tuple[str, str], str] = {}
@@ -227,7 +203,7 @@ def wire(objects: Iterable[KubeObject], cluster_edge: bool = True) -> None:
             spec = o.manifest.get("spec") or {}
             crds[(spec.get("group", ""), (spec.get("names") or {}).get("kind", ""))] = o.name
     for o in objects:
-        edges = [f"eks_cluster:{o.cluster}"] if cluster_edge else []
+        edges = [cluster_resource] if cluster_resource else []
         if o.namespace and o.namespace in namespaces:
             edges.append(namespaces[o.namespace])
         if (o.group, o.object_kind) in crds:

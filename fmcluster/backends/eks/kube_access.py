@@ -98,6 +98,10 @@ class KubeAccess:
 
         return base64.b64decode(self.ca_data).decode()
 
+    def token(self) -> str:
+        """A fresh bearer token for this cluster (kubectl's exec credential)."""
+        return eks_token(self.cluster, self.region)
+
     def transport(self) -> httpx2.BaseTransport:
         return _EksTransport(self.cluster, self.region, self.ca_pem)
 
