@@ -122,6 +122,30 @@ def test_the_token_is_accepted_and_describes_the_cluster_it_is_for(ctx, cluster)
         assert client.get(Namespace, "default").metadata.name == "default"
 
 
+def test_one_token_serves_calls_until_it_nears_its_end(ctx, cluster, monkeypatch):
+    from lightkube.resources.core_v1 import Namespace
+
+    from fmcluster.backends.eks import kube_access
+
+    made: list[str] = []
+
+    def counted(name: str, region: str) -> str:
+        made.append(name)
+        return eks_token(name, region)
+
+    monkeypatch.setattr(kube_access, "eks_token", counted)
+    access = KubeAccess.of(ctx, cluster)
+    with access.client() as client:
+        for _ in range(3):
+            assert client.get(Namespace, "default").metadata.name == "default"
+    assert made == [cluster]  # one token for the calls within its lifetime
+    monkeypatch.setattr(kube_access, "REFRESH_AFTER_SECONDS", -1)  # as if each call came 50 s after the last
+    with access.client() as client:
+        for _ in range(2):
+            assert client.get(Namespace, "default").metadata.name == "default"
+    assert made == [cluster] * 3  # a new token for each
+
+
 def test_objects_are_made_read_back_without_drift_changed_and_deleted(ctx, cluster):
     namespace = f"team-{uuid.uuid4().hex[:6]}"
     objects = [_object(cluster, m) for m in _manifests(namespace)]
