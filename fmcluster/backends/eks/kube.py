@@ -1,0 +1,239 @@
+"""Kubernetes objects fmcluster owns inside an EKS cluster, as engine resources.
+
+A :class:`KubeObject` is reconciled like any AWS resource: ``read`` gets it by name (None when it, its kind or
+the cluster is gone), ``create`` and ``update`` are one server-side apply (field manager ``fmcluster``, forced),
+``delete`` is a DELETE. Ownership is two labels, the Kubernetes form of fmcluster's tags: an object of the name
+fmcluster would use without them is someone else's (:class:`~fmcluster.engine.ForeignResource`).
+
+Keys are :mod:`fmcluster.backends.eks.object_keys`: kind, name, group, version and namespace, so an object is
+known from its key alone (``destroy`` from a state record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi, KubeApiError
+from fmcluster.backends.eks.object_keys import manifest_of_key, object_key
+from fmcluster.engine import UNKNOWN, AttributeChange, Context, ForeignResource, Observed, Resource, flatten
+from fmcluster.render.documents import Document
+
+__all__ = ["CLUSTER_ID_LABEL", "CLUSTER_LABEL", "KubeAccess", "KubeApiError", "KubeObject", "describe",
+           "manifest_of_key", "object_key", "owned_objects", "wire"]
+
+CLUSTER_LABEL = "fmcluster.io/cluster"
+CLUSTER_ID_LABEL = "fmcluster.io/cluster-id"
+
+
+class KubeObject(Resource):
+    """One Kubernetes object fmcluster owns in EKS cluster ``cluster``. With a document, its body is the manifest
+    (it may hold ``${…}`` references); without one, ``manifest`` (or the key) says which object it is, and it can
+    only be read and deleted."""
+
+    kind = "kube_object"
+    # In-cluster objects go first on teardown, before the node groups, add-ons and cluster (ranks 20+).
+    teardown_rank: ClassVar[int] = 10
+
+    def __init__(self, key: str, document: Document | None, cluster: str, manifest: dict[str, Any] | None = None):
+        self.key = key
+        self.document = document
+        self.cluster = cluster
+        self.manifest = document.body if document is not None else (manifest or manifest_of_key(key))
+        meta = self.manifest.get("metadata") or {}
+        self.api_version: str = self.manifest["apiVersion"]
+        self.object_kind: str = self.manifest["kind"]
+        self.object_name: str = meta["name"]
+        self.namespace: str | None = meta.get("namespace")
+        if self.object_kind in ("Namespace", "CustomResourceDefinition"):
+            # What holds other objects goes after them when no document graph orders a teardown.
+            self.teardown_rank = 11  # type: ignore[misc]
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def label(self) -> str:
+        return f"{describe(self.manifest)} (EKS cluster {self.cluster})"
+
+    # -- what fmcluster sends ------------------------------------------------------------------------
+    def body(self, ctx: Context, partial: bool = False) -> dict[str, Any]:
+        """The manifest with its references filled and fmcluster's ownership labels."""
+        body = ctx.resolve(self.document.body, partial=partial)
+        metadata = dict(body.get("metadata") or {})
+        labels = dict(metadata.get("labels") or {})
+        labels[CLUSTER_LABEL] = ctx.cluster
+        if ctx.cluster_id:
+            labels[CLUSTER_ID_LABEL] = ctx.cluster_id
+        metadata["labels"] = labels
+        return {**body, "metadata": metadata}
+
+    def request(self, ctx: Context) -> Any:
+        return self.body(ctx, partial=True) if self.document is not None else None
+
+    def desired(self, ctx: Context) -> dict[str, Any]:
+        return flatten(self.body(ctx, partial=True)) if self.document is not None else {}
+
+    # -- engine verbs --------------------------------------------------------------------------------
+    def _target(self, ctx: Context, verb: str = "reading") -> tuple[KubeApi, type] | None:
+        """The cluster's API and this object's resource class; None when either is gone."""
+        api = KubeApi.of(ctx, self.cluster)
+        if api is None:
+            return None
+        rtype = api.resource_type(self.api_version, self.object_kind, f"{verb} {self.label}")
+        return None if rtype is None else (api, rtype)
+
+    def _namespace(self, rtype: type) -> str | None:
+        from lightkube.core.resource import NamespacedResource
+
+        return (self.namespace or "default") if issubclass(rtype, NamespacedResource) else None
+
+    def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        target = self._target(ctx)
+        if target is None:
+            return None
+        api, rtype = target
+        try:
+            live = api.call(f"reading {self.label}", lambda: dict(api.client.get(
+                rtype, self.object_name, namespace=self._namespace(rtype))))
+        except KubeApiError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        meta = live.get("metadata") or {}
+        require_ours(self.label, meta.get("labels") or {}, ctx)
+        attributes = flatten(_project(live, self.body(ctx, partial=True))) if self.document is not None else {}
+        status, phase = _state(live)
+        return Observed(meta.get("uid"), status, phase, {f"{self.kind}.{self.key}.uid": meta.get("uid")},
+                        attributes=attributes)
+
+    def _apply(self, ctx: Context, verb: str) -> Observed:
+        target = self._target(ctx, verb)
+        if target is None:
+            raise KubeApiError(f"{verb} {self.label}", 404, "NotFound",
+                               f"the cluster's API serves no {self.object_kind} in {self.api_version}"
+                               if KubeApi.of(ctx, self.cluster) else "the EKS cluster has no Kubernetes API yet")
+        api, rtype = target
+        obj = rtype(self.body(ctx))
+        live = api.call(f"{verb} {self.label}", lambda: dict(api.client.apply(
+            obj, namespace=self._namespace(rtype), field_manager="fmcluster", force=True)))
+        meta = live.get("metadata") or {}
+        status, phase = _state(live)
+        return Observed(meta.get("uid"), status, phase, {f"{self.kind}.{self.key}.uid": meta.get("uid")})
+
+    def create(self, ctx: Context, token: str) -> Observed:
+        # Server-side apply creates or updates: a re-run after a crash between the call and its record converges.
+        return self._apply(ctx, "creating")
+
+    def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
+        return self._apply(ctx, "updating")
+
+    def delete(self, ctx: Context, observed: Observed) -> None:
+        target = self._target(ctx, "deleting")
+        if target is None:
+            return  # the cluster, or the CRD that served this kind (and its objects with it), is gone
+        api, rtype = target
+        try:
+            api.call(f"deleting {self.label}", lambda: api.client.delete(
+                rtype, self.object_name, namespace=self._namespace(rtype)))
+        except KubeApiError as exc:
+            if exc.code != 404:
+                raise
+
+
+def _state(live: dict[str, Any]) -> tuple[str, str]:
+    """(status, phase) of a live object: being deleted is pending until it is gone; a CRD is ready once established
+    (its kind is served only then)."""
+    if (live.get("metadata") or {}).get("deletionTimestamp"):
+        return "DELETING", "pending"
+    if live.get("kind") == "CustomResourceDefinition":
+        conditions = (live.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            return "ESTABLISHING", "pending"
+    return "present", "ready"
+
+
+def _project(live: Any, wanted: Any) -> Any:
+    """``live`` cut to the shape of ``wanted``: the values at the paths the manifest sets, so what the API server
+    defaults (a uid, a status, a field fmcluster leaves alone) never shows as a difference."""
+    if wanted is UNKNOWN:
+        return live
+    if isinstance(wanted, dict) and isinstance(live, dict):
+        if not wanted:
+            return {}
+        return {k: _project(live[k], v) for k, v in wanted.items() if k in live}
+    if isinstance(wanted, list) and isinstance(live, list) and len(wanted) == len(live):
+        return [_project(item, want) for item, want in zip(live, wanted, strict=True)]
+    return live
+
+
+def require_ours(what: str, labels: dict[str, str], ctx: Context) -> None:
+    """Refuse an object found by name that does not carry this cluster's ownership labels."""
+    owner = labels.get(CLUSTER_LABEL)
+    if owner == ctx.cluster and (not ctx.cluster_id or labels.get(CLUSTER_ID_LABEL) == ctx.cluster_id):
+        return
+    if owner is None:
+        why = f"fmcluster did not create it (it has no {CLUSTER_LABEL} label)"
+    elif owner != ctx.cluster:
+        why = f"it belongs to fmcluster cluster {owner}"
+    else:
+        why = (f"it was made for an earlier cluster named {owner} (cluster id {labels.get(CLUSTER_ID_LABEL, 'none')}, "
+               f"this one is {ctx.cluster_id})")
+    raise ForeignResource(f"{what} already exists and is not this cluster's: {why}. fmcluster will neither adopt "
+                          "nor delete it; delete or rename it, or give the cluster another name")
+
+
+def describe(manifest: dict[str, Any]) -> str:
+    """``ConfigMap settings in namespace team``: an object as messages name it."""
+    meta = manifest.get("metadata") or {}
+    where = f" in namespace {meta['namespace']}" if meta.get("namespace") else ""
+    return f"{manifest.get('kind')} {meta.get('name')}{where}"
+
+
+def wire(objects: Iterable[KubeObject], cluster_resource: str = "") -> None:
+    """Set each object's ``extra_edges``: after ``cluster_resource`` (the EKS cluster's resource name,
+    ``eks_cluster:<cluster>``; none when empty), after the Namespace it lives in and the CRD that defines its kind
+    when fmcluster makes those too. No document reference says these, but the API refuses an object before them."""
+    objects = list(objects)
+    namespaces = {o.object_name: o.name for o in objects if o.object_kind == "Namespace" and o.api_version == "v1"}
+    crds: dict[tuple[str, str], str] = {}
+    for o in objects:
+        if o.object_kind == "CustomResourceDefinition":
+            spec = o.manifest.get("spec") or {}
+            crds[(spec.get("group", ""), (spec.get("names") or {}).get("kind", ""))] = o.name
+    for o in objects:
+        edges = [cluster_resource] if cluster_resource else []
+        if o.namespace and o.namespace in namespaces:
+            edges.append(namespaces[o.namespace])
+        if (o.group, o.object_kind) in crds:
+            edges.append(crds[(o.group, o.object_kind)])
+        o.extra_edges = tuple(edges)
+
+
+def owned_objects(access: KubeAccess, kinds: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Every object of the given ``(apiVersion, kind)`` pairs labelled for ``access.cluster``, as a manifest with
+    apiVersion, kind and metadata (name, namespace, labels): what discovery and destroy find when state lost it. A
+    kind the cluster does not serve (its CRD is absent) yields nothing."""
+    from lightkube.core.resource import NamespacedResource
+
+    api = KubeApi(access)
+    found: list[dict[str, Any]] = []
+    try:
+        for api_version, kind in kinds:
+            rtype = api.resource_type(api_version, kind)
+            if rtype is None:
+                continue
+            namespaced = issubclass(rtype, NamespacedResource)
+            items = api.call(f"listing {kind} objects of EKS cluster {access.cluster}",
+                             lambda rtype=rtype, namespaced=namespaced: [dict(item) for item in api.client.list(
+                                 rtype, namespace="*" if namespaced else None, labels={CLUSTER_LABEL: access.cluster})])
+            for item in items:
+                meta = item.get("metadata") or {}
+                found.append({"apiVersion": api_version, "kind": kind, "metadata": {
+                    "name": meta.get("name"), **({"namespace": meta["namespace"]} if namespaced else {}),
+                    "labels": dict(meta.get("labels") or {})}})
+    finally:
+        api.close()
+    return found
+
