@@ -19,7 +19,7 @@ import pytest
 from fmcluster.backends.eks import device_plugins
 from fmcluster.backends.eks.crds import SCHEDULERS
 from fmcluster.backends.eks.kube_validate import manifest_problems
-from fmcluster.backends.eks.manifests import CLUSTER_LABEL, manifests, node_labels
+from fmcluster.backends.eks.manifests import CLUSTER_LABEL, MANAGED_KINDS, manifests, node_labels
 from fmcluster.backends.eks.quotas import covered_resources, queue_quota
 from fmcluster.catalog import hardware as hardware_facts
 from fmcluster.catalog import instance
@@ -56,6 +56,7 @@ def test_every_manifest_passes_for_each_scheduler(scheduler: str) -> None:
     spec = eks_spec(scheduler)
     objects = manifests(spec)
     assert manifest_problems(objects, spec.kubernetes.version) == []
+    assert {(obj["apiVersion"], obj["kind"]) for obj in objects} <= set(MANAGED_KINDS)  # discovery lists them all
     assert all(obj["metadata"]["labels"][CLUSTER_LABEL] == "p5-train" for obj in objects)
     assert all(obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "fmcluster" for obj in objects)
     crds = [obj["metadata"]["name"] for obj in of_kind(objects, "CustomResourceDefinition")]
@@ -162,6 +163,7 @@ def test_trainium_gets_the_neuron_plugin_and_quota() -> None:
     assert manifest_problems(objects, spec.kubernetes.version) == []
     plugins = {obj["metadata"]["name"]: obj for obj in of_kind(objects, "DaemonSet")}
     assert set(plugins) == {"neuron-device-plugin", "aws-efa-k8s-device-plugin"}  # no NVIDIA plugin
+    assert {(obj["apiVersion"], obj["kind"]) for obj in objects} <= set(MANAGED_KINDS)
     neuron = plugins["neuron-device-plugin"]["spec"]["template"]["spec"]
     assert neuron["nodeSelector"] == {"fmcluster.io/neuron": "true"}
     assert neuron["serviceAccountName"] == of_kind(objects, "ServiceAccount")[0]["metadata"]["name"]

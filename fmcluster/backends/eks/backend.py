@@ -98,8 +98,13 @@ class EksBackend(Backend):
         kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
         return resources
 
+    # What a node count changes: the node group's scaling, and the quota of the queue's scheduler objects (sized
+    # at its most nodes): a Kueue ClusterQueue's resourceGroups, a Volcano Queue's capability, a KAI Queue's
+    # resources.
+    SCALED_PATHS = ("scalingConfig.", "spec.resourceGroups", "spec.capability.", "spec.resources.")
+
     def scales(self, path: str) -> bool:
-        return path.startswith("scalingConfig.")
+        return path.startswith(self.SCALED_PATHS)
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:
@@ -210,6 +215,12 @@ class EksBackend(Backend):
                               for item in items if health_issues(item)]
         report["status"] = _overall(cluster["status"], [g["status"] for g in groups] + [a["status"] for a in addons])
         return report
+
+    def kube_access(self, session: Session) -> KubeEndpoint | None:
+        access = kube.KubeAccess.of(session.ctx, session.name)
+        if access is None:
+            return None
+        return KubeEndpoint(access.cluster, access.region, access.endpoint, access.ca_data, access.token)
 
     def login_node(self, session: Session) -> LoginNode | None:
         """EKS has no login node: users reach the cluster through its Kubernetes API."""

@@ -27,6 +27,18 @@ KAI_PARENT_QUEUE = "fmcluster"
 MEGABYTES_PER_GIB = 1024**3 / 10**6
 
 
+# Every kind of object :func:`manifests` makes, for any scheduler: what ``discover`` lists by label to find what
+# a lost state file no longer names (tests/test_eks_manifests.py holds it to what is rendered).
+MANAGED_KINDS: list[tuple[str, str]] = [
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"), ("apps/v1", "DaemonSet"), ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("storage.k8s.io/v1", "StorageClass"), ("v1", "PersistentVolume"), ("v1", "PersistentVolumeClaim"),
+    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"), ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+    ("kueue.x-k8s.io/v1beta2", "LocalQueue"), ("scheduling.volcano.sh/v1beta1", "Queue"),
+    ("scheduling.run.ai/v2", "Queue"), ("node.k8s.io/v1", "RuntimeClass"),
+]
+
+
 def ownership_labels(spec: Spec) -> dict[str, str]:
     """The labels on every object fmcluster makes for ``spec``."""
     return {CLUSTER_LABEL: spec.name, MANAGED_BY_LABEL: MANAGED_BY}
