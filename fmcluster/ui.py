@@ -145,9 +145,19 @@ def status_view(report: dict | list) -> RenderableType:
     queues = Table(box=None, header_style="bold", title="queues", title_justify="left")
     for column in ("name", "instance type", "min", "max", "running", "status"):
         queues.add_column(column)
+    # A Kubernetes cluster's queues also say what its API sees: nodes Ready, devices allocatable, the queue's quota.
+    inside = any("nodes_ready" in queue for queue in report["queues"])
+    if inside:
+        for column in ("ready", "GPUs", "EFA", "quota"):
+            queues.add_column(column)
     for queue in report["queues"]:
-        queues.add_row(queue["name"], str(queue.get("instance_type")), str(queue.get("min")), str(queue.get("max")),
-                       str(queue.get("running_instances", "")), str(queue.get("status")))
+        cells = [queue["name"], str(queue.get("instance_type")), str(queue.get("min")), str(queue.get("max")),
+                 str(queue.get("running_instances", "")), str(queue.get("status"))]
+        if inside:
+            quota = queue.get("quota")
+            cells += [str(queue.get("nodes_ready", "")), str(queue.get("gpus", "")), str(queue.get("efa", "")),
+                      ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
+        queues.add_row(*cells)
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
     for column in ("type", "id", "status"):
         resources.add_column(column)

@@ -16,7 +16,7 @@ from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import kube
+from fmcluster.backends.eks import cluster_view, kube
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
@@ -209,6 +209,11 @@ class EksBackend(Backend):
                 "running_instances": sum(1 for i in members if i["State"]["Name"] == "running"),
             })
             report["instances"] += [_instance_row(i, group["nodegroupName"]) for i in members]
+        access = kube.KubeAccess.of(session.ctx, session.name) if groups else None
+        if access is not None and session.spec is not None:
+            inside = cluster_view.read(access, session.spec.kubernetes.scheduler, [q["name"] for q in report["queues"]])
+            for queue in report["queues"]:
+                queue.update(inside.get(queue["name"], {}))
         report["problems"] = [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))

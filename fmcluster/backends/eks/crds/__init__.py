@@ -19,16 +19,23 @@ class SchedulerRelease:
     version: str
     folder: str
     crd_files: tuple[str, ...]
+    display: str
+    # How the project documents installing its controller at this version (fmcluster installs only the CRDs and
+    # the queue objects: the controller's release manifests are not among what fmcluster ships).
+    install: str
 
 
 SCHEDULERS: dict[str, SchedulerRelease] = {
     "kueue": SchedulerRelease("kueue", "v0.19.2", "kueue-v0.19.2", (
         "kueue.x-k8s.io_resourceflavors.yaml", "kueue.x-k8s.io_clusterqueues.yaml",
-        "kueue.x-k8s.io_localqueues.yaml")),
+        "kueue.x-k8s.io_localqueues.yaml"), "Kueue",
+        "kueue.sigs.k8s.io, 'Installation': the release manifests of v0.19.2"),
     "volcano": SchedulerRelease("volcano", "v1.15.1", "volcano-v1.15.1", (
-        "scheduling.volcano.sh_queues.yaml", "scheduling.volcano.sh_podgroups.yaml")),
+        "scheduling.volcano.sh_queues.yaml", "scheduling.volcano.sh_podgroups.yaml"), "Volcano",
+        "volcano.sh, 'Installation': the Helm chart or installer manifests of v1.15.1"),
     "kai": SchedulerRelease("kai", "v0.13.0", "kai-scheduler-v0.13.0", (
-        "scheduling.run.ai_queues.yaml", "scheduling.run.ai_podgroups.yaml")),
+        "scheduling.run.ai_queues.yaml", "scheduling.run.ai_podgroups.yaml"), "the NVIDIA KAI Scheduler",
+        "NVIDIA/KAI-Scheduler README, 'Installation': the Helm chart of v0.13.0"),
 }
 
 

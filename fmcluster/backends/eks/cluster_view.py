@@ -1,0 +1,64 @@
+"""What ``status`` reads from an EKS cluster's own Kubernetes API: per queue, its nodes that are Ready with the GPUs,
+EFA and Neuron devices they offer allocatable (what the device plugins advertise), and the quota its scheduler
+queue holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fmcluster.backends.eks import quotas
+from fmcluster.backends.eks.device_plugins import QUEUE_LABEL
+from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi
+
+# Where each scheduler keeps a spec queue's quota: the queue object's kind, and how to read its quota.
+QUEUE_KINDS = {
+    "kueue": ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+    "volcano": ("scheduling.volcano.sh/v1beta1", "Queue"),
+    "kai": ("scheduling.run.ai/v2", "Queue"),
+}
+DEVICES = {"gpus": quotas.NVIDIA_GPU, "efa": quotas.EFA, "neuron": quotas.NEURON}
+
+
+def _quota(scheduler: str, obj: dict[str, Any]) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    if scheduler == "kueue":
+        return {r["name"]: r["nominalQuota"] for group in spec.get("resourceGroups") or []
+                for flavor in group.get("flavors") or [] for r in flavor.get("resources") or []}
+    if scheduler == "volcano":
+        return dict(spec.get("capability") or {})
+    return {name: value.get("quota") for name, value in (spec.get("resources") or {}).items()}
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dict[str, Any]]:
+    """Queue name → {nodes_ready, gpus, efa, neuron (allocatable on its Ready nodes), quota (its scheduler queue's,
+    None when the object is missing)}."""
+    api = KubeApi(access)
+    try:
+        view = {name: {"nodes_ready": 0, **dict.fromkeys(DEVICES, 0), "quota": None} for name in queues}
+        node_type = api.resource_type("v1", "Node")
+        nodes = api.call(f"listing the nodes of EKS cluster {access.cluster}", lambda: [
+            dict(n) for n in api.client.list(node_type, labels={QUEUE_LABEL: set(queues)})]) if node_type else []
+        for node in nodes:
+            row = view.get(((node.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL, ""))
+            if row is None or not _ready(node):
+                continue
+            row["nodes_ready"] += 1
+            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            for field, resource in DEVICES.items():
+                row[field] += int(allocatable.get(resource, 0) or 0)
+        api_version, kind = QUEUE_KINDS[scheduler]
+        queue_type = api.resource_type(api_version, kind)
+        objects = api.call(f"listing the {kind} objects of EKS cluster {access.cluster}", lambda: [
+            dict(o) for o in api.client.list(queue_type)]) if queue_type else []
+        for obj in objects:
+            row = view.get((obj.get("metadata") or {}).get("name", ""))
+            if row is not None:
+                row["quota"] = _quota(scheduler, obj)
+        return view
+    finally:
+        api.close()
