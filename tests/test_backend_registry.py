@@ -93,8 +93,12 @@ def test_every_backend_has_each_part_code_below_it_reaches_by_name(name: str) ->
     assert isinstance(backend_part(name, "preflight").CHECKS, BackendChecks)
     assert callable(backend_part(name, "validate").checks)
     render = backend_part(name, "render")
-    assert callable(render.render) and isinstance(render.NODE_LAYOUT, NodeLayout)
-    assert render.NODE_LAYOUT.backend == name
+    assert callable(render.render)
+    # Where nodes run fmcluster's node scripts (the Slurm backends), the render part says how they are laid out;
+    # EKS nodes run none.
+    layout = getattr(render, "NODE_LAYOUT", None)
+    assert layout is None or (isinstance(layout, NodeLayout) and layout.backend == name)
+    assert (layout is None) == (not backend_part(name, "spec_rules").RULES.runs_head_node)
 
 
 def test_profiles_map_into_the_common_statuses() -> None:

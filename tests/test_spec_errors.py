@@ -26,6 +26,8 @@ QUEUE = """\
 """
 PC = "name: demo\nbackend: parallelcluster\nqueues:\n" + QUEUE  # 6 lines
 PCS = "name: demo\nbackend: pcs\nqueues:\n" + QUEUE  # 6 lines
+EKS = "name: demo\nbackend: eks\nqueues:\n" + QUEUE  # 6 lines
+GB200_BLOCK = "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n"
 
 
 def _many_queues(count: int, nodes: int = 1) -> str:
@@ -227,6 +229,24 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("region-unknown", PC + "region: moon-1\n", 7, 9, "region", "unknown region 'moon-1' (did you mean one of"),
     ("region-typo", PC + "region: us-esat-1\n", 7, 9, "region",
      "unknown region 'us-esat-1' (did you mean 'us-west-1' or 'us-east-1'"),
+    # --- eks ----------------------------------------------------------------------------------------------
+    ("eks-unknown-scheduler", EKS + "kubernetes: {scheduler: slurm}\n", 7, 25, "kubernetes.scheduler",
+     "must be 'kueue', 'volcano' or 'kai', got 'slurm'"),
+    ("eks-unknown-version", EKS + "kubernetes: {version: '1.20'}\n", 7, 23, "kubernetes.version",
+     "EKS does not offer Kubernetes 1.20"),
+    ("eks-gb200-x86-image", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + GB200_BLOCK + "image: {ami: ami-0123456789abcdef0}\n", 8, 14, "image.ami",
+     "queue train (p6e-gb200.36xlarge, arm64) boots the EKS-optimized AL2023 arm64 nvidia image"),
+    ("eks-uncovered-resources", EKS.replace("p5.48xlarge", "x9z.48xlarge"), 5, 20, "queues[0].instance_type",
+     "its kueue queue cannot cover the resources its pods ask for"),
+    ("eks-neuron-on-kai", EKS.replace("p5.48xlarge", "trn2.48xlarge") + "kubernetes: {scheduler: kai}\n", 5, 20,
+     "queues[0].instance_type", "a KAI Queue's quota covers only cpu, gpu and memory"),
+    ("eks-slurm", EKS + "slurm: {accounting: true}\n", 7, 8, "slurm", "not supported on eks"),
+    ("eks-head-node", EKS + "head_node: {instance_type: m7i.large}\n", 7, 12, "head_node", "no head or login node"),
+    ("eks-queue-name", EKS.replace("name: train", "name: Train_1"), 4, 11, "queues[0].name",
+     "must be a Kubernetes name"),
+    ("pcs-kubernetes", PCS + "kubernetes: {scheduler: volcano}\n", 7, 25, "kubernetes.scheduler",
+     "kubernetes.scheduler is for the eks backend"),
 ]
 
 # Cases run through the installed command as well (exit code 2, position on stderr, no traceback).
@@ -234,7 +254,7 @@ SUBPROCESS_CASES = {
     "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
-    "tags-3000-parallelcluster",
+    "tags-3000-parallelcluster", "eks-unknown-scheduler", "eks-gb200-x86-image", "eks-uncovered-resources",
 }
 
 

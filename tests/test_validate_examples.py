@@ -73,7 +73,8 @@ def _stage(sandbox, example: Path, tmp_path: Path) -> Path:
     data["name"] = f"{data['name']}-{uuid.uuid4().hex[:6]}"
     ec2 = sandbox.client("ec2", data["region"])
     vpc = _default_vpc(ec2)
-    zone = _zone_offering(ec2, {q["instance_type"] for q in data["queues"]} | {data["head_node"]["instance_type"]})
+    head = [data["head_node"]["instance_type"]] if "head_node" in data else []  # EKS has none
+    zone = _zone_offering(ec2, {q["instance_type"] for q in data["queues"]} | set(head))
     network = data.setdefault("network", {})
     if "subnet_id" in network:
         efa = any(q.get("efa", True) for q in data["queues"])

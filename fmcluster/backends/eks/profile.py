@@ -11,7 +11,6 @@ PROFILE = BackendProfile(
     login_where="Kubernetes API (`fmcluster kubeconfig NAME` writes its kubeconfig)",
     anchor_kind="eks_cluster",
     extra="kubernetes",
-    finds_everything=True,
     kubernetes_api=True,
     # EKS's cluster statuses (EKS API DescribeCluster) in the one vocabulary of `status`.
     status={"CREATING": "CREATING", "ACTIVE": "ACTIVE", "UPDATING": "UPDATING", "DELETING": "DELETING",
