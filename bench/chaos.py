@@ -20,13 +20,21 @@ Run *i* uses seed ``--seed + i`` for everything random in it, and its kind is ch
   consecutive seeds cover every call; the sandbox holds that call 4 s),
   each followed by ``destroy``, which must leave nothing, IAM role and instance profile included.
 * ``edits-parallelcluster``: counts changed and a queue added through the spec file + ``create``.
+* ``kill-eks`` (bench/chaos_eks.py): the EKS example (its seed's scheduler: Kueue, Volcano or KAI) plus an
+  on-demand queue, under throttling with EKS's states held (``EKS_LATENCY``); one or two SIGKILLs at random
+  moments of ``create`` (even seeds) or ``destroy`` (odd seeds), then the same command again. Converged: the
+  cluster, its node groups (counts, instances) and add-ons ACTIVE, a Kubernetes Node per instance with its GPUs,
+  the scheduler's queue objects with the catalog's GPU quotas (read from the cluster's Kubernetes API with an
+  ``aws eks get-token`` token), ``status --json`` without drift, and nothing left after ``destroy``.
 
 A run **converges** only when the live state (read from the sandbox with boto3, never from fmcluster's
 output) equalled the spec after its last ``create`` (PCS: every node group's min/max and instance types, the
 set of queues and their node groups, all ACTIVE; ParallelCluster: the stack's deployed configuration), no
 command printed a traceback, no command that had to succeed failed, there were never two resources of one
 name, and the final ``destroy`` left nothing: EC2 instances, security groups, launch templates, placement
-groups, PCS clusters, the ``AWSPCS-<name>-<region>`` IAM role and instance profile, CloudFormation stacks.
+groups, PCS clusters, the ``AWSPCS-<name>-<region>`` IAM role and instance profile, CloudFormation stacks,
+EKS clusters, node groups and add-ons, EKS-tagged instances and security groups, the ``<name>-<region>-eks-*``
+roles, VPCs, subnets, gateways, Elastic IPs, route tables, VPC endpoints, FSx file systems.
 
 Prints ``{"runs", "converged", "leaked", "duplicates", "drift_repaired"}`` (with ``--json`` also every run's
 detail) and exits 1 unless every run converged with nothing leaked and no duplicates.
@@ -42,6 +50,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chaos_eks import EksKillRun  # noqa: E402
 from chaos_kinds import DriftRun, EditRun, IamKillRun, PclusterEditRun  # noqa: E402
 from chaos_run import THROTTLE, TIMEOUT, Run  # noqa: E402
 from common import Sandbox, fmcluster_exe, run  # noqa: E402
@@ -99,8 +108,8 @@ class PclusterFaultRun(FaultRun):
     kind, backend = "fault-parallelcluster", "parallelcluster"
 
 
-# with the default --seed 1000, ten runs give two each of drift, edits, fault-pcs and iam-kill
-KINDS: list[type[Run]] = [FaultRun, IamKillRun, PclusterFaultRun, PclusterEditRun, DriftRun, EditRun]
+# with the default --seed 1000, ten runs give two each of kill-eks, fault-pcs, iam-kill and fault-parallelcluster
+KINDS: list[type[Run]] = [FaultRun, IamKillRun, PclusterFaultRun, PclusterEditRun, DriftRun, EditRun, EksKillRun]
 
 
 def main() -> int:

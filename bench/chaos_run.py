@@ -23,7 +23,8 @@ from announced_cli import PREFIX  # noqa: E402
 from common import REPO, Sandbox, duplicates, fmcluster_exe, run  # noqa: E402
 
 QUICKSTART = {"pcs": REPO / "configs" / "quickstart-pcs.yaml",
-              "parallelcluster": REPO / "configs" / "quickstart-parallelcluster.yaml"}
+              "parallelcluster": REPO / "configs" / "quickstart-parallelcluster.yaml",
+              "eks": REPO / "configs" / "p5-kueue-eks.yaml"}
 ANNOUNCED_CLI = Path(__file__).resolve().parent / "announced_cli.py"
 THROTTLE = 0.2
 TIMEOUT = 900
@@ -32,9 +33,11 @@ SETTLE_S = 30.0
 
 def settling(inventory: dict[str, list[str]]) -> bool:
     """Something is left, and all of it is only AWS finishing a delete that was asked for (a stack
-    DELETE_IN_PROGRESS, an instance shutting down): worth a short wait before calling it a leftover."""
+    DELETE_IN_PROGRESS, an instance shutting down, an EKS cluster or file system DELETING): worth a short wait
+    before calling it a leftover."""
     left = [item for items in inventory.values() for item in items]
-    return bool(left) and all(item.endswith(("DELETE_IN_PROGRESS", "shutting-down")) for item in left)
+    return bool(left) and all(item.endswith(("DELETE_IN_PROGRESS", "shutting-down", "DELETING", "deleting"))
+                              for item in left)
 
 
 class Run:

@@ -41,6 +41,7 @@ SLOW_TESTS: dict[str, str] = {
 # together instead of one starting a long file at the end. NOT YET MEASURED: reorder from a full
 # `pytest --durations=0` run summed per file.
 LONGEST_FIRST: list[str] = [
+    "test_lifecycle_eks_kill.py",
     "test_ownership.py",
     "test_lifecycle_parallelcluster.py",
     "test_lifecycle_pcs.py",
