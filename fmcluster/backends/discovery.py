@@ -100,6 +100,12 @@ def scan_instances(ctx: Context, extra_filters: list[dict[str, Any]] | None = No
     return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
 
 
+def instance_row(instance: dict[str, Any], queue: str) -> dict[str, Any]:
+    """One of ``describe``'s ``instances``: a node of ``queue`` as EC2 describes it."""
+    return {"id": instance["InstanceId"], "queue": queue, "instance_type": instance["InstanceType"],
+            "state": instance["State"]["Name"], "launch_time": instance.get("LaunchTime")}
+
+
 def instance_found(instance: dict[str, Any], owner: str) -> Discovered:
     ident, state = instance["InstanceId"], instance["State"]["Name"]
     return Discovered(f"instance:{ident}", ident, state,

@@ -30,3 +30,15 @@ class BackendProfile:
     def common_status(self, raw: str) -> str:
         """``raw`` in the common vocabulary; a status the map does not know is in progress."""
         return self.status.get(raw, "UPDATING")
+
+    def overall_status(self, cluster: str, members: list[str]) -> str:
+        """The cluster's status from its own and its members' (node groups, queues, add-ons): a member that failed
+        or is still changing shows through an ACTIVE cluster."""
+        status = self.common_status(cluster)
+        if status != "ACTIVE":
+            return status
+        mapped = {self.common_status(m) for m in members}
+        for candidate in ("FAILED", "CREATING", "DELETING", "UPDATING"):
+            if candidate in mapped:
+                return "UPDATING" if candidate == "DELETING" else candidate
+        return "ACTIVE"

@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
 from fmcluster.backends.build import SHARED, build, by_key
-from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
+from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.backends.eks import cluster_view, kube
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
@@ -208,7 +208,7 @@ class EksBackend(Backend):
                 "node_group_status": group["status"],
                 "running_instances": sum(1 for i in members if i["State"]["Name"] == "running"),
             })
-            report["instances"] += [_instance_row(i, group["nodegroupName"]) for i in members]
+            report["instances"] += [instance_row(i, group["nodegroupName"]) for i in members]
         access = kube.KubeAccess.of(session.ctx, session.name) if groups else None
         if access is not None and session.spec is not None:
             inside = cluster_view.read(access, session.spec.kubernetes.scheduler, [q["name"] for q in report["queues"]])
@@ -218,7 +218,8 @@ class EksBackend(Backend):
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))
                               for item in items if health_issues(item)]
-        report["status"] = _overall(cluster["status"], [g["status"] for g in groups] + [a["status"] for a in addons])
+        report["status"] = PROFILE.overall_status(cluster["status"],
+                                                  [g["status"] for g in groups] + [a["status"] for a in addons])
         return report
 
     def kube_access(self, session: Session) -> KubeEndpoint | None:
@@ -250,19 +251,4 @@ def _template_type(session: Session, group: dict[str, Any]) -> str | None:
     data = (versions.get("LaunchTemplateVersions") or [{}])[0].get("LaunchTemplateData") or {}
     return data.get("InstanceType")
 
-
-def _instance_row(instance: dict[str, Any], queue: str) -> dict[str, Any]:
-    return {"id": instance["InstanceId"], "queue": queue, "instance_type": instance["InstanceType"],
-            "state": instance["State"]["Name"], "launch_time": instance.get("LaunchTime")}
-
-
-def _overall(cluster_status: str, members: list[str]) -> str:
-    status = PROFILE.common_status(cluster_status)
-    if status != "ACTIVE":
-        return status
-    if any(m in ("CREATE_FAILED", "DELETE_FAILED", "DEGRADED") for m in members):
-        return "FAILED"
-    if any(m in ("CREATING", "UPDATING", "DELETING") for m in members):
-        return "CREATING" if "CREATING" in members else "UPDATING"
-    return "ACTIVE"
 

@@ -12,7 +12,9 @@ PROFILE = BackendProfile(
     anchor_kind="eks_cluster",
     extra="kubernetes",
     kubernetes_api=True,
-    # EKS's cluster statuses (EKS API DescribeCluster) in the one vocabulary of `status`.
+    # EKS's cluster, node group and add-on statuses (EKS API DescribeCluster, DescribeNodegroup, DescribeAddon) in
+    # the one vocabulary of `status`: a DEGRADED node group or add-on is broken although it runs.
     status={"CREATING": "CREATING", "ACTIVE": "ACTIVE", "UPDATING": "UPDATING", "DELETING": "DELETING",
-            "FAILED": "FAILED", "PENDING": "CREATING"},
+            "FAILED": "FAILED", "PENDING": "CREATING", "CREATE_FAILED": "FAILED", "DELETE_FAILED": "FAILED",
+            "UPDATE_FAILED": "FAILED", "DEGRADED": "FAILED"},
 )

@@ -73,13 +73,20 @@ class EksResource(Resource):
         body = ctx.resolve(self.document.body, partial=True)
         return flatten({k: v for k, v in body.items() if k not in _NOT_ATTRIBUTES})
 
-    def _gone_or(self, exc: ClientError, observed: Observed) -> None:
-        """A delete that finds the resource gone, or already deleting, has done its job."""
-        if error_code(exc) == "ResourceNotFoundException":
-            return
-        if error_code(exc) == "ResourceInUseException" and observed.status == "DELETING":
-            return
-        raise exc
+    @abstractmethod
+    def _send_delete(self, ctx: Context) -> None:
+        """The ``Delete…`` request."""
+
+    def delete(self, ctx: Context, observed: Observed) -> None:
+        """Safe to repeat: a delete that finds the resource gone, or already deleting, has done its job."""
+        try:
+            self._send_delete(ctx)
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return
+            if error_code(exc) == "ResourceInUseException" and observed.status == "DELETING":
+                return
+            raise
 
 
 class EksCluster(EksResource):
@@ -140,11 +147,8 @@ class EksCluster(EksResource):
                                       clientRequestToken=f"{token}-endpoint"[:64])
         return Observed(observed.id, "UPDATING", "pending")
 
-    def delete(self, ctx: Context, observed: Observed) -> None:
-        try:
-            ctx.client("eks").delete_cluster(name=self.key)
-        except ClientError as exc:
-            self._gone_or(exc, observed)
+    def _send_delete(self, ctx: Context) -> None:
+        ctx.client("eks").delete_cluster(name=self.key)
 
 
 class EksNodegroup(EksResource):
@@ -203,11 +207,8 @@ class EksNodegroup(EksResource):
                 raise
         return Observed(observed.id, "UPDATING", "pending")
 
-    def delete(self, ctx: Context, observed: Observed) -> None:
-        try:
-            ctx.client("eks").delete_nodegroup(clusterName=self.cluster, nodegroupName=self.key)
-        except ClientError as exc:
-            self._gone_or(exc, observed)
+    def _send_delete(self, ctx: Context) -> None:
+        ctx.client("eks").delete_nodegroup(clusterName=self.cluster, nodegroupName=self.key)
 
 
 class EksAddon(EksResource):
@@ -223,8 +224,5 @@ class EksAddon(EksResource):
         addon = ctx.client("eks").create_addon(clientRequestToken=token, **ctx.resolve(self.document.body))["addon"]
         return Observed(addon.get("addonArn"), addon["status"], PHASES.get(addon["status"], "pending"))
 
-    def delete(self, ctx: Context, observed: Observed) -> None:
-        try:
-            ctx.client("eks").delete_addon(clusterName=self.cluster, addonName=self.key)
-        except ClientError as exc:
-            self._gone_or(exc, observed)
+    def _send_delete(self, ctx: Context) -> None:
+        ctx.client("eks").delete_addon(clusterName=self.cluster, addonName=self.key)

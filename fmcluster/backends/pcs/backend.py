@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
 from fmcluster.backends.build import SHARED, build, by_key
-from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances, scan_role
+from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.backends.efs import EfsFileSystem, scan_efs
 from fmcluster.backends.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
@@ -197,7 +197,7 @@ class PcsBackend(Backend):
             instances.setdefault(group or "", []).append(instance)
         for group in groups:
             for instance in instances.get(group["id"], []):
-                report["instances"].append(_instance_row(instance, group["name"]))
+                report["instances"].append(instance_row(instance, group["name"]))
         for queue in queues:
             configs = queue.get("computeNodeGroupConfigurations") or []
             members = [by_id[c["computeNodeGroupId"]] for c in configs if c.get("computeNodeGroupId") in by_id]
@@ -216,7 +216,8 @@ class PcsBackend(Backend):
         report["problems"] = [f"{kind} {item['name']}: {error_info(item)}"
                               for kind, items in (("compute node group", groups), ("queue", queues))
                               for item in items if error_info(item)]
-        report["status"] = _overall(cluster["status"], [g["status"] for g in groups] + [q["status"] for q in queues])
+        report["status"] = PROFILE.overall_status(cluster["status"],
+                                                  [g["status"] for g in groups] + [q["status"] for q in queues])
         return report
 
     def login_node(self, session: Session) -> LoginNode | None:
@@ -244,18 +245,3 @@ class PcsBackend(Backend):
             return [], [f"PCS has no cluster {session.name} in {session.region}"]
         return cluster_logs(session.ctx, cluster, since, lines)
 
-
-def _instance_row(instance: dict[str, Any], queue: str) -> dict[str, Any]:
-    return {"id": instance["InstanceId"], "queue": queue, "instance_type": instance["InstanceType"],
-            "state": instance["State"]["Name"], "launch_time": instance.get("LaunchTime")}
-
-
-def _overall(cluster_status: str, members: list[str]) -> str:
-    status = PROFILE.common_status(cluster_status)
-    if status != "ACTIVE":
-        return status
-    mapped = {PROFILE.common_status(m) for m in members}
-    for candidate in ("FAILED", "CREATING", "DELETING", "UPDATING"):
-        if candidate in mapped:
-            return "UPDATING" if candidate == "DELETING" else candidate
-    return "ACTIVE"
