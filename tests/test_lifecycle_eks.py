@@ -150,17 +150,17 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     assert status["usd_per_hour_max"] == json.loads(_ok(cli.run("plan", str(cli.spec), "--json")).stdout)[
         "usd_per_hour"]  # the control plane's fee included, in both
 
-    if scheduler != "kueue":  # scale and kubeconfig do not depend on the scheduler: once is enough
+    _ok(cli.run("scale", cli.name, "cpu=2", "--yes"))
+    scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="cpu")["nodegroup"]["scalingConfig"]
+    assert scaled == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    assert cli.status()["drift"] == []  # the cpu queue's quota moved with its nodes, in each scheduler's form
+    if scheduler != "kueue":  # the refusal and kubeconfig do not depend on the scheduler: once is enough
         _ok(cli.destroy())
         assert {kind: items for kind, items in cli.inventory().items() if items} == {}
         return
     # Past the block's two instances EKS would fail the launch: scale refuses before any change.
     refused = cli.run("scale", cli.name, "train=3", "--yes")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
-    _ok(cli.run("scale", cli.name, "cpu=2", "--yes"))
-    scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="cpu")["nodegroup"]["scalingConfig"]
-    assert scaled == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
-    assert cli.status()["drift"] == []  # the cpu queue's quota moved with its nodes
 
     kubeconfig = yaml.safe_load(_ok(cli.run("kubeconfig", cli.name)).stdout)
     assert kubeconfig["clusters"][0]["cluster"]["server"] == cluster["endpoint"]
