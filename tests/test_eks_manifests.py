@@ -3,13 +3,8 @@ scheduler CRDs (unknown fields are problems), and accepted by the sandbox's Kube
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
-import ssl
-import tempfile
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -217,9 +212,9 @@ def _api_path(obj: dict[str, Any]) -> str:
 
 def test_the_kueue_manifests_are_accepted_by_the_sandbox_kubernetes_api(sandbox) -> None:
     try:
-        from test_sandbox_kube import eks_token
+        from test_sandbox_kube import cluster_api
     except ImportError:  # tests/ imported as a package
-        from tests.test_sandbox_kube import eks_token
+        from tests.test_sandbox_kube import cluster_api
 
     sandbox.faults({"latency": {"eks.cluster": 0}})
     eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
@@ -233,21 +228,7 @@ def test_the_kueue_manifests_are_accepted_by_the_sandbox_kubernetes_api(sandbox)
     name = f"manifests-{suffix}"
     eks.create_cluster(name=name, roleArn=role, resourcesVpcConfig={"subnetIds": subnets},
                        accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True})
-    cluster = eks.describe_cluster(name=name)["cluster"]
-    with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
-        ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
-    context = ssl.create_default_context(cafile=ca.name)
-    token = eks_token(sandbox.endpoint_url, name, region=REGION)
-
-    def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        req = urllib.request.Request(cluster["endpoint"] + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=30, context=context) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
+    call = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
 
     objects = with_stand_ins(manifests(eks_spec("kueue")))  # the engine fills the Lustre references at create time
     for obj in objects:

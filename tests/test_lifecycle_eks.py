@@ -6,12 +6,8 @@ destroy nothing tagged or labelled for the cluster."""
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
-import ssl
-import tempfile
-import urllib.request
 from typing import Any
 
 import pytest
@@ -19,10 +15,10 @@ import yaml
 
 try:
     from lifecycle_fixture import CONFIGS, Cli, _ok, cli_fixture
-    from test_sandbox_kube import eks_token
+    from test_sandbox_kube import cluster_api
 except ImportError:  # tests/ imported as a package
     from tests.lifecycle_fixture import CONFIGS, Cli, _ok, cli_fixture
-    from tests.test_sandbox_kube import eks_token
+    from tests.test_sandbox_kube import cluster_api
 
 from fmcluster import catalog
 
@@ -83,13 +79,9 @@ def _buy_block(sandbox, instances: int) -> tuple[str, str]:
 
 def _kube_get(sandbox, cluster: dict[str, Any], path: str) -> dict[str, Any]:
     """GET ``path`` from the cluster's Kubernetes API, verified with the CA EKS issued, as the cluster's creator."""
-    with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
-        ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
-    context = ssl.create_default_context(cafile=ca.name)
-    request = urllib.request.Request(cluster["endpoint"] + path, headers={
-        "Authorization": f"Bearer {eks_token(sandbox.endpoint_url, cluster['name'], region=REGION)}"})
-    with urllib.request.urlopen(request, context=context, timeout=30) as response:
-        return json.loads(response.read())
+    status, answer = cluster_api(sandbox.endpoint_url, cluster, REGION)("GET", path)
+    assert status == 200, answer
+    return answer
 
 
 @pytest.mark.parametrize("scheduler", sorted(QUEUE_OBJECTS))

@@ -4,12 +4,7 @@ deciding who gets in, and Nodes for the instances a managed node group launched.
 
 from __future__ import annotations
 
-import base64
 import json
-import ssl
-import tempfile
-import urllib.error
-import urllib.request
 import uuid
 from typing import Any
 
@@ -18,9 +13,9 @@ import pytest
 pytest.importorskip("fmcluster_sandbox.eks")  # the EKS emulator ships in the same sandbox; this file tests both
 
 try:
-    from test_sandbox_kube import daemonset, eks_token
+    from test_sandbox_kube import cluster_api, daemonset
 except ImportError:  # tests/ imported as a package
-    from tests.test_sandbox_kube import daemonset, eks_token
+    from tests.test_sandbox_kube import cluster_api, daemonset
 
 REGION = "us-east-2"
 ZONES = ("us-east-2a", "us-east-2b")
@@ -47,21 +42,7 @@ def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
                        accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False})
     cluster = eks.describe_cluster(name=name)["cluster"]
     assert cluster["status"] == "ACTIVE"
-    with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
-        ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
-    context = ssl.create_default_context(cafile=ca.name)  # the cluster's own CA verifies its endpoint
-
-    token = eks_token(sandbox.endpoint_url, name, region=REGION)
-
-    def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        req = urllib.request.Request(cluster["endpoint"] + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=30, context=context) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
+    call = cluster_api(sandbox.endpoint_url, cluster, REGION)  # the cluster's own CA verifies its endpoint
 
     assert call("GET", "/api/v1/nodes")[0] == 401  # the creator was not made admin, and has no access entry yet
     caller = sandbox.client("sts", REGION).get_caller_identity()["Arn"]
@@ -111,23 +92,8 @@ def test_a_view_policy_reads_but_cannot_write_and_a_deleted_clusters_objects_are
         eks.create_access_entry(clusterName=name, principalArn=caller)
         eks.associate_access_policy(clusterName=name, principalArn=caller, accessScope={"type": "cluster"},
                                     policyArn=f"arn:aws:eks::aws:cluster-access-policy/{policy}")
-        cluster = eks.describe_cluster(name=name)["cluster"]
-        with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
-            ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
-        context = ssl.create_default_context(cafile=ca.name)
-        token = eks_token(sandbox.endpoint_url, name, region=REGION)
-
-        def call(method: str, path: str, body: Any = None) -> int:
-            req = urllib.request.Request(cluster["endpoint"] + path, method=method,
-                                         data=None if body is None else json.dumps(body).encode(),
-                                         headers={"Authorization": f"Bearer {token}",
-                                                  "Content-Type": "application/json"})
-            try:
-                with urllib.request.urlopen(req, timeout=30, context=context) as resp:
-                    return resp.status
-            except urllib.error.HTTPError as err:
-                return err.code
-        return call
+        api = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
+        return lambda method, path, body=None: api(method, path, body)[0]
 
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default"}}
     call = make("AmazonEKSViewPolicy")
