@@ -28,7 +28,7 @@ from fmcluster.backends.iam import IamRole
 from fmcluster.backends.ownership import is_ours
 from fmcluster.catalog import eks_versions
 from fmcluster.engine import Resource
-from fmcluster.errors import UsageError
+from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.network import Placement
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.spec.networking import creates_network
@@ -210,11 +210,17 @@ class EksBackend(Backend):
             })
             report["instances"] += [instance_row(i, group["nodegroupName"]) for i in members]
         access = kube.KubeAccess.of(session.ctx, session.name) if groups else None
+        unread: list[str] = []
         if access is not None and session.spec is not None:
-            inside = cluster_view.read(access, session.spec.kubernetes.scheduler, [q["name"] for q in report["queues"]])
-            for queue in report["queues"]:
-                queue.update(inside.get(queue["name"], {}))
-        report["problems"] = [f"{what} {item[name]}: {health_issues(item)}"
+            try:
+                inside = cluster_view.read(access, session.spec.kubernetes.scheduler,
+                                           [q["name"] for q in report["queues"]])
+            except FmclusterError as exc:  # a teammate without an access entry still sees what AWS holds
+                unread.append(f"the cluster's Kubernetes API was not read: {exc}")
+            else:
+                for queue in report["queues"]:
+                    queue.update(inside.get(queue["name"], {}))
+        report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))
                               for item in items if health_issues(item)]
