@@ -360,15 +360,30 @@ def daemonset(name: str, image: str, node_selector: dict[str, str] | None = None
                      "template": {"metadata": {"labels": {"name": name}}, "spec": pod}}}
 
 
-def test_unknown_fields_are_refused_unless_the_client_asks_for_leniency(k8s):
+def test_unknown_fields_follow_the_field_validation_level(k8s):
+    """"Kubernetes API Concepts", "Field validation": levels Ignore, Warn (default) and Strict; a server-side apply
+    converts the applied configuration to the typed schema, which fails on an unknown field whatever the level
+    (the API server's 500 "failed to create typed patch object", kubernetes/kubernetes #122480, #139253)."""
     path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
     body = daemonset("plugin", "busybox", imagePullPolcy="Always")  # misspelt field
-    status, answer, _ = k8s.call("POST", path, body)
+    status, answer, _ = k8s.call("POST", f"{path}?fieldValidation=Strict", body)
     assert (status, answer["reason"]) == (400, "BadRequest")
     assert 'unknown field "spec.template.spec.containers[0].imagePullPolcy"' in answer["message"]
-    status, created, headers = k8s.call("POST", f"{path}?fieldValidation=Warn", body)
-    assert status == 201 and "imagePullPolcy" in headers["Warning"]
+    status, created, headers = k8s.call("POST", path, body)  # no level: Warn
+    # RFC 7234 warn-text is a quoted-string: the API server escapes the quotes inside it
+    assert status == 201
+    assert headers["Warning"] == '299 - "unknown field \\"spec.template.spec.containers[0].imagePullPolcy\\""'
     assert "imagePullPolcy" not in created["spec"]["template"]["spec"]["containers"][0]
+    status, _, headers = k8s.call("POST", f"{path}?fieldValidation=Ignore", {**body, "metadata": {"name": "quiet"}})
+    assert status == 201 and "Warning" not in headers
+    applied = {**body, "metadata": {"name": "applied"}}
+    for level in ("", "&fieldValidation=Ignore"):
+        status, answer, _ = k8s.call("PATCH", f"{path}/applied?fieldManager=fmcluster{level}", applied,
+                                     "application/apply-patch+yaml")
+        assert (status, "reason" in answer) == (500, False)
+        assert answer["message"] == ("failed to create typed patch object (kube-system/applied; apps/v1, "
+                                     "Kind=DaemonSet): .spec.template.spec.containers[0].imagePullPolcy: field not "
+                                     "declared in schema")
 
 
 # -- custom resources ---------------------------------------------------------------------------------
@@ -394,7 +409,7 @@ def test_a_cluster_queue_needs_its_crd(k8s):
     assert k8s.call("GET", f"{path}/gpus")[1]["metadata"]["uid"] == created["metadata"]["uid"]
     # v1beta1 called it "cohort"; v1beta2 renamed it cohortName, so the old name is unknown here
     unknown = {**CLUSTER_QUEUE, "metadata": {"name": "x"}, "spec": {**CLUSTER_QUEUE["spec"], "cohort": "a"}}
-    status, body, _ = k8s.call("POST", path, unknown)
+    status, body, _ = k8s.call("POST", f"{path}?fieldValidation=Strict", unknown)
     assert status == 400 and 'unknown field "spec.cohort"' in body["message"]
     wrong = {**CLUSTER_QUEUE, "metadata": {"name": "y"},
              "spec": {**CLUSTER_QUEUE["spec"], "queueingStrategy": "Whatever"}}
@@ -562,7 +577,7 @@ def test_schemas_follow_the_cluster_kubernetes_version(server, k8s):
     try:
         kube.cluster_version = lambda cluster, region: "1.29"
         assert k8s.call("GET", "/version")[1]["minor"] == "29"
-        status, body, _ = k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+        status, body, _ = k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs?fieldValidation=Strict", job)
         assert status == 400 and 'unknown field "spec.managedBy"' in body["message"]
         kube.cluster_version = lambda cluster, region: "1.33"
         assert k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)[0] == 201
@@ -695,5 +710,5 @@ def test_volcano_and_kai_queues_follow_their_crds(k8s):
     efa = copy.deepcopy(kai)
     efa["metadata"]["name"] = "efa"
     efa["spec"]["resources"]["efa"] = {"quota": 64}  # KAI queues know only cpu, gpu and memory
-    status, body, _ = k8s.call("POST", "/apis/scheduling.run.ai/v2/queues", efa)
+    status, body, _ = k8s.call("POST", "/apis/scheduling.run.ai/v2/queues?fieldValidation=Strict", efa)
     assert status == 400 and 'unknown field "spec.resources.efa"' in body["message"]
