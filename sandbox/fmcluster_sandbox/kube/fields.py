@@ -4,7 +4,7 @@ Every write records which manager owns which fields, in ``metadata.managedFields
 ``operation`` Apply or Update, ``apiVersion``, ``time``, ``fieldsType: FieldsV1``, ``fieldsV1``):
 
 * an apply (``application/apply-patch+yaml``) by manager M owns exactly the fields its configuration sets. Setting
-  a field to a value other than the live one while another manager owns it is a conflict: 409 Conflict, reason
+  a field to a value other than the live one (lists and their items compared on the keys the configuration sets) while another manager owns it is a conflict: 409 Conflict, reason
   ``Conflict``, one ``FieldManagerConflict`` cause per field, message ``Apply failed with 1 conflict: conflict with
   "<manager>" using <apiVersion> at <time>: .spec.replicas`` (the form of the API server's
   ``fieldmanager/internal/conflict.go``); with ``force=true`` the applier takes those fields over. A field M applied
@@ -135,7 +135,7 @@ def apply(live: dict[str, Any], config: dict[str, Any], manager: str, force: boo
             continue
         owned = decode(entry.get("fieldsV1") or {})
         for path, value in applied.items():
-            if path in owned and path in current and current[path] != value:
+            if path in owned and path in current and not _covers(current[path], value):
                 conflicts.append((entry, path))
     if conflicts and not force:
         raise conflict_error(conflicts)
@@ -176,6 +176,16 @@ def conflict_error(conflicts: list[tuple[dict[str, Any], Path]]) -> KubeError:
             lines += [f"- {path_text(p)}" for e, p in conflicts if _manager_text(e) == text]
         message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
     return KubeError(409, "Conflict", message, {"causes": causes})
+
+
+def _covers(live: Any, applied: Any) -> bool:
+    """Whether the live value already is what was applied: maps and list items compared on the applied keys only
+    (server defaults such as a container's ``terminationMessagePath`` are not a different value)."""
+    if isinstance(applied, dict) and isinstance(live, dict):
+        return all(k in live and _covers(live[k], v) for k, v in applied.items())
+    if isinstance(applied, list) and isinstance(live, list):
+        return len(applied) == len(live) and all(_covers(a, b) for a, b in zip(live, applied))
+    return live == applied
 
 
 def _remove(obj: dict[str, Any], path: Path) -> None:
