@@ -3,12 +3,13 @@
 Every write records which manager owns which fields, in ``metadata.managedFields`` entries (``manager``,
 ``operation`` Apply or Update, ``apiVersion``, ``time``, ``fieldsType: FieldsV1``, ``fieldsV1``):
 
-* an apply (``application/apply-patch+yaml``) by manager M owns exactly the fields its configuration sets. Setting
-  a field to a value other than the live one (lists and their items compared on the keys the configuration sets) while another manager owns it is a conflict: 409 Conflict, reason
-  ``Conflict``, one ``FieldManagerConflict`` cause per field, message ``Apply failed with 1 conflict: conflict with
-  "<manager>" using <apiVersion> at <time>: .spec.replicas`` (the form of the API server's
-  ``fieldmanager/internal/conflict.go``); with ``force=true`` the applier takes those fields over. A field M applied
-  before and no longer applies is removed, unless another manager owns it too;
+* an apply (``application/apply-patch+yaml``) by manager M owns exactly the fields its configuration sets.
+  Setting a field to a value other than the live one (lists and their items compared on the keys the configuration
+  sets) while another manager owns it is a conflict: 409 Conflict, reason ``Conflict``, one
+  ``FieldManagerConflict`` cause per field, message ``Apply failed with 1 conflict: conflict with "<manager>" using
+  <apiVersion> at <time>: .spec.replicas`` (the form of the API server's ``fieldmanager/internal/conflict.go``);
+  with ``force=true`` the applier takes those fields over. A field M applied before and no longer applies is
+  removed, unless another manager owns it too;
 * any other write (create, update, merge/JSON patch) by manager M (``fieldManager``, else the User-Agent up to its
   first ``/``) takes the fields it sets or changes as an Update entry of M, and they leave other managers' sets
   (an update never conflicts).
@@ -184,7 +185,7 @@ def _covers(live: Any, applied: Any) -> bool:
     if isinstance(applied, dict) and isinstance(live, dict):
         return all(k in live and _covers(live[k], v) for k, v in applied.items())
     if isinstance(applied, list) and isinstance(live, list):
-        return len(applied) == len(live) and all(_covers(a, b) for a, b in zip(live, applied))
+        return len(applied) == len(live) and all(_covers(a, b) for a, b in zip(live, applied, strict=True))
     return live == applied
 
 
