@@ -979,6 +979,18 @@ def test_which_webhooks_a_request_goes_to(server, k8s):
     assert k8s.call("POST", "/api/v1/namespaces/default/secrets", {"apiVersion": "v1", "kind": "Secret",
                                                                    "metadata": {"name": "s"}})[0] == 201
 
+    # a fail-closed webhook on everything: webhook configurations are never sent to webhooks, so it can be removed
+    catch_all = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                 "metadata": {"name": "catch-all"}, "webhooks": [hook("all.example.com", rules=[
+                     {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}])]}
+    mutating = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+    status, created, _ = k8s.call("POST", mutating, catch_all)
+    assert status == 201 and created["webhooks"][0]["reinvocationPolicy"] == "Never"
+    status, body, _ = k8s.call("DELETE", "/api/v1/namespaces/default/secrets/s")
+    assert status == 500 and '"all.example.com"' in body["message"]
+    assert k8s.call("DELETE", f"{mutating}/catch-all")[0] == 200
+    assert k8s.call("DELETE", "/api/v1/namespaces/default/secrets/s")[0] == 200
+
     missing = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
                "metadata": {"name": "incomplete"}, "webhooks": [{"name": "x.example.com", "clientConfig": {}}]}
     status, body, _ = k8s.call("POST", WEBHOOKS, missing)  # the v1 schema requires sideEffects and review versions

@@ -381,7 +381,8 @@ class Request:
         if rtype.kind == "Namespace" and name in UNDELETABLE_NAMESPACES:
             raise forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted', "delete",
                             "namespaces", name)
-        self._admit("DELETE", rtype, namespace, name, None, existing, mutating=False)
+        for mutating in (True, False):  # a DELETE goes to both kinds of webhook (handlers/delete.go)
+            self._admit("DELETE", rtype, namespace, name, None, existing, mutating=mutating)
         if self._dry_run():
             return 200, self._present(rtype, existing)
         self.store.delete(key)
