@@ -72,6 +72,9 @@ def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
     assert call("GET", "/api/v1/nodes")[0] == 401  # the creator was not made admin, and has no access entry yet
     caller = sandbox.client("sts", REGION).get_caller_identity()["Arn"]
     eks.create_access_entry(clusterName=name, principalArn=caller)
+    status, body = call("GET", "/api/v1/nodes")  # authenticated now, but no access policy authorizes anything
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert body["message"].endswith('cannot list resource "nodes" in API group "" at the cluster scope')
     eks.associate_access_policy(clusterName=name, principalArn=caller,
                                 policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
                                 accessScope={"type": "cluster"})
