@@ -1,6 +1,9 @@
 """The verbs on resource paths: get, list, create, update, patch, delete and deletecollection, as the API server
 answers them ("Kubernetes API Concepts"), on the cluster's store (:mod:`.store`), objects checked by
-:mod:`.validation` and :mod:`.kind_rules`, Nodes built by :mod:`.nodes`."""
+:mod:`.validation` and :mod:`.kind_rules`, Nodes built by :mod:`.nodes`. Writes go through the admission webhooks
+that match them (:mod:`.admission`: mutating before validation, validating after) and record their field managers
+(:mod:`.fields`); reads of Deployments, StatefulSets, DaemonSets and Jobs carry the status their controllers would
+have written for the cluster's current Nodes (:mod:`.workloads`)."""
 
 from __future__ import annotations
 
