@@ -923,12 +923,27 @@ def test_a_fail_closed_webhook_without_ready_endpoints_refuses_requests(server, 
     assert body["details"]["causes"][0]["message"] == body["message"].removeprefix("Internal error occurred: ")
     assert k8s.call("GET", f"{queues}/gpus")[0] == 404
 
+    # Kueue's visibility APIService: Available only while its Service has a ready endpoint (kube-aggregator)
+    apiservices = "/apis/apiregistration.k8s.io/v1/apiservices"
+    visibility = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                  "metadata": {"name": "v1beta2.visibility.kueue.x-k8s.io"},
+                  "spec": {"group": "visibility.kueue.x-k8s.io", "version": "v1beta2", "groupPriorityMinimum": 100,
+                           "versionPriority": 100, "insecureSkipTLSVerify": True,
+                           "service": {"name": "kueue-webhook-service", "namespace": "kueue-system"}}}
+    assert k8s.call("POST", apiservices, visibility)[0] == 201
+
+    def aggregated() -> tuple[str, str]:
+        available = conditions(k8s.call("GET", f"{apiservices}/v1beta2.visibility.kueue.x-k8s.io")[1])["Available"]
+        return available["status"], available["reason"]
+
+    assert aggregated() == ("False", "MissingEndpoints")
     controller = workload("Deployment", "kueue-controller-manager", KUEUE_LABELS, SYSTEM_LABEL, TOLERATE_CRITICAL)
     deployments = "/apis/apps/v1/namespaces/kueue-system/deployments"
     assert k8s.call("POST", deployments, controller)[0] == 201
     assert k8s.call("POST", queues, CLUSTER_QUEUE)[0] == 500  # no node for the controller yet
     server["eks"].instances[CLUSTER] = [m5_node("ip-10-0-0-9.ec2.internal", SYSTEM_LABEL, [CRITICAL_TAINT])]
     assert k8s.call("POST", queues, CLUSTER_QUEUE)[0] == 201
+    assert aggregated() == ("True", "Passed")
     server["eks"].instances[CLUSTER] = []  # its node went away: updates are refused again, reads are not
     status, body, _ = k8s.call("PATCH", f"{queues}/gpus", {"spec": {"cohortName": "all"}},
                                "application/merge-patch+json")

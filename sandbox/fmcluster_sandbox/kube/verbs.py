@@ -453,16 +453,42 @@ class Request:
     def _refresh(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """A workload as its controller would have left it by now (:mod:`.workloads`); the new status is stored
         when it changed, so condition transition times hold."""
-        if rtype.crd is not None or rtype.kind not in workloads.KINDS:
+        if rtype.crd is not None or rtype.kind not in (*workloads.KINDS, "APIService"):
             return obj
-        if self._ready_nodes is None:
-            self._ready_nodes = [v for v in map(workloads.node_view, self._node_objects()) if v is not None]
-        status = workloads.status(obj, self._ready_nodes, _now(), self.version)
+        if rtype.kind == "APIService":
+            status = self._apiservice_status(obj)
+        else:
+            if self._ready_nodes is None:
+                self._ready_nodes = [v for v in map(workloads.node_view, self._node_objects()) if v is not None]
+            status = workloads.status(obj, self._ready_nodes, _now(), self.version)
         if status == obj.get("status"):
             return obj
         obj["status"] = status
         meta = obj["metadata"]
         return self.store.put(self._key(rtype, meta.get("namespace"), meta["name"]), obj, new=False)
+
+    def _apiservice_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The aggregator's ``Available`` condition (kube-aggregator's availability controller): a local APIService
+        is always available; one backed by a Service is available while the Service has a ready endpoint. The
+        sandbox proxies nothing to it (docs/sandbox-fidelity.md)."""
+        service = (obj.get("spec") or {}).get("service")
+        if not service:
+            wanted = ("True", "Local", "Local APIServices are always available")
+        else:
+            name, namespace = service.get("name", ""), service.get("namespace", "")
+            found = self.store.get(("", "services", namespace, name))
+            selector = ((found or {}).get("spec") or {}).get("selector") or {}
+            if found is None:
+                wanted = ("False", "ServiceNotFound", f'service/{name} in "{namespace}" is not present')
+            elif selector and self._has_ready_endpoint(namespace, selector):
+                wanted = ("True", "Passed", "all checks passed")
+            else:
+                wanted = ("False", "MissingEndpoints", f'endpoints for service/{name} in "{namespace}" have no '
+                          "addresses")
+        previous = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}.get("Available", {})
+        when = previous.get("lastTransitionTime") if previous.get("status") == wanted[0] else None
+        return {"conditions": [{"type": "Available", "status": wanted[0], "lastTransitionTime": when or _now(),
+                                "reason": wanted[1], "message": wanted[2]}]}
 
     def _has_ready_endpoint(self, namespace: str, selector: dict[str, str]) -> bool:
         """Whether a Ready pod would back a Service with ``selector`` in ``namespace``: a workload whose pod template
