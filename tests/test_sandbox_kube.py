@@ -922,6 +922,16 @@ def test_a_fail_closed_webhook_without_ready_endpoints_refuses_requests(server, 
                                f'webhook: Post "{url}": no endpoints available for service "kueue-webhook-service"')
     assert body["details"]["causes"][0]["message"] == body["message"].removeprefix("Internal error occurred: ")
     assert k8s.call("GET", f"{queues}/gpus")[0] == 404
+    # matchPolicy Equivalent (the default): the v1beta2 rule covers v1beta1 requests too; Exact does not
+    old_queues = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
+    old_queue = {**CLUSTER_QUEUE, "apiVersion": "kueue.x-k8s.io/v1beta1", "metadata": {"name": "old"}}
+    assert k8s.call("POST", old_queues, old_queue)[0] == 500
+    exact = {"webhooks": [{**KUEUE_WEBHOOK["webhooks"][0], "matchPolicy": "Exact"}]}
+    assert k8s.call("PATCH", f"{WEBHOOKS}/kueue-validating-webhook-configuration", exact,
+                    "application/merge-patch+json")[0] == 200
+    assert k8s.call("POST", old_queues, old_queue)[0] == 201
+    assert k8s.call("POST", queues, CLUSTER_QUEUE)[0] == 500
+    assert k8s.call("DELETE", f"{old_queues}/old")[0] == 200
 
     # Kueue's visibility APIService: Available only while its Service has a ready endpoint (kube-aggregator)
     apiservices = "/apis/apiregistration.k8s.io/v1/apiservices"

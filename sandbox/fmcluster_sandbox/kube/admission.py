@@ -129,7 +129,8 @@ def matching(configs: list[dict[str, Any]], req: AdmissionRequest, namespace_lab
     out = []
     for config in configs:
         for webhook in config.get("webhooks") or []:
-            if not any(_rule_matches(r, req, equivalent_versions) for r in webhook.get("rules") or []):
+            versions = equivalent_versions if webhook.get("matchPolicy", "Equivalent") == "Equivalent" else set()
+            if not any(_rule_matches(r, req, versions) for r in webhook.get("rules") or []):
                 continue
             if req.kind == "Namespace" and req.group == "" and not req.namespaced:
                 labels = ((req.obj or req.old or {}).get("metadata") or {}).get("labels") or {}
