@@ -57,15 +57,17 @@ def is_list(operation: str, params: dict[str, Any]) -> bool:
 
 
 def tally(record: dict[str, Any]) -> dict[str, Any]:
-    """What one counted command asked of AWS: calls, lists, reads, repeats (see the module's docstring)."""
-    params = record["params"]
-    seen: Counter[str] = Counter(f"{op} {json.dumps(p, sort_keys=True, default=str)}" for op, p in params)
-    lists = sum(1 for op, p in params if is_list(op, p))
-    return {"calls": len(params), "fmcluster_calls": sum(record["api_calls"].values()),
-            "pcluster_calls": sum(record.get("pcluster_api_calls", {}).values()),
-            "lists": lists, "reads": len(params) - lists, "repeated": sum(n - 1 for n in seen.values()),
-            "repeated_calls": sorted(k for k, n in seen.items() if n > 1),
-            "by_operation": dict(sorted(Counter(op for op, _ in params).items()))}
+    """What one counted command asked of AWS: calls, lists, reads, repeats (see the module's docstring), of
+    fmcluster's own clients; ParallelCluster's are counted apart (``pcluster_*``)."""
+    figures: dict[str, Any] = {}
+    for prefix, params in (("", record["params"]), ("pcluster_", record["pcluster_params"])):
+        seen: Counter[str] = Counter(f"{op} {json.dumps(p, sort_keys=True, default=str)}" for op, p in params)
+        lists = sum(1 for op, p in params if is_list(op, p or {}))
+        figures.update({f"{prefix}calls": len(params), f"{prefix}lists": lists, f"{prefix}reads": len(params) - lists,
+                        f"{prefix}repeated": sum(n - 1 for n in seen.values()),
+                        f"{prefix}repeated_calls": sorted(k for k, n in seen.items() if n > 1),
+                        f"{prefix}by_operation": dict(sorted(Counter(op for op, _ in params).items()))})
+    return figures
 
 
 def _buy_block(sandbox: Sandbox, instances: int) -> str:
