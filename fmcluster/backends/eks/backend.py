@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
@@ -108,28 +109,41 @@ class EksBackend(Backend):
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:
-        try:
-            return session.ctx.client("eks").describe_cluster(name=session.name)["cluster"]
-        except ClientError as exc:
-            if error_code(exc) == "ResourceNotFoundException":
-                return None
-            raise
+        def fetch() -> dict[str, Any] | None:
+            try:
+                return session.ctx.client("eks").describe_cluster(name=session.name)["cluster"]
+            except ClientError as exc:
+                if error_code(exc) == "ResourceNotFoundException":
+                    return None
+                raise
+
+        return reads.once(session.ctx, EksCluster.snapshot_kind, session.name, fetch)
 
     def _members(self, session: Session, kind: str) -> list[dict[str, Any]]:
-        """The cluster's node groups or add-ons, described (one gone between the list and the read is skipped)."""
-        eks = session.ctx.client("eks")
-        list_call, describe, field, item = {
-            "nodegroup": ("list_nodegroups", eks.describe_nodegroup, "nodegroups", "nodegroupName"),
-            "addon": ("list_addons", eks.describe_addon, "addons", "addonName")}[kind]
-        found = []
-        for page in eks.get_paginator(list_call).paginate(clusterName=session.name):
-            for name in page[field]:
-                try:
-                    found.append(describe(clusterName=session.name, **{item: name})[kind])
-                except ClientError as exc:
-                    if error_code(exc) != "ResourceNotFoundException":
-                        raise
-        return found
+        """The cluster's node groups or add-ons, described (one gone between the list and the read is skipped);
+        in a read-only pass, once for describe, discovery and the plan's reads together."""
+        ctx = session.ctx
+        eks = ctx.client("eks")
+        list_call, describe, field, item, shape = {
+            "nodegroup": ("list_nodegroups", eks.describe_nodegroup, "nodegroups", "nodegroupName",
+                          EksNodegroup.snapshot_kind),
+            "addon": ("list_addons", eks.describe_addon, "addons", "addonName", EksAddon.snapshot_kind)}[kind]
+
+        def read(name: str) -> dict[str, Any] | None:
+            try:
+                return describe(clusterName=session.name, **{item: name})[kind]
+            except ClientError as exc:
+                if error_code(exc) != "ResourceNotFoundException":
+                    raise
+                return None
+
+        def fetch() -> list[dict[str, Any]]:
+            described = [reads.once(ctx, shape, name, lambda name=name: read(name))
+                         for page in eks.get_paginator(list_call).paginate(clusterName=session.name)
+                         for name in page[field]]
+            return [d for d in described if d is not None]
+
+        return reads.once(ctx, f"{shape}s", session.name, fetch)
 
     def find_cluster_id(self, session: Session) -> str | None:
         cluster = self._cluster(session)
