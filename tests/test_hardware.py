@@ -119,49 +119,35 @@ queues:
 """
 
 
-def _sandbox_env(sandbox, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(sandbox.env)
-    env.update({"FMCLUSTER_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"})
-    return env
-
-
-def test_g5_facts_come_from_describe_instance_types(tmp_path: Path, sandbox) -> None:
-    home = tmp_path / "state"
+def test_g5_facts_are_known_offline(tmp_path: Path, home: Path) -> None:
+    """g5.12xlarge is outside the catalog: EC2's DescribeInstanceTypes data shipped with fmcluster gives its GPUs
+    and EFA with no endpoint and nothing cached (AWS's G5 page: 4 NVIDIA A10G with 24 GB each, EFA)."""
     path = _write(tmp_path, G5)
-    env = _sandbox_env(sandbox, home)
-    result = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True, env=env,
-                            timeout=180)
+    result = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True,
+                            env=_offline_env(home), timeout=180)
     assert result.returncode == 0, result.stderr
     queue = json.loads(result.stdout)["queues"][0]
     assert (queue["gpus"], queue["accelerators_per_node"], queue["facts_source"]) == (8, 4, "ec2")
     assert queue["accelerator_model"] == "NVIDIA A10G"
     assert queue["hbm_total_gb"] == pytest.approx(2 * 4 * 22888 / 1024 * 1.073741824, abs=0.2)
-    assert "not in fmcluster's catalog" not in result.stderr
 
-    rendered = subprocess.run([FMCLUSTER, "render", str(path)], capture_output=True, text=True, env=env, timeout=180)
+    rendered = subprocess.run([FMCLUSTER, "render", str(path)], capture_output=True, text=True,
+                              env=_offline_env(home), timeout=180)
     assert rendered.returncode == 0, rendered.stderr
     config = next(d for d in yaml.safe_load_all(rendered.stdout) if d and "Scheduling" in d)  # after the network's
     queue_doc = config["Scheduling"]["SlurmQueues"][0]
     assert queue_doc["HealthChecks"]["Gpu"]["Enabled"] is True
     assert queue_doc["ComputeResources"][0]["Efa"]["Enabled"] is True  # EC2: EfaSupported, 1 EFA interface
-
-    # The answer is cached under the state dir: offline, the same facts hold.
-    cached = json.loads((home / "cache" / "instance-types.json").read_text())
-    assert cached["instance_types"]["g5.12xlarge"]["GpuInfo"]["Gpus"][0]["Count"] == 4
-    offline = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True,
-                             env=_offline_env(home), timeout=180)
-    assert offline.returncode == 0, offline.stderr
-    assert json.loads(offline.stdout)["queues"][0]["gpus"] == 8
+    assert not (home / "cache").exists()
 
 
-def test_offline_warning_names_the_missing_facts(tmp_path: Path, home: Path) -> None:
-    result = subprocess.run([FMCLUSTER, "plan", str(_write(tmp_path, G5))], capture_output=True, text=True,
-                            env=_offline_env(home), timeout=120)
-    assert result.returncode == 0, result.stderr
+def test_a_type_ec2_does_not_list_is_refused_offline_with_the_way_forward(tmp_path: Path, home: Path) -> None:
+    result = subprocess.run([FMCLUSTER, "plan", str(_write(tmp_path, G5.replace("g5.12xlarge", "g5.13xlarge")))],
+                            capture_output=True, text=True, env=_offline_env(home), timeout=120)
+    assert result.returncode == 2, result.stderr
     flat = " ".join(result.stderr.split())
-    assert "queues[0].instance_type: 'g5.12xlarge' is not in fmcluster's catalog" in flat
-    assert "GPU/accelerator count and memory, EFA support, network cards and EFA interfaces" in flat
+    assert ":5:20: queues[0].instance_type: unknown instance type 'g5.13xlarge' (did you mean 'g5." in flat
+    assert "run once with an AWS endpoint" in flat
 
 
 def test_pcs_efa_layout_from_ec2_for_a_new_family(home: Path) -> None:
