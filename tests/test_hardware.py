@@ -303,9 +303,6 @@ def test_ultraserver_rules(tmp_path: Path, home: Path, change: tuple[str, str], 
 
 
 def test_pcs_ultraserver_tags_its_nodes_and_warns_about_imex(tmp_path: Path, home: Path) -> None:
-    hw.remember([{"InstanceType": "p6e-gb200.36xlarge", "ProcessorInfo": {"SupportedArchitectures": ["arm64"]},
-                  "NetworkInfo": {"EfaSupported": True, "MaximumNetworkCards": 17,
-                                  "EfaInfo": {"MaximumEfaInterfaces": 16}}}])
     text = GB200_X72.replace("parallelcluster", "pcs").replace("nodes: 36", "nodes: 18")
     loaded = load_spec(_write(tmp_path, text))
     assert any("IMEX prolog the cluster's Slurm Prolog" in str(w) and "enabled nvidia-imex" in str(w)
@@ -317,8 +314,9 @@ def test_pcs_ultraserver_tags_its_nodes_and_warns_about_imex(tmp_path: Path, hom
     template = next(d for d in documents if d.kind == "launch_template" and d.key == "train")
     data = template.body["LaunchTemplateData"]
     assert {"Key": "fmcluster:ultraserver", "Value": "u-p6e-gb200x72"} in data["TagSpecifications"][0]["Tags"]
-    # the EFA layout came from the cached DescribeInstanceTypes answer: card 0 ENA, EFA on cards 1-16
-    assert sum(1 for nic in data["NetworkInterfaces"] if nic.get("InterfaceType") == "efa") == 16
+    # the catalog's EFA layout, offline: card 0 ENA, EFA on cards 1-16, efa-only on the odd ones
+    assert [(nic["NetworkCardIndex"], nic.get("InterfaceType")) for nic in data["NetworkInterfaces"]] == [
+        (0, None)] + [(card, "efa-only" if card % 2 else "efa") for card in range(1, 17)]
     # the node group installs the prolog before anything else runs
     from fmcluster.references import references, resolve
     from fmcluster.validate.requests import stand_in
