@@ -165,6 +165,8 @@ class EksSpecRules(BackendSpecRules):
         does not cover stays pending, Kueue "Cluster Queue" concepts) and KAI lets them past every quota."""
         scheduler = spec.kubernetes.scheduler
         for index, queue in enumerate(spec.queues):
+            if catalog.instance_type_problem(queue.instance_type):
+                continue  # refused as an unknown type already
             try:
                 node = quotas.node_resources(queue)
             except LookupError as exc:
