@@ -17,7 +17,7 @@ from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import cluster_view, kube
+from fmcluster.backends.eks import cluster_view, kube, system_nodes
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
@@ -106,6 +106,17 @@ class EksBackend(Backend):
 
     def scales(self, path: str) -> bool:
         return path.startswith(self.SCALED_PATHS)
+
+    def scale_own_group(self, data: dict[str, Any], name: str, count: Any) -> bool:
+        """``scale NAME system=N`` sizes the system node group (kubernetes.system_nodes): a fixed count, since no
+        autoscaler runs there, of at least 1 (the spec's rule)."""
+        if name != system_nodes.NODEGROUP_NAME:
+            return False
+        if not isinstance(count, int):
+            raise UsageError(f"{name}={count.min}:{count.max}: the {name} node group runs a fixed number of nodes "
+                             f"(no autoscaler sizes it); write {name}=N")
+        data.setdefault("kubernetes", {})["system_nodes"] = count
+        return True
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:

@@ -204,6 +204,13 @@ class EksNodegroup(EksResource):
             request["labels"] = {k: v for k, v in {
                 "addOrUpdateLabels": {k: wanted[k] for k in label_changes if k in wanted},
                 "removeLabels": [k for k in label_changes if k not in wanted]}.items() if v}
+        if "taints" in paths:
+            wanted_taints = body.get("taints") or []
+            live_taints = (observed.attributes or {}).get("taints") or []
+            kept = {(t["key"], t["effect"]) for t in wanted_taints}
+            request["taints"] = {k: v for k, v in {
+                "addOrUpdateTaints": wanted_taints,
+                "removeTaints": [t for t in live_taints if (t.get("key"), t.get("effect")) not in kept]}.items() if v}
         if not request:
             raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of node group {self.key} in place")
         try:
@@ -232,6 +239,18 @@ class EksAddon(EksResource):
     def create(self, ctx: Context, token: str) -> Observed:
         addon = ctx.client("eks").create_addon(clientRequestToken=token, **ctx.resolve(self.document.body))["addon"]
         return Observed(addon.get("addonArn"), addon["status"], PHASES.get(addon["status"], "pending"))
+
+    def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
+        """UpdateAddon changes an add-on's configurationValues in place (where its pods run); an empty string
+        takes them back to the add-on's defaults."""
+        paths = {c.path for c in changes}
+        if paths != {"configurationValues"}:
+            raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of add-on {self.key} in place")
+        body = ctx.resolve(self.document.body)
+        ctx.client("eks").update_addon(clusterName=self.cluster, addonName=self.key, clientRequestToken=token,
+                                       configurationValues=body.get("configurationValues") or "",
+                                       resolveConflicts="OVERWRITE")
+        return Observed(observed.id, "UPDATING", "pending")
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_addon(clusterName=self.cluster, addonName=self.key)
