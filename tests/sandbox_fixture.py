@@ -88,6 +88,18 @@ class Sandbox:
         self._touched_quota_regions.add(changes.get("region", "us-east-1"))
         return self.control("POST", "/_fmcluster/quotas", changes)
 
+    def wait_held(self, call: str, stage: str = "started", count: int = 1, timeout: float = 60) -> None:
+        """Wait until the sandbox's ``call.<service>.<Operation>`` delay has held *count* calls that reached
+        *stage*: ``started`` (a client is now inside the held call) or ``answered`` (the held call landed)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = self.control("GET", "/_fmcluster/faults")["held"].get(call, {})
+            if counts.get(stage, 0) >= count:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the sandbox never saw {count} {call} call(s) {stage}: {counts}")
+            time.sleep(0.05)  # poll interval of the signal, not a guess at how long anything takes
+
     def health(self) -> dict:
         return self.control("GET", "/_fmcluster/health")
 
