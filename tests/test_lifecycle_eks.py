@@ -1,7 +1,7 @@
 """EKS end to end with the installed CLI against the sandbox: each example of ``configs/`` (Kueue, Volcano, KAI on a
 Capacity Block of 2 × p5.48xlarge) goes create → status --json → scale → destroy, and boto3 and the cluster's own
 Kubernetes API show what fmcluster said: the cluster ACTIVE, one node group per queue on a launch template with
-every EFA interface, the nodes on the block, the scheduler's queue objects sized as the catalog says, and after
+every EFA interface, the nodes on the block, the scheduler's queue objects sized as AWS publishes the instance, and after
 destroy nothing tagged or labelled for the cluster."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ except ImportError:  # tests/ imported as a package
     from tests.lifecycle_fixture import CONFIGS, Cli, _ok, cli_fixture
     from tests.test_sandbox_kube import cluster_api
 
-from fmcluster import catalog
 
 REGION = "us-east-1"
 # Where each scheduler keeps the queue object of spec queue "train", and how to read its GPU quota.
@@ -115,22 +114,21 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
         {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"] for i in r["Instances"]]
     assert len(nodes) == 2 and {n["Placement"]["AvailabilityZone"] for n in nodes} == {zone}
 
-    # The scheduler's queue for "train" holds what two p5.48xlarge offer, as the catalog says.
+    # The scheduler's queue for "train" holds what two p5.48xlarge offer: 8 GPUs and 192 vCPUs each
+    # (../shared/reference/instance-facts.yaml p5.48xlarge: accelerator.count 8, vcpus 192, max_efa_interfaces 32).
     path, quota_of = QUEUE_OBJECTS[scheduler]
-    facts = catalog.instance("p5.48xlarge")
-    assert facts is not None
     quota = quota_of(_kube_get(sandbox, cluster, path))
-    gpus = facts.accelerators * 2
+    gpus = 8 * 2
     if scheduler == "kai":  # KAI counts CPUs in millicores and memory in megabytes; EFA has no field there
-        assert (quota["gpu"], quota["cpu"]) == (gpus, facts.vcpus * 2 * 1000)
+        assert (quota["gpu"], quota["cpu"]) == (gpus, 192 * 2 * 1000)
         runtime = _kube_get(sandbox, cluster, "/apis/node.k8s.io/v1/runtimeclasses/nvidia")
         assert runtime["handler"] == "nvidia"
     else:
-        assert (quota["nvidia.com/gpu"], quota["cpu"]) == (str(gpus), str(facts.vcpus * 2))
+        assert (quota["nvidia.com/gpu"], quota["cpu"]) == (str(gpus), str(192 * 2))
         assert quota["vpc.amazonaws.com/efa"] == str(32 * 2)
     # With the device plugins fmcluster installed, the API's Nodes carry the GPUs and EFA devices.
     listed = _kube_get(sandbox, cluster, "/api/v1/nodes?labelSelector=fmcluster.io%2Fqueue%3Dtrain")["items"]
-    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in listed] == [str(facts.accelerators)] * 2
+    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in listed] == ["8"] * 2
     assert [n["status"]["allocatable"]["vpc.amazonaws.com/efa"] for n in listed] == ["32"] * 2
 
     status = cli.status()
