@@ -1,8 +1,8 @@
 """EKS end to end with the installed CLI against the sandbox: each example of ``configs/`` (Kueue, Volcano, KAI on a
 Capacity Block of 2 × p5.48xlarge) goes create → status --json → scale → destroy, and boto3 and the cluster's own
 Kubernetes API show what fmcluster said: the cluster ACTIVE, one node group per queue on a launch template with
-every EFA interface, the nodes on the block, the scheduler's queue objects sized as AWS publishes the instance, and after
-destroy nothing tagged or labelled for the cluster."""
+every EFA interface, the nodes on the block, the scheduler's queue objects sized as AWS publishes the instance, and
+after destroy nothing tagged or labelled for the cluster."""
 
 from __future__ import annotations
 
@@ -137,15 +137,15 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     train = next(q for q in status["queues"] if q["name"] == "train")
     assert (train["nodes_ready"], train["gpus"], train["efa"]) == (2, gpus, 64)  # from the cluster's API
     assert train["quota"] == quota
-    assert status["usd_per_hour_max"] == json.loads(_ok(cli.run("plan", str(cli.spec), "--json")).stdout)[
-        "usd_per_hour"]  # the control plane's fee included, in both
+    cli.assert_plan_and_status_cost_agree()  # the control plane's fee included, in both
 
     _ok(cli.run("scale", cli.name, "cpu=2", "--yes"))
     scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="cpu")["nodegroup"]["scalingConfig"]
     assert scaled == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
-    assert cli.status()["drift"] == []  # the cpu queue's quota moved with its nodes, in each scheduler's form
+    after = cli.status()
+    assert after["drift"] == []  # the cpu queue's quota moved with its nodes, in each scheduler's form
     if scheduler != "kueue":  # the refusal and kubeconfig do not depend on the scheduler: once is enough
-        _ok(cli.destroy())
+        cli.destroy_stops_billing(after["usd_per_hour_max"])
         assert {kind: items for kind, items in cli.inventory().items() if items} == {}
         return
     # Past the block's two instances EKS would fail the launch: scale refuses before any change.

@@ -76,14 +76,15 @@ class EksCli(Cli):
         try:
             _wait_for_line(proc, f"› {marker}", timeout=120)
             if call:
-                self.sandbox.wait_held(held, "started", timeout=120)
+                # both node groups (train, burst) are created and deleted at once: kill once both are held
+                self.sandbox.wait_held(held, count=2 if "Nodegroup" in call else 1, timeout=120)
             assert proc.poll() is None, f"{args[0]} ended before the kill: {proc.communicate()}"
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGKILL
         if call:
-            self.sandbox.wait_held(held, "answered")  # the held request still lands, as an in-flight one would
+            self.sandbox.wait_held_answered(held)  # the held requests still land, as in-flight ones would
             self.sandbox.faults({"reset": True})
 
     def assert_converged(self) -> None:

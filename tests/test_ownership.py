@@ -82,12 +82,12 @@ def _kill_during(cli, call: str, *args: str) -> None:
     proc = cli.popen(*args)
     try:
         _wait_for_line(proc, "instance_profile:nodes", timeout=300)
-        cli.sandbox.wait_held(held, "started", timeout=300)
+        cli.sandbox.wait_held(held, timeout=300)
         assert proc.poll() is None, f"{args[0]} ended before the kill: {proc.communicate()}"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
-        cli.sandbox.wait_held(held, "answered")  # the held request still lands, as an in-flight one would on AWS
+        cli.sandbox.wait_held_answered(held)  # the held request still lands, as an in-flight one would on AWS
         cli.sandbox.faults({"reset": True})
 
 
