@@ -25,12 +25,6 @@ from fmcluster.pricing.rates import LivePriceBook
 from fmcluster.spec.loader import load_spec_data
 from fmcluster.spec.models import Spec
 
-try:
-    from lifecycle_fixture import CONFIGS, _fmcluster, _ok
-    from test_validate_examples import _stage
-except ImportError:  # tests/ imported as a package
-    pass
-
 # Bundled us-east-1 rates the figures below are worked from (fmcluster/catalog data).
 P5_4XL_ON_DEMAND = 6.88
 P5E_48XL_BLOCK = 47.76  # no On-Demand row for p5e: only its Capacity Block rate is bundled
