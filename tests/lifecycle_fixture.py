@@ -114,6 +114,38 @@ class Cli:
         """Whether the sandbox still holds the cluster (the fixture then destroys it)."""
         return False
 
+    def assert_plan_and_status_cost_agree(self) -> float:
+        """The one cost model, end to end on a cluster the test made: ``plan --json``'s ``usd_per_hour`` is
+        ``status --json``'s ``usd_per_hour_max``, and the text status shows it (issue 20: a Capacity Block cluster
+        showed $95.52/h in ``plan`` and nothing in ``status``). Returns the figure."""
+        planned = json.loads(_ok(self.run("plan", str(self.spec), "--json")).stdout)["usd_per_hour"]
+        assert planned, f"plan priced nothing for {self.name}"
+        status = self.status()
+        assert status["usd_per_hour_max"] == planned, status["cost_basis"]
+        shown = _ok(self.run("status", self.name)).stdout
+        assert f"${planned:,.2f}/hour at the queues' maximum" in shown, shown
+        return planned
+
+    def destroy_stops_billing(self, usd_per_hour: float) -> subprocess.CompletedProcess:
+        """``destroy``, which says what it stops billing, from the same model as ``plan`` and ``status``."""
+        destroyed = _ok(self.destroy())
+        assert f"stops billing of up to ~${usd_per_hour:,.2f}/hour" in destroyed.stderr, destroyed.stderr
+        return destroyed
+
+    def state_knows(self) -> bool:
+        """Whether this test's state still records the cluster: ``create`` records it before it makes anything,
+        and a clean ``destroy`` forgets it. A read of the local file, no AWS call."""
+        path = self.home / "state.db"
+        if not path.exists():
+            return False
+        from fmcluster.state import StateStore
+
+        store = StateStore(path, readonly=True)
+        try:
+            return store.cluster(self.name) is not None
+        finally:
+            store.close()
+
 
 class PcsCli(Cli):
     quickstart = CONFIGS / "quickstart-pcs.yaml"
@@ -186,14 +218,18 @@ class PclusterCli(Cli):
 
 
 def cli_fixture(cli_class: type[Cli]):
-    """A ``cli`` fixture for *cli_class*: after the test, reset faults and destroy whatever is left."""
+    """A ``cli`` fixture for *cli_class*: after the test, reset faults and destroy whatever is left.
+
+    The destroy (a subprocess, seconds) runs only when something may be left: the state still records the cluster
+    (``create`` records it before making anything; a clean ``destroy`` forgets it) or the sandbox holds it (a test
+    that deleted its state file). Most tests end with a clean destroy of their own, and then nothing runs."""
 
     def cli(sandbox, tmp_path):
         runner = cli_class(sandbox, tmp_path)
         yield runner
         sandbox.faults({"reset": True})
         # best-effort cleanup so one failing test leaves nothing for the next
-        if runner.has_cloud_resources() or (runner.home / "state.db").exists():
+        if runner.state_knows() or runner.has_cloud_resources():
             runner.run("destroy", runner.name, "--yes")
 
     setattr(cli, E2E_FIXTURE_ATTR, True)  # tests/tiers.py marks every test that uses it e2e

@@ -88,6 +88,28 @@ class Sandbox:
         self._touched_quota_regions.add(changes.get("region", "us-east-1"))
         return self.control("POST", "/_fmcluster/quotas", changes)
 
+    def held(self, call: str) -> dict[str, int]:
+        """How many calls the sandbox's ``call.<service>.<Operation>`` delay has held (``started``) and how many
+        of those it has answered since (``answered``)."""
+        return {"started": 0, "answered": 0, **self.control("GET", "/_fmcluster/faults")["held"].get(call, {})}
+
+    def wait_held(self, call: str, count: int = 1, timeout: float = 60) -> None:
+        """Wait until *count* calls are inside (or past) the ``call`` delay: a client is now in a held call."""
+        self._wait(call, lambda counts: counts["started"] >= count, f"{count} call(s) held", timeout)
+
+    def wait_held_answered(self, call: str, timeout: float = 60) -> None:
+        """Wait until every call the ``call`` delay holds has been answered (has landed, even when its client
+        died meanwhile, as an in-flight request does on AWS)."""
+        self._wait(call, lambda counts: counts["answered"] >= counts["started"], "every held call answered",
+                   timeout)
+
+    def _wait(self, call: str, done: Any, what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not done(counts := self.held(call)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{call}: never saw {what}: {counts}")
+            time.sleep(0.05)  # poll interval of the signal, not a guess at how long anything takes
+
     def health(self) -> dict:
         return self.control("GET", "/_fmcluster/health")
 

@@ -18,8 +18,10 @@ import yaml
 
 try:
     from lifecycle_fixture import PclusterCli, PcsCli, _fmcluster, _ok, cli_fixture
+    from tiers import E2E_FIXTURE_ATTR
 except ImportError:  # tests/ imported as a package
     from tests.lifecycle_fixture import PclusterCli, PcsCli, _fmcluster, _ok, cli_fixture
+    from tests.tiers import E2E_FIXTURE_ATTR
 
 pcs_cli = cli_fixture(PcsCli)
 pcluster_cli = cli_fixture(PclusterCli)
@@ -32,17 +34,36 @@ def _rename(cli, name: str, **changes) -> None:
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+def _shared_pcs(sandbox, tmp_path_factory):
+    """One PCS cluster for this module's read-only tests (ssh --print, logs, status in a pipe and --watch, a
+    declined destroy), created once instead of once per test; its 40-character name must come out whole in a
+    narrow pipe. Its tests change neither the cluster nor its state, and share an xdist group (SHARED) so that one
+    worker creates it."""
+    cli = PcsCli(sandbox, tmp_path_factory.mktemp("shared-pcs"))
+    _rename(cli, f"{cli.name}-{'x' * 40}"[:40])
+    _ok(cli.create())
+    yield cli
+    sandbox.faults({"reset": True})
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
+setattr(_shared_pcs, E2E_FIXTURE_ATTR, True)  # tests/tiers.py marks every test that uses it e2e
+shared_pcs = pytest.fixture(_shared_pcs, scope="module", name="shared_pcs")
+SHARED = pytest.mark.xdist_group("test_cluster_access-shared-pcs")
+
+
 def _instances(sandbox, tag: str, value: str) -> list[str]:
     reservations = sandbox.client("ec2").describe_instances(Filters=[
         {"Name": f"tag:{tag}", "Values": [value]}, {"Name": "instance-state-name", "Values": ["running"]}])
     return [i["InstanceId"] for r in reservations["Reservations"] for i in r["Instances"]]
 
 
-def test_pcs_ssh_logs_and_status_in_a_pipe(pcs_cli, sandbox):
-    cli = pcs_cli
-    name = f"{cli.name}-{'x' * 40}"[:40]  # a 40-character name must come out whole in a narrow pipe
-    _rename(cli, name)
-    _ok(cli.create())
+@SHARED
+def test_pcs_ssh_logs_and_status_in_a_pipe(shared_pcs, sandbox):
+    cli = shared_pcs
+    name = cli.name  # 40 characters: it must come out whole in a narrow pipe
+    assert len(name) == 40
 
     # ssh --print: the login node group's instance, through SSM (the spec opens SSH to no network)
     login = cli.sandbox.client("pcs").get_compute_node_group(clusterIdentifier=name,
@@ -82,8 +103,6 @@ def test_pcs_ssh_logs_and_status_in_a_pipe(pcs_cli, sandbox):
                         "us-east-1", "-v"))
     assert json.loads(moved.stdout)["status"] == "ACTIVE"
     assert "AWS API calls" in moved.stderr  # -v took effect
-
-    _ok(cli.destroy())
 
 
 def test_ssh_names_what_is_missing(pcs_cli):
@@ -136,9 +155,9 @@ def test_parallelcluster_ssh_print_and_logs(pcluster_cli, sandbox):
     cli.wait_until_gone()
 
 
-def test_watch_and_follow_stop_cleanly_on_ctrl_c(pcs_cli):
-    cli = pcs_cli
-    _ok(cli.create())
+@SHARED
+def test_watch_and_follow_stop_cleanly_on_ctrl_c(shared_pcs):
+    cli = shared_pcs
     for args in (("status", cli.name, "--watch", "--json"), ("logs", cli.name, "--follow")):
         proc = subprocess.Popen([*_fmcluster(), *args], env=cli.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
@@ -163,7 +182,6 @@ def test_watch_and_follow_stop_cleanly_on_ctrl_c(pcs_cli):
         else:
             assert f"cluster:{cli.name} done ACTIVE" in out
     assert _watch_on_a_terminal(cli) > 0  # redrawn in place: the cursor goes back up over the last copy
-    _ok(cli.destroy())
 
 
 def _watch_on_a_terminal(cli) -> int:
@@ -189,9 +207,9 @@ def _watch_on_a_terminal(cli) -> int:
     return seen.count(b"\x1b[1A")
 
 
-def test_no_at_the_prompt_aborts_with_exit_1(pcs_cli):
-    cli = pcs_cli
-    _ok(cli.create())
+@SHARED
+def test_no_at_the_prompt_aborts_with_exit_1(shared_pcs):
+    cli = shared_pcs
     master, replica = pty.openpty()
     proc = subprocess.Popen([*_fmcluster(), "destroy", cli.name], env=cli.env, stdin=replica,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -203,7 +221,6 @@ def test_no_at_the_prompt_aborts_with_exit_1(pcs_cli):
     assert err.rstrip().endswith("aborted; nothing changed"), err
     assert "error:" not in err
     assert cli.status()["status"] == "ACTIVE"  # nothing changed
-    _ok(cli.destroy())
 
 
 def test_preflight_and_validate_json(pcs_cli, sandbox):

@@ -1,20 +1,22 @@
 """The one cost model (``fmcluster.pricing.model``): each queue at its capacity type's rate, the head node at
-On-Demand, the NAT gateway and its public IPv4 address only for a network fmcluster creates; and, end to end
-in the sandbox, ``plan --json``'s ``usd_per_hour`` equal to ``status --json``'s ``usd_per_hour_max`` for every
-example in ``configs/`` (issue 20: a Capacity Block cluster used to show $95.52/h in ``plan`` and nothing in
-``status``).
+On-Demand, the NAT gateway and its public IPv4 address only for a network fmcluster creates (issue 20: a Capacity
+Block cluster used to show $95.52/h in ``plan`` and nothing in ``status``).
+
+End to end, ``plan --json``'s ``usd_per_hour`` equals ``status --json``'s ``usd_per_hour_max`` (and the text status
+and ``destroy`` say the same figure) on the clusters the lifecycle tests already create
+(``lifecycle_fixture.Cli.assert_plan_and_status_cost_agree``): On-Demand with a created network on PCS and
+ParallelCluster (test_lifecycle_pcs, test_lifecycle_parallelcluster), a Capacity Block on PCS and ParallelCluster
+(test_lifecycle_ultraserver), an ODCR group (test_lifecycle_reservation_group), and EKS on a Capacity Block with its
+control plane's fee (test_lifecycle_eks). ``plan --json`` on every example is checked against hand-typed facts in
+test_plan.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
-import json
-import os
-import subprocess
 
 import pytest
-import yaml
 
 from fmcluster.pricing.capacity_blocks import BlockPrice
 from fmcluster.pricing.model import live_cost, spec_cost, usd_per_hour_max
@@ -22,13 +24,6 @@ from fmcluster.pricing.network import NAT_GATEWAY_USD_PER_HOUR, PUBLIC_IPV4_USD_
 from fmcluster.pricing.rates import LivePriceBook
 from fmcluster.spec.loader import load_spec_data
 from fmcluster.spec.models import Spec
-
-try:
-    from lifecycle_fixture import CONFIGS, _fmcluster, _ok
-    from test_validate_examples import _stage
-except ImportError:  # tests/ imported as a package
-    from tests.lifecycle_fixture import CONFIGS, _fmcluster, _ok
-    from tests.test_validate_examples import _stage
 
 # Bundled us-east-1 rates the figures below are worked from (fmcluster/catalog data).
 P5_4XL_ON_DEMAND = 6.88
@@ -172,49 +167,3 @@ def test_status_without_the_spec_prices_the_reported_queues_at_on_demand():
     live = live_cost(_report(spec, []), None)
     assert live["usd_per_hour_max"] == pytest.approx(99 * P5_4XL_ON_DEMAND)
     assert "no spec" in live["cost_basis"]
-
-
-# --- end to end: plan --json against status --json for every example ------------------------------------
-
-# Issue 20's own cluster (p5e.48xlarge) cannot be created here: the sandbox's EC2 (moto's AWS data) offers
-# no p5e type, so its block rate is checked against status by the unit test above; the Capacity Block
-# examples in configs/ run here.
-EXAMPLES = sorted(CONFIGS.glob("*.yaml"))
-
-
-@pytest.mark.e2e
-@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_plan_and_status_agree_on_the_cost_at_the_maximum(sandbox, tmp_path, example):
-    # Without its placeholder subnets, fmcluster creates the network (the EFA queues need its NAT gateway,
-    # which the sandbox's default VPC lacks), so the NAT gateway and IPv4 prices are in both figures.
-    data = yaml.safe_load(example.read_text())
-    network = data.get("network") or {}
-    for key in ("subnet_id", "head_subnet_id"):
-        network.pop(key, None)
-    source = tmp_path / "source" / example.name
-    source.parent.mkdir()
-    source.write_text(yaml.safe_dump(data, sort_keys=False))
-    staged = _stage(sandbox, source, tmp_path)
-    name = yaml.safe_load(staged.read_text())["name"]
-    env = {**os.environ, **sandbox.env, "FMCLUSTER_HOME": str(tmp_path / "state"), "NO_COLOR": "1",
-           "COLUMNS": "200"}
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*_fmcluster(), *args], env=env, capture_output=True, text=True, timeout=300,
-                              stdin=subprocess.DEVNULL)
-
-    planned = json.loads(_ok(run("plan", str(staged), "--json")).stdout)["usd_per_hour"]
-    assert planned, f"plan priced nothing for {name}"
-    destroyed = None
-    try:
-        _ok(run("create", str(staged), "--yes"))
-        status = json.loads(_ok(run("status", name, "--json")).stdout)
-        assert status["usd_per_hour_max"] == planned, status["cost_basis"]
-        shown = _ok(run("status", name)).stdout  # the text view shows the same figure
-        assert f"${planned:,.2f}/hour at the queues' maximum" in shown, shown
-        destroyed = _ok(run("destroy", name, "--yes"))
-    finally:
-        if destroyed is None:
-            run("destroy", name, "--yes")
-    # destroy says what it stops billing, from the same model
-    assert f"stops billing of up to ~${planned:,.2f}/hour" in destroyed.stderr, destroyed.stderr

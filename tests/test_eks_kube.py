@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from pathlib import Path
+from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -36,8 +36,9 @@ pytest.importorskip("fmcluster_sandbox.eks")
 REGION = "us-east-2"
 ZONES = ("us-east-2a", "us-east-2b")
 CLUSTER_ID = "c0ffee12"
-KUEUE_CRDS = Path("/work/shared/reference/kubernetes-crds/kueue-v0.19.2")
-CRD_FILE = KUEUE_CRDS / "kueue.x-k8s.io_resourceflavors.yaml"
+# The CRD as the fmcluster package ships it (fmcluster/backends/eks/crds/kueue-v0.19.2/), so CI needs nothing
+# outside the repository.
+CRD_FILE = resources.files("fmcluster.backends.eks.crds") / "kueue-v0.19.2" / "kueue.x-k8s.io_resourceflavors.yaml"
 ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 VIEW = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
 

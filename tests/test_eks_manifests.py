@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from fmcluster.backends.eks import device_plugins
 from fmcluster.backends.eks.crds import SCHEDULERS
 from fmcluster.backends.eks.kube_validate import manifest_problems
 from fmcluster.backends.eks.manifests import CLUSTER_LABEL, MANAGED_KINDS, manifests, node_labels
@@ -23,6 +22,11 @@ from fmcluster.spec.models import Spec
 from fmcluster.validate.requests import with_stand_ins
 
 REGION = "us-east-2"
+
+
+# What two p5.48xlarge hold, hand-typed from ../shared/reference/instance-facts.yaml (p5.48xlarge: vcpus 192,
+# system_memory_GiB 2048, accelerator.count 8, max_efa_interfaces 32; AWS's P5 page and DescribeInstanceTypes).
+TWO_P5_QUOTA = {"cpu": "384", "memory": "4096Gi", "nvidia.com/gpu": "16", "vpc.amazonaws.com/efa": "64"}
 
 
 def eks_spec(scheduler: str = "kueue", **queue: Any) -> Spec:
@@ -61,8 +65,11 @@ def test_every_manifest_passes_for_each_scheduler(scheduler: str) -> None:
     assert set(plugins) == {"nvidia-device-plugin-daemonset", "aws-efa-k8s-device-plugin"}
     efa = plugins["aws-efa-k8s-device-plugin"]["spec"]["template"]["spec"]
     assert efa["nodeSelector"] == {"fmcluster.io/efa": "true"} and efa["hostNetwork"] is True
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin, chart v0.5.20: Chart.yaml appVersion v0.5.13 is the image tag
+    # it deploys, from EKS's image registry (account 602401143452 in us-east-2, per "View Amazon container image
+    # registries for Amazon EKS add-ons", docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html)
     assert efa["containers"][0]["image"] == ("602401143452.dkr.ecr.us-east-2.amazonaws.com/"
-                                             f"eks/aws-efa-k8s-device-plugin:{device_plugins.EFA_IMAGE_TAG}")
+                                             "eks/aws-efa-k8s-device-plugin:v0.5.13")
     nvidia = plugins["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
     assert nvidia["nodeSelector"] == {"fmcluster.io/nvidia-gpu": "true"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in nvidia["tolerations"]
@@ -91,15 +98,14 @@ def test_kueue_cluster_queue_holds_two_p5_nodes() -> None:
     assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"]
     (flavor_quota,) = group["flavors"]
     assert flavor_quota["name"] == flavor["metadata"]["name"]
-    assert {r["name"]: r["nominalQuota"] for r in flavor_quota["resources"]} == {
-        "cpu": "384", "memory": "4096Gi", "nvidia.com/gpu": "16", "vpc.amazonaws.com/efa": "64"}
+    assert {r["name"]: r["nominalQuota"] for r in flavor_quota["resources"]} == TWO_P5_QUOTA
     (local,) = of_kind(objects, "LocalQueue")
     assert (local["metadata"]["namespace"], local["spec"]["clusterQueue"]) == ("default", "gpu")
 
 
 def test_volcano_and_kai_queues_are_sized_in_their_own_units() -> None:
     (volcano,) = of_kind(manifests(eks_spec("volcano")), "Queue")
-    assert volcano["spec"]["capability"] == queue_quota(eks_spec().queues[0])
+    assert volcano["spec"]["capability"] == TWO_P5_QUOTA
     kai = manifests(eks_spec("kai"))
     parent, leaf = of_kind(kai, "Queue")
     assert leaf["spec"]["parentQueue"] == parent["metadata"]["name"]
@@ -162,10 +168,9 @@ def test_trainium_gets_the_neuron_plugin_and_quota() -> None:
     neuron = plugins["neuron-device-plugin"]["spec"]["template"]["spec"]
     assert neuron["nodeSelector"] == {"fmcluster.io/neuron": "true"}
     assert neuron["serviceAccountName"] == of_kind(objects, "ServiceAccount")[0]["metadata"]["name"]
-    facts = instance("trn2.48xlarge")
-    assert facts is not None
     quota = queue_quota(spec.queues[0])
-    assert quota["aws.amazon.com/neuron"] == str(facts.accelerators * 4)  # at the queue's max, 4 nodes
+    # at the queue's max, 4 nodes of 16 Trainium2 chips (instance-facts.yaml trn2.48xlarge: accelerator.count 16)
+    assert quota["aws.amazon.com/neuron"] == "64"
     assert "nvidia.com/gpu" not in quota
     assert covered_resources(spec.queues[0]) == ["cpu", "memory", "aws.amazon.com/neuron", "vpc.amazonaws.com/efa"]
     assert node_labels(spec.queues[0])["fmcluster.io/neuron"] == "true"
@@ -238,7 +243,7 @@ def test_the_kueue_manifests_are_accepted_by_the_sandbox_kubernetes_api(sandbox)
     status, stored = call("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/gpu")
     assert status == 200 and stored["metadata"]["labels"][CLUSTER_LABEL] == "p5-train"
     quota = {r["name"]: r["nominalQuota"] for r in stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
-    assert quota == queue_quota(eks_spec().queues[0])
+    assert quota == TWO_P5_QUOTA
 
     # The API's CEL rule (every flavor lists as many resources as the group covers) refuses a short flavor.
     short = copy.deepcopy(of_kind(objects, "ClusterQueue")[0])

@@ -1,8 +1,8 @@
 """End-to-end: kill -9 of the installed ``fmcluster`` at chosen points of an EKS ``create`` and then of its
 ``destroy``, each followed by the same command again, converges. The EKS example (p5.48xlarge × 2 on a Capacity
 Block, Lustre) plus an on-demand queue, each pair of points with another scheduler. What the sandbox holds is read
-with boto3 and the cluster's own Kubernetes API (``bench/eks_live.py``), and leftovers with the chaos harness's
-scan (``bench/common.py``).
+with boto3 and the cluster's own Kubernetes API (``live_eks.py``), and leftovers with the scan the chaos
+harness also uses (``leftovers.py``).
 
 The kill lands inside an AWS call the sandbox holds (``call.eks.<Operation>`` latency, as
 ``test_ownership.py``'s kills inside IAM calls): the request still lands after its client died, as an in-flight
@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import signal
-import sys
 import time
 import uuid
 
@@ -22,15 +21,15 @@ import pytest
 import yaml
 
 try:
+    from leftovers import duplicates, inventory_of
     from lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
+    from live_eks import eks_problems
     from tiers import E2E_FIXTURE_ATTR
 except ImportError:  # tests/ imported as a package
+    from tests.leftovers import duplicates, inventory_of
     from tests.lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
+    from tests.live_eks import eks_problems
     from tests.tiers import E2E_FIXTURE_ATTR
-
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-from common import duplicates, inventory_of  # noqa: E402
-from eks_live import eks_problems  # noqa: E402
 
 pytest.importorskip("fmcluster_sandbox.eks")
 
@@ -70,19 +69,22 @@ class EksCli(Cli):
     def killed_at(self, marker: str, *args: str, call: str | None = None) -> None:
         """Run ``fmcluster ARGS``; once its progress shows ``› MARKER`` (the engine starting that resource's
         create or delete), SIGKILL it: inside AWS's ``call`` (held HELD_S s) when one is named, else at once."""
+        held = f"call.eks.{call}"
         if call:
-            self.sandbox.faults({"latency": {f"call.eks.{call}": HELD_S}})
+            self.sandbox.faults({"latency": {held: HELD_S}})
         proc = self.popen(*args)
         try:
             _wait_for_line(proc, f"› {marker}", timeout=120)
-            time.sleep(HELD_S / 2 if call else 0.0)
+            if call:
+                # both node groups (train, burst) are created and deleted at once: kill once both are held
+                self.sandbox.wait_held(held, count=2 if "Nodegroup" in call else 1, timeout=120)
             assert proc.poll() is None, f"{args[0]} ended before the kill: {proc.communicate()}"
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGKILL
         if call:
-            time.sleep(HELD_S / 2 + 1.0)  # the held request still lands, as an in-flight one would on AWS
+            self.sandbox.wait_held_answered(held)  # the held requests still land, as in-flight ones would
             self.sandbox.faults({"reset": True})
 
     def assert_converged(self) -> None:

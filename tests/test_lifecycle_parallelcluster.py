@@ -47,6 +47,7 @@ def test_create_status_scale_destroy(cli):
     assert (gpu["min"], gpu["max"]) == (0, 2)
     assert report["resources"]
     assert "pcluster_cluster" in {r["type"] for r in report["resources"]}
+    planned = cli.assert_plan_and_status_cost_agree()
 
     # growing the max is a live change in ParallelCluster's update rules
     grow = _ok(cli.run("scale", cli.name, "gpu=0:3", "--yes"))
@@ -64,8 +65,10 @@ def test_create_status_scale_destroy(cli):
     assert report["compute_fleet"] == "RUNNING", report
     assert report["status"] == "ACTIVE", report
     assert report["backend_status"] in ("UPDATE_COMPLETE", "CREATE_COMPLETE"), report
+    # one p5.4xlarge fewer at the maximum ($6.88/h On-Demand in us-east-1, instance-facts.yaml p5.4xlarge)
+    assert report["usd_per_hour_max"] == pytest.approx(planned - 6.88)
 
-    _ok(cli.destroy())
+    cli.destroy_stops_billing(report["usd_per_hour_max"])
     cli.wait_until_gone()
     assert cli.run("status", cli.name).returncode == 1  # forgotten locally too
 

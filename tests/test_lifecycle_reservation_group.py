@@ -103,8 +103,10 @@ def test_pcs_cluster_launches_into_the_group_and_destroy_leaves_it(pcs_cli, sand
     gpu_nodes = [i for i in inventory["instances"] if i["InstanceType"] == TYPE]
     assert len(gpu_nodes) == 2, gpu_nodes
     assert _free(sandbox, ids) == [0, 0]  # the nodes run in the group's reservations
+    # reserved capacity bills at the On-Demand rate: plan, status and destroy say the same figure
+    planned = pcs_cli.assert_plan_and_status_cost_agree()
 
-    _ok(pcs_cli.destroy())
+    pcs_cli.destroy_stops_billing(planned)
     pcs_cli.assert_nothing_left()
     _group_is_untouched(sandbox, arn, ids)
 

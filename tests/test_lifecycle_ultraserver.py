@@ -91,8 +91,10 @@ def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_pcs(pcs_cli, sand
         assert (instance["Placement"]["AvailabilityZone"], instance["SubnetId"]) == (DALLAS, dallas)
         efa = [nic for nic in instance["NetworkInterfaces"] if nic.get("InterfaceType") in ("efa", "efa-only")]
         assert len(efa) == 16, instance["NetworkInterfaces"]
+    # a Capacity Block queue: plan, status and destroy price it at the block's rate, from the one cost model
+    planned = pcs_cli.assert_plan_and_status_cost_agree()
 
-    _ok(pcs_cli.destroy())
+    pcs_cli.destroy_stops_billing(planned)
     pcs_cli.assert_nothing_left()
 
 
@@ -216,6 +218,7 @@ def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_parallelcluster(p
     assert sum(1 for nic in interfaces if nic.get("InterfaceType") in ("efa", "efa-only")) == 16
     assert templates[0]["CapacityReservationSpecification"]["CapacityReservationTarget"][
         "CapacityReservationId"] == reservation
-    _ok(pcluster_cli.destroy())
+    planned = pcluster_cli.assert_plan_and_status_cost_agree()  # the block's rate, as on PCS
+    pcluster_cli.destroy_stops_billing(planned)
     pcluster_cli.wait_until_gone()
     pcluster_cli.assert_nothing_left()

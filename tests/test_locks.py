@@ -14,7 +14,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -142,7 +141,7 @@ def test_a_waiting_second_command_gets_the_lock_once_the_first_ends(tmp_path: Pa
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    deadline = time.monotonic() + 10
+    # how soon it gets it is a timing: bench/suite_timings.py (lock_handover)
     path = locks.acquire(tmp_path / "locks", "demo", "us-east-1", "fmcluster scale demo")
-    assert time.monotonic() < deadline
+    assert locks.describe_holder(path)["pid"] == os.getpid()
     locks.release(path)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 
 import pytest
 
@@ -77,17 +76,18 @@ DESTROY_CALLS = ["RemoveRoleFromInstanceProfile", "DeleteInstanceProfile", "Deta
 
 
 def _kill_during(cli, call: str, *args: str) -> None:
-    """Run ``fmcluster ARGS`` with IAM's ``call`` held for 4 s, and SIGKILL it inside that call."""
-    cli.sandbox.faults({"latency": {f"call.iam.{call}": 4.0}})
+    """Run ``fmcluster ARGS`` with IAM's ``call`` held for 4 s, and SIGKILL it once the sandbox holds that call."""
+    held = f"call.iam.{call}"
+    cli.sandbox.faults({"latency": {held: 4.0}})
     proc = cli.popen(*args)
     try:
         _wait_for_line(proc, "instance_profile:nodes", timeout=300)
-        time.sleep(2.0)
+        cli.sandbox.wait_held(held, timeout=300)
         assert proc.poll() is None, f"{args[0]} ended before the kill: {proc.communicate()}"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
-        time.sleep(2.5)  # the held request still lands, as an in-flight one would on AWS
+        cli.sandbox.wait_held_answered(held)  # the held request still lands, as an in-flight one would on AWS
         cli.sandbox.faults({"reset": True})
 
 

@@ -323,6 +323,20 @@ TOP_KEYS = {
 }
 
 
+# The instance types the examples use, hand-typed from ../shared/reference/instance-facts.yaml (accelerator.count,
+# hbm_per_gpu_GB, hbm_bandwidth_per_gpu_TBps, efa_total_Gbps, efa_version, on_demand_usd_per_hr_us_east_1 as of
+# 2026-09-19 from AWS's public price feed): GPUs, HBM GB and TB/s per GPU, EFA Gbps per node, EFA generation, USD/h.
+# c7i.8xlarge (no GPU) is not in fmcluster's catalog.
+FACTS: dict[str, tuple[int, float, float, float, int, float]] = {
+    "p5.4xlarge": (1, 80, 3.35, 100, 2, 6.88),  # H100; EFAv2 (Nitro v4)
+    "p5.48xlarge": (8, 80, 3.35, 3200, 2, 55.04),  # H100; EFAv2 (Nitro v4)
+    "p5en.48xlarge": (8, 141, 4.8, 3200, 3, 63.296),  # H200; EFAv3 (Nitro v5)
+    "p6-b200.48xlarge": (8, 180, 8.0, 3200, 4, 113.9328),  # B200 180 GB per AWS/NVIDIA; EFAv4 (Nitro v6)
+    "p6-b300.48xlarge": (8, 288, 8.0, 6400, 4, 142.416),  # B300 288 GB nameplate; EFAv4 (Nitro v6)
+}
+PRICES_AS_OF = "2026-09-19"
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
 def test_plan_json_on_every_config_matches_the_catalog(config: Path) -> None:
     code, text, _ = run(config, as_json=True)
@@ -331,29 +345,27 @@ def test_plan_json_on_every_config_matches_the_catalog(config: Path) -> None:
     raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     assert TOP_KEYS <= set(payload)
     assert payload["cluster"] == raw["name"] and payload["backend"] == raw["backend"]
-    assert payload["prices"] == {"source": "bundled", "as_of": catalog.price_as_of()}
+    assert payload["prices"] == {"source": "bundled", "as_of": PRICES_AS_OF}
     assert isinstance(payload["advice"], list) and all(isinstance(a, str) for a in payload["advice"])
     for queue, spec_queue in zip(payload["queues"], raw["queues"], strict=True):
         assert QUEUE_KEYS <= set(queue)
         nodes = spec_queue["nodes"] if isinstance(spec_queue["nodes"], int) else spec_queue["nodes"]["max"]
-        facts = catalog.instance(spec_queue["instance_type"])
+        facts = FACTS.get(spec_queue["instance_type"])
         assert queue["nodes"] == nodes
         if facts is None:
             assert queue["accelerators"] == 0 and queue["usd_per_hour"] is None
             continue
-        assert queue["gpus"] == queue["accelerators"] == facts.accelerator.count * nodes
-        assert queue["hbm_total_gb"] == pytest.approx(facts.hbm_gb_total * nodes)
-        assert queue["hbm_bandwidth_tbps"] == pytest.approx(
-            facts.hbm_tbps_per_accelerator * facts.accelerator.count * nodes
-        )
-        assert facts.efa is not None
+        gpus, hbm_gb, hbm_tbps, efa_gbps, efa_version, usd_per_hour = facts
+        assert queue["gpus"] == queue["accelerators"] == gpus * nodes
+        assert queue["hbm_total_gb"] == pytest.approx(gpus * hbm_gb * nodes)
+        assert queue["hbm_bandwidth_tbps"] == pytest.approx(gpus * hbm_tbps * nodes)
         if spec_queue.get("efa") is False:  # EFA turned off in the spec: no EFA figures
             assert queue["efa_gbps_total"] is None
         else:
-            assert queue["efa_gbps_total"] == facts.efa.gbps * nodes
-            assert queue["efa_version"] == facts.efa.version
-        if facts.price.usd_per_hour is not None and queue["price_basis"] == "on-demand":
-            assert queue["usd_per_hour"] == pytest.approx(facts.price.usd_per_hour * nodes)
+            assert queue["efa_gbps_total"] == efa_gbps * nodes
+            assert queue["efa_version"] == efa_version
+        if queue["price_basis"] == "on-demand":
+            assert queue["usd_per_hour"] == pytest.approx(usd_per_hour * nodes)
     if raw.get("workload"):
         assert WORKLOAD_KEYS <= set(payload["workload"])
         assert payload["workload"]["state_bytes"] == 16 * raw["workload"]["model_params_b"] * 10**9

@@ -14,12 +14,17 @@ import yaml
 
 from fmcluster.references import references, resolve
 from fmcluster.render import RenderedDocuments, render
-from fmcluster.render.common import CLUSTER_TAG, SSH_CLOSED_CIDR
+from fmcluster.render.common import CLUSTER_TAG
 from fmcluster.render.documents import Document
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 from fmcluster.validate.parallelcluster import check_schema
 from fmcluster.validate.requests import check_document, stand_in, with_stand_ins
+
+# SSH closed to everyone: loopback only. ParallelCluster's HeadNode/Ssh/AllowedIps defaults to 0.0.0.0/0 when unset
+# (ParallelCluster 3 configuration reference, docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html), so a
+# spec without network.ssh.allowed_cidr must name a CIDR that lets no one in.
+SSH_CLOSED = "127.0.0.1/32"
 
 pytestmark = pytest.mark.filterwarnings("ignore:The .default. argument to fields is deprecated")
 
@@ -322,7 +327,7 @@ def test_parallelcluster_defaults(path: Path) -> None:
     assert head["Imds"]["Secured"] is True
     allowed = head["Ssh"]["AllowedIps"]
     assert allowed != "0.0.0.0/0"
-    assert allowed == (spec.network.ssh.allowed_cidr or SSH_CLOSED_CIDR)
+    assert allowed == (spec.network.ssh.allowed_cidr or SSH_CLOSED)
     for queue_spec, queue in zip(spec.queues, config["Scheduling"]["SlurmQueues"], strict=True):
         assert queue["Name"] == queue_spec.name
         assert queue["JobExclusiveAllocation"] is True
@@ -369,7 +374,7 @@ def test_parallelcluster_on_demand_efa_queue_gets_placement_group(tmp_path: Path
     assert queue["Networking"]["PlacementGroup"]["Enabled"] is True
     assert queue["ComputeResources"][0]["MinCount"] == 0
     assert queue["ComputeResources"][0]["MaxCount"] == 2
-    assert config["HeadNode"]["Ssh"]["AllowedIps"] == SSH_CLOSED_CIDR
+    assert config["HeadNode"]["Ssh"]["AllowedIps"] == SSH_CLOSED
 
 
 def test_parallelcluster_queue_without_efa_has_no_placement_group() -> None:

@@ -19,12 +19,25 @@ def test_defaults_and_json_round_trip():
         "throttle_rate": {},
         "insufficient_capacity": [],
         "fail_status": {},
+        "held": {},
     }
     faults.update({"latency": {"pcs.cluster": 2}, "insufficient_capacity": ["p5.48xlarge"], "seed": 7})
     clone = Faults()
     clone.update(json.loads(json.dumps(faults.to_json())))
     assert clone.to_json() == faults.to_json()
     assert clone.insufficient_capacity == {"p5.48xlarge"}
+
+
+def test_held_calls_are_counted_and_forgotten_on_reset():
+    faults = Faults()
+    faults.note_held("call.iam.CreateRole", "started")
+    assert faults.to_json()["held"] == {"call.iam.CreateRole": {"started": 1, "answered": 0}}
+    faults.note_held("call.iam.CreateRole", "answered")
+    assert faults.to_json()["held"] == {"call.iam.CreateRole": {"started": 1, "answered": 1}}
+    faults.update({"held": {}})  # read only: loading to_json's output back changes no count
+    assert faults.to_json()["held"]["call.iam.CreateRole"] == {"started": 1, "answered": 1}
+    faults.update({"reset": True})
+    assert faults.to_json()["held"] == {}
 
 
 def test_eks_latencies_and_failures():

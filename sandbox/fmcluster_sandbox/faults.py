@@ -62,6 +62,10 @@ class Faults:
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
+        # ``call.<service>.<Operation>`` -> {"started": n, "answered": m}: how many calls a per-call delay has
+        # held, and how many of those have since been answered, so a test can act inside a held call (and know
+        # when it has landed) instead of sleeping for a guessed part of the delay.
+        self.held: dict[str, dict[str, int]] = {}
         self._check(self.latency, self.throttle_rate, self.fail_status)
         self.insufficient_capacity = set(self.insufficient_capacity)
         for kind in LATENCY_KINDS:
@@ -86,6 +90,12 @@ class Faults:
             if exact is not None:
                 return float(exact)
             return float(self.latency.get(f"call.{service}.*", 0.0))
+
+    def note_held(self, key: str, stage: str) -> None:
+        """Count a call held by a per-call delay at ``stage`` (``started`` or ``answered``)."""
+        with self._lock:
+            counts = self.held.setdefault(key, {"started": 0, "answered": 0})
+            counts[stage] += 1
 
     def transition_latency(self, kind: str) -> float:
         """Seconds a resource stays transitional: a PCS ``kind`` (cluster|compute_node_group|queue) or a full
@@ -117,6 +127,7 @@ class Faults:
         if not isinstance(changes, dict):
             raise ValueError("fault changes must be a JSON object")
         unknown = set(changes) - {
+            "held",  # read only (counted by the server): accepted so that ``to_json``'s output loads back
             "reset",
             "seed",
             "latency",
@@ -160,6 +171,8 @@ class Faults:
             self.throttle_rate = {k: float(v) for k, v in throttle.items()}
             self.insufficient_capacity = capacity
             self.fail_status = fail
+            if changes.get("reset"):
+                self.held = {}
             if "seed" in changes or changes.get("reset"):
                 self.seed = seed
                 self._rng = random.Random(seed)
@@ -172,6 +185,7 @@ class Faults:
                 "throttle_rate": dict(self.throttle_rate),
                 "insufficient_capacity": sorted(self.insufficient_capacity),
                 "fail_status": dict(self.fail_status),
+                "held": {key: dict(counts) for key, counts in self.held.items()},
             }
 
     @classmethod

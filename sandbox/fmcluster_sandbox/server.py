@@ -37,7 +37,8 @@ Control routes (JSON in, JSON out; not AWS APIs):
     ``{"ok": true, "pid": ..., "port": ..., "endpoint_url": ..., "services": [...], "pcs": true,
     "pcluster_support": true, "faults_available": true}``
 ``GET /_fmcluster/faults``
-    the current :class:`Faults` as JSON.
+    the current :class:`Faults` as JSON, with ``"held"``: per ``call.<service>.<Operation>`` delay, how many
+    calls it has held (``started``) and how many of those were answered since.
 ``POST /_fmcluster/faults``
     merge changes (``Faults.update``), e.g. ``{"throttle_rate": {"ec2": 1.0}}``,
     ``{"insufficient_capacity": ["p5.48xlarge"]}``, ``{"latency": {"pcs": 0.5}}``, or ``{"reset": true}``;
@@ -318,7 +319,20 @@ class SandboxApp:
         # The PCS emulator applies call.pcs.<Op> delays itself; every other service is delayed here.
         delay = 0.0 if service == "pcs" else self.faults.call_delay(service, operation)
         if delay and delay > 0:
+            held = f"call.{service}.{operation}"
+            self.faults.note_held(held, "started")
             time.sleep(delay)
+            try:
+                return self._answer(environ, start_response, service, target, operation, params, access_key,
+                                    region, protocol)
+            finally:
+                self.faults.note_held(held, "answered")
+        return self._answer(environ, start_response, service, target, operation, params, access_key, region,
+                            protocol)
+
+    def _answer(self, environ, start_response, service: str, target: str, operation: str, params: dict[str, str],
+                access_key: str | None, region: str, protocol: str):
+        """Answer an AWS request after any per-call delay: throttled, refused for capacity, or served."""
         if self.faults.should_throttle(service):
             return self._respond(start_response, *protocols.throttle_response(service, protocol))
         if service == "ec2" and operation == "RunInstances":

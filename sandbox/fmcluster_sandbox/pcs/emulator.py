@@ -89,8 +89,17 @@ class PcsEmulator(ClusterOperations, NodeGroupOperations, QueueOperations, NodeO
     # -- entry point -----------------------------------------------------------------------------
     def handle(self, operation: str, body: bytes, region: str, account_id: str) -> tuple[int, dict[str, str], bytes]:
         delay = self.faults.call_delay("pcs", operation)
-        if delay > 0:
-            time.sleep(delay)
+        if delay <= 0:
+            return self._answer(operation, body, region, account_id)
+        held = f"call.pcs.{operation}"
+        self.faults.note_held(held, "started")
+        time.sleep(delay)
+        try:
+            return self._answer(operation, body, region, account_id)
+        finally:
+            self.faults.note_held(held, "answered")
+
+    def _answer(self, operation: str, body: bytes, region: str, account_id: str) -> tuple[int, dict[str, str], bytes]:
         try:
             if model_check.operation("pcs", operation) is None:
                 raise validation(f"Unknown operation {operation}", reason="unknownOperation")
