@@ -13,8 +13,8 @@ from fmcluster.catalog import (
     instance_names,
     is_valid_ec2_type_name,
     price_as_of,
-    suggest_instance,
 )
+from fmcluster.catalog.names import suggest_instance
 
 EXPECTED_TYPES = [
     "p4d.24xlarge",

@@ -21,7 +21,7 @@ import pytest
 
 from fmcluster.backends.eks.backend import EksBackend
 from fmcluster.catalog import hardware as hw
-from fmcluster.catalog import instance_type_problem
+from fmcluster.catalog.names import instance_type_problem
 from fmcluster.errors import UsageError
 from fmcluster.plan.figures import plan_report
 from fmcluster.pricing.model import spec_cost

@@ -9,7 +9,6 @@ Public API::
 
     instance("p5.48xlarge")          -> InstanceFacts | None
     instance_names()                 -> list[str]
-    suggest_instance("p5.48xlarg")   -> "p5.48xlarge"
     is_valid_ec2_type_name("m7i-flex.large") -> True
     fsx_lustre_facts()               -> FsxLustreFacts
     price_as_of()                    -> "2026-09-19"
@@ -17,7 +16,6 @@ Public API::
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from importlib import resources
@@ -48,7 +46,6 @@ __all__ = [
     "is_valid_ec2_type_name",
     "on_demand_usd_per_hour",
     "price_as_of",
-    "suggest_instance",
 ]
 
 ConfidenceLabel = Literal["local", "doc", "secondary", "derived", "unconfirmed"]
@@ -415,31 +412,6 @@ def _common_types() -> tuple[str, ...]:
 COMMON_EC2_TYPES: tuple[str, ...] = _common_types()
 
 
-def suggest_instance(name: str) -> str | None:
-    """Did-you-mean for an instance type name: the closest catalog or common EC2 type, or ``None``.
-
-    Catalog names win ties. An exact (case-insensitive) match is returned as itself.
-    """
-    query = name.strip().lower()
-    if not query:
-        return None
-    from fmcluster.catalog.hardware import known_instance_types
-
-    catalog = instance_names()
-    candidates = list(dict.fromkeys([*catalog, *COMMON_EC2_TYPES, *known_instance_types()]))
-    if query in candidates:
-        return query
-    best: str | None = None
-    best_score = 0.0
-    for cand in candidates:
-        score = difflib.SequenceMatcher(None, query, cand).ratio()
-        if cand in catalog:
-            score += 1e-6  # prefer catalog entries on ties
-        if score > best_score:
-            best, best_score = cand, score
-    return best if best_score >= 0.75 else None
-
-
 _FAMILY_RE = r"[a-z]+[a-z0-9]*(?:-[a-z0-9]+)*"
 _SIZE_RE = r"(?:nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal(?:-[1-9][0-9]*xl)?)"
 _TYPE_RE = re.compile(rf"(?P<family>{_FAMILY_RE})\.(?P<size>{_SIZE_RE})")
@@ -456,21 +428,3 @@ def is_valid_ec2_type_name(name: str) -> bool:
         return False
     m = _TYPE_RE.fullmatch(name)
     return bool(m and any(c.isdigit() for c in m.group("family")))
-
-
-def instance_type_problem(name: str) -> str | None:
-    """Why ``name`` cannot be an instance type (with the likeliest meant one), or None when AWS sells it as far as
-    fmcluster knows: the catalog, EC2's list shipped with fmcluster, or a DescribeInstanceTypes answer read since
-    (a type newer than the shipped list)."""
-    from fmcluster.catalog.hardware import known_instance_type
-
-    if known_instance_type(name):
-        return None
-    message = f"unknown instance type '{name}'"
-    suggestion = suggest_instance(name)
-    if suggestion and suggestion != name:
-        message += f" (did you mean '{suggestion}'?)"
-    if is_valid_ec2_type_name(name):
-        message += ("; it is not in EC2's list of instance types that fmcluster ships, nor read from EC2 since (if "
-                    "AWS sells it now, run once with an AWS endpoint: credentials, --endpoint-url or --sandbox)")
-    return message

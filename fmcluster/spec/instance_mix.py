@@ -29,7 +29,7 @@ def check_instance_mix(spec: Spec, error: Report, warn: Report) -> None:
             continue
         path = ("queues", index, "instance_type")
         for position, name in enumerate(names):
-            problem = catalog.instance_type_problem(name)
+            problem = names.instance_type_problem(name)
             if problem:
                 error((*path, position), problem)
             if name in names[:position]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Iterator
 
-from fmcluster import catalog
+from fmcluster.catalog import names
 from fmcluster.catalog.hardware import hardware
 from fmcluster.errors import SpecProblem
 from fmcluster.regions import region_problem
@@ -66,12 +66,12 @@ def _names(spec: Spec, error: Report, warn: Report) -> None:
 
 
 def _instance_types(spec: Spec, error: Report, warn: Report) -> None:
-    problem = catalog.instance_type_problem(spec.head_node.instance_type)
+    problem = names.instance_type_problem(spec.head_node.instance_type)
     if problem:
         error(("head_node", "instance_type"), problem)
     for index, queue in enumerate(spec.queues):
         path = ("queues", index)
-        problem = catalog.instance_type_problem(queue.instance_type)
+        problem = names.instance_type_problem(queue.instance_type)
         if problem:
             error((*path, "instance_type"), problem)
             continue

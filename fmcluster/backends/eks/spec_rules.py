@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import re
 
-from fmcluster import catalog
 from fmcluster.backends.eks import quotas, system_nodes
 from fmcluster.backends.eks.crds import SCHEDULERS
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
-from fmcluster.catalog import eks_versions
+from fmcluster.catalog import eks_versions, names
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget
 from fmcluster.spec.models import Queue, Spec
@@ -165,7 +164,7 @@ class EksSpecRules(BackendSpecRules):
         does not cover stays pending, Kueue "Cluster Queue" concepts) and KAI lets them past every quota."""
         scheduler = spec.kubernetes.scheduler
         for index, queue in enumerate(spec.queues):
-            if catalog.instance_type_problem(queue.instance_type):
+            if names.instance_type_problem(queue.instance_type):
                 continue  # refused as an unknown type already
             try:
                 node = quotas.node_resources(queue)
@@ -188,7 +187,7 @@ class EksSpecRules(BackendSpecRules):
             if queue.name == system_nodes.NODEGROUP_NAME:
                 error(("queues", index, "name"), f"'{queue.name}' is the node group where cluster software runs "
                       "(kubernetes.system_nodes): on eks a queue names its node group, so pick another name")
-        problem = catalog.instance_type_problem(name)
+        problem = names.instance_type_problem(name)
         if problem:
             error(path, problem)
             return
