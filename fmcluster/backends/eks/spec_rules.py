@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from fmcluster.backends.eks import quotas
-from fmcluster.backends.eks.crds import SCHEDULERS
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions
@@ -78,7 +77,6 @@ class EksSpecRules(BackendSpecRules):
         self._not_on_eks(spec, error)
         self._node_images(spec, error)
         self._quotas(spec, error)
-        self._scheduler_controller(spec, warn)
         self._scaling(spec, warn)
 
     def tag_budget(self) -> TagBudget:
@@ -170,12 +168,6 @@ class EksSpecRules(BackendSpecRules):
                       f"{queue.instance_type}'s pods ask for {quotas.NEURON}, and a KAI Queue's quota covers only "
                       "cpu, gpu and memory (the KAI Scheduler's Queue CRD), so they would run outside every quota: "
                       "use kubernetes.scheduler kueue or volcano for Trainium")
-
-    def _scheduler_controller(self, spec: Spec, warn: Report) -> None:
-        release = SCHEDULERS[spec.kubernetes.scheduler]
-        warn(("kubernetes", "scheduler"), f"fmcluster installs {release.display} {release.version}'s CRDs and one "
-             "queue per spec queue, not its controller (its release manifests are not part of fmcluster): until you "
-             f"install it ({release.install}), nothing admits or schedules jobs through those queues")
 
     def _scaling(self, spec: Spec, warn: Report) -> None:
         ranged = [(index, q) for index, q in enumerate(spec.queues) if not isinstance(q.nodes, int)]
