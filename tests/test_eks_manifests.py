@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from fmcluster.backends.eks import device_plugins
-from fmcluster.backends.eks.releases import SCHEDULERS
-from fmcluster.backends.eks.scheduler_install import COMPONENT_LABEL
 from fmcluster.backends.eks.kube_validate import manifest_problems
 from fmcluster.backends.eks.manifests import CLUSTER_LABEL, MANAGED_KINDS, manifests, node_labels
 from fmcluster.backends.eks.quotas import covered_resources, queue_quota
+from fmcluster.backends.eks.releases import SCHEDULERS
+from fmcluster.backends.eks.scheduler_install import COMPONENT_LABEL
 from fmcluster.catalog import hardware as hardware_facts
 from fmcluster.catalog import instance
 from fmcluster.references import references

@@ -104,7 +104,7 @@ def test_kai_hooks_in_weight_order_and_post_delete_left_out() -> None:
     # ConfigMap, 4 topology-migration Job (the reference's summary, "hooks").
     chain = ["ClusterRoleBinding/kai-scheduler-crd-manager", "ClusterRoleBinding/kai-topology-migration",
              "Job/crd-upgrader", "Config/kai-config", "Job/topology-migration", "Deployment/kai-operator"]
-    for first, then in zip(chain, chain[1:]):
+    for first, then in zip(chain, chain[1:], strict=False):
         assert _before(objects, first, then), (first, then)
     assert _before(objects, "CustomResourceDefinition/configs.kai.scheduler", "Config/kai-config")
     assert "Job/post-delete-cleanup" not in objects and "ClusterRole/post-delete-cleanup" not in objects
