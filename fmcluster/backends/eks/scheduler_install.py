@@ -8,6 +8,7 @@ fresh copies at render time:
 * the controllers' pods (Deployments, hook Jobs, and for KAI the operands its operator makes, through its
   ``Config``) go to the ``system`` node group: its nodeSelector and the toleration of its taint
   (:mod:`fmcluster.backends.eks.system_nodes`);
+* ``metadata.namespace`` dropped from cluster-scoped objects (as the API server drops it);
 * a component label saying which release an object came from (ownership labels are added for every object);
 * Helm hooks become ordered steps: ``pre-install`` objects in their ``helm.sh/hook-weight`` order before the rest
   (:func:`fmcluster.backends.eks.kube.wire` reads the annotations); ``post-delete`` hooks are left out, since
@@ -30,6 +31,10 @@ COMPONENT_LABEL = "fmcluster.io/component"
 HOOK = "helm.sh/hook"
 HOOK_WEIGHT = "helm.sh/hook-weight"
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+# Built-in kinds that are cluster-scoped (Kubernetes API reference); a custom kind's scope is its CRD's.
+CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+                            "PriorityClass", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                            "APIService", "RuntimeClass", "StorageClass", "PersistentVolume", "CSIDriver"})
 # Components whose objects wait until the scheduler's webhooks answer: Kueue's fail-closed webhooks intercept
 # Deployments in every namespace but kube-system and kueue-system (reference README, "Kueue v0.19.2"), the MPI
 # Operator's among them.
@@ -69,8 +74,13 @@ def install_objects(release: Release) -> list[dict[str, Any]]:
     namespace = [] if release.creates_namespace else [{"apiVersion": "v1", "kind": "Namespace",
                                                         "metadata": {"name": release.namespace}}]
     ordered = crds + namespace + hooks + rest
+    cluster_kinds = CLUSTER_SCOPED | {crd["spec"]["names"]["kind"] for crd in crds if crd["spec"]["scope"] == "Cluster"}
     for obj in ordered:
         metadata = obj.setdefault("metadata", {})
+        if obj["kind"] in cluster_kinds:
+            # Kueue's webhook configurations and KAI's Config name a namespace; the API server drops it from a
+            # cluster-scoped object, so fmcluster does too (else the object's key and its live form would differ).
+            metadata.pop("namespace", None)
         metadata["labels"] = {**(metadata.get("labels") or {}), COMPONENT_LABEL: release.name}
         _place_on_system_nodes(obj)
     return ordered
