@@ -155,6 +155,9 @@ class Resource(ABC):
     # AWS refuses to delete what is still being created or updated; a resource whose service deletes in any state
     # (a Kubernetes object) says False, so that a teardown never waits for it to become ready first.
     settles_before_delete: ClassVar[bool] = True
+    # The longest a create or update waits for the resource to become ready, whatever the command's --timeout
+    # (None: as long as the command may): for what may never become ready, such as a Kubernetes Job.
+    wait_limit_s: ClassVar[float | None] = None
 
     key: str = ""
     document: Any = None
@@ -513,6 +516,10 @@ class Engine:
                 return current or Observed(known_id, "gone", "gone")
             if current.phase == "failed" and not deleting:
                 return current
+            limit = resource.wait_limit_s
+            if limit is not None and not deleting and time.monotonic() - started > limit:
+                raise EngineFailed(f"{label} did not become ready within {limit / 60:.0f} min (it is {current.status}"
+                                   + (f": {current.detail}" if current.detail else "") + ")")
             # A resource that failed to create can still be deleted: only a failed delete stops teardown.
             if deleting and current.status.upper().startswith("DELETE_FAILED"):
                 raise EngineFailed(f"{resource.name} could not be deleted: {current.status} {current.detail}")

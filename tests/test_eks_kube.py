@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,6 +25,7 @@ from fmcluster.backends.eks.kube import (
     owned_objects,
     wire,
 )
+from fmcluster.backends.eks.releases import SCHEDULERS, crds
 from fmcluster.backends.eks.token import eks_token
 from fmcluster.engine import Context, Engine, ForeignResource
 from fmcluster.render.documents import Document
@@ -36,8 +36,6 @@ pytest.importorskip("fmcluster_sandbox.eks")
 REGION = "us-east-2"
 ZONES = ("us-east-2a", "us-east-2b")
 CLUSTER_ID = "c0ffee12"
-KUEUE_CRDS = Path("/work/shared/reference/kubernetes-crds/kueue-v0.19.2")
-CRD_FILE = KUEUE_CRDS / "kueue.x-k8s.io_resourceflavors.yaml"
 ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 VIEW = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
 
@@ -90,7 +88,7 @@ def _manifests(namespace: str) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": namespace},
          "data": {"queue": "train"}},
-        yaml.safe_load(CRD_FILE.read_text()),
+        next(crd for crd in crds(SCHEDULERS["kueue"]) if crd["metadata"]["name"] == "resourceflavors.kueue.x-k8s.io"),
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f"p5-{namespace}"},
          "spec": {"nodeLabels": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}},
     ]
@@ -313,3 +311,31 @@ def test_every_rendered_object_applies_and_reads_back_without_drift(ctx, cluster
     assert drift == []
     Engine(_context(cluster), store).destroy(ordered)
     assert [o.name for o in objects if o.read(_context(cluster), None) is not None] == []
+
+
+def test_create_waits_for_a_deployment_to_be_available_and_a_timeout_names_it(ctx, cluster, tmp_path):
+    """A controller Deployment with no node its pods could run on never becomes Available: the walk waits for it
+    (not for ever: the command's --timeout) and then names it and what it last reported. The Deployment's own
+    dependents are not applied meanwhile; its delete does not wait for it to become ready first."""
+    from fmcluster.engine import TimedOut
+
+    namespace = f"wait-{uuid.uuid4().hex[:6]}"
+    pod = {"nodeSelector": {"fmcluster.io/node-role": "system"},
+           "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "controller", "namespace": namespace},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "controller"}},
+                           "template": {"metadata": {"labels": {"app": "controller"}}, "spec": pod}}}
+    after = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after", "namespace": namespace}}
+    objects = [_object(cluster, m) for m in (
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, deployment, after)]
+    wire(objects)
+    objects[2].extra_edges += (objects[1].name,)
+    ordered = graph.wire(objects)
+    store = StateStore(tmp_path / "state.db")
+    with pytest.raises(TimedOut, match=rf"gave up waiting after 0 min for Deployment controller in namespace "
+                                       rf"{namespace} \(EKS cluster {cluster}\) \(UNAVAILABLE 0/1 replicas available"):
+        Engine(ctx, store).apply(ordered, timeout=3)
+    assert objects[2].read(_context(cluster), None) is None  # its dependent waited
+    Engine(_context(cluster), store).destroy(graph.by_rank([KubeObject(o.key, None, cluster) for o in objects]))
+    assert all(o.read(_context(cluster), None) is None for o in objects)

@@ -178,3 +178,8 @@ def test_a_deployment_is_ready_only_when_available() -> None:
     assert kube.deployment_state(deployment(observedGeneration=2, availableReplicas=0, updatedReplicas=1, conditions=[
         {"type": "Available", "status": "False", "message": "Deployment does not have minimum availability."}])) == (
         "UNAVAILABLE", "pending", "0/1 replicas available: Deployment does not have minimum availability.")
+    # the Deployment controller's verdict on a rollout that stopped making progress ("Failed Deployment")
+    stalled = deployment(observedGeneration=2, availableReplicas=0, updatedReplicas=1, conditions=[
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+         "message": 'ReplicaSet "kueue-controller-manager-5d8" has timed out progressing.'}])
+    assert kube.deployment_state(stalled)[:2] == ("STALLED", "failed")

@@ -55,6 +55,11 @@ class KubeObject(Resource):
         self.object_kind: str = self.manifest["kind"]
         self.object_name: str = meta["name"]
         self.namespace: str | None = meta.get("namespace")
+        if self.object_kind in ("Deployment", "Job"):
+            # Pods that never start (no node to run on, an image that never pulls) leave these not ready for ever:
+            # give up after the Deployment controller's own progress deadline (progressDeadlineSeconds, 600 s by
+            # default), naming the object, even when the command has no --timeout.
+            self.wait_limit_s = 600.0  # type: ignore[misc]
         # ``destroy`` orders in-cluster objects by rank alone (it works from what discovery finds): webhooks and
         # aggregated APIs first, so that no later delete waits on a controller that is already gone; then custom
         # resources (queue objects), while the controllers they belong to still run; what holds other objects last.
@@ -216,9 +221,14 @@ def deployment_state(live: dict[str, Any]) -> tuple[str, str, str]:
     ready = (seen and available >= wanted and (status.get("updatedReplicas", 0) or 0) >= wanted
              and (wanted == 0 or (condition is not None and condition.get("status") == "True")))
     detail = f"{available}/{wanted} replicas available"
-    if not ready and condition is not None and condition.get("message"):
+    if ready:
+        return "AVAILABLE", "ready", detail
+    progressing = _condition(live, "Progressing")
+    if progressing and progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
+        return "STALLED", "failed", f"{detail}: {progressing.get('message') or 'ProgressDeadlineExceeded'}"
+    if condition is not None and condition.get("message"):
         detail += f": {condition['message']}"
-    return ("AVAILABLE", "ready", detail) if ready else ("UNAVAILABLE", "pending", detail)
+    return "UNAVAILABLE", "pending", detail
 
 
 def _project(live: Any, wanted: Any) -> Any:
