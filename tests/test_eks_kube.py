@@ -239,6 +239,24 @@ def test_owned_objects_finds_exactly_the_labelled_ones(ctx, cluster):
     assert owned_objects(access, [("kueue.x-k8s.io/v1beta2", "ResourceFlavor")]) == []  # the CRD is gone
 
 
+def _system_nodes(sandbox, cluster: str) -> None:
+    """A ``system`` managed node group (its label and taint as fmcluster's, fmcluster/backends/eks/system_nodes.py)
+    in the module's cluster, made once: the Nodes the installed controllers' pods can be placed on."""
+    from fmcluster.backends.eks import system_nodes
+
+    eks, iam = sandbox.client("eks", REGION), sandbox.client("iam", REGION)
+    if system_nodes.NODEGROUP_NAME in eks.list_nodegroups(clusterName=cluster)["nodegroups"]:
+        return
+    role = iam.create_role(RoleName=f"{cluster}-nodes", AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))
+    subnets = eks.describe_cluster(name=cluster)["cluster"]["resourcesVpcConfig"]["subnetIds"]
+    eks.create_nodegroup(clusterName=cluster, nodegroupName=system_nodes.NODEGROUP_NAME, subnets=subnets[:1],
+                         nodeRole=role["Role"]["Arn"], instanceTypes=["m7i.xlarge"], capacityType="ON_DEMAND",
+                         scalingConfig={"minSize": 2, "maxSize": 2, "desiredSize": 2},
+                         labels=system_nodes.NODE_SELECTOR, taints=[system_nodes.EKS_TAINT])
+    eks.get_waiter("nodegroup_active").wait(clusterName=cluster, nodegroupName=system_nodes.NODEGROUP_NAME,
+                                            WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+
+
 def test_the_api_refusing_a_manifest_is_an_error_naming_the_object(ctx, cluster):
     unknown_field = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo", "namespace": "default"},
                      "dataa": {"a": "b"}}
@@ -291,10 +309,10 @@ def test_the_engine_applies_plans_and_destroys_kube_objects(ctx, cluster, tmp_pa
 
 
 @pytest.mark.parametrize("scheduler", ["kueue", "volcano", "kai"])
-def test_every_rendered_object_applies_and_reads_back_without_drift(ctx, cluster, tmp_path, scheduler):
-    """What fmcluster renders for a spec (CRDs, device plugins, Lustre volume, the scheduler's queues) through the
-    engine: made in graph order, then a plan of no-ops (server defaults inside DaemonSets and CRDs are not drift),
-    then destroyed."""
+def test_every_rendered_object_applies_and_reads_back_without_drift(sandbox, ctx, cluster, tmp_path, scheduler):
+    """What fmcluster renders for a spec (the scheduler's and the MPI Operator's releases, device plugins, Lustre
+    volume, the scheduler's queues) through the engine: made in graph order, then a plan of no-ops (server defaults
+    inside Deployments, DaemonSets and CRDs are not drift), then destroyed."""
     try:
         from test_eks_manifests import eks_spec
     except ImportError:  # tests/ imported as a package
@@ -302,11 +320,12 @@ def test_every_rendered_object_applies_and_reads_back_without_drift(ctx, cluster
     from fmcluster.backends.eks.manifests import manifests
     from fmcluster.validate.requests import with_stand_ins
 
+    _system_nodes(sandbox, cluster)  # where the releases' controllers may run
     objects = [_object(cluster, m) for m in with_stand_ins(manifests(eks_spec(scheduler)))]
     wire(objects)
     ordered = graph.wire(objects)
     store = StateStore(tmp_path / "state.db")
-    Engine(ctx, store).apply(ordered)
+    Engine(ctx, store).apply(ordered, timeout=240)  # the controllers Available, the hook Jobs complete
     drift = [c.as_json() for c in Engine(_context(cluster), store).plan(ordered) if c.action != "no-op"]
     assert drift == []
     Engine(_context(cluster), store).destroy(ordered)

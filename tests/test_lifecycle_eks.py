@@ -95,7 +95,7 @@ def _check_scheduler_installed(sandbox, cluster: dict[str, Any], scheduler: str)
 
 class EksCli(Cli):
     name_prefix = "e2e-eks"
-    timeout = 180
+    timeout = 300
 
     def inventory(self) -> dict[str, list]:
         ec2, eks, iam, fsx = (self.sandbox.client(s, REGION) for s in ("ec2", "eks", "iam", "fsx"))
