@@ -224,6 +224,8 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     assert deleted == 200, answer
     drifted = cli.status()
     assert drifted["scheduler"]["ready"] is False
+    table = _ok(cli.run("status", cli.name)).stdout
+    assert "scheduler kueue v0.19.2: not ready" in table and "missing" in table, table
     assert [(d["expected"], d["actual"]) for d in drifted["drift"] if "kueue-controller-manager" in d["resource"]
             and "Deployment" in d["resource"]] == [("exists", "missing")], drifted["drift"]
     _ok(cli.create())

@@ -13,7 +13,7 @@ import pytest
 from fmcluster.backends.eks import kube, system_nodes
 from fmcluster.backends.eks.manifests import manifests
 from fmcluster.backends.eks.object_keys import object_key
-from fmcluster.backends.eks.releases import MPI_OPERATOR, RELEASES, SCHEDULERS, manifest_bytes
+from fmcluster.backends.eks.releases import RELEASES, SCHEDULERS, manifest_bytes
 from fmcluster.backends.eks.scheduler_install import COMPONENT_LABEL, controllers, install_objects
 from fmcluster.graph import by_rank, in_order
 from fmcluster.render.documents import Document
@@ -141,7 +141,7 @@ def test_the_files_stay_unchanged_in_memory_too() -> None:
     assert all(COMPONENT_LABEL in o["metadata"]["labels"] for o in first)
     (deployment,) = [o for o in install_objects(SCHEDULERS["kueue"]) if o["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["tolerations"].count(system_nodes.TOLERATION) == 1
-    assert [o["metadata"]["name"] for o in controllers("kai")] == ["kai-operator", MPI_OPERATOR.namespace]
+    assert [o["metadata"]["name"] for o in controllers("kai")] == ["kai-operator", "mpi-operator"]
 
 
 def test_teardown_deletes_webhooks_before_their_controllers() -> None:
