@@ -224,9 +224,9 @@ def test_nodegroup_launches_instances_through_its_launch_template(world, sandbox
 def test_nodes_and_principals_for_the_kubernetes_api():
     """The emulator's ``nodes()`` and ``principal_allowed()`` (what the sandbox's Kubernetes API reads), in
     process: one entry per running instance with the labels a managed node registers and the node group's
-    taints in Kubernetes form ("Managed node groups"); a principal is allowed only with an access entry that
-    has an associated access policy ("Associate access policies with access entries"), an assumed-role
-    session counting as its role."""
+    taints in Kubernetes form ("Managed node groups"); a principal is authenticated only with an access entry (an
+    assumed-role session counting as its role), and authorized by the entry's associated access policies
+    ("Associate access policies with access entries")."""
     import boto3
     from moto import mock_aws
 
@@ -276,10 +276,14 @@ def test_nodes_and_principals_for_the_kubernetes_api():
         # the creator's admin entry (bootstrapClusterCreatorAdminPermissions) names the role, not the session
         assert emulator.principal_allowed("k", REGION, "arn:aws:sts::123456789012:assumed-role/admin/other")
         assert emulator.principal_allowed("k", REGION, "arn:aws:iam::123456789012:role/admin")
-        assert not emulator.principal_allowed("k", REGION, node_role)  # its EC2_LINUX entry has no policy
+        # an entry authenticates; without an associated policy it authorizes nothing (403, not 401)
+        assert emulator.principal_allowed("k", REGION, node_role)  # its EC2_LINUX entry
+        assert emulator.access_policies("k", REGION, node_role) == []
         viewer = iam.create_role(RoleName="viewer", AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
+        assert not emulator.principal_allowed("k", REGION, viewer)  # no entry
         call("POST", "/clusters/k/access-entries", {"principalArn": viewer})
-        assert not emulator.principal_allowed("k", REGION, viewer)  # an entry without a policy
+        assert emulator.principal_allowed("k", REGION, viewer)
+        assert emulator.access_policies("k", REGION, viewer) == []
         from urllib.parse import quote
 
         call("POST", f"/clusters/k/access-entries/{quote(viewer, safe='')}/access-policies", {
@@ -292,6 +296,8 @@ def test_nodes_and_principals_for_the_kubernetes_api():
         call("POST", "/clusters", {"name": "m", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets}})
         call("GET", "/clusters/m")
         assert emulator.principal_allowed("m", REGION, caller)
+        assert [p["policyArn"].rsplit("/", 1)[1] for p in emulator.access_policies("m", REGION, caller)] == [
+            "AmazonEKSClusterAdminPolicy"]  # system:masters
         assert not emulator.principal_allowed("m", REGION, node_role)
         for mode in ("API_AND_CONFIG_MAP", "API"):
             call("POST", "/clusters/m/update-config", {"accessConfig": {"authenticationMode": mode}})

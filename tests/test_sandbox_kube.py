@@ -360,15 +360,30 @@ def daemonset(name: str, image: str, node_selector: dict[str, str] | None = None
                      "template": {"metadata": {"labels": {"name": name}}, "spec": pod}}}
 
 
-def test_unknown_fields_are_refused_unless_the_client_asks_for_leniency(k8s):
+def test_unknown_fields_follow_the_field_validation_level(k8s):
+    """"Kubernetes API Concepts", "Field validation": levels Ignore, Warn (default) and Strict; a server-side apply
+    converts the applied configuration to the typed schema, which fails on an unknown field whatever the level
+    (the API server's 500 "failed to create typed patch object", kubernetes/kubernetes #122480, #139253)."""
     path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
     body = daemonset("plugin", "busybox", imagePullPolcy="Always")  # misspelt field
-    status, answer, _ = k8s.call("POST", path, body)
+    status, answer, _ = k8s.call("POST", f"{path}?fieldValidation=Strict", body)
     assert (status, answer["reason"]) == (400, "BadRequest")
     assert 'unknown field "spec.template.spec.containers[0].imagePullPolcy"' in answer["message"]
-    status, created, headers = k8s.call("POST", f"{path}?fieldValidation=Warn", body)
-    assert status == 201 and "imagePullPolcy" in headers["Warning"]
+    status, created, headers = k8s.call("POST", path, body)  # no level: Warn
+    # RFC 7234 warn-text is a quoted-string: the API server escapes the quotes inside it
+    assert status == 201
+    assert headers["Warning"] == '299 - "unknown field \\"spec.template.spec.containers[0].imagePullPolcy\\""'
     assert "imagePullPolcy" not in created["spec"]["template"]["spec"]["containers"][0]
+    status, _, headers = k8s.call("POST", f"{path}?fieldValidation=Ignore", {**body, "metadata": {"name": "quiet"}})
+    assert status == 201 and "Warning" not in headers
+    applied = {**body, "metadata": {"name": "applied"}}
+    for level in ("", "&fieldValidation=Ignore"):
+        status, answer, _ = k8s.call("PATCH", f"{path}/applied?fieldManager=fmcluster{level}", applied,
+                                     "application/apply-patch+yaml")
+        assert (status, "reason" in answer) == (500, False)
+        assert answer["message"] == ("failed to create typed patch object (kube-system/applied; apps/v1, "
+                                     "Kind=DaemonSet): .spec.template.spec.containers[0].imagePullPolcy: field not "
+                                     "declared in schema")
 
 
 # -- custom resources ---------------------------------------------------------------------------------
@@ -394,7 +409,7 @@ def test_a_cluster_queue_needs_its_crd(k8s):
     assert k8s.call("GET", f"{path}/gpus")[1]["metadata"]["uid"] == created["metadata"]["uid"]
     # v1beta1 called it "cohort"; v1beta2 renamed it cohortName, so the old name is unknown here
     unknown = {**CLUSTER_QUEUE, "metadata": {"name": "x"}, "spec": {**CLUSTER_QUEUE["spec"], "cohort": "a"}}
-    status, body, _ = k8s.call("POST", path, unknown)
+    status, body, _ = k8s.call("POST", f"{path}?fieldValidation=Strict", unknown)
     assert status == 400 and 'unknown field "spec.cohort"' in body["message"]
     wrong = {**CLUSTER_QUEUE, "metadata": {"name": "y"},
              "spec": {**CLUSTER_QUEUE["spec"], "queueingStrategy": "Whatever"}}
@@ -562,7 +577,7 @@ def test_schemas_follow_the_cluster_kubernetes_version(server, k8s):
     try:
         kube.cluster_version = lambda cluster, region: "1.29"
         assert k8s.call("GET", "/version")[1]["minor"] == "29"
-        status, body, _ = k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+        status, body, _ = k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs?fieldValidation=Strict", job)
         assert status == 400 and 'unknown field "spec.managedBy"' in body["message"]
         kube.cluster_version = lambda cluster, region: "1.33"
         assert k8s.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)[0] == 201
@@ -695,5 +710,361 @@ def test_volcano_and_kai_queues_follow_their_crds(k8s):
     efa = copy.deepcopy(kai)
     efa["metadata"]["name"] = "efa"
     efa["spec"]["resources"]["efa"] = {"quota": 64}  # KAI queues know only cpu, gpu and memory
-    status, body, _ = k8s.call("POST", "/apis/scheduling.run.ai/v2/queues", efa)
+    status, body, _ = k8s.call("POST", "/apis/scheduling.run.ai/v2/queues?fieldValidation=Strict", efa)
     assert status == 400 and 'unknown field "spec.resources.efa"' in body["message"]
+
+
+# -- controllers' status: workloads are ready only where they could run -----------------------------------
+SYSTEM_LABEL = {"fmcluster.io/node-role": "system"}
+CRITICAL_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}
+TOLERATE_CRITICAL = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+
+
+def m5_node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
+            instance_type: str = "m5.large") -> dict[str, Any]:
+    return {"name": name, "instance_type": instance_type, "instance_id": "i-0123456789abcdef1", "nodegroup": "system",
+            "labels": labels or {}, "taints": taints or []}
+
+
+def workload(kind: str, name: str, labels: dict[str, str], node_selector: dict[str, str] | None = None,
+             tolerations: list[dict[str, str]] | None = None, replicas: int | None = None,
+             requests: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    pod: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.k8s.io/kueue/kueue:v0.19.2",
+                                           "resources": {"requests": requests or {"cpu": "500m",
+                                                                                  "memory": "512Mi"}}}]}
+    if node_selector:
+        pod["nodeSelector"] = node_selector
+    if tolerations:
+        pod["tolerations"] = tolerations
+    if kind == "Job":
+        pod["restartPolicy"] = "Never"
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+                "spec": {"template": {"spec": pod}, **spec}}
+    body: dict[str, Any] = {"selector": {"matchLabels": labels},
+                            "template": {"metadata": {"labels": labels}, "spec": pod}, **spec}
+    if replicas is not None:
+        body["replicas"] = replicas
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name}, "spec": body}
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def test_a_deployment_is_available_only_while_a_ready_node_could_run_it(server, k8s):
+    """apps/v1 DeploymentStatus ("Deployments", "Deployment status"): readyReplicas/availableReplicas and condition
+    Available follow where the pod template could be scheduled ("Assigning Pods to Nodes": nodeSelector; "Taints
+    and Tolerations": NoSchedule; "Resource Management for Pods and Containers": requests vs allocatable)."""
+    path = "/apis/apps/v1/namespaces/kube-system/deployments"
+    labels = {"app": "kueue"}
+    pinned = workload("Deployment", "kueue", labels, SYSTEM_LABEL)
+    assert k8s.call("POST", path, pinned)[0] == 201
+    got = k8s.call("GET", f"{path}/kueue")[1]
+    # no node at all: one Pending replica; maxUnavailable 25% of 1 rounds down to 0, so minimum availability is 1
+    assert got["status"]["replicas"] == 1 and got["status"]["unavailableReplicas"] == 1
+    assert "readyReplicas" not in got["status"] and "availableReplicas" not in got["status"]
+    assert (conditions(got)["Available"]["status"], conditions(got)["Available"]["reason"]) == \
+        ("False", "MinimumReplicasUnavailable")
+    assert got["status"]["observedGeneration"] == 1
+
+    server["eks"].instances[CLUSTER] = [m5_node("ip-10-0-0-9.ec2.internal", taints=[CRITICAL_TAINT])]
+    assert "readyReplicas" not in k8s.call("GET", f"{path}/kueue")[1]["status"]  # nodeSelector matches no node
+    server["eks"].instances[CLUSTER] = [m5_node("ip-10-0-0-9.ec2.internal", SYSTEM_LABEL, [CRITICAL_TAINT])]
+    got = k8s.call("GET", f"{path}/kueue")[1]
+    assert "readyReplicas" not in got["status"]  # the NoSchedule taint keeps it off: no toleration
+    before = conditions(got)["Available"]["lastTransitionTime"]
+
+    status, patched, _ = k8s.call("PATCH", f"{path}/kueue", {"spec": {"template": {"spec": {
+        "tolerations": TOLERATE_CRITICAL}}}}, "application/merge-patch+json")
+    assert status == 200
+    got = k8s.call("GET", f"{path}/kueue")[1]
+    assert (got["status"]["readyReplicas"], got["status"]["availableReplicas"], got["status"]["updatedReplicas"]) == \
+        (1, 1, 1)
+    assert "unavailableReplicas" not in got["status"] and got["status"]["observedGeneration"] == 2
+    available = conditions(got)["Available"]
+    assert (available["status"], available["reason"], available["message"]) == \
+        ("True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+    assert conditions(got)["Progressing"]["reason"] == "NewReplicaSetAvailable"
+    assert available["lastTransitionTime"] >= before
+    listed = k8s.call("GET", "/apis/apps/v1/deployments")[1]["items"]
+    assert [d["status"]["readyReplicas"] for d in listed] == [1]
+
+    # requests beyond the node's allocatable: an m5.large has 2 vCPUs
+    hungry = workload("Deployment", "hungry", {"app": "hungry"}, SYSTEM_LABEL, TOLERATE_CRITICAL,
+                      requests={"cpu": "4"})
+    assert k8s.call("POST", path, hungry)[0] == 201
+    assert "readyReplicas" not in k8s.call("GET", f"{path}/hungry")[1]["status"]
+    gpu = workload("Deployment", "gpu", {"app": "gpu"}, tolerations=TOLERATE_CRITICAL,
+                   requests={"nvidia.com/gpu": "1"})  # no device plugin advertises GPUs here
+    assert k8s.call("POST", path, gpu)[0] == 201
+    assert "readyReplicas" not in k8s.call("GET", f"{path}/gpu")[1]["status"]
+    # required node affinity is the nodeSelector's richer form
+    affinity = workload("Deployment", "affine", {"app": "affine"}, tolerations=TOLERATE_CRITICAL)
+    affinity["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuring"
+                                                                         "Execution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "fmcluster.io/node-role", "operator": "In", "values": ["system"]}]}]}}}
+    assert k8s.call("POST", path, affinity)[0] == 201
+    assert k8s.call("GET", f"{path}/affine")[1]["status"]["readyReplicas"] == 1
+
+    server["eks"].instances[CLUSTER] = []  # the node group scaled to 0
+    got = k8s.call("GET", f"{path}/kueue")[1]
+    assert "readyReplicas" not in got["status"] and conditions(got)["Available"]["status"] == "False"
+
+
+def test_statefulsets_and_daemonsets_report_what_their_controllers_would(server, k8s):
+    """StatefulSet: OrderedReady creates pod N+1 only once pod N is Ready ("StatefulSets", "Pod Management
+    Policies"); DaemonSet: desiredNumberScheduled counts the nodes it may run on, numberReady those where it runs
+    ("DaemonSet"; DaemonSetStatus)."""
+    server["eks"].instances[CLUSTER] = [m5_node("ip-10-0-0-9.ec2.internal", SYSTEM_LABEL, [CRITICAL_TAINT]),
+                                        m5_node("ip-10-0-0-10.ec2.internal", {"role": "gpu"})]
+    sts_path = "/apis/apps/v1/namespaces/default/statefulsets"
+    ordered = workload("StatefulSet", "db", {"app": "db"}, SYSTEM_LABEL, replicas=3)  # no toleration
+    status, created, _ = k8s.call("POST", sts_path, ordered)
+    assert status == 201 and created["spec"]["podManagementPolicy"] == "OrderedReady"
+    got = k8s.call("GET", f"{sts_path}/db")[1]["status"]
+    assert (got["replicas"], got.get("readyReplicas", 0), got["availableReplicas"]) == (1, 0, 0)
+    parallel = workload("StatefulSet", "cache", {"app": "cache"}, SYSTEM_LABEL, replicas=3,
+                        podManagementPolicy="Parallel")
+    assert k8s.call("POST", sts_path, parallel)[0] == 201
+    assert k8s.call("GET", f"{sts_path}/cache")[1]["status"]["replicas"] == 3
+    tolerant = workload("StatefulSet", "ok", {"app": "ok"}, SYSTEM_LABEL, TOLERATE_CRITICAL, replicas=2)
+    assert k8s.call("POST", sts_path, tolerant)[0] == 201
+    got = k8s.call("GET", f"{sts_path}/ok")[1]["status"]
+    assert (got["replicas"], got["readyReplicas"], got["availableReplicas"]) == (2, 2, 2)
+
+    ds_path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+    assert k8s.call("POST", ds_path, workload("DaemonSet", "agent", {"app": "agent"}))[0] == 201
+    got = k8s.call("GET", f"{ds_path}/agent")[1]["status"]
+    assert (got["desiredNumberScheduled"], got["numberReady"]) == (1, 1)  # the tainted node is not for it
+    everywhere = workload("DaemonSet", "everywhere", {"app": "everywhere"}, tolerations=[{"operator": "Exists"}],
+                          requests={"cpu": "1500m"})
+    assert k8s.call("POST", ds_path, everywhere)[0] == 201
+    got = k8s.call("GET", f"{ds_path}/everywhere")[1]["status"]
+    assert (got["desiredNumberScheduled"], got["numberReady"]) == (2, 2)
+    too_big = workload("DaemonSet", "big", {"app": "big"}, tolerations=[{"operator": "Exists"}],
+                       requests={"memory": "64Gi"})
+    assert k8s.call("POST", ds_path, too_big)[0] == 201
+    got = k8s.call("GET", f"{ds_path}/big")[1]["status"]
+    assert (got["desiredNumberScheduled"], got["numberReady"], got["numberUnavailable"]) == (2, 0, 2)
+
+
+def test_a_job_completes_only_where_it_could_have_run(server, k8s):
+    """batch/v1 JobStatus ("Jobs"): a Job whose pods cannot be placed stays active; once they can, the sandbox
+    (which runs no containers) takes it to succeed: succeeded, completionTime, conditions SuccessCriteriaMet and
+    Complete (Kubernetes 1.31+, "Job termination and cleanup"); a completed Job stays completed."""
+    path = "/apis/batch/v1/namespaces/default/jobs"
+    init = workload("Job", "admission-init", {}, SYSTEM_LABEL, TOLERATE_CRITICAL)
+    assert k8s.call("POST", path, init)[0] == 201
+    got = k8s.call("GET", f"{path}/admission-init")[1]["status"]
+    assert (got["active"], got["ready"], "succeeded" in got, "completionTime" in got) == (1, 0, False, False)
+    assert "conditions" not in got and got["startTime"].endswith("Z")
+    server["eks"].instances[CLUSTER] = [m5_node("ip-10-0-0-9.ec2.internal", SYSTEM_LABEL, [CRITICAL_TAINT])]
+    got = k8s.call("GET", f"{path}/admission-init")[1]["status"]
+    assert (got["succeeded"], "active" in got) == (1, False) and got["completionTime"] >= got["startTime"]
+    assert [(c["type"], c["status"], c["reason"]) for c in got["conditions"]] == [
+        ("SuccessCriteriaMet", "True", "CompletionsReached"), ("Complete", "True", "CompletionsReached")]
+    server["eks"].instances[CLUSTER] = []
+    assert k8s.call("GET", f"{path}/admission-init")[1]["status"] == got  # done is done
+
+    suspended = workload("Job", "held", {}, SYSTEM_LABEL, TOLERATE_CRITICAL, suspend=True)
+    assert k8s.call("POST", path, suspended)[0] == 201
+    server["eks"].instances[CLUSTER] = [m5_node("ip-10-0-0-9.ec2.internal", SYSTEM_LABEL, [CRITICAL_TAINT])]
+    got = k8s.call("GET", f"{path}/held")[1]["status"]
+    assert "succeeded" not in got and conditions({"status": got})["Suspended"]["status"] == "True"
+    untolerated = workload("Job", "untolerated", {}, SYSTEM_LABEL, completions=4, parallelism=2)
+    assert k8s.call("POST", path, untolerated)[0] == 201
+    got = k8s.call("GET", f"{path}/untolerated")[1]["status"]
+    assert (got["active"], "succeeded" in got) == (2, False)
+
+
+# -- dynamic admission ------------------------------------------------------------------------------------
+KUEUE_WEBHOOK = {  # as Kueue v0.19.2's chart renders it (vclusterqueue.kb.io), shortened to one webhook
+    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+    "metadata": {"name": "kueue-validating-webhook-configuration"},
+    "webhooks": [{"name": "vclusterqueue.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                  "clientConfig": {"service": {"name": "kueue-webhook-service", "namespace": "kueue-system",
+                                               "path": "/validate-kueue-x-k8s-io-v1beta2-clusterqueue"}},
+                  "rules": [{"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["v1beta2"],
+                             "operations": ["CREATE", "UPDATE"], "resources": ["clusterqueues"]}]}]}
+KUEUE_LABELS = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue",
+                "control-plane": "controller-manager"}
+KUEUE_SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kueue-webhook-service"},
+                 "spec": {"selector": KUEUE_LABELS, "ports": [{"port": 443, "targetPort": 9443}]}}
+WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+
+def test_a_fail_closed_webhook_without_ready_endpoints_refuses_requests(server, k8s):
+    """"Dynamic Admission Control": a matching webhook with failurePolicy Fail (the v1 default) whose Service has
+    no ready endpoint fails the request as kube-apiserver's dispatcher does (500 InternalError, "failed calling
+    webhook ... no endpoints available for service"); once a Ready pod backs the Service, the webhook is called
+    (the sandbox runs none: it allows)."""
+    assert k8s.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                    crds.load("clusterqueues.kueue.x-k8s.io"))[0] == 201
+    assert k8s.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": "kueue-system"}})[0] == 201
+    status, config, _ = k8s.call("POST", WEBHOOKS, KUEUE_WEBHOOK)
+    assert status == 201
+    webhook = config["webhooks"][0]
+    assert (webhook["failurePolicy"], webhook["matchPolicy"], webhook["timeoutSeconds"],
+            webhook["clientConfig"]["service"]["port"], webhook["rules"][0]["scope"]) == \
+        ("Fail", "Equivalent", 10, 443, "*")
+    queues = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+    status, body, _ = k8s.call("POST", queues, CLUSTER_QUEUE)
+    url = ('https://kueue-webhook-service.kueue-system.svc:443/validate-kueue-x-k8s-io-v1beta2-clusterqueue'
+           '?timeout=10s')
+    assert (status, body["reason"]) == (500, "InternalError")
+    assert body["message"] == ('Internal error occurred: failed calling webhook "vclusterqueue.kb.io": failed to call '
+                               f'webhook: Post "{url}": service "kueue-webhook-service" not found')
+    services = "/api/v1/namespaces/kueue-system/services"
+    assert k8s.call("POST", services, KUEUE_SERVICE)[0] == 201
+    status, body, _ = k8s.call("POST", queues, CLUSTER_QUEUE)
+    assert body["message"] == ('Internal error occurred: failed calling webhook "vclusterqueue.kb.io": failed to call '
+                               f'webhook: Post "{url}": no endpoints available for service "kueue-webhook-service"')
+    assert body["details"]["causes"][0]["message"] == body["message"].removeprefix("Internal error occurred: ")
+    assert k8s.call("GET", f"{queues}/gpus")[0] == 404
+    # matchPolicy Equivalent (the default): the v1beta2 rule covers v1beta1 requests too; Exact does not
+    old_queues = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
+    old_queue = {**CLUSTER_QUEUE, "apiVersion": "kueue.x-k8s.io/v1beta1", "metadata": {"name": "old"}}
+    assert k8s.call("POST", old_queues, old_queue)[0] == 500
+    exact = {"webhooks": [{**KUEUE_WEBHOOK["webhooks"][0], "matchPolicy": "Exact"}]}
+    assert k8s.call("PATCH", f"{WEBHOOKS}/kueue-validating-webhook-configuration", exact,
+                    "application/merge-patch+json")[0] == 200
+    assert k8s.call("POST", old_queues, old_queue)[0] == 201
+    assert k8s.call("POST", queues, CLUSTER_QUEUE)[0] == 500
+    assert k8s.call("DELETE", f"{old_queues}/old")[0] == 200
+
+    # Kueue's visibility APIService: Available only while its Service has a ready endpoint (kube-aggregator)
+    apiservices = "/apis/apiregistration.k8s.io/v1/apiservices"
+    visibility = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                  "metadata": {"name": "v1beta2.visibility.kueue.x-k8s.io"},
+                  "spec": {"group": "visibility.kueue.x-k8s.io", "version": "v1beta2", "groupPriorityMinimum": 100,
+                           "versionPriority": 100, "insecureSkipTLSVerify": True,
+                           "service": {"name": "kueue-webhook-service", "namespace": "kueue-system"}}}
+    assert k8s.call("POST", apiservices, visibility)[0] == 201
+
+    def aggregated() -> tuple[str, str]:
+        available = conditions(k8s.call("GET", f"{apiservices}/v1beta2.visibility.kueue.x-k8s.io")[1])["Available"]
+        return available["status"], available["reason"]
+
+    assert aggregated() == ("False", "MissingEndpoints")
+    controller = workload("Deployment", "kueue-controller-manager", KUEUE_LABELS, SYSTEM_LABEL, TOLERATE_CRITICAL)
+    deployments = "/apis/apps/v1/namespaces/kueue-system/deployments"
+    assert k8s.call("POST", deployments, controller)[0] == 201
+    assert k8s.call("POST", queues, CLUSTER_QUEUE)[0] == 500  # no node for the controller yet
+    server["eks"].instances[CLUSTER] = [m5_node("ip-10-0-0-9.ec2.internal", SYSTEM_LABEL, [CRITICAL_TAINT])]
+    assert k8s.call("POST", queues, CLUSTER_QUEUE)[0] == 201
+    assert aggregated() == ("True", "Passed")
+    server["eks"].instances[CLUSTER] = []  # its node went away: updates are refused again, reads are not
+    status, body, _ = k8s.call("PATCH", f"{queues}/gpus", {"spec": {"cohortName": "all"}},
+                               "application/merge-patch+json")
+    assert (status, body["reason"]) == (500, "InternalError")
+    assert k8s.call("GET", f"{queues}/gpus")[0] == 200
+    assert k8s.call("DELETE", f"{queues}/gpus")[0] == 200  # the rule covers CREATE and UPDATE only
+    # the configuration itself is never sent to webhooks, so a dead webhook can always be removed
+    assert k8s.call("DELETE", f"{WEBHOOKS}/kueue-validating-webhook-configuration")[0] == 200
+    assert k8s.call("POST", queues, CLUSTER_QUEUE)[0] == 201
+
+
+def test_which_webhooks_a_request_goes_to(server, k8s):
+    """Rules (operations, groups, versions, resources, scope), namespaceSelector, objectSelector, matchConditions
+    and failurePolicy Ignore ("Dynamic Admission Control": "Matching requests")."""
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}}
+    assert k8s.call("POST", "/api/v1/namespaces", ns)[0] == 201
+
+    def hook(name: str, **extra: Any) -> dict[str, Any]:
+        return {"name": name, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                "clientConfig": {"service": {"name": "nowhere", "namespace": "volcano-system", "path": "/x"}},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                           "resources": ["configmaps"]}], **extra}
+
+    config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+              "metadata": {"name": "selective"}, "webhooks": [
+                  hook("skip-system.example.com", namespaceSelector={"matchExpressions": [
+                      {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                       "values": ["volcano-system", "kube-system"]}]}),
+                  hook("labelled.example.com", objectSelector={"matchLabels": {"checked": "yes"}}),
+                  hook("ignored.example.com", failurePolicy="Ignore", rules=[
+                      {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}]),
+                  hook("conditional.example.com", matchConditions=[
+                      {"name": "only-team", "expression": "object.metadata.name.startsWith('team-')"}])]}
+    assert k8s.call("POST", WEBHOOKS, config)[0] == 201
+    path = "/api/v1/namespaces/{}/configmaps"
+    # in default: skip-system matches (default is not excluded)
+    status, body, _ = k8s.call("POST", path.format("default"), configmap("a"))
+    assert status == 500 and '"skip-system.example.com"' in body["message"]
+    # in volcano-system: skip-system is excluded; labelled needs the label; conditional needs the name
+    assert k8s.call("POST", path.format("volcano-system"), configmap("b"))[0] == 201
+    status, body, _ = k8s.call("POST", path.format("volcano-system"), configmap("c", {"checked": "yes"}))
+    assert status == 500 and '"labelled.example.com"' in body["message"]
+    status, body, _ = k8s.call("POST", path.format("volcano-system"), configmap("team-a"))
+    assert status == 500 and '"conditional.example.com"' in body["message"]
+    # other operations and resources: only the Ignore webhook matches, and it never refuses
+    assert k8s.call("PATCH", path.format("volcano-system") + "/b", {"data": {"k": "v"}},
+                    "application/merge-patch+json")[0] == 200
+    assert k8s.call("POST", "/api/v1/namespaces/default/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                                                   "metadata": {"name": "s"}})[0] == 201
+
+    # a fail-closed webhook on everything: webhook configurations are never sent to webhooks, so it can be removed
+    catch_all = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                 "metadata": {"name": "catch-all"}, "webhooks": [hook("all.example.com", rules=[
+                     {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}])]}
+    mutating = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+    status, created, _ = k8s.call("POST", mutating, catch_all)
+    assert status == 201 and created["webhooks"][0]["reinvocationPolicy"] == "Never"
+    status, body, _ = k8s.call("DELETE", "/api/v1/namespaces/default/secrets/s")
+    assert status == 500 and '"all.example.com"' in body["message"]
+    assert k8s.call("DELETE", f"{mutating}/catch-all")[0] == 200
+    assert k8s.call("DELETE", "/api/v1/namespaces/default/secrets/s")[0] == 200
+
+    missing = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+               "metadata": {"name": "incomplete"}, "webhooks": [{"name": "x.example.com", "clientConfig": {}}]}
+    status, body, _ = k8s.call("POST", WEBHOOKS, missing)  # the v1 schema requires sideEffects and review versions
+    assert status == 422
+    assert {"webhooks[0].sideEffects", "webhooks[0].admissionReviewVersions"} <= \
+        {c["field"] for c in body["details"]["causes"]}
+
+
+# -- server-side apply field managers ----------------------------------------------------------------------
+def test_apply_conflicts_name_the_other_manager_and_force_takes_the_field(k8s):
+    """"Server-Side Apply": applying a value for a field another manager owns is 409 Conflict naming that manager
+    and the field; force=true takes it over; a field its manager stops applying is removed."""
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    labels = {"app": "web"}
+
+    def apply(manager: str, replicas: int | None, force: bool = False, **extra_labels: str) -> tuple[int, Any]:
+        body = workload("Deployment", "web", labels, replicas=replicas)
+        if extra_labels:
+            body["metadata"]["labels"] = extra_labels
+        query = f"?fieldManager={manager}" + ("&force=true" if force else "")
+        status, answer, _ = k8s.call("PATCH", f"{path}/web{query}", body, "application/apply-patch+yaml")
+        return status, answer
+
+    status, created = apply("fmcluster", 2, team="ml")
+    assert status == 201
+    (entry,) = created["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"], entry["fieldsType"]) == ("fmcluster", "Apply", "FieldsV1")
+    assert entry["fieldsV1"]["f:spec"]["f:replicas"] == {}
+    assert apply("fmcluster", 2, team="ml")[0] == 200  # the same manager again: no conflict
+    status, body = apply("helm", 3)
+    assert (status, body["reason"]) == (409, "Conflict")
+    assert body["message"] == 'Apply failed with 1 conflict: conflict with "fmcluster": .spec.replicas'
+    assert body["details"]["causes"] == [{"reason": "FieldManagerConflict", "message": 'conflict with "fmcluster"',
+                                          "field": ".spec.replicas"}]
+    assert apply("helm", 2)[0] == 200  # the same value is shared, not a conflict
+    status, body = apply("helm", 3, force=True)
+    assert status == 200 and body["spec"]["replicas"] == 3
+    managers = {e["manager"]: e for e in body["metadata"]["managedFields"]}
+    assert "f:replicas" not in managers["fmcluster"]["fieldsV1"]["f:spec"]
+    # fmcluster stops applying its label: removed, since no other manager owns it
+    status, body = apply("fmcluster", None)
+    assert status == 200 and "team" not in (body["metadata"].get("labels") or {})
+    assert body["spec"]["replicas"] == 3  # helm still owns it
+
+    # an update (not an apply) takes the fields it changes, and a later apply conflicts with it
+    status, _, _ = k8s.call("PATCH", f"{path}/web?fieldManager=kubectl-edit", {"spec": {"replicas": 5}},
+                            "application/merge-patch+json")
+    assert status == 200
+    status, body = apply("helm", 3)
+    assert status == 409
+    assert body["message"].startswith('Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1 at ')
+    assert body["message"].endswith("Z: .spec.replicas")

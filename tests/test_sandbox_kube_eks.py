@@ -13,9 +13,34 @@ import pytest
 pytest.importorskip("fmcluster_sandbox.eks")  # the EKS emulator ships in the same sandbox; this file tests both
 
 try:
-    from test_sandbox_kube import cluster_api, daemonset
+    from test_sandbox_kube import (
+        CLUSTER_QUEUE,
+        KUEUE_LABELS,
+        KUEUE_SERVICE,
+        KUEUE_WEBHOOK,
+        SYSTEM_LABEL,
+        TOLERATE_CRITICAL,
+        WEBHOOKS,
+        cluster_api,
+        conditions,
+        daemonset,
+        workload,
+    )
 except ImportError:  # tests/ imported as a package
-    from tests.test_sandbox_kube import cluster_api, daemonset
+    from tests.test_sandbox_kube import (
+        CLUSTER_QUEUE,
+        KUEUE_LABELS,
+        KUEUE_SERVICE,
+        KUEUE_WEBHOOK,
+        SYSTEM_LABEL,
+        TOLERATE_CRITICAL,
+        WEBHOOKS,
+        cluster_api,
+        conditions,
+        daemonset,
+        workload,
+    )
+from fmcluster_sandbox.kube import crds
 
 REGION = "us-east-2"
 ZONES = ("us-east-2a", "us-east-2b")
@@ -47,6 +72,9 @@ def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
     assert call("GET", "/api/v1/nodes")[0] == 401  # the creator was not made admin, and has no access entry yet
     caller = sandbox.client("sts", REGION).get_caller_identity()["Arn"]
     eks.create_access_entry(clusterName=name, principalArn=caller)
+    status, body = call("GET", "/api/v1/nodes")  # authenticated now, but no access policy authorizes anything
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert body["message"].endswith('cannot list resource "nodes" in API group "" at the cluster scope')
     eks.associate_access_policy(clusterName=name, principalArn=caller,
                                 policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
                                 accessScope={"type": "cluster"})
@@ -108,3 +136,71 @@ def test_a_view_policy_reads_but_cannot_write_and_a_deleted_clusters_objects_are
     call = make("AmazonEKSClusterAdminPolicy")
     assert call("GET", "/api/v1/namespaces/team") == 404  # the deleted cluster's namespace did not survive it
     eks.delete_cluster(name=name)
+
+
+def test_controllers_become_ready_with_their_node_group_and_webhooks_follow(sandbox):
+    """The scheduler's path on a real cluster: a fail-closed webhook refuses queue objects until its controller
+    runs; the controller runs once a node group it tolerates and selects exists (EKS guide "Managed node groups":
+    node group labels and taints reach the Nodes; "Taints and Tolerations"); scaling that group to 0 takes it
+    away again. A Job completes only once it could run."""
+    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
+    eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
+    suffix = uuid.uuid4().hex[:8]
+    cluster_role = iam.create_role(RoleName=f"ready-cluster-{suffix}",
+                                   AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
+    node_role = iam.create_role(RoleName=f"ready-node-{suffix}",
+                                AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))["Role"]["Arn"]
+    subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
+                                             {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
+               for zone in ZONES]
+    name = f"ready-{suffix}"
+    eks.create_cluster(name=name, roleArn=cluster_role, resourcesVpcConfig={"subnetIds": subnets},
+                       accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True})
+    call = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
+    try:
+        assert call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                    crds.load("clusterqueues.kueue.x-k8s.io"))[0] == 201
+        assert call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": "kueue-system"}})[0] == 201
+        assert call("POST", WEBHOOKS, KUEUE_WEBHOOK)[0] == 201
+        assert call("POST", "/api/v1/namespaces/kueue-system/services", KUEUE_SERVICE)[0] == 201
+        deployments = "/apis/apps/v1/namespaces/kueue-system/deployments"
+        controller = workload("Deployment", "kueue-controller-manager", KUEUE_LABELS, SYSTEM_LABEL,
+                              TOLERATE_CRITICAL)
+        assert call("POST", deployments, controller)[0] == 201
+        stray = workload("Deployment", "untolerated", {"app": "untolerated"}, SYSTEM_LABEL)
+        assert call("POST", deployments, stray)[0] == 201
+        jobs = "/apis/batch/v1/namespaces/kueue-system/jobs"
+        assert call("POST", jobs, workload("Job", "init", {}, SYSTEM_LABEL, TOLERATE_CRITICAL))[0] == 201
+
+        queues = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+        status, body = call("POST", queues, CLUSTER_QUEUE)
+        assert (status, body["reason"]) == (500, "InternalError")
+        assert body["message"].endswith('no endpoints available for service "kueue-webhook-service"')
+        assert "succeeded" not in call("GET", f"{jobs}/init")[1]["status"]
+
+        eks.create_nodegroup(clusterName=name, nodegroupName="system", subnets=subnets[:1], nodeRole=node_role,
+                             instanceTypes=["m5.large"], labels=SYSTEM_LABEL,
+                             taints=[{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}],
+                             scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 1})
+        assert eks.describe_nodegroup(clusterName=name, nodegroupName="system")["nodegroup"]["status"] == "ACTIVE"
+        ready = call("GET", f"{deployments}/kueue-controller-manager")[1]
+        assert ready["status"]["readyReplicas"] == 1 and conditions(ready)["Available"]["status"] == "True"
+        assert "readyReplicas" not in call("GET", f"{deployments}/untolerated")[1]["status"]
+        assert call("GET", f"{jobs}/init")[1]["status"]["succeeded"] == 1
+        assert call("POST", queues, CLUSTER_QUEUE)[0] == 201
+
+        eks.update_nodegroup_config(clusterName=name, nodegroupName="system",
+                                    scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 0})
+        assert call("GET", "/api/v1/nodes")[1]["items"] == []
+        gone = call("GET", f"{deployments}/kueue-controller-manager")[1]
+        assert "readyReplicas" not in gone["status"] and conditions(gone)["Available"]["status"] == "False"
+        status, body = call("PATCH", f"{queues}/gpus", {"spec": {"cohortName": "all"}})
+        assert status == 415  # cluster_api sends JSON: the API server wants a patch type
+        status, body = call("PUT", f"{queues}/gpus", {**call("GET", f"{queues}/gpus")[1], "spec": {
+            **CLUSTER_QUEUE["spec"], "cohortName": "all"}})
+        assert (status, body["reason"]) == (500, "InternalError")
+    finally:
+        for group in eks.list_nodegroups(clusterName=name)["nodegroups"]:
+            eks.delete_nodegroup(clusterName=name, nodegroupName=group)
+        eks.delete_cluster(name=name)

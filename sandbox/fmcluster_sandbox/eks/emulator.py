@@ -166,8 +166,10 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
 
     def principal_allowed(self, cluster_name: str, region: str, principal_arn: str,
                           account: str | None = None) -> bool:
-        """True when the cluster has an access entry with an associated access policy for the principal
-        (an STS assumed-role ARN counts as its IAM role, as EKS maps it)."""
+        """True when EKS authenticates the principal on the cluster: it has an access entry (an STS assumed-role ARN
+        counts as its IAM role, as EKS maps it), or it created a CONFIG_MAP cluster. What it may then do is
+        :meth:`access_policies`' business: an entry without an associated policy is authenticated and authorized
+        for nothing (403, not 401; EKS guide "Grant IAM users access to Kubernetes with EKS access entries")."""
         account = account or _default_account()
         wanted = normalise_principal(principal_arn)
         with self._lock:
@@ -176,7 +178,7 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             if cluster is None or cluster.status not in ("ACTIVE", "UPDATING"):
                 return False
             for entry in self._all("access_entry", account, region, cluster_name):
-                if normalise_principal(entry.name) == wanted and entry.policies:
+                if normalise_principal(entry.name) == wanted:
                     return True
             # a CONFIG_MAP cluster's creator is mapped to system:masters outside any access entry
             mode = cluster.spec["accessConfig"]["authenticationMode"]
@@ -185,7 +187,7 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
     def access_policies(self, cluster_name: str, region: str, principal_arn: str,
                         account: str | None = None) -> list[dict[str, Any]]:
         """The access policies associated with the principal's access entry (ListAssociatedAccessPolicies form:
-        policyArn, accessScope); [] without an entry."""
+        policyArn, accessScope); for a CONFIG_MAP cluster's creator (``system:masters``), cluster admin; [] else."""
         account = account or _default_account()
         wanted = normalise_principal(principal_arn)
         with self._lock:
@@ -194,6 +196,11 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
                 if normalise_principal(entry.name) == wanted:
                     return [{"policyArn": p["policyArn"], "accessScope": dict(p["accessScope"])}
                             for p in entry.policies.values()]
+            cluster = self._get("cluster", account, region, None, cluster_name)
+            if cluster is not None and cluster.spec["accessConfig"]["authenticationMode"] != "API" and \
+                    cluster.spec.get("_config_map_admin") == wanted:
+                return [{"policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                         "accessScope": {"type": "cluster"}}]
             return []
 
     # -- state machine -----------------------------------------------------------------------------

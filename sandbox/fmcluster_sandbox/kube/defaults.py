@@ -2,10 +2,15 @@
 ``pkg/apis/<group>/v1/defaults.go`` ``SetDefaults_*``, as each kind's API reference documents them), so that what a
 client reads back carries the same server-set fields as on a real cluster:
 
-* Pod templates (Deployment, DaemonSet, Job): ``restartPolicy: Always``, ``dnsPolicy: ClusterFirst``,
+* Pod templates (Deployment, StatefulSet, DaemonSet, Job): ``restartPolicy: Always``, ``dnsPolicy: ClusterFirst``,
   ``schedulerName: default-scheduler``, ``terminationGracePeriodSeconds: 30``, ``securityContext: {}``; each
   container ``terminationMessagePath: /dev/termination-log``, ``terminationMessagePolicy: File``,
   ``imagePullPolicy`` (``Always`` for a ``:latest`` or untagged image, else ``IfNotPresent``), port ``protocol: TCP``.
+* StatefulSet: ``replicas: 1``, ``podManagementPolicy: OrderedReady``, ``updateStrategy`` RollingUpdate
+  ``partition: 0``, ``revisionHistoryLimit: 10``, from 1.27 ``persistentVolumeClaimRetentionPolicy`` Retain/Retain.
+* Validating/MutatingWebhookConfiguration webhooks (admissionregistration/v1): ``failurePolicy: Fail``,
+  ``matchPolicy: Equivalent``, ``namespaceSelector``/``objectSelector`` ``{}``, ``timeoutSeconds: 10``, rules
+  ``scope: "*"``, service ``port: 443``; mutating ``reinvocationPolicy: Never``.
 * Deployment: ``replicas: 1``, ``strategy`` RollingUpdate 25 % / 25 %, ``revisionHistoryLimit: 10``,
   ``progressDeadlineSeconds: 600``. DaemonSet: ``updateStrategy`` RollingUpdate ``maxUnavailable: 1``,
   ``maxSurge: 0``, ``revisionHistoryLimit: 10``.
@@ -67,13 +72,25 @@ def apply(obj: dict[str, Any], kubernetes_version: str, created: bool) -> None:
     """Fill ``obj``'s defaults in place (``created``: the object is being created, so generated fields are set)."""
     kind = obj.get("kind")
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else None
-    if kind in ("Deployment", "DaemonSet", "Job") and spec is not None and isinstance(spec.get("template"), dict):
+    workload = kind in ("Deployment", "DaemonSet", "StatefulSet", "Job")
+    if workload and spec is not None and isinstance(spec.get("template"), dict):
         pod_template(spec["template"])
     if kind == "Deployment" and spec is not None:
         _set(spec, "replicas", 1)
         _set(spec, "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
         _set(spec, "revisionHistoryLimit", 10)
         _set(spec, "progressDeadlineSeconds", 600)
+    elif kind == "StatefulSet" and spec is not None:
+        _set(spec, "replicas", 1)
+        _set(spec, "podManagementPolicy", "OrderedReady")
+        _set(spec, "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        _set(spec, "revisionHistoryLimit", 10)
+        if Version(kubernetes_version) >= Version("1.27"):
+            _set(spec, "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    elif kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for webhook in obj.get("webhooks") or []:
+            if isinstance(webhook, dict):
+                _webhook(webhook, mutating=kind == "MutatingWebhookConfiguration")
     elif kind == "DaemonSet" and spec is not None:
         _set(spec, "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
         _set(spec, "revisionHistoryLimit", 10)
@@ -104,6 +121,22 @@ def apply(obj: dict[str, Any], kubernetes_version: str, created: bool) -> None:
             _set(spec, key, value)
     elif kind == "Secret":
         _set(obj, "type", "Opaque")
+
+
+def _webhook(webhook: dict[str, Any], mutating: bool) -> None:
+    _set(webhook, "failurePolicy", "Fail")
+    _set(webhook, "matchPolicy", "Equivalent")
+    _set(webhook, "namespaceSelector", {})
+    _set(webhook, "objectSelector", {})
+    _set(webhook, "timeoutSeconds", 10)
+    if mutating:
+        _set(webhook, "reinvocationPolicy", "Never")
+    for rule in webhook.get("rules") or []:
+        if isinstance(rule, dict):
+            _set(rule, "scope", "*")
+    service = (webhook.get("clientConfig") or {}).get("service")
+    if isinstance(service, dict):
+        _set(service, "port", 443)
 
 
 def _job_selector(job: dict[str, Any], spec: dict[str, Any]) -> None:

@@ -5,6 +5,8 @@ Immutable fields follow each kind's validation in kubernetes/kubernetes ``pkg/ap
 reference states them: "Immutable" / "field is immutable" (422 Invalid, cause ``FieldValueInvalid`` or
 ``FieldValueForbidden``):
 
+* StatefulSet: ``spec.selector``, ``serviceName``, ``volumeClaimTemplates``, ``podManagementPolicy`` (updates may
+  change only replicas, ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy, minReadySeconds).
 * Deployment, DaemonSet: ``spec.selector`` ("Deployment" / "DaemonSet" API reference: "It must match the pod
   template's labels" and is immutable in apps/v1).
 * Job: ``spec.selector`` and ``spec.template`` (Job API reference; mutable scheduling directives of suspended
@@ -49,6 +51,7 @@ def _immutable(kind: str) -> list[str]:
     return {
         "Deployment": ["spec.selector"],
         "DaemonSet": ["spec.selector"],
+        "StatefulSet": ["spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy"],
         "Job": ["spec.selector", "spec.template"],
         "StorageClass": ["provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"],
         "RuntimeClass": ["handler"],
@@ -133,13 +136,13 @@ def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     """Controllers' own validation (``pkg/apis/apps/validation``, ``pkg/apis/batch/validation``), after defaults:
 
-    * Deployment, DaemonSet: a non-empty ``spec.selector`` that matches the template's labels; the template's
-      ``restartPolicy`` is ``Always``.
+    * Deployment, DaemonSet, StatefulSet: a non-empty ``spec.selector`` that matches the template's labels; the
+      template's ``restartPolicy`` is ``Always``.
     * Job: the template's ``restartPolicy`` is ``OnFailure`` or ``Never`` ("Jobs": "Pod Template"); a selector
       given at creation (``own_job_selector``) needs ``manualSelector: true``.
     """
     kind, spec = obj.get("kind"), obj.get("spec")
-    if kind not in ("Deployment", "DaemonSet", "Job") or not isinstance(spec, dict):
+    if kind not in ("Deployment", "DaemonSet", "StatefulSet", "Job") or not isinstance(spec, dict):
         return
     template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
     pod = template.get("spec") if isinstance(template.get("spec"), dict) else {}
@@ -147,7 +150,7 @@ def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     name = obj["metadata"]["name"]
     group = obj["apiVersion"].split("/")[0]
     causes = []
-    if kind in ("Deployment", "DaemonSet"):
+    if kind in ("Deployment", "DaemonSet", "StatefulSet"):
         selector = spec.get("selector") or {}
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):
             causes.append(("FieldValueInvalid", "spec.selector",

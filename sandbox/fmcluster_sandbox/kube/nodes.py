@@ -15,9 +15,10 @@ The EKS emulator supplies one dict per running instance (``name``, ``instance_ty
   the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of the rest) and the 100Mi memory eviction threshold
   (amazon-eks-ami bootstrap / nodeadm defaults).
 * extended resources appear only while a device plugin runs on the node, i.e. a DaemonSet exists whose pod
-  template runs the plugin's image and could be placed on the node (nodeSelector, required node affinity, and
-  tolerations for the node's NoSchedule/NoExecute taints): ``nvidia.com/gpu`` (NVIDIA k8s-device-plugin image
-  ``nvcr.io/nvidia/k8s-device-plugin``) = the instance type's NVIDIA GPU count; ``vpc.amazonaws.com/efa`` (the
+  template runs the plugin's image and could be placed on the node (:func:`.placement.fits`: nodeSelector,
+  required node affinity, tolerations for the node's NoSchedule/NoExecute taints, requests within allocatable):
+  ``nvidia.com/gpu`` (NVIDIA k8s-device-plugin image ``nvcr.io/nvidia/k8s-device-plugin``) = the instance type's
+  NVIDIA GPU count; ``vpc.amazonaws.com/efa`` (the
   AWS EFA Kubernetes device plugin image ``…/eks/aws-efa-k8s-device-plugin``) = the EFA interfaces attached to the
   instance (moto's EC2 record; the node dict's ``efa_interfaces`` when given); ``aws.amazon.com/neuron`` and
   ``aws.amazon.com/neuroncore`` (Neuron device plugin image ``…/neuron-device-plugin``) = NeuronInfo device and
@@ -35,6 +36,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from fmcluster_sandbox.kube import placement
+
 DEVICE_PLUGINS = {
     "nvidia.com/gpu": re.compile(r"^nvcr\.io/nvidia/k8s-device-plugin(:|@|$)"),
     "vpc.amazonaws.com/efa": re.compile(
@@ -42,11 +45,6 @@ DEVICE_PLUGINS = {
     "aws.amazon.com/neuron": re.compile(
         r"^(\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?|public\.ecr\.aws)/neuron/neuron-device-plugin(:|@|$)"),
 }
-# Taints the DaemonSet controller tolerates on its own ("DaemonSet", "Taints and tolerations").
-DAEMONSET_TOLERATED = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
-                       "node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure",
-                       "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable",
-                       "node.kubernetes.io/network-unavailable"}
 ARCH = {"x86_64": "amd64", "arm64": "arm64", "i386": "386"}
 
 
@@ -84,7 +82,7 @@ def node_object(spec: dict[str, Any], daemonsets: Iterable[dict[str, Any]], kube
     capacity = {"cpu": str(vcpus), "memory": f"{mib * 1024}Ki", "pods": str(pods)}
     allocatable = {"cpu": f"{max(vcpus * 1000 - _reserved_millicores(vcpus), 0)}m",
                    "memory": f"{max(mib - (11 * pods + 255) - 100, 0) * 1024}Ki", "pods": str(pods)}
-    node = {"labels": labels, "taints": taints}
+    node = {"name": spec["name"], "labels": labels, "taints": taints, "allocatable": allocatable}
     running = {resource for resource, image in DEVICE_PLUGINS.items()
                if any(_runs_image(ds, image) and schedulable(ds, node) for ds in daemonsets)}
     extended: dict[str, int] = {}
@@ -137,58 +135,9 @@ def _runs_image(ds: dict[str, Any], image: re.Pattern[str]) -> bool:
 
 
 def schedulable(ds: dict[str, Any], node: dict[str, Any]) -> bool:
-    """Whether the DaemonSet's pods could be placed on the node: nodeSelector, required node affinity, taints
-    ("Assigning Pods to Nodes", "Taints and Tolerations")."""
+    """Whether the DaemonSet's pods could be placed on the node (:func:`.placement.fits`)."""
     pod = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-    labels = node["labels"]
-    if any(labels.get(k) != v for k, v in (pod.get("nodeSelector") or {}).items()):
-        return False
-    required = (((pod.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    terms = required.get("nodeSelectorTerms")
-    if terms is not None and not any(_term_matches(t, labels) for t in terms):
-        return False
-    tolerations = pod.get("tolerations") or []
-    for taint in node["taints"]:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute") or taint.get("key") in DAEMONSET_TOLERATED:
-            continue
-        if not any(_tolerates(t, taint) for t in tolerations):
-            return False
-    return True
-
-
-def _term_matches(term: dict[str, Any], labels: dict[str, str]) -> bool:
-    expressions = term.get("matchExpressions") or []
-    if not expressions and not term.get("matchFields"):
-        return False  # an empty term matches no objects
-    return all(_expression(e, labels) for e in expressions)
-
-
-def _expression(expr: dict[str, Any], labels: dict[str, str]) -> bool:
-    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt") and key in labels and values:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def _tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return not toleration.get("key") or toleration["key"] == taint.get("key")
-    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get("value", "")
+    return placement.fits(pod, node, daemon=True)
 
 
 def efa_interfaces(instance_id: str, account: str, region: str) -> int | None:

@@ -62,6 +62,7 @@ BUILTIN: list[ResourceType] = [
     _t("", "v1", "pods", "Pod", True, "po", verbs=READ_ONLY),  # no controller makes any: always empty
     _t("apps", "v1", "daemonsets", "DaemonSet", True, "ds"),
     _t("apps", "v1", "deployments", "Deployment", True, "deploy"),
+    _t("apps", "v1", "statefulsets", "StatefulSet", True, "sts"),
     _t("batch", "v1", "jobs", "Job", True),
     _t("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, "sc"),
     _t("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
@@ -71,6 +72,11 @@ BUILTIN: list[ResourceType] = [
     _t("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     _t("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     _t("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "pc"),
+    _t("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False),
+    _t("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
+       False),
+    # Stored and reported; the sandbox aggregates no API servers (docs/sandbox-fidelity.md).
+    _t("apiregistration.k8s.io", "v1", "apiservices", "APIService", False),
     _t("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, "crd", "crds"),
 ]
 

@@ -23,6 +23,8 @@ class KubeError(Exception):
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                "message": self.message, "reason": self.reason, "code": self.code}
+        if not self.reason:  # an error that is not a StatusError: the API server sends no reason
+            out.pop("reason")
         if self.details is not None:
             out["details"] = self.details
         return out

@@ -7,8 +7,10 @@ Built-in kinds use the schemas ``kubernetes-validate`` ships (upstream OpenAPI, 
 Unknown fields follow the API server's field validation ("Kubernetes API Concepts", "Field validation"): with
 ``fieldValidation=Strict`` the request fails with 400 BadRequest ``strict decoding error: unknown field "…"``;
 with ``Warn`` the fields are dropped and named in a ``Warning`` header; with ``Ignore`` they are dropped silently.
-The API server's own default is Warn; the sandbox defaults to Strict (a field that a real cluster drops silently is
-a bug in what the client renders), so a client must ask for Warn or Ignore to get the server's leniency.
+The default is Warn, as the API server's. A server-side apply is different: the applied configuration is converted to
+the kind's typed schema, and an unknown field fails that conversion whatever ``fieldValidation`` says, with the API
+server's 500 ``failed to create typed patch object (<ns>/<name>; <group>/<version>, Kind=<kind>): .<field>: field
+not declared in schema`` (a Status without reason; kubernetes/kubernetes issues #122480, #139253: still 500).
 Other schema violations are 422 Invalid with one cause per field.
 
 Custom resources are structural ("Specifying a structural schema"): at each object level fields not declared in
@@ -31,7 +33,8 @@ import jsonschema
 from fmcluster_sandbox.kube.status import KubeError, bad_request, invalid
 
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
-DEFAULT_FIELD_VALIDATION = "Strict"
+DEFAULT_FIELD_VALIDATION = "Warn"  # "Kubernetes API Concepts", "Field validation": Warn (default)
+APPLY = "Apply"  # server-side apply: unknown fields fail whatever fieldValidation says
 # RFC 1123 subdomain (apimachinery IsDNS1123Subdomain): names of most objects.
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -129,6 +132,13 @@ def _unknown_fields(obj: dict[str, Any], unknown: list[tuple[list[Any], str]], m
     if not unknown:
         return []
     names = [field_path(path + [key]) for path, key in unknown]
+    if mode == APPLY:
+        meta = obj.get("metadata") or {}
+        api_version = obj.get("apiVersion", "")
+        gvk = f"{api_version if '/' in api_version else '/' + api_version}, Kind={obj.get('kind', '')}"
+        raise KubeError(500, "", f"failed to create typed patch object ({meta.get('namespace', '')}/"
+                        f"{meta.get('name', '')}; {gvk}): " + "\n".join(f".{n}: field not declared in schema"
+                                                                       for n in names))
     if mode == "Strict":
         raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{n}"' for n in names))
     for path, key in sorted(unknown, key=lambda u: -len(u[0])):

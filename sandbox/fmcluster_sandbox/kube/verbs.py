@@ -1,6 +1,9 @@
 """The verbs on resource paths: get, list, create, update, patch, delete and deletecollection, as the API server
 answers them ("Kubernetes API Concepts"), on the cluster's store (:mod:`.store`), objects checked by
-:mod:`.validation` and :mod:`.kind_rules`, Nodes built by :mod:`.nodes`."""
+:mod:`.validation` and :mod:`.kind_rules`, Nodes built by :mod:`.nodes`. Writes go through the admission webhooks
+that match them (:mod:`.admission`: mutating before validation, validating after) and record their field managers
+(:mod:`.fields`); reads of Deployments, StatefulSets, DaemonSets and Jobs carry the status their controllers would
+have written for the cluster's current Nodes (:mod:`.workloads`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,19 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from fmcluster_sandbox.kube import auth, authorization, cel_rules, defaults, kind_rules, patches, validation
+from fmcluster_sandbox.kube import (
+    admission,
+    auth,
+    authorization,
+    cel_rules,
+    defaults,
+    discovery,
+    fields,
+    kind_rules,
+    patches,
+    validation,
+    workloads,
+)
 from fmcluster_sandbox.kube import nodes as node_objects
 from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType
 from fmcluster_sandbox.kube.selectors import field_selector, label_selector
@@ -35,7 +50,9 @@ NodeSource = Callable[[str, str], list[dict[str, Any]]]  # (cluster name, region
 # Kinds whose status is a subresource: writes to the main resource leave status alone ("Kubernetes API
 # Concepts", subresources; each kind's API reference lists /status).
 STATUS_SUBRESOURCE = {"Namespace", "PersistentVolume", "PersistentVolumeClaim", "DaemonSet", "Deployment", "Job",
-                      "CustomResourceDefinition", "Service"}
+                      "StatefulSet", "CustomResourceDefinition", "Service", "APIService"}
+# Workloads whose Pods could serve a Service ("Service": a Service's selector picks the Pods behind it).
+SERVING_WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"))
 # NamespaceLifecycle admission: these namespaces cannot be deleted.
 UNDELETABLE_NAMESPACES = {"default", "kube-system", "kube-public"}
 
@@ -50,6 +67,9 @@ class Request:
         self.policies = policies  # the principal's EKS access policies; None: not known, nothing is checked
         self.version, self.environ, self.method, self.query = version, environ, method, query
         self.warnings: list[str] = []
+        self.applying = False  # a server-side apply (application/apply-patch+yaml) request
+        self._applied_fields: list[dict[str, Any]] | None = None  # managedFields after the apply
+        self._ready_nodes: list[dict[str, Any]] | None = None
 
     # -- verbs ---------------------------------------------------------------------------------------
     def dispatch(self, rtype: ResourceType, namespace: str | None, name: str | None,
@@ -71,7 +91,9 @@ class Request:
             return self._nodes(verb, name)
         result = getattr(self, "_" + verb)(rtype, namespace, name, sub)
         status, body = result
-        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in self.warnings)} if self.warnings else {}
+        # RFC 7234 warn-text is a quoted-string (the API server escapes quotes and backslashes in it)
+        quoted = [w.replace("\\", "\\\\").replace('"', '\\"') for w in self.warnings]
+        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in quoted)} if quoted else {}
         return status, headers, body
 
     def _key(self, rtype: ResourceType, namespace: str | None, name: str) -> Key:
@@ -85,7 +107,7 @@ class Request:
         obj = self.store.get(self._key(rtype, namespace, name))
         if obj is None:
             raise not_found(rtype.plural, name, rtype.group)
-        return 200, self._present(rtype, obj)
+        return 200, self._present(rtype, self._refresh(rtype, obj))
 
     def _matcher(self) -> Callable[[dict[str, Any]], bool]:
         labels = label_selector(self.query.get("labelSelector", ""))
@@ -103,7 +125,8 @@ class Request:
 
     def _list(self, rtype: ResourceType, namespace: str | None, name: None, sub: None) -> tuple[int, Any]:
         match = self._matcher()
-        items = [o for o in self.store.items(rtype.group, rtype.plural, namespace if rtype.namespaced else None)
+        items = [self._refresh(rtype, o)
+                 for o in self.store.items(rtype.group, rtype.plural, namespace if rtype.namespaced else None)
                  if match(o)]
         return 200, self._paged(rtype, items)
 
@@ -149,7 +172,9 @@ class Request:
         mode = self.query.get("fieldValidation", validation.DEFAULT_FIELD_VALIDATION)
         if mode not in validation.FIELD_VALIDATION:
             raise bad_request(f'fieldValidation {mode!r} is invalid: must be one of "Ignore", "Warn", "Strict"')
-        return mode
+        # An applied configuration is converted to the kind's typed schema whatever the level: an unknown field in
+        # it fails the request (validation.APPLY).
+        return validation.APPLY if self.applying else mode
 
     def _check_identity(self, rtype: ResourceType, obj: Any, namespace: str | None) -> dict[str, Any]:
         if not isinstance(obj, dict):
@@ -163,6 +188,7 @@ class Request:
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
+        meta.pop("managedFields", None)  # the server keeps them (:mod:`.fields`)
         if rtype.namespaced:
             if meta.get("namespace") not in (None, "", namespace):
                 raise bad_request("the namespace of the provided object does not match the namespace sent on the "
@@ -223,11 +249,19 @@ class Request:
         for owned in ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp"):
             meta.pop(owned, None)
         meta["uid"] = str(uuid.uuid4())  # before defaulting: a Job's generated selector names it
+        sent = set(fields.leaves(obj))
+        applied = copy.deepcopy(obj) if self.applying else None
+        self._admit("CREATE", rtype, namespace, meta["name"], obj, None, mutating=True)
         self._validate(rtype, obj, created=True)
         key = self._key(rtype, namespace, meta["name"])
         if self.store.get(key) is not None:
             raise already_exists(rtype.plural, meta["name"], rtype.group)
+        self._admit("CREATE", rtype, namespace, meta["name"], obj, None, mutating=False)
         self._initial_status(rtype, obj)
+        if applied is not None:
+            fields.created_by_apply(obj, applied, self._manager(), rtype.api_version, _now())
+        else:
+            fields.record_update(None, obj, self._manager(), rtype.api_version, _now(), sent)
         if self._dry_run():
             return 201, obj
         stored = self.store.put(key, obj, new=True)
@@ -272,12 +306,21 @@ class Request:
             obj.pop("status", None)
             if "status" in existing:
                 obj["status"] = copy.deepcopy(existing["status"])
+        self._admit("UPDATE", rtype, namespace, name, obj, existing, mutating=True, sub=sub)
         self._validate(rtype, obj, created=False, old=existing)
         kind_rules.check_update(existing, obj)
+        self._admit("UPDATE", rtype, namespace, name, obj, existing, mutating=False, sub=sub)
         meta = obj["metadata"]
         for owned in ("uid", "creationTimestamp", "generation"):
             if owned in existing["metadata"]:
                 meta[owned] = existing["metadata"][owned]
+        if self.applying or sub == "status":  # apply recorded its own ownership; /status writes record none
+            meta["managedFields"] = (self._applied_fields if self.applying
+                                     else existing["metadata"].get("managedFields"))
+            if not meta["managedFields"]:
+                meta.pop("managedFields")
+        else:
+            fields.record_update(existing, obj, self._manager(), rtype.api_version, _now())
         if _spec_changed(existing, obj):
             meta["generation"] = int(existing["metadata"].get("generation", 1)) + 1
         if rtype.kind == "Namespace":
@@ -302,13 +345,20 @@ class Request:
         if content_type == patches.APPLY:
             if not self.query.get("fieldManager"):
                 raise bad_request("PATCH, fieldManager: Required value: is required for apply patch")
+            if self.query.get("force") not in (None, "", "true", "false"):
+                raise bad_request(f"invalid force value {self.query['force']!r}")
+            self.applying = True
             if existing is None:
                 if isinstance(patch, dict) and (patch.get("metadata") or {}).get("name") not in (None, name):
                     raise bad_request(f"the name of the object does not match the name on the URL ({name})")
                 if isinstance(patch, dict):
                     patch.setdefault("metadata", {})["name"] = name
                 return self._create(rtype, namespace, None, None, obj=patch)
-            merged = patches.merge_patch(existing, patch)
+            if not isinstance(patch, dict):
+                raise bad_request("the body of the request is not a Kubernetes object")
+            merged = fields.apply(existing, patch, self._manager(), self.query.get("force") == "true",
+                                  rtype.api_version, _now())
+            self._applied_fields = merged["metadata"].get("managedFields")
         else:
             if existing is None:
                 raise not_found(rtype.plural, name, rtype.group)
@@ -334,6 +384,8 @@ class Request:
         if rtype.kind == "Namespace" and name in UNDELETABLE_NAMESPACES:
             raise forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted', "delete",
                             "namespaces", name)
+        for mutating in (True, False):  # a DELETE goes to both kinds of webhook (handlers/delete.go)
+            self._admit("DELETE", rtype, namespace, name, None, existing, mutating=mutating)
         if self._dry_run():
             return 200, self._present(rtype, existing)
         self.store.delete(key)
@@ -373,8 +425,7 @@ class Request:
         return 200, self._list_body(rtype, gone)
 
     # -- nodes -----------------------------------------------------------------------------------------
-    def _nodes(self, verb: str, name: str | None) -> tuple[int, dict, Any]:
-        rtype = next(t for t in BUILTIN if t.kind == "Node")
+    def _node_objects(self) -> list[dict[str, Any]]:
         daemonsets = self.store.items("apps", "daemonsets", None)
         region, account = self.identity.region, self.identity.account
         built = []
@@ -383,6 +434,11 @@ class Request:
             if efa is None and spec.get("instance_id"):
                 efa = node_objects.efa_interfaces(spec["instance_id"], account, region)
             built.append(node_objects.node_object(spec, daemonsets, self.version, efa))
+        return built
+
+    def _nodes(self, verb: str, name: str | None) -> tuple[int, dict, Any]:
+        rtype = next(t for t in BUILTIN if t.kind == "Node")
+        built = self._node_objects()
         for node in built:
             node["metadata"]["resourceVersion"] = str(self.store.revision)
         if verb == "get":
@@ -392,6 +448,90 @@ class Request:
             return 200, {}, found[0]
         match = self._matcher()
         return 200, {}, self._paged(rtype, [n for n in built if match(n)])
+
+    # -- controllers' status, admission, field managers ----------------------------------------------
+    def _refresh(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """A workload as its controller would have left it by now (:mod:`.workloads`); the new status is stored
+        when it changed, so condition transition times hold."""
+        if rtype.crd is not None or rtype.kind not in (*workloads.KINDS, "APIService"):
+            return obj
+        if rtype.kind == "APIService":
+            status = self._apiservice_status(obj)
+        else:
+            if self._ready_nodes is None:
+                self._ready_nodes = [v for v in map(workloads.node_view, self._node_objects()) if v is not None]
+            status = workloads.status(obj, self._ready_nodes, _now(), self.version)
+        if status == obj.get("status"):
+            return obj
+        obj["status"] = status
+        meta = obj["metadata"]
+        return self.store.put(self._key(rtype, meta.get("namespace"), meta["name"]), obj, new=False)
+
+    def _apiservice_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The aggregator's ``Available`` condition (kube-aggregator's availability controller): a local APIService
+        is always available; one backed by a Service is available while the Service has a ready endpoint. The
+        sandbox proxies nothing to it (docs/sandbox-fidelity.md)."""
+        service = (obj.get("spec") or {}).get("service")
+        if not service:
+            wanted = ("True", "Local", "Local APIServices are always available")
+        else:
+            name, namespace = service.get("name", ""), service.get("namespace", "")
+            found = self.store.get(("", "services", namespace, name))
+            selector = ((found or {}).get("spec") or {}).get("selector") or {}
+            if found is None:
+                wanted = ("False", "ServiceNotFound", f'service/{name} in "{namespace}" is not present')
+            elif selector and self._has_ready_endpoint(namespace, selector):
+                wanted = ("True", "Passed", "all checks passed")
+            else:
+                wanted = ("False", "MissingEndpoints", f'endpoints for service/{name} in "{namespace}" have no '
+                          "addresses")
+        previous = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}.get("Available", {})
+        when = previous.get("lastTransitionTime") if previous.get("status") == wanted[0] else None
+        return {"conditions": [{"type": "Available", "status": wanted[0], "lastTransitionTime": when or _now(),
+                                "reason": wanted[1], "message": wanted[2]}]}
+
+    def _has_ready_endpoint(self, namespace: str, selector: dict[str, str]) -> bool:
+        """Whether a Ready pod would back a Service with ``selector`` in ``namespace``: a workload whose pod template
+        carries the selector's labels and which has ready replicas."""
+        for group, plural in SERVING_WORKLOADS:
+            rtype = discovery.types(self.store, group, "v1")[plural]
+            for obj in self.store.items(group, plural, namespace):
+                labels = ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
+                if all(labels.get(k) == v for k, v in selector.items()) and \
+                        workloads.has_ready_pods(self._refresh(rtype, obj)):
+                    return True
+        return False
+
+    def _admit(self, operation: str, rtype: ResourceType, namespace: str | None, name: str,
+               obj: dict[str, Any] | None, old: dict[str, Any] | None, mutating: bool, sub: str | None = None) -> None:
+        """Send the request to the admission webhooks that match it (:mod:`.admission`)."""
+        plural = "mutatingwebhookconfigurations" if mutating else "validatingwebhookconfigurations"
+        configs = self.store.items("admissionregistration.k8s.io", plural, None)
+        if not configs:
+            return
+        request = admission.AdmissionRequest(operation, rtype.group, rtype.version, rtype.plural, sub,
+                                             rtype.namespaced, namespace, name, obj, old, rtype.kind,
+                                             self.identity.username, self._dry_run())
+        namespace_obj = self.store.get(("", "namespaces", "", namespace)) if namespace else None
+        labels = ((namespace_obj or {}).get("metadata") or {}).get("labels") or {}
+        versions = {t.version for t in discovery.all_types(self.store)
+                    if t.group == rtype.group and t.plural == rtype.plural}
+        for webhook in admission.matching(configs, request, labels, versions):
+            admission.call(webhook, lambda ns, svc: self.store.get(("", "services", ns, svc)),
+                           self._has_ready_endpoint)
+
+    def _manager(self) -> str:
+        """The field manager: ``fieldManager``, else the User-Agent up to its first ``/`` (the API server's
+        default for non-apply requests)."""
+        given = self.query.get("fieldManager")
+        if given:
+            return given
+        agent = str(self.environ.get("HTTP_USER_AGENT") or "unknown")
+        return agent.split("/", 1)[0][:128] or "unknown"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _spec_changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
