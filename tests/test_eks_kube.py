@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -362,3 +363,34 @@ def test_create_waits_for_a_deployment_to_be_available_and_a_timeout_names_it(ct
     assert objects[2].read(_context(cluster), None) is None  # its dependent waited
     Engine(_context(cluster), store).destroy(graph.by_rank([KubeObject(o.key, None, cluster) for o in objects]))
     assert all(o.read(_context(cluster), None) is None for o in objects)
+
+
+def test_a_queue_object_waits_while_the_schedulers_webhook_cannot_answer(ctx, cluster):
+    """Kueue's fail-closed webhooks with no ready endpoint behind their Service: the API server refuses the
+    ClusterQueue (500 "failed calling webhook"), and fmcluster's apply keeps trying until the command stops,
+    instead of failing the create."""
+    from fmcluster.backends.eks.scheduler_install import install_objects
+    from fmcluster.waiting import Stop, Stopped
+
+    release = [o for o in install_objects(SCHEDULERS["kueue"]) if o["kind"] in (
+        "CustomResourceDefinition", "Namespace", "Service", "ValidatingWebhookConfiguration")
+        and o["metadata"]["name"] != "kube-system"]
+    made = [_object(cluster, m) for m in release]
+    for obj in made:  # the webhook configuration and its Service, but no controller behind it
+        obj.create(ctx, "token")
+    queue = _object(cluster, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                              "metadata": {"name": f"waits-{uuid.uuid4().hex[:6]}"}, "spec": {}})
+    waiting = _context(cluster)
+    waiting.stop = Stop(time.monotonic() + 3)
+    try:
+        with pytest.raises(Stopped):  # the command's deadline ended the wait; no error for the resource
+            queue.create(waiting, "token")
+        assert queue.read(_context(cluster), None) is None
+    finally:
+        for obj in reversed(made):
+            if obj.object_kind == "ValidatingWebhookConfiguration":
+                obj.delete(_context(cluster), obj.read(_context(cluster), None))
+        for obj in reversed(made):
+            observed = obj.read(_context(cluster), None)
+            if observed is not None:
+                obj.delete(_context(cluster), observed)
