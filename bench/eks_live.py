@@ -106,6 +106,9 @@ def _scheduler_objects(data: dict[str, Any], gpus: dict[str, int]) -> list[tuple
     return wanted
 
 
+SYSTEM_GROUP = "system"
+
+
 def eks_problems(client: Callable[[str], Any], endpoint_url: str, data: dict[str, Any],
                  region: str = "us-east-1") -> list[str]:
     """Everything in which the live EKS cluster differs from the spec ``data`` (a loaded spec file): the cluster
@@ -127,8 +130,13 @@ def eks_problems(client: Callable[[str], Any], endpoint_url: str, data: dict[str
     groups = {g: eks.describe_nodegroup(clusterName=name, nodegroupName=g)["nodegroup"]
               for page in eks.get_paginator("list_nodegroups").paginate(clusterName=name) for g in page["nodegroups"]}
     queues = {q["name"]: q for q in data["queues"]}
+    # Besides the queues' node groups, the `system` one for cluster software (README "EKS": kubernetes.system_nodes
+    # On-Demand nodes of kubernetes.system_instance_type, defaults 2 and m7i.xlarge), checked as a static queue.
+    kubernetes = data.get("kubernetes") or {}
+    queues[SYSTEM_GROUP] = {"name": SYSTEM_GROUP, "nodes": kubernetes.get("system_nodes", 2),
+                            "instance_type": kubernetes.get("system_instance_type", "m7i.xlarge")}
     if set(groups) != set(queues):
-        found.append(f"node groups {sorted(groups)} != queues {sorted(queues)}")
+        found.append(f"node groups {sorted(groups)} != queues and {SYSTEM_GROUP} {sorted(queues)}")
     instances: dict[str, list[dict]] = {}
     nodes_of_cluster = [{"Name": "tag:eks:cluster-name", "Values": [name]},
                         {"Name": "instance-state-name", "Values": ["running"]}]
@@ -162,7 +170,7 @@ def eks_problems(client: Callable[[str], Any], endpoint_url: str, data: dict[str
     kube = KubeReader(cluster, eks_token(endpoint_url, name, region))
     nodes = (kube.get("/api/v1/nodes") or {}).get("items", [])
     node_gpus = sorted(n["status"].get("allocatable", {}).get(GPU, "0") for n in nodes)
-    gpus = {q["instance_type"]: gpus_of(ec2, q["instance_type"]) for q in data["queues"]}
+    gpus = {q["instance_type"]: gpus_of(ec2, q["instance_type"]) for q in queues.values()}
     want_gpus = sorted(str(gpus[queues[g]["instance_type"]]) for g, members in instances.items() if g in queues
                        for _ in members)
     if node_gpus != want_gpus:

@@ -111,6 +111,9 @@ class Context:
     # When the command's waits must end (set on Ctrl-C; its deadline is the command's --timeout): resources
     # that wait inside a call pause on it (fmcluster.waiting.pause) instead of sleeping on their own.
     stop: Stop = field(default_factory=Stop)
+    # What a read-only pass (status, diff, create's plan) read so far: set only inside fmcluster.reads.reading,
+    # so a walk that writes never reads from it.
+    snapshot: Any = None
 
     def tags(self, arn: str, read: Callable[[], dict[str, str]]) -> dict[str, str]:
         if arn not in self.tags_by_arn:

@@ -74,7 +74,8 @@ def test_data_file_ships_in_package():
         ("p5en.48xlarge", 8, 141, 3, 3200, 16, 16, 192, 2048),
         ("p6-b200.48xlarge", 8, 179, 4, 3200, 8, 8, 192, 2048),
         ("p6-b300.48xlarge", 8, 268, 4, 6400, 17, 16, 192, 4096),
-        ("p6e-gb200.36xlarge", 4, 185, 4, 1600, 17, None, 144, 960),
+        # 16: AWS ParallelCluster 3.16.1 queues_stack.py puts one EFA interface on each of cards 1-16, none on card 0
+        ("p6e-gb200.36xlarge", 4, 185, 4, 1600, 17, 16, 144, 960),
         ("trn1.32xlarge", 16, 32, 2, 800, 8, 8, 128, 512),
         ("trn2.48xlarge", 16, 96, 3, 3200, 16, 16, 192, 2048),
         ("trn2u.48xlarge", 16, 96, 3, 3200, 16, 16, 192, 2048),
@@ -151,7 +152,10 @@ def test_p6e_gb200_ultraserver_and_unknowns():
     assert f.is_ultraserver_only
     assert f.usd_per_hour is None
     assert f.price.capacity_block_usd_per_accelerator_hour == 10.582
-    assert f.efa_interfaces is None  # unknown in the facts file
+    # the facts file leaves it unknown; ParallelCluster 3.16.1's launch template code attaches one per card 1-16,
+    # and only efa-only interfaces on the odd cards
+    assert f.efa_interfaces == 16
+    assert f.efa.efa_only_cards == (1, 3, 5, 7, 9, 11, 13, 15)
     assert f.confidence["efa_version"] == "unconfirmed"
     assert "EFA v3" in f.notes  # the contradicting alternative is recorded
     assert f.ultraserver is not None

@@ -40,7 +40,7 @@ BASE = {
     "name": "cost",
     "backend": "parallelcluster",
     "region": "us-east-1",
-    "head_node": {"instance_type": "m7i.xlarge"},
+    "head_node": {"instance_type": "m7i.2xlarge"},  # no bundled price
     "queues": [{"name": "gpu", "instance_type": "p5.4xlarge", "nodes": {"min": 0, "max": 2}}],
 }
 
@@ -127,8 +127,9 @@ def test_a_created_network_where_the_nat_price_is_not_bundled_is_listed_unknown(
 
 
 def test_the_network_alone_is_no_total():
-    """No node priced (m7i.xlarge is not in the catalog): the NAT gateway's price is no cluster total."""
-    cost = spec_cost(_spec(queue={"instance_type": "m7i.xlarge", "efa": False}))
+    """No node priced (c7i.xlarge and m7i.2xlarge have no bundled price): the NAT gateway's price is no cluster
+    total."""
+    cost = spec_cost(_spec(queue={"instance_type": "c7i.xlarge", "efa": False}))
     assert cost.network_usd_per_hour == pytest.approx(NAT_AND_IPV4)
     assert cost.compute_usd_per_hour is None and cost.head_node.usd_per_hour is None
     assert cost.usd_per_hour is None

@@ -180,9 +180,10 @@ def test_trainium_gets_the_neuron_plugin_and_quota() -> None:
 
 
 def test_a_cpu_queue_gets_no_device_plugin(state_home: Path, sandbox) -> None:
-    # c7i.4xlarge is outside the catalog: its facts come from EC2's DescribeInstanceTypes (the sandbox's).
-    found = hardware_facts.discover(["c7i.4xlarge"], REGION, ec2=sandbox.client("ec2", REGION))
-    assert found.learned == ["c7i.4xlarge"]
+    # c7i.4xlarge is outside the catalog: its facts come from EC2's list shipped with fmcluster, so nothing is asked
+    # of EC2; a name EC2 does not list is asked, and EC2 (the sandbox) says it has no such type.
+    found = hardware_facts.discover(["c7i.4xlarge", "x9q.48xlarge"], REGION, ec2=sandbox.client("ec2", REGION))
+    assert (found.learned, found.unknown_to_ec2, found.problem) == ([], ["x9q.48xlarge"], None)
     spec = eks_spec("kueue", name="prep", instance_type="c7i.4xlarge", nodes=3, capacity={"type": "on-demand"})
     objects = manifests(spec)
     assert manifest_problems(objects, spec.kubernetes.version) == []

@@ -119,49 +119,35 @@ queues:
 """
 
 
-def _sandbox_env(sandbox, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(sandbox.env)
-    env.update({"FMCLUSTER_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"})
-    return env
-
-
-def test_g5_facts_come_from_describe_instance_types(tmp_path: Path, sandbox) -> None:
-    home = tmp_path / "state"
+def test_g5_facts_are_known_offline(tmp_path: Path, home: Path) -> None:
+    """g5.12xlarge is outside the catalog: EC2's DescribeInstanceTypes data shipped with fmcluster gives its GPUs
+    and EFA with no endpoint and nothing cached (AWS's G5 page: 4 NVIDIA A10G with 24 GB each, EFA)."""
     path = _write(tmp_path, G5)
-    env = _sandbox_env(sandbox, home)
-    result = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True, env=env,
-                            timeout=180)
+    result = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True,
+                            env=_offline_env(home), timeout=180)
     assert result.returncode == 0, result.stderr
     queue = json.loads(result.stdout)["queues"][0]
     assert (queue["gpus"], queue["accelerators_per_node"], queue["facts_source"]) == (8, 4, "ec2")
     assert queue["accelerator_model"] == "NVIDIA A10G"
     assert queue["hbm_total_gb"] == pytest.approx(2 * 4 * 22888 / 1024 * 1.073741824, abs=0.2)
-    assert "not in fmcluster's catalog" not in result.stderr
 
-    rendered = subprocess.run([FMCLUSTER, "render", str(path)], capture_output=True, text=True, env=env, timeout=180)
+    rendered = subprocess.run([FMCLUSTER, "render", str(path)], capture_output=True, text=True,
+                              env=_offline_env(home), timeout=180)
     assert rendered.returncode == 0, rendered.stderr
     config = next(d for d in yaml.safe_load_all(rendered.stdout) if d and "Scheduling" in d)  # after the network's
     queue_doc = config["Scheduling"]["SlurmQueues"][0]
     assert queue_doc["HealthChecks"]["Gpu"]["Enabled"] is True
     assert queue_doc["ComputeResources"][0]["Efa"]["Enabled"] is True  # EC2: EfaSupported, 1 EFA interface
-
-    # The answer is cached under the state dir: offline, the same facts hold.
-    cached = json.loads((home / "cache" / "instance-types.json").read_text())
-    assert cached["instance_types"]["g5.12xlarge"]["GpuInfo"]["Gpus"][0]["Count"] == 4
-    offline = subprocess.run([FMCLUSTER, "plan", str(path), "--json"], capture_output=True, text=True,
-                             env=_offline_env(home), timeout=180)
-    assert offline.returncode == 0, offline.stderr
-    assert json.loads(offline.stdout)["queues"][0]["gpus"] == 8
+    assert not (home / "cache").exists()
 
 
-def test_offline_warning_names_the_missing_facts(tmp_path: Path, home: Path) -> None:
-    result = subprocess.run([FMCLUSTER, "plan", str(_write(tmp_path, G5))], capture_output=True, text=True,
-                            env=_offline_env(home), timeout=120)
-    assert result.returncode == 0, result.stderr
+def test_a_type_ec2_does_not_list_is_refused_offline_with_the_way_forward(tmp_path: Path, home: Path) -> None:
+    result = subprocess.run([FMCLUSTER, "plan", str(_write(tmp_path, G5.replace("g5.12xlarge", "g5.13xlarge")))],
+                            capture_output=True, text=True, env=_offline_env(home), timeout=120)
+    assert result.returncode == 2, result.stderr
     flat = " ".join(result.stderr.split())
-    assert "queues[0].instance_type: 'g5.12xlarge' is not in fmcluster's catalog" in flat
-    assert "GPU/accelerator count and memory, EFA support, network cards and EFA interfaces" in flat
+    assert ":5:20: queues[0].instance_type: unknown instance type 'g5.13xlarge' (did you mean 'g5." in flat
+    assert "run once with an AWS endpoint" in flat
 
 
 def test_pcs_efa_layout_from_ec2_for_a_new_family(home: Path) -> None:
@@ -317,9 +303,6 @@ def test_ultraserver_rules(tmp_path: Path, home: Path, change: tuple[str, str], 
 
 
 def test_pcs_ultraserver_tags_its_nodes_and_warns_about_imex(tmp_path: Path, home: Path) -> None:
-    hw.remember([{"InstanceType": "p6e-gb200.36xlarge", "ProcessorInfo": {"SupportedArchitectures": ["arm64"]},
-                  "NetworkInfo": {"EfaSupported": True, "MaximumNetworkCards": 17,
-                                  "EfaInfo": {"MaximumEfaInterfaces": 16}}}])
     text = GB200_X72.replace("parallelcluster", "pcs").replace("nodes: 36", "nodes: 18")
     loaded = load_spec(_write(tmp_path, text))
     assert any("IMEX prolog the cluster's Slurm Prolog" in str(w) and "enabled nvidia-imex" in str(w)
@@ -331,8 +314,9 @@ def test_pcs_ultraserver_tags_its_nodes_and_warns_about_imex(tmp_path: Path, hom
     template = next(d for d in documents if d.kind == "launch_template" and d.key == "train")
     data = template.body["LaunchTemplateData"]
     assert {"Key": "fmcluster:ultraserver", "Value": "u-p6e-gb200x72"} in data["TagSpecifications"][0]["Tags"]
-    # the EFA layout came from the cached DescribeInstanceTypes answer: card 0 ENA, EFA on cards 1-16
-    assert sum(1 for nic in data["NetworkInterfaces"] if nic.get("InterfaceType") == "efa") == 16
+    # the catalog's EFA layout, offline: card 0 ENA, EFA on cards 1-16, efa-only on the odd ones
+    assert [(nic["NetworkCardIndex"], nic.get("InterfaceType")) for nic in data["NetworkInterfaces"]] == [
+        (0, None)] + [(card, "efa-only" if card % 2 else "efa") for card in range(1, 17)]
     # the node group installs the prolog before anything else runs
     from fmcluster.references import references, resolve
     from fmcluster.validate.requests import stand_in

@@ -1,8 +1,8 @@
 """EKS end to end with the installed CLI against the sandbox: each example of ``configs/`` (Kueue, Volcano, KAI on a
 Capacity Block of 2 × p5.48xlarge) goes create → status --json → scale → destroy, and boto3 and the cluster's own
 Kubernetes API show what fmcluster said: the cluster ACTIVE, one node group per queue on a launch template with
-every EFA interface, the nodes on the block, the scheduler's queue objects sized as the catalog says, and after
-destroy nothing tagged or labelled for the cluster."""
+every EFA interface and the On-Demand `system` node group, the nodes on the block, the scheduler's queue objects
+sized as the catalog says, and after destroy nothing tagged or labelled for the cluster."""
 
 from __future__ import annotations
 
@@ -156,7 +156,15 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     eks, ec2 = sandbox.client("eks", REGION), sandbox.client("ec2", REGION)
     cluster = eks.describe_cluster(name=cli.name)["cluster"]
     assert cluster["status"] == "ACTIVE" and cluster["version"] == data.get("kubernetes", {}).get("version", "1.36")
-    assert sorted(eks.list_nodegroups(clusterName=cli.name)["nodegroups"]) == ["cpu", "train"]
+    assert sorted(eks.list_nodegroups(clusterName=cli.name)["nodegroups"]) == ["cpu", "system", "train"]
+    # Cluster software's own node group: On-Demand m7i.xlarge (no GPU), labelled and tainted for it alone.
+    system = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="system")["nodegroup"]
+    assert (system["capacityType"], system["amiType"]) == ("ON_DEMAND", "AL2023_x86_64_STANDARD")
+    assert system["labels"]["fmcluster.io/node-role"] == "system"
+    assert system["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}]
+    system_template = ec2.describe_launch_template_versions(LaunchTemplateId=system["launchTemplate"]["id"],
+                                                            Versions=[system["launchTemplate"]["version"]])
+    assert system_template["LaunchTemplateVersions"][0]["LaunchTemplateData"]["InstanceType"] == "m7i.xlarge"
     group = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="train")["nodegroup"]
     assert (group["capacityType"], group["amiType"], group["status"]) == ("CAPACITY_BLOCK", "AL2023_x86_64_NVIDIA",
                                                                           "ACTIVE")
@@ -199,16 +207,18 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     assert (installed["name"], installed["ready"]) == (scheduler, True)
     assert {(c["namespace"], c["name"]): (c["ready"], c["desired"]) for c in installed["components"]} == {
         deployment: (1, 1) for deployment in [*CONTROLLERS[scheduler], MPI_OPERATOR]}
-    assert {q["name"]: q["running_instances"] for q in status["queues"]} == {"train": 2, "cpu": 1}
+    assert {q["name"]: q["running_instances"] for q in status["queues"]} == {"train": 2, "cpu": 1, "system": 2}
     train = next(q for q in status["queues"] if q["name"] == "train")
     assert (train["nodes_ready"], train["gpus"], train["efa"]) == (2, gpus, 64)  # from the cluster's API
     assert train["quota"] == quota
     assert status["usd_per_hour_max"] == json.loads(_ok(cli.run("plan", str(cli.spec), "--json")).stdout)[
         "usd_per_hour"]  # the control plane's fee included, in both
 
-    _ok(cli.run("scale", cli.name, "cpu=2", "--yes"))
+    _ok(cli.run("scale", cli.name, "cpu=2", "system=3", "--yes"))
     scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="cpu")["nodegroup"]["scalingConfig"]
     assert scaled == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    system_scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="system")["nodegroup"]
+    assert system_scaled["scalingConfig"] == {"minSize": 3, "maxSize": 3, "desiredSize": 3}
     assert cli.status()["drift"] == []  # the cpu queue's quota moved with its nodes, in each scheduler's form
     if scheduler != "kueue":  # the refusal and kubeconfig do not depend on the scheduler: once is enough
         _ok(cli.destroy())

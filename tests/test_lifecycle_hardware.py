@@ -62,8 +62,8 @@ def test_g5_queue_on_parallelcluster(pcluster_cli, sandbox):
 
 
 def test_a_layout_only_ec2_knows_is_read_before_the_rules_judge_it(pcs_cli):
-    """p6e-gb200's EFA layout is not in the catalog: with an endpoint, DescribeInstanceTypes is read before the
-    spec's rules run (they would refuse EFA on it otherwise), so PCS launch templates get EC2's 16 EFA cards,
+    """p6e-gb200's EFA layout (moto lacks the type; the catalog holds it, from ParallelCluster's launch template
+    code): with an endpoint the rendered PCS launch template is the one EC2's answer describes, 16 EFA cards,
     efa-only on the odd cards whose InterfaceTypes allow nothing else."""
     data = {"name": pcs_cli.name, "backend": "pcs", "region": "us-east-1",
             "head_node": {"instance_type": "m7g.2xlarge"},

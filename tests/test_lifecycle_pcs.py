@@ -40,8 +40,61 @@ cli = cli_fixture(Cli)
 
 
 # 1 ------------------------------------------------------------------------------------------------
-def test_create_status_scale_destroy(cli):
+def _requests_of(cli, monkeypatch, command) -> Counter:
+    """Run ``command`` in this process, against the sandbox with the CLI's state: every AWS request it sends, by
+    (operation, request as sent). The same key twice is the same read made twice."""
+    from fmcluster import aws
+
+    for key, value in cli.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test
+    aws.configure(None, None, cli.sandbox.endpoint_url)
+    sent: Counter = Counter()
+
+    def note(model=None, params=None, **_):
+        request = {k: params.get(k) for k in ("url_path", "query_string", "body")}
+        sent[(f"{model.service_model.service_name}.{model.name}", json.dumps(request, sort_keys=True,
+                                                                             default=str))] += 1
+
+    session = aws.session("us-east-1")
+    session.events.register("before-call.*.*", note)
+    try:
+        command()
+    finally:
+        session.events.unregister("before-call.*.*", note)
+    return sent
+
+
+def _assert_each_resource_read_once(sent: Counter, what: str) -> None:
+    twice = {key: n for key, n in sent.items() if n > 1}
+    assert not twice, f"{what} sent the same request more than once: {twice}"
+    by_operation = Counter()
+    for (operation, _), n in sent.items():
+        by_operation[operation] += n
+    # configs/quickstart-pcs.yaml: queues gpu and burst, on node groups gpu, burst and login (the login node's):
+    # one Get each, whichever of describe, discovery or the plan asks for it first (by id or by name).
+    assert (by_operation["pcs.GetCluster"], by_operation["pcs.GetComputeNodeGroup"],
+            by_operation["pcs.GetQueue"]) == (1, 3, 2), (what, by_operation)
+    assert (by_operation["iam.GetRole"], by_operation["iam.GetInstanceProfile"]) == (1, 1), (what, by_operation)
+    # Discovery lists the security group and the three launch templates; the plan's reads by id are served from
+    # those lists.
+    assert (by_operation["ec2.DescribeSecurityGroups"], by_operation["ec2.DescribeLaunchTemplates"]) == (1, 1), \
+        (what, by_operation)
+
+
+def test_create_status_scale_destroy(cli, monkeypatch):
     _ok(cli.create())
+
+    # status and create's plan read each resource once (in this process: each request is seen as sent)
+    from fmcluster.lifecycle.create import create
+    from fmcluster.lifecycle.status import status
+    from fmcluster.spec import load_spec
+
+    _assert_each_resource_read_once(_requests_of(cli, monkeypatch, lambda: status(cli.name, refresh=False)),
+                                    "status")
+    rerun = _requests_of(cli, monkeypatch, lambda: create(load_spec(str(cli.spec)).spec, str(cli.spec), yes=True,
+                                                          wait=True, timeout_min=None))
+    _assert_each_resource_read_once(rerun, "create (in sync: its plan alone)")
 
     table = _ok(cli.run("status", cli.name))
     assert cli.name in table.stdout + table.stderr

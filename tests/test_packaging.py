@@ -45,6 +45,7 @@ def test_wheel_contents(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "fmcluster/templates/parallelcluster/cluster.yaml.j2" in names
     assert "fmcluster/catalog/instances.yaml" in names
+    assert "fmcluster/catalog/ec2_instance_types.json.gz" in names  # every type EC2 lists, known offline
     templates = {n for n in names if n.startswith("fmcluster/templates/")}
     expected = {f"fmcluster/templates/{p.relative_to(ROOT / 'templates')}"
                 for p in (ROOT / "templates").rglob("*.j2")}

@@ -57,6 +57,7 @@ PATCHES: dict[str, dict[str, Any]] = {
     "network.ssh.key_name": {"network.ssh.key_name": "other-key"},
     "network.ssh.allowed_cidr": {"network.ssh.allowed_cidr": "198.51.100.0/24"},
     "head_node.instance_type": {"head_node.instance_type": "m7i.4xlarge"},
+    "kubernetes.system_instance_type": {"kubernetes.system_instance_type": "m7i.2xlarge"},
     "image.ami": {"image.ami": "ami-0123456789abcdef0"},
     "queues[].name": {"queues[0].name": "pretrain"},
     "queues[].instance_type": {"queues[0].instance_type": "p5en.48xlarge"},
@@ -101,8 +102,7 @@ PATCHES: dict[str, dict[str, Any]] = {
         "__base__": {"queues[0].capacity": {"type": "reservation", "reservation_id": "cr-0123456789abcdef0"}},
         "queues[0].capacity": {"type": "reservation",
                                "resource_group_arn": "arn:aws:resource-groups:us-east-1:123456789012:group/walk"}},
-    # UltraServers come only as Capacity Blocks of their own type, in whole UltraServers (arm64: an arm64 head;
-    # EFA off because offline PCS does not know the GB200 interface layout).
+    # UltraServers come only as Capacity Blocks of their own type, in whole UltraServers (arm64: an arm64 head).
     "queues[].capacity.ultraserver": {
         "__base__": {"head_node.instance_type": "m7g.2xlarge", "queues[0]": {
             "name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18, "efa": False,

@@ -85,8 +85,9 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "unknown instance type 'p5.48xlarg' (did you mean 'p5.48xlarge'?)"),
     ("head-instance-typo", PC + "head_node: {instance_type: m7i.xlarg}\n", 7, 28, "head_node.instance_type",
      "unknown instance type 'm7i.xlarg'"),
-    ("pcs-efa-layout-unknown", PCS.replace("p5.48xlarge", "p6e-gb200.36xlarge"), 4, 5, "queues[0].efa",
-     "EFA interface layout of p6e-gb200.36xlarge is not in fmcluster's catalog"),
+    # a well-formed name that EC2 does not list (the shipped list, nothing read from an endpoint)
+    ("instance-not-sold", PC.replace("p5.48xlarge", "m7i.3xlarge"), 5, 20, "queues[0].instance_type",
+     "unknown instance type 'm7i.3xlarge' (did you mean 'm7i."),
     # --- storage --------------------------------------------------------------------------------
     ("lustre-3000", PC + "storage:\n  lustre: {capacity_gib: 3000}\n", 8, 26, "storage.lustre.capacity_gib",
      "3000 GiB is not a size FSx for Lustre offers: 1200, 2400, then steps of 2400 (nearest: 2400 or 4800)"),
@@ -237,8 +238,23 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("eks-gb200-x86-image", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
      + GB200_BLOCK + "image: {ami: ami-0123456789abcdef0}\n", 8, 14, "image.ami",
      "queue train (p6e-gb200.36xlarge, arm64) boots the EKS-optimized AL2023 arm64 nvidia image"),
-    ("eks-uncovered-resources", EKS.replace("p5.48xlarge", "x9z.48xlarge"), 5, 20, "queues[0].instance_type",
-     "its kueue queue cannot cover the resources its pods ask for"),
+    ("eks-unknown-type", EKS.replace("p5.48xlarge", "x9z.48xlarge"), 5, 20, "queues[0].instance_type",
+     "unknown instance type 'x9z.48xlarge'"),
+    # the system node group (kubernetes.system_nodes / system_instance_type)
+    ("eks-system-nodes-0", EKS + "kubernetes: {system_nodes: 0}\n", 7, 28, "kubernetes.system_nodes",
+     "greater than or equal to 1"),
+    ("eks-system-gpu-type", EKS + "kubernetes: {system_instance_type: g6.xlarge}\n", 7, 36,
+     "kubernetes.system_instance_type", "g6.xlarge carries 1 x NVIDIA L4: the system node group runs controllers"),
+    ("eks-system-neuron-type", EKS + "kubernetes: {system_instance_type: inf2.xlarge}\n", 7, 36,
+     "kubernetes.system_instance_type", "inf2.xlarge carries 1 x Inferentia2"),
+    ("eks-system-unknown-type", EKS + "kubernetes: {system_instance_type: m7i.xlarg}\n", 7, 36,
+     "kubernetes.system_instance_type", "unknown instance type 'm7i.xlarg' (did you mean 'm7i.xlarge'?)"),
+    ("eks-queue-named-system", EKS.replace("name: train", "name: system"), 4, 11, "queues[0].name",
+     "'system' is the node group where cluster software runs"),
+    ("pcs-system-nodes", PCS + "kubernetes: {system_nodes: 3}\n", 7, 28, "kubernetes.system_nodes",
+     "kubernetes.system_nodes is for the eks backend"),
+    ("pc-system-instance-type", PC + "kubernetes: {system_instance_type: m7i.xlarge}\n", 7, 36,
+     "kubernetes.system_instance_type", "kubernetes.system_instance_type is for the eks backend"),
     ("eks-neuron-on-kai", EKS.replace("p5.48xlarge", "trn2.48xlarge") + "kubernetes: {scheduler: kai}\n", 5, 20,
      "queues[0].instance_type", "a KAI Queue's quota covers only cpu, gpu and memory"),
     ("eks-slurm", EKS + "slurm: {accounting: true}\n", 7, 8, "slurm", "not supported on eks"),
@@ -254,7 +270,8 @@ SUBPROCESS_CASES = {
     "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
-    "tags-3000-parallelcluster", "eks-unknown-scheduler", "eks-gb200-x86-image", "eks-uncovered-resources",
+    "tags-3000-parallelcluster", "eks-unknown-scheduler", "eks-gb200-x86-image", "eks-unknown-type",
+    "eks-system-nodes-0", "eks-system-gpu-type", "pcs-system-nodes",
 }
 
 
@@ -398,18 +415,19 @@ def test_every_problem_is_reported(tmp_path: Path) -> None:
 
 # --- warnings: not errors, but still located ---------------------------------------------------------
 
-def test_efa_on_type_outside_catalog_warns(tmp_path: Path) -> None:
-    """Every catalog instance type supports EFA, so 'EFA on an instance without it' can only be asked of a
-    type outside the catalog: fmcluster cannot know, and warns at the efa key instead of failing."""
+def test_efa_on_a_type_without_it_is_refused(tmp_path: Path) -> None:
+    """Every catalog instance type supports EFA; a general-purpose type's facts come from EC2's shipped list, which
+    says m7i.large has none (AWS's General purpose specifications: no EFA below m7i.48xlarge), so AWS would refuse
+    the launch: refused at the efa key."""
     from fmcluster import catalog
 
     assert all(catalog.instance(name).efa_supported for name in catalog.instance_names())
     spec = _write(tmp_path, PC.replace("p5.48xlarge", "m7i.large") + "    efa: true\n")
-    loaded = load_spec(spec)
-    warnings = {w.path: w for w in loaded.warnings}
-    assert (warnings["queues[0].efa"].line, warnings["queues[0].efa"].column) == (7, 10)
-    assert "EFA support of 'm7i.large' is unknown" in warnings["queues[0].efa"].message
-    assert (warnings["queues[0].instance_type"].line, warnings["queues[0].instance_type"].column) == (5, 20)
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    problem = _problem(caught.value, "queues[0].efa")
+    assert (problem.line, problem.column) == (7, 10)
+    assert "m7i.large does not support EFA" in problem.message
 
 
 def test_open_ssh_warns(tmp_path: Path) -> None:
@@ -453,10 +471,10 @@ def test_wide_ssh_warning_is_printed_even_with_yes(tmp_path: Path) -> None:
 
 
 def test_warning_printed_by_render(tmp_path: Path) -> None:
-    spec = _write(tmp_path, PC.replace("p5.48xlarge", "m7i.large") + "    efa: true\n")
+    spec = _write(tmp_path, PC + "network:\n  ssh: {allowed_cidr: 0.0.0.0/0}\n")
     result = run_cli(tmp_path, "render", str(spec))
     assert result.returncode == 0, result.stderr
-    assert f"warning: {spec}:7:10:" in result.stderr
+    assert f"warning: {spec}:8:23:" in result.stderr
 
 
 @pytest.mark.parametrize(("cidr", "ranges", "key"), [("2001:db8::/48", "Ipv6Ranges", "CidrIpv6"),

@@ -119,6 +119,12 @@ class Backend(ABC):
         :meth:`scaled`)."""
         return data
 
+    def scale_own_group(self, data: dict[str, Any], name: str, count: Any) -> bool:
+        """Set the node count of ``name``, a node group the backend runs besides the queues (EKS's ``system``), in
+        the recorded spec's ``data``; False when the backend has no such group of that name (``count``: an int, or
+        a NodeRange for QUEUE=MIN:MAX)."""
+        return False
+
     def scaled(self, old: Spec, new: Spec) -> Spec:
         """The spec ``scale`` applies: ``new`` with what the backend fixed at creation kept from ``old``; a
         UsageError when the new counts do not fit what was fixed."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs, associations
@@ -68,6 +69,7 @@ def scan_ec2(ctx: Context) -> list[Discovered]:
     found: list[Discovered] = []
     for page in ec2.get_paginator("describe_security_groups").paginate(Filters=_cluster_filter(ctx)):
         for group in page["SecurityGroups"]:
+            reads.keep(ctx, "ec2.SecurityGroups", group, group["GroupId"])
             tags = tag_dict(group.get("Tags"))
             if tagged_for_cluster(tags, ctx):
                 found.append(_found(ctx, tags, group["GroupId"], "available",
@@ -75,6 +77,8 @@ def scan_ec2(ctx: Context) -> list[Discovered]:
                                     f"security_group:{group['GroupName']}"))
     for page in ec2.get_paginator("describe_launch_templates").paginate(Filters=_cluster_filter(ctx)):
         for template in page["LaunchTemplates"]:
+            reads.keep(ctx, "ec2.LaunchTemplates", template, template["LaunchTemplateId"],
+                       template["LaunchTemplateName"])
             tags = tag_dict(template.get("Tags"))
             if tagged_for_cluster(tags, ctx):
                 ident, name = template["LaunchTemplateId"], template["LaunchTemplateName"]
@@ -82,6 +86,7 @@ def scan_ec2(ctx: Context) -> list[Discovered]:
                                     f"launch_template:{name}"))
     # DescribePlacementGroups has no pagination: it answers with every group at once.
     for group in ec2.describe_placement_groups(Filters=_cluster_filter(ctx))["PlacementGroups"]:
+        reads.keep(ctx, "ec2.PlacementGroups", group, group["GroupName"])
         tags = tag_dict(group.get("Tags"))
         if tagged_for_cluster(tags, ctx) and group.get("State") not in ("deleted", "deleting"):
             found.append(_found(ctx, tags, group["GroupName"], group.get("State", "available"),
@@ -117,6 +122,7 @@ def scan_fsx(ctx: Context) -> list[Discovered]:
     found: list[Discovered] = []
     for page in fsx.get_paginator("describe_file_systems").paginate():
         for fs in page["FileSystems"]:
+            reads.keep(ctx, "fsx.FileSystems", fs, fs["FileSystemId"])  # FsxFileSystem.read by id
             tags = tag_dict(fs.get("Tags"))
             if not tagged_for_cluster(tags, ctx) or fs.get("Lifecycle") == "DELETING":
                 continue
@@ -134,21 +140,30 @@ def scan_fsx(ctx: Context) -> list[Discovered]:
     return found
 
 
+def _entity(call: Callable[[], dict[str, Any]], field: str) -> dict[str, Any] | None:
+    """An IAM Get…'s entity; None when IAM has no such entity."""
+    try:
+        return call()[field]
+    except ClientError as exc:
+        if error_code(exc) != "NoSuchEntity":
+            raise
+        return None
+
+
 def scan_role(ctx: Context, key: str, role_name: str, profile_name: str | None = None) -> list[Discovered]:
     """A role fmcluster made, and the instance profile that carries it when it has one, by the names fmcluster
     gives them (IAM has no tag filter on lists)."""
     iam = ctx.client("iam")
     parts: list[tuple[str, dict[str, str]]] = []
-    reads = [("role", lambda: iam.get_role(RoleName=role_name), "Role")]
+    parts_to_read = [("role", "iam.Role", role_name, lambda: iam.get_role(RoleName=role_name), "Role")]
     if profile_name is not None:
-        reads.append(("instance profile", lambda: iam.get_instance_profile(InstanceProfileName=profile_name),
-                      "InstanceProfile"))
-    for what, call, field in reads:
-        try:
-            parts.append((what, tag_dict(call()[field].get("Tags"))))
-        except ClientError as exc:
-            if error_code(exc) != "NoSuchEntity":
-                raise
+        parts_to_read.append(("instance profile", "iam.InstanceProfile", profile_name,
+                              lambda: iam.get_instance_profile(InstanceProfileName=profile_name), "InstanceProfile"))
+    for what, shape, name, call, field in parts_to_read:
+        # InstanceProfile.read asks for the same role and profile: in a read-only pass it gets these answers.
+        item = reads.once(ctx, shape, name, lambda call=call, field=field: _entity(call, field))
+        if item is not None:
+            parts.append((what, tag_dict(item.get("Tags"))))
     if not parts:
         return []
     ours = all(is_ours(tags, ctx) for _, tags in parts)

@@ -10,6 +10,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.engine import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown, flatten
 from fmcluster.render.documents import Document
@@ -64,6 +65,9 @@ class SecurityGroup(Resource):
 
     def _find(self, ctx: Context, known_id: str | None) -> dict[str, Any] | None:
         ec2 = ctx.client("ec2")
+        listed = reads.kept(ctx, "ec2.SecurityGroups", known_id)  # what discovery listed in this read-only pass
+        if listed is not reads.MISSING and listed is not None:
+            return listed
         if known_id:
             try:
                 return ec2.describe_security_groups(GroupIds=[known_id])["SecurityGroups"][0]
@@ -181,8 +185,10 @@ class PlacementGroup(Resource):
         name = self._name(known_id or self.known_id)
         if name is None:
             return None
+        listed = reads.kept(ctx, "ec2.PlacementGroups", name)  # what discovery listed in this read-only pass
         try:
-            groups = ctx.client("ec2").describe_placement_groups(GroupNames=[name])["PlacementGroups"]
+            groups = [listed] if listed is not reads.MISSING and listed is not None else \
+                ctx.client("ec2").describe_placement_groups(GroupNames=[name])["PlacementGroups"]
         except ClientError as exc:
             if error_code(exc) in ("InvalidPlacementGroup.Unknown", "InvalidGroup.NotFound"):
                 return None
@@ -238,8 +244,11 @@ class LaunchTemplate(Resource):
             query = {"LaunchTemplateNames": [self.document.body["LaunchTemplateName"]]}
         else:
             return None
+        # What discovery listed in this read-only pass, by the id or the name asked for.
+        listed = reads.kept(ctx, "ec2.LaunchTemplates", next(iter(query.values()))[0])
         try:
-            templates = ec2.describe_launch_templates(**query)["LaunchTemplates"]
+            templates = [listed] if listed is not reads.MISSING and listed is not None else \
+                ec2.describe_launch_templates(**query)["LaunchTemplates"]
         except ClientError as exc:
             if error_code(exc) in ("InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound",
                                    "InvalidLaunchTemplateId.Malformed"):

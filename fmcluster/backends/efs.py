@@ -11,6 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.existing_storage import EFS_DNS
@@ -38,6 +39,9 @@ class EfsFileSystem(Resource):
 
     def _find(self, ctx: Context, known_id: str | None) -> dict[str, Any] | None:
         efs = ctx.client("efs")
+        listed = reads.kept(ctx, "efs.FileSystems", known_id)  # what discovery listed in this read-only pass
+        if listed is not reads.MISSING and listed is not None:
+            return listed
         if known_id:
             try:
                 return efs.describe_file_systems(FileSystemId=known_id)["FileSystems"][0]
@@ -127,6 +131,7 @@ def scan_efs(ctx: Context) -> list:
     efs = ctx.client("efs")
     for page in efs.get_paginator("describe_file_systems").paginate():
         for fs in page.get("FileSystems", []):
+            reads.keep(ctx, "efs.FileSystems", fs, fs["FileSystemId"])  # EfsFileSystem.read by id
             tags = tag_dict(fs.get("Tags"))
             if not tagged_for_cluster(tags, ctx) or fs.get("LifeCycleState") in ("deleting", "deleted"):
                 continue

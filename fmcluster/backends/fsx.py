@@ -12,6 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.engine import AttributeChange, Context, Observed, Resource
@@ -52,6 +53,9 @@ class FsxFileSystem(Resource):
 
     def _find(self, ctx: Context, known_id: str | None) -> dict[str, Any] | None:
         fsx = ctx.client("fsx")
+        listed = reads.kept(ctx, "fsx.FileSystems", known_id)  # what discovery listed in this read-only pass
+        if listed is not reads.MISSING and listed is not None:
+            return listed
         if known_id:
             try:
                 return fsx.describe_file_systems(FileSystemIds=[known_id])["FileSystems"][0]

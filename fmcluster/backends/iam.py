@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.ec2 import error_code, tolerate
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.engine import AttributeChange, Context, Observed, Resource
@@ -57,11 +58,13 @@ class InstanceProfile(Resource):
 
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
         iam = ctx.client("iam")
-        role = self._get(lambda: iam.get_role(RoleName=self.role_name), "Role")
+        # In a read-only pass, discovery's answers for the same names (fmcluster.reads).
+        role = reads.once(ctx, "iam.Role", self.role_name,
+                          lambda: self._get(lambda: iam.get_role(RoleName=self.role_name), "Role"))
         if self.profile_name is None:
             return self._read_role(iam, role, ctx)
-        profile = self._get(lambda: iam.get_instance_profile(InstanceProfileName=self.profile_name),
-                            "InstanceProfile")
+        profile = reads.once(ctx, "iam.InstanceProfile", self.profile_name, lambda: self._get(
+            lambda: iam.get_instance_profile(InstanceProfileName=self.profile_name), "InstanceProfile"))
         if role is None and profile is None:
             return None
         if role is not None:

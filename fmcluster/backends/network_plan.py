@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster import reads
 from fmcluster.backends.ownership import tag_dict, tagged_for_cluster
 from fmcluster.backends.vpc import (
     ElasticIp,
@@ -51,6 +52,7 @@ def scan_network(ctx: Context) -> list[tuple[str, str, str, dict[str, str], str,
         else:  # DescribeAddresses answers with every address at once
             pages = [getattr(ec2, cls.describe)(Filters=tag_filter)]
         for item in (i for page in pages for i in page[cls.items_key]):
+            reads.keep(ctx, f"ec2.{cls.items_key}", item, item[cls.id_field])  # NetworkResource.read by id
             tags = tag_dict(item.get("Tags"))
             state = str(item.get("State", "available"))
             if not tagged_for_cluster(tags, ctx) or phase_of(state) == "gone":

@@ -13,6 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.base import Discovered
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import is_ours, require_ours, tag_dict, tagged_for_cluster
@@ -41,8 +42,10 @@ class ScriptsBucket(Resource):
         s3 = ctx.client("s3")
         name = known_id or self._name(ctx)
         try:
-            s3.head_bucket(Bucket=name)
-            tags = s3.get_bucket_tagging(Bucket=name).get("TagSet", [])
+            tags = reads.kept(ctx, "s3.BucketTagging", name)  # discovery's answer in this read-only pass
+            if tags is reads.MISSING:
+                s3.head_bucket(Bucket=name)
+                tags = s3.get_bucket_tagging(Bucket=name).get("TagSet", [])
         except ClientError as exc:
             if error_code(exc) in _GONE:
                 return None
@@ -116,7 +119,9 @@ def scan_buckets(ctx: Context) -> list:
         if not name.startswith("fmcluster-"):
             continue
         try:
-            tags = tag_dict(s3.get_bucket_tagging(Bucket=name).get("TagSet", []))
+            tag_set = s3.get_bucket_tagging(Bucket=name).get("TagSet", [])
+            reads.keep(ctx, "s3.BucketTagging", tag_set, name)  # ScriptsBucket.read's, in a read-only pass
+            tags = tag_dict(tag_set)
         except ClientError as exc:
             if error_code(exc) in (*_GONE, "NoSuchTagSet"):
                 continue

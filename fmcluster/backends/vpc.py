@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.ec2 import error_code, tolerate
 from fmcluster.backends.ownership import is_ours, require_ours, tag_dict
 from fmcluster.engine import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown
@@ -82,7 +83,9 @@ class NetworkResource(Resource):
 
     def _find(self, ctx: Context, known_id: str | None) -> dict[str, Any] | None:
         if known_id:
-            found = [i for i in self._items(ctx, **{self.ids_param: [known_id]}) if i[self.id_field] == known_id]
+            listed = reads.kept(ctx, f"ec2.{self.items_key}", known_id)  # what discovery listed in this pass
+            found = [listed] if listed is not reads.MISSING and listed is not None else \
+                [i for i in self._items(ctx, **{self.ids_param: [known_id]}) if i[self.id_field] == known_id]
             if found:
                 require_ours(f"{self.label} {known_id}", tag_dict(found[0].get("Tags")), ctx)
                 return found[0]

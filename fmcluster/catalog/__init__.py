@@ -42,6 +42,7 @@ __all__ = [
     "CONFIDENCE_LABELS",
     "catalog_meta",
     "fsx_lustre_facts",
+    "general_price",
     "instance",
     "instance_names",
     "is_valid_ec2_type_name",
@@ -98,6 +99,9 @@ class Efa(_Frozen):
     gbps: float
     network_cards: int = Field(ge=1)
     max_interfaces: int | None = Field(default=None, ge=1)  # None: unknown
+    # Cards whose interfaces can only be efa-only (DescribeInstanceTypes NetworkCards[].InterfaceTypes): p6e-gb200's
+    # odd cards.
+    efa_only_cards: tuple[int, ...] = ()
     layout: str = ""
     nitro: str | None = None
     gpudirect_rdma: bool | None = None  # None: not applicable (Trainium) or unknown
@@ -302,9 +306,20 @@ class CatalogMeta(_Frozen):
     units: dict[str, str]
 
 
+class OnDemandPrices(_Frozen):
+    """On-Demand prices of a few types outside the accelerated catalog (the EKS system node group's default)."""
+
+    region: str
+    as_of: str
+    source: str
+    confidence: ConfidenceLabel
+    usd_per_hour: dict[str, float]
+
+
 class _Catalog(_Frozen):
     meta: CatalogMeta
     instances: dict[str, InstanceFacts]
+    on_demand_prices: OnDemandPrices
     fsx_lustre: FsxLustreFacts
 
     @model_validator(mode="before")
@@ -337,7 +352,17 @@ def on_demand_usd_per_hour(name: str | None) -> float | None:
     has no On-Demand SKU. The one reading of it: :mod:`fmcluster.pricing` rates with it, and the spec ranks a
     queue's instance types by it (the spec cannot import the pricing, which reads the spec)."""
     facts = instance(name) if name else None
+    if facts is None and name:
+        return _catalog().on_demand_prices.usd_per_hour.get(name)
     return facts.usd_per_hour if facts is not None else None
+
+
+def general_price(name: str) -> tuple[float, OnDemandPrices] | None:
+    """The bundled On-Demand price of a type outside the accelerated catalog, with where it comes from; None when
+    fmcluster bundles none for it."""
+    prices = _catalog().on_demand_prices
+    usd = prices.usd_per_hour.get(name)
+    return (usd, prices) if usd is not None else None
 
 
 def instance_names() -> list[str]:
@@ -398,8 +423,10 @@ def suggest_instance(name: str) -> str | None:
     query = name.strip().lower()
     if not query:
         return None
+    from fmcluster.catalog.hardware import known_instance_types
+
     catalog = instance_names()
-    candidates = list(dict.fromkeys([*catalog, *COMMON_EC2_TYPES]))
+    candidates = list(dict.fromkeys([*catalog, *COMMON_EC2_TYPES, *known_instance_types()]))
     if query in candidates:
         return query
     best: str | None = None
@@ -432,11 +459,18 @@ def is_valid_ec2_type_name(name: str) -> bool:
 
 
 def instance_type_problem(name: str) -> str | None:
-    """Why ``name`` cannot be an instance type (with the likeliest meant one), or None when it can."""
-    if instance(name) is not None or is_valid_ec2_type_name(name):
+    """Why ``name`` cannot be an instance type (with the likeliest meant one), or None when AWS sells it as far as
+    fmcluster knows: the catalog, EC2's list shipped with fmcluster, or a DescribeInstanceTypes answer read since
+    (a type newer than the shipped list)."""
+    from fmcluster.catalog.hardware import known_instance_type
+
+    if known_instance_type(name):
         return None
     message = f"unknown instance type '{name}'"
     suggestion = suggest_instance(name)
-    if suggestion:
+    if suggestion and suggestion != name:
         message += f" (did you mean '{suggestion}'?)"
+    if is_valid_ec2_type_name(name):
+        message += ("; it is not in EC2's list of instance types that fmcluster ships, nor read from EC2 since (if "
+                    "AWS sells it now, run once with an AWS endpoint: credentials, --endpoint-url or --sandbox)")
     return message

@@ -1,26 +1,31 @@
 """What fmcluster knows about one instance type's hardware, and where each fact comes from.
 
-In order: the bundled catalog (``instances.yaml``); else EC2's own ``DescribeInstanceTypes`` answer, read whenever
-an endpoint is reachable and cached on disk (``<state dir>/cache/instance-types.json``) so that later offline
-commands know it too; else only what the type's name says, which is its architecture (EC2's instance type
-naming: a ``g`` right after the generation digit is AWS Graviton, arm64). A catalog entry whose EFA interface
-count is unknown (p6e-gb200) takes it from the cached EC2 answer.
+In order: the curated catalog (``instances.yaml``); else the DescribeInstanceTypes facts of every type EC2 lists,
+shipped with fmcluster (``ec2_instance_types.json.gz``, written by ``scripts/generate_instance_types.py`` from the
+data moto publishes, read once and only when a type outside the catalog is asked about); else EC2's own
+``DescribeInstanceTypes`` answer for a type newer than that list, read whenever an endpoint is reachable and cached
+on disk (``<state dir>/cache/instance-types.json``) so that later offline commands know it too; else only what
+the type's name says, which is its architecture (EC2's instance type naming: a ``g`` right after the generation
+digit is AWS Graviton, arm64). A catalog entry whose EFA interface count is unknown takes it from EC2's facts.
 
 Public API::
 
     hardware("g5.12xlarge")            -> Hardware
-    missing_facts(hardware(...))       -> ["GPU count and memory", ...]
+    known_instance_type("m7i.xlarge")  -> True (the catalog, EC2's list, or a cached EC2 answer has it)
     discover(names, region)            -> DiscoveryResult (reads DescribeInstanceTypes, fills the cache)
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import os
 import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +36,7 @@ Source = Literal["catalog", "ec2", "name"]
 AcceleratorKind = Literal["gpu", "trainium", "inferentia"]
 MIB_PER_GIB = 1024
 CACHE_FILE = "instance-types.json"
+SHIPPED_FILE = "ec2_instance_types.json.gz"
 # EC2 instance type naming (EC2 User Guide, "Amazon EC2 instance type naming conventions"): the processor family
 # letter after the generation, "g" = AWS Graviton. a1 (first-generation Graviton) predates the convention.
 _GRAVITON_FAMILY = re.compile(r"^[a-z]+\d+g")
@@ -58,10 +64,19 @@ class Hardware:
     # Cards whose EC2 NetworkCards[].InterfaceTypes allow only "efa-only" (p6e-gb200's odd cards): an "efa"
     # interface there is refused by RunInstances.
     efa_only_cards: frozenset[int] = frozenset()
+    # Accelerators EC2 lists besides GPUs and Neuron devices (FPGAs, inference and media accelerators).
+    other_accelerators: bool = False
+    # EC2's SupportedUsageClasses (on-demand, spot, capacity-block); empty when not known.
+    usage_classes: tuple[str, ...] = ()
 
     @property
     def has_gpus(self) -> bool:
         return self.accelerator_kind == "gpu" and bool(self.accelerators)
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether the type carries accelerators of any kind (GPUs, Neuron devices, FPGAs, media accelerators)."""
+        return bool(self.accelerators) or self.other_accelerators
 
 
 def name_architecture(name: str) -> str:
@@ -72,20 +87,24 @@ def name_architecture(name: str) -> str:
 
 
 def hardware(name: str) -> Hardware:
-    """The facts for ``name``: catalog, else cached DescribeInstanceTypes, else its name's architecture."""
-    described = _cache().get(name)
+    """The facts for ``name``: catalog, else EC2's list shipped with fmcluster, else a cached DescribeInstanceTypes
+    answer, else its name's architecture."""
     facts = catalog.instance(name)
+    described = None if facts is not None and facts.efa is not None and facts.efa_interfaces is not None \
+        else described_type(name)
     if facts is not None:
         efa_interfaces = facts.efa_interfaces
+        efa_only = frozenset(facts.efa.efa_only_cards) if facts.efa else frozenset()
         if efa_interfaces is None and facts.efa is not None and described is not None:
             efa_interfaces = from_ec2(described).efa_interfaces
+            efa_only = from_ec2(described).efa_only_cards
         return Hardware(
             name=name, source="catalog", architecture=facts.arch, accelerators=facts.accelerators,
             accelerator_kind=facts.accelerator.kind, accelerator_model=facts.accelerator.model,
             accelerator_memory_gib=facts.hbm_gib_per_accelerator, efa_supported=facts.efa is not None,
             network_cards=facts.efa.network_cards if facts.efa else None, efa_interfaces=efa_interfaces,
-            nvme_gb=facts.nvme_gb, vcpus=facts.vcpus, memory_gib=facts.memory_gib,
-            efa_only_cards=from_ec2(described).efa_only_cards if described is not None else frozenset())
+            nvme_gb=facts.nvme_gb, vcpus=facts.vcpus, memory_gib=facts.memory_gib, efa_only_cards=efa_only,
+            usage_classes=tuple(described.get("SupportedUsageClasses") or ()) if described else ())
     if described is not None:
         return from_ec2(described)
     return Hardware(name=name, source="name", architecture=name_architecture(name), accelerators=None,
@@ -124,15 +143,37 @@ def from_ec2(described: dict[str, Any]) -> Hardware:
         memory_gib=((described.get("MemoryInfo") or {}).get("SizeInMiB") or 0) / MIB_PER_GIB or None,
         efa_only_cards=frozenset(int(card["NetworkCardIndex"]) for card in network.get("NetworkCards") or []
                                  if "efa-only" in (card.get("InterfaceTypes") or [])
-                                 and "efa" not in card["InterfaceTypes"]))
+                                 and "efa" not in card["InterfaceTypes"]),
+        other_accelerators=any(described.get(member) for member in
+                               ("FpgaInfo", "InferenceAcceleratorInfo", "MediaAcceleratorInfo")),
+        usage_classes=tuple(described.get("SupportedUsageClasses") or ()))
 
 
-def missing_facts(facts: Hardware) -> list[str]:
-    """What a plan, health checks and EFA layout would need but fmcluster does not know about this type."""
-    if facts.source != "name":
-        return []
-    return ["GPU/accelerator count and memory", "EFA support", "network cards and EFA interfaces",
-            "architecture (guessed from the name)"]
+# --- EC2's list of instance types, shipped with fmcluster -----------------------------------------------------
+
+
+@functools.cache
+def shipped_types() -> dict[str, dict[str, Any]]:
+    """Every instance type EC2 lists, as trimmed DescribeInstanceTypes entries (scripts/generate_instance_types.py).
+    Read once, on first use: ``fmcluster --help`` and a spec of catalog types never open it."""
+    data = resources.files(catalog.__name__).joinpath(SHIPPED_FILE).read_bytes()
+    return json.loads(gzip.decompress(data))["instance_types"]
+
+
+def described_type(name: str) -> dict[str, Any] | None:
+    """The DescribeInstanceTypes entry for ``name``: EC2's shipped list, else a cached answer from an endpoint."""
+    return shipped_types().get(name) or _cache().get(name)
+
+
+def known_instance_type(name: str) -> bool:
+    """Whether ``name`` is a type AWS sells as far as fmcluster knows: the catalog, EC2's shipped list, or an answer
+    read from EC2 since."""
+    return catalog.instance(name) is not None or described_type(name) is not None
+
+
+def known_instance_types() -> list[str]:
+    """Every name :func:`known_instance_type` accepts (for did-you-mean)."""
+    return list(dict.fromkeys([*catalog.instance_names(), *shipped_types(), *_cache()]))
 
 
 # --- the on-disk cache of DescribeInstanceTypes answers ----------------------------------------------------
@@ -185,7 +226,7 @@ def needs_discovery(names: Iterable[str]) -> list[str]:
     wanted = []
     for name in dict.fromkeys(names):
         facts = catalog.instance(name)
-        if name in _cache():
+        if described_type(name) is not None:
             continue
         if facts is None or (facts.efa is not None and facts.efa_interfaces is None):
             wanted.append(name)

@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from fmcluster import aws, catalog, ui
+from fmcluster import aws, catalog, reads, ui
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
 from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
@@ -47,15 +47,19 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
     with store.locked(spec.name, session.region, f"fmcluster create {spec_file}", force=force_unlock,
                       warn=ui.warning):
         existing = store.cluster(spec.name, session.region)
-        # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
-        found = existing.cluster_id if existing and existing.cluster_id else session.backend.find_cluster_id(session)
-        is_new = existing is None and found is None
-        cluster_id = found or uuid.uuid4().hex
-        session.set_cluster_id(cluster_id)
-        if is_new and not skip_preflight and not preflight(session.require_spec()):
-            raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
-                                  "`--skip-preflight` goes ahead anyway")
-        plan = make_plan(session, options)
+        # The plan reads each resource once (its reads served from discovery's lists); the pass ends before
+        # anything is written, so the walk reads AWS afresh.
+        with reads.reading(session.ctx):
+            # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
+            found = existing.cluster_id if existing and existing.cluster_id else \
+                session.backend.find_cluster_id(session)
+            is_new = existing is None and found is None
+            cluster_id = found or uuid.uuid4().hex
+            session.set_cluster_id(cluster_id)
+            if is_new and not skip_preflight and not preflight(session.require_spec()):
+                raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
+                                      "`--skip-preflight` goes ahead anyway")
+            plan = make_plan(session, options)
         print_plan(session, plan, f"Plan for {spec.name}")
         _print_capacity(spec)
         if plan.in_sync and existing is not None and existing.status == "ACTIVE":

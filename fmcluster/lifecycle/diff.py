@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from fmcluster import ui
+from fmcluster import reads, ui
+from fmcluster.backends.base import Discovered
 from fmcluster.engine import AttributeFilter, Resource, ResourceChange, Unknown
 from fmcluster.graph import by_rank
 from fmcluster.lifecycle.common import dump_json, orphans_of, plan_changes
@@ -45,10 +46,15 @@ class Plan:
         return counts
 
 
-def make_plan(session: Session, options: dict[str, Any] | None = None, only: AttributeFilter | None = None) -> Plan:
-    """The spec's resources, what AWS holds, and the change for each (nothing is written)."""
+def make_plan(session: Session, options: dict[str, Any] | None = None, only: AttributeFilter | None = None,
+              found: list[Discovered] | None = None) -> Plan:
+    """The spec's resources, what AWS holds, and the change for each (nothing is written). ``found``: what
+    ``discover`` already returned in this command (status), so that it is not listed again."""
     resources = session.resources(options)
-    found = session.backend.discover(session) if session.ctx.cluster_id else []
+    if not session.ctx.cluster_id:
+        found = []
+    elif found is None:
+        found = session.backend.discover(session)
     orphans = [] if only is not None else orphans_of(session, resources, found)
     return Plan(resources, orphans, plan_changes(session, resources, only, orphans))
 
@@ -84,10 +90,11 @@ def _show(value: Any) -> str:
 
 def diff(spec: Spec, spec_file: str, json_output: bool) -> int:
     session = Session.open(spec, spec_file)
-    found_id = session.ctx.cluster_id or session.backend.find_cluster_id(session)
-    if found_id:
-        session.set_cluster_id(found_id)
-    plan = make_plan(session)
+    with reads.reading(session.ctx):  # one read per resource: the plan's reads are served from discovery's lists
+        found_id = session.ctx.cluster_id or session.backend.find_cluster_id(session)
+        if found_id:
+            session.set_cluster_id(found_id)
+        plan = make_plan(session)
     if json_output:
         print(dump_json(as_json(spec, plan)))
     else:

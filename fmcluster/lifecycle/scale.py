@@ -50,10 +50,10 @@ def _new_spec(session: Session, target: str, assignments: list[str]) -> Spec:
         return load_spec(target).spec
     counts = parse_counts(assignments)
     known = {q.name for q in old.queues}
-    for queue in counts:
-        if queue not in known:
-            raise UsageError(f"cluster {session.name} has no queue '{queue}'; its queues: {', '.join(sorted(known))}")
     data = old.model_dump(mode="json", exclude_defaults=True)
+    for queue in counts:
+        if queue not in known and not session.backend.scale_own_group(data, queue, counts[queue]):
+            raise UsageError(f"cluster {session.name} has no queue '{queue}'; its queues: {', '.join(sorted(known))}")
     for queue in data["queues"]:
         if queue["name"] in counts:
             value = counts[queue["name"]]

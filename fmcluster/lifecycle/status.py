@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fmcluster import aws, ui
+from fmcluster import aws, reads, ui
 from fmcluster.backends import registry
+from fmcluster.backends.base import Discovered
 from fmcluster.engine import Unknown
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
@@ -85,19 +86,22 @@ def _recorded(store: StateStore, record: ClusterRecord, spec_problem: str, why: 
 
 
 def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
-    """The live report of one cluster: status, queues, every resource made for it, drift, cost."""
-    report = session.backend.describe(session)
-    found = session.backend.discover(session)
-    report["resources"] = [d.as_json() | {"managed": d.handle is not None, "description": d.description}
-                           for d in found]
-    if session.record is not None:
-        report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
-    report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"])
+    """The live report of one cluster: status, queues, every resource made for it, drift, cost. AWS is read
+    once: describe, discovery and the drift's plan share one read-only pass (:mod:`fmcluster.reads`)."""
+    with reads.reading(session.ctx):
+        report = session.backend.describe(session)
+        found = session.backend.discover(session)
+        report["resources"] = [d.as_json() | {"managed": d.handle is not None, "description": d.description}
+                               for d in found]
+        if session.record is not None:
+            report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
+        report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"], found)
     report.update(live_cost(report, session.spec))
     return report
 
 
-def _drift(session: Session, spec_problem: str, status: str) -> tuple[list[dict[str, Any]] | None, str | None]:
+def _drift(session: Session, spec_problem: str, status: str,
+           found: list[Discovered]) -> tuple[list[dict[str, Any]] | None, str | None]:
     """What differs between AWS and the spec: missing, extra (tagged for the cluster, not in the spec) and
     changed resources. None (and why) when there is no spec to compare with."""
     if session.spec is None:
@@ -105,7 +109,7 @@ def _drift(session: Session, spec_problem: str, status: str) -> tuple[list[dict[
     if status == "NOT_FOUND" and session.record is not None and session.record.status in ("PLANNED",):
         return [], None
     try:
-        plan = make_plan(session)
+        plan = make_plan(session, found=found)
     except FmclusterError as exc:
         return None, str(exc).splitlines()[0]
     drift: list[dict[str, Any]] = []

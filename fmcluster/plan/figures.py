@@ -22,7 +22,13 @@ from fmcluster.spec.models import Spec
 
 def cost_figures(cost: SpecCost) -> CostFigures:
     """The report's cost part: :func:`fmcluster.pricing.model.spec_cost`'s breakdown, as ``plan --json`` shows it."""
+    system = cost.system_nodes
     return CostFigures(
+        system_nodes_instance_type=system.instance_type if system else None,
+        system_nodes=system.nodes if system else 0,
+        system_nodes_usd_per_node_hour=system.price.usd_per_hour if system else None,
+        system_nodes_usd_per_hour=system.usd_per_hour if system else None,
+        system_nodes_price_note=system.price.note if system else None,
         compute_usd_per_hour=cost.compute_usd_per_hour,
         head_node_instance_type=cost.head_node_instance_type,
         head_node_usd_per_hour=cost.head_node.usd_per_hour if cost.head_node else None,

@@ -216,6 +216,9 @@ def cost_table(report: PlanReport) -> Table:
         row(f"head node ({cost.head_node_instance_type})", cost.head_node_usd_per_hour)
     if cost.control_plane_usd_per_hour:
         row("control plane (EKS)", cost.control_plane_usd_per_hour)
+    if cost.system_nodes_instance_type is not None:
+        row(f"system nodes ({cost.system_nodes} × {cost.system_nodes_instance_type}, On-Demand)",
+            cost.system_nodes_usd_per_hour)
     row("storage (FSx)", cost.storage_usd_per_hour)
     if cost.network_usd_per_hour != 0.0:
         row("network (NAT gateway + public IPv4; traffic extra)", cost.network_usd_per_hour)

@@ -125,6 +125,12 @@ class CostFigures:
     network_usd_per_hour: float | None = 0.0
     # A managed control plane's fee (EKS: $0.10/h on standard support, $0.60/h on extended); 0 elsewhere.
     control_plane_usd_per_hour: float = 0.0
+    # The nodes for cluster software (EKS's system node group, On-Demand); None/0 on a backend without them.
+    system_nodes_instance_type: str | None = None
+    system_nodes: int = 0
+    system_nodes_usd_per_node_hour: float | None = None
+    system_nodes_usd_per_hour: float | None = None
+    system_nodes_price_note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from fmcluster.spec.models import Spec, max_nodes
 USD_DECIMALS = 4
 # The instances' queue names for the head node (ParallelCluster) and the login node (PCS): On-Demand.
 HEAD_QUEUES = ("(head node)", "login")
+# The name the cost model gives the nodes a backend runs for cluster software (EKS's system node group).
+SYSTEM_NODES = "system"
 
 
 def round_usd(value: float) -> float:
@@ -52,6 +54,8 @@ class SpecCost:
     usd_per_hour: float | None  # the known parts; None when no node is priced
     # A managed control plane's hourly fee (EKS); 0 where the backend bills none.
     control_plane_usd_per_hour: float = 0.0
+    # The nodes the backend runs for cluster software (EKS's system node group, On-Demand); None where none.
+    system_nodes: QueueCost | None = None
 
 
 def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
@@ -66,10 +70,19 @@ def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
         queues.append(QueueCost(queue.name, queue.instance_type, nodes, price, total))
     head_type = decisions.head_node_type(spec)
     head = prices.instance_price(head_type) if head_type else None
-    control_plane = backend_rules(spec.backend).control_plane_usd_per_hour(spec)
+    rules = backend_rules(spec.backend)
+    control_plane = rules.control_plane_usd_per_hour(spec)
+    system = None
+    if (system_group := rules.system_nodes(spec)) is not None:
+        system_type, count = system_group
+        price = prices.instance_price(system_type, "on-demand")
+        system = QueueCost(SYSTEM_NODES, system_type, count, price,
+                           round_usd(price.usd_per_hour * count) if price.usd_per_hour is not None else None)
     unknown = [f"queue {q.name} ({q.instance_type})" for q in queues if q.usd_per_hour is None]
     if head is not None and head.usd_per_hour is None:
         unknown.append(f"head node ({head_type})")
+    if system is not None and system.usd_per_hour is None:
+        unknown.append(f"system nodes ({system.instance_type})")
     if spec.storage.lustre is not None:
         unknown.append("FSx for Lustre")
     if spec.storage.home is not None:
@@ -80,10 +93,11 @@ def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
     known = [q.usd_per_hour for q in queues if q.usd_per_hour is not None]
     compute = round_usd(sum(known)) if known else None
     storage = None  # FSx prices are not bundled
-    nodes = [p for p in (compute, head.usd_per_hour if head else None, storage) if p is not None]
+    nodes = [p for p in (compute, head.usd_per_hour if head else None, storage,
+                         system.usd_per_hour if system else None) if p is not None]
     # The network and the control plane alone are no total: with no node priced, the total stays unknown.
     total = round_usd(sum(nodes) + (network or 0.0) + control_plane) if nodes else None
-    return SpecCost(queues, head_type, head, compute, storage, network, unknown, total, control_plane)
+    return SpecCost(queues, head_type, head, compute, storage, network, unknown, total, control_plane, system)
 
 
 def usd_per_hour_max(spec: Spec) -> float | None:

@@ -61,7 +61,13 @@ class QueuePrice:
 
 def _bundled_price(facts: InstanceFacts | None, name: str, capacity_type: str, region: str) -> QueuePrice:
     if facts is None:
-        return QueuePrice(None, None, f"{name} is not in fmcluster's catalog: no bundled price", None)
+        general = catalog.general_price(name)
+        if general is None:
+            return QueuePrice(None, None, f"{name} is not in fmcluster's catalog: price unknown (no bundled price; "
+                              "--live-prices reads it from the AWS Pricing API)", None)
+        usd, prices = general
+        where = "" if prices.region == region else f"; the bundled price is for {prices.region}, not {region}"
+        return QueuePrice(usd, "on-demand", "On-Demand" + where, prices.as_of)
     price = facts.price
     where = "" if price.region == region else f"; the bundled price is for {price.region}, not {region}"
     block = price.capacity_block_usd_per_hour

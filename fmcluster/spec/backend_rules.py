@@ -48,6 +48,11 @@ class BackendSpecRules(ABC):
         """What AWS charges by the hour for the cluster's managed control plane (0 where it bills nothing)."""
         return 0.0
 
+    def system_nodes(self, spec: Spec) -> tuple[str, int] | None:
+        """The instance type and count of the nodes the backend runs for cluster software besides the queues
+        (EKS's ``system`` node group), all On-Demand; None where it runs none."""
+        return None
+
     @abstractmethod
     def compute_resource_name(self, queue: Queue) -> str:
         """What the backend calls the queue's group of nodes (a compute resource, a node group)."""

@@ -341,6 +341,22 @@ class Kubernetes(_Strict):
         "kueue", description="eks only: the batch scheduler whose queues fmcluster makes, one per spec queue: kueue "
         "(a ResourceFlavor, ClusterQueue and LocalQueue), volcano (a Queue) or kai (the NVIDIA KAI Scheduler: a "
         "Queue, and the nvidia RuntimeClass).")
+    # strict: a quoted '2' or a bare true is a mistake, not a node count.
+    system_nodes: Annotated[int, Field(strict=True, ge=1, le=100)] = Field(
+        2, description="eks only: nodes of the cluster's `system` managed node group, where cluster software runs "
+        "(the scheduler's controllers and webhooks, CoreDNS, the FSx CSI controller, the MPI Operator) so that it "
+        "outlives any Capacity Block's end or Spot reclaim of the queues. They are On-Demand, labelled "
+        "fmcluster.io/node-role=system and tainted CriticalAddonsOnly=true:NoSchedule, so training pods never land "
+        "there. Two (the default) keep two replicas of each controller apart, so one node's loss stops nothing; at "
+        "least 1. `fmcluster scale NAME system=N` changes it.")
+    system_instance_type: str = Field(
+        "m7i.xlarge", description="eks only: the instance type of the `system` node group: a non-accelerated type "
+        "sold On-Demand (x86_64 or Graviton arm64; each boots the EKS-optimized AL2023 standard image of its "
+        "architecture). The default m7i.xlarge (4 vCPUs, 16 GiB, current-generation Intel) holds what runs there "
+        "with room to spare: the Kueue, Volcano or KAI controllers and webhooks ask for about 1-2 vCPUs and 1-2 GiB "
+        "in all, CoreDNS, the FSx CSI controller and the MPI Operator a few hundred millicores and MiB each, and "
+        "the node's own DaemonSets (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node) the rest; a 2-vCPU/8-GiB "
+        "type would leave little headroom once the kubelet's reservations are taken.")
 
 
 class Workload(_Strict):

@@ -11,7 +11,7 @@ import ipaddress
 from collections.abc import Callable, Iterator
 
 from fmcluster import catalog
-from fmcluster.catalog.hardware import hardware, missing_facts
+from fmcluster.catalog.hardware import hardware
 from fmcluster.errors import SpecProblem
 from fmcluster.regions import region_problem
 from fmcluster.spec import rules_fields
@@ -76,16 +76,7 @@ def _instance_types(spec: Spec, error: Report, warn: Report) -> None:
             error((*path, "instance_type"), problem)
             continue
         facts = hardware(queue.instance_type)
-        missing = missing_facts(facts)
-        if missing:
-            warn((*path, "instance_type"), f"'{queue.instance_type}' is not in fmcluster's catalog and EC2 has not "
-                                           f"been asked yet: its {', '.join(missing)} are unknown, so it is treated "
-                                           "as a node without accelerators or EFA; run with an AWS endpoint "
-                                           "(credentials, --endpoint-url or --sandbox) to read DescribeInstanceTypes")
-            if queue.efa:
-                warn((*path, "efa"), f"EFA support of '{queue.instance_type}' is unknown to fmcluster; AWS "
-                                     "will refuse the launch if it has none")
-        elif queue.efa and not facts.efa_supported:
+        if queue.efa and not facts.efa_supported:
             error((*path, "efa"), f"{queue.instance_type} does not support EFA; remove 'efa: true'")
 
 

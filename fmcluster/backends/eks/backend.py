@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import cluster_view, kube, scheduler_status
+from fmcluster.backends.eks import cluster_view, kube, scheduler_status, system_nodes
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
@@ -106,30 +107,54 @@ class EksBackend(Backend):
     def scales(self, path: str) -> bool:
         return path.startswith(self.SCALED_PATHS)
 
+    def scale_own_group(self, data: dict[str, Any], name: str, count: Any) -> bool:
+        """``scale NAME system=N`` sizes the system node group (kubernetes.system_nodes): a fixed count, since no
+        autoscaler runs there, of at least 1 (the spec's rule)."""
+        if name != system_nodes.NODEGROUP_NAME:
+            return False
+        if not isinstance(count, int):
+            raise UsageError(f"{name}={count.min}:{count.max}: the {name} node group runs a fixed number of nodes "
+                             f"(no autoscaler sizes it); write {name}=N")
+        data.setdefault("kubernetes", {})["system_nodes"] = count
+        return True
+
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:
-        try:
-            return session.ctx.client("eks").describe_cluster(name=session.name)["cluster"]
-        except ClientError as exc:
-            if error_code(exc) == "ResourceNotFoundException":
-                return None
-            raise
+        def fetch() -> dict[str, Any] | None:
+            try:
+                return session.ctx.client("eks").describe_cluster(name=session.name)["cluster"]
+            except ClientError as exc:
+                if error_code(exc) == "ResourceNotFoundException":
+                    return None
+                raise
+
+        return reads.once(session.ctx, EksCluster.snapshot_kind, session.name, fetch)
 
     def _members(self, session: Session, kind: str) -> list[dict[str, Any]]:
-        """The cluster's node groups or add-ons, described (one gone between the list and the read is skipped)."""
-        eks = session.ctx.client("eks")
-        list_call, describe, field, item = {
-            "nodegroup": ("list_nodegroups", eks.describe_nodegroup, "nodegroups", "nodegroupName"),
-            "addon": ("list_addons", eks.describe_addon, "addons", "addonName")}[kind]
-        found = []
-        for page in eks.get_paginator(list_call).paginate(clusterName=session.name):
-            for name in page[field]:
-                try:
-                    found.append(describe(clusterName=session.name, **{item: name})[kind])
-                except ClientError as exc:
-                    if error_code(exc) != "ResourceNotFoundException":
-                        raise
-        return found
+        """The cluster's node groups or add-ons, described (one gone between the list and the read is skipped);
+        in a read-only pass, once for describe, discovery and the plan's reads together."""
+        ctx = session.ctx
+        eks = ctx.client("eks")
+        list_call, describe, field, item, shape = {
+            "nodegroup": ("list_nodegroups", eks.describe_nodegroup, "nodegroups", "nodegroupName",
+                          EksNodegroup.snapshot_kind),
+            "addon": ("list_addons", eks.describe_addon, "addons", "addonName", EksAddon.snapshot_kind)}[kind]
+
+        def read(name: str) -> dict[str, Any] | None:
+            try:
+                return describe(clusterName=session.name, **{item: name})[kind]
+            except ClientError as exc:
+                if error_code(exc) != "ResourceNotFoundException":
+                    raise
+                return None
+
+        def fetch() -> list[dict[str, Any]]:
+            described = [reads.once(ctx, shape, name, lambda name=name: read(name))
+                         for page in eks.get_paginator(list_call).paginate(clusterName=session.name)
+                         for name in page[field]]
+            return [d for d in described if d is not None]
+
+        return reads.once(ctx, f"{shape}s", session.name, fetch)
 
     def find_cluster_id(self, session: Session) -> str | None:
         cluster = self._cluster(session)

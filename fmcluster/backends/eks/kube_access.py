@@ -23,6 +23,7 @@ from lightkube import ApiError, Client, KubeConfig
 from lightkube.config.models import Cluster, User
 from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
 
+from fmcluster import reads
 from fmcluster.aws import describe_error
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.eks.token import TOKEN_LIFETIME_SECONDS, eks_token
@@ -121,12 +122,18 @@ class KubeAccess:
         with _cache_lock:
             if cluster in cache:
                 return cache[cluster].access
-        try:
-            item = ctx.client("eks").describe_cluster(name=cluster)["cluster"]
-        except ClientError as exc:
-            if error_code(exc) == "ResourceNotFoundException":
-                return None
-            raise
+        def fetch() -> dict[str, Any] | None:
+            try:
+                return ctx.client("eks").describe_cluster(name=cluster)["cluster"]
+            except ClientError as exc:
+                if error_code(exc) == "ResourceNotFoundException":
+                    return None
+                raise
+
+        # In a read-only pass (status), the backend's DescribeCluster of this command (fmcluster.reads).
+        item = reads.once(ctx, "eks.Cluster", cluster, fetch)
+        if item is None:
+            return None
         endpoint = item.get("endpoint")
         ca_data = (item.get("certificateAuthority") or {}).get("data")
         if item.get("status") not in SERVING or not endpoint or not ca_data:

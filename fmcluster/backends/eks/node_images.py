@@ -52,5 +52,10 @@ def node_image(queue: Queue) -> NodeImage:
     if nvidia:
         return NodeImage("AL2023_ARM_64_NVIDIA", "arm64", "nvidia") if arm else \
             NodeImage("AL2023_x86_64_NVIDIA", "x86_64", "nvidia")
-    return NodeImage("AL2023_ARM_64_STANDARD", "arm64", "standard") if arm else \
+    return standard_image(facts.architecture or "x86_64")
+
+
+def standard_image(architecture: str) -> NodeImage:
+    """The EKS-optimized AL2023 standard image (no accelerator drivers) of ``architecture`` (x86_64 or arm64)."""
+    return NodeImage("AL2023_ARM_64_STANDARD", "arm64", "standard") if architecture == "arm64" else \
         NodeImage("AL2023_x86_64_STANDARD", "x86_64", "standard")

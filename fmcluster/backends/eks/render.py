@@ -10,8 +10,10 @@ import json
 import yaml
 
 from fmcluster.backends.eks import manifests as kube_manifests
-from fmcluster.backends.eks.node_images import node_image
+from fmcluster.backends.eks import system_nodes
+from fmcluster.backends.eks.node_images import node_image, standard_image
 from fmcluster.backends.eks.object_keys import object_key
+from fmcluster.catalog.hardware import hardware
 from fmcluster.render import storage
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
@@ -44,6 +46,21 @@ ADDONS = {
 }
 # Add-ons whose pods run on the nodes: made once the node groups exist, or EKS reports them DEGRADED meanwhile.
 ADDONS_ON_NODES = ("coredns", "aws-fsx-csi-driver")
+# Where those add-ons' Deployments run: the system node group, by the keys each add-on's configuration schema
+# (`aws eks describe-addon-configuration`) takes. CoreDNS's schema has nodeSelector and tolerations at the top;
+# the FSx CSI driver's follows its Helm chart's values (kubernetes-sigs/aws-fsx-csi-driver
+# charts/aws-fsx-csi-driver/values.yaml), where the controller Deployment's are controller.nodeSelector and
+# controller.tolerations (its node DaemonSet must stay on every node, so node.* is left alone).
+_ON_SYSTEM_NODES = {"nodeSelector": system_nodes.NODE_SELECTOR, "tolerations": [system_nodes.TOLERATION]}
+ADDON_CONFIGURATION = {
+    "coredns": ({**_ON_SYSTEM_NODES}, "CoreDNS's Deployment on the system node group (nodeSelector, tolerations)"),
+    "aws-fsx-csi-driver": ({"controller": {**_ON_SYSTEM_NODES}},
+                           "the FSx CSI controller on the system node group (controller.nodeSelector, "
+                           "controller.tolerations); its node DaemonSet stays on every node"),
+}
+# The system nodes' root volume: the AL2023 image and a few controller images (the EKS-optimized AMI's own root
+# volume is 20 GiB; this leaves room for image pulls during upgrades).
+SYSTEM_ROOT_VOLUME_GIB = 50
 
 
 def _trust(service: str) -> str:
@@ -112,8 +129,10 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
     add("eks-cluster.yaml", "eks_cluster", spec.name, "eks", {"": "CreateCluster"}, "eks/cluster.yaml.j2",
         name=spec.name, version=spec.kubernetes.version, subnets=[subnet, control_subnet])
     for addon, purpose in ADDONS.items():
+        values, note = ADDON_CONFIGURATION.get(addon, (None, ""))
         add(f"eks-addon-{addon}.yaml", "eks_addon", addon, "eks", {"": "CreateAddon"}, "eks/addon.yaml.j2",
-            cluster=spec.name, name=addon, purpose=purpose)
+            cluster=spec.name, name=addon, purpose=purpose, configuration_note=note,
+            configuration_values=json.dumps(values, sort_keys=True, separators=(",", ":")) if values else None)
 
     storage.lustre(add, spec, subnet)
 
@@ -123,6 +142,7 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
             "pcs/placement_group.yaml.j2", name=f"{spec.name}-{name}")
     for queue in spec.queues:
         _queue_documents(spec, queue, subnet, queue.name in placement_groups, add)
+    _system_documents(spec, subnet, add)
 
     for manifest in kube_manifests.manifests(spec):
         key = object_key(manifest)
@@ -155,8 +175,32 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
         placement_group=queue.name if placement_group else None, network_interfaces=interfaces,
         efa=decisions.efa_enabled(queue), extra_security_groups=spec.network.additional_security_groups)
     add(f"eks-nodegroup-{queue.name}.yaml", "eks_nodegroup", queue.name, "eks", {"": "CreateNodegroup"},
-        "eks/nodegroup.yaml.j2", cluster=spec.name, queue=queue.name, instance_types=list(types),
+        "eks/nodegroup.yaml.j2", cluster=spec.name, name=queue.name, purpose=f'queue "{queue.name}"',
+        instance_types=list(types), taints=[],
         instance_type_in_template=in_template, min_size=min_nodes(queue), max_size=max_nodes(queue),
         # No cluster autoscaler: the nodes that run are the ones asked for, which `scale` changes.
         desired_size=min_nodes(queue), subnet_id=queue.subnet_id or subnet, ami_type=node_image(queue).ami_type,
         capacity_type=CAPACITY_TYPES[capacity.type], labels=kube_manifests.node_labels(queue))
+
+
+def _system_documents(spec: Spec, subnet: str, add: object) -> None:
+    """The ``system`` node group (:mod:`fmcluster.backends.eks.system_nodes`): On-Demand, no EFA and no placement
+    group (its pods talk to the API server, not to each other), labelled and tainted so that only cluster software
+    lands there, in the nodes' private subnet (whose route reaches the registries and the EKS API). Its launch
+    template does for it what the queues' do: IMDSv2, an encrypted root volume, the cluster's security groups."""
+    name = system_nodes.NODEGROUP_NAME
+    instance_type = spec.kubernetes.system_instance_type
+    count = spec.kubernetes.system_nodes
+    add(f"launch-template-{name}.yaml", "launch_template", name, "ec2", {"": "CreateLaunchTemplate"},
+        "eks/launch_template.yaml.j2", name=f"{spec.name}-{name}", queue=name, cluster=spec.name,
+        instance_type=instance_type, instance_type_in_template=True, key_name=spec.network.ssh.key_name,
+        root_volume_gib=SYSTEM_ROOT_VOLUME_GIB, reservation_id=None, resource_group_arn=None, capacity_block=False,
+        placement_group=None, network_interfaces=[{"card": 0, "device": 0, "efa": False, "efa_only": False}],
+        efa=False, extra_security_groups=spec.network.additional_security_groups)
+    add(f"eks-nodegroup-{name}.yaml", "eks_nodegroup", name, "eks", {"": "CreateNodegroup"},
+        "eks/nodegroup.yaml.j2", cluster=spec.name, name=name, purpose="cluster software (the system node group)",
+        instance_types=[instance_type], instance_type_in_template=True, min_size=count, max_size=count,
+        desired_size=count, subnet_id=subnet,
+        ami_type=standard_image(hardware(instance_type).architecture or "x86_64").ami_type,
+        capacity_type=CAPACITY_TYPES["on-demand"], labels=dict(system_nodes.NODE_SELECTOR),
+        taints=[system_nodes.EKS_TAINT])

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import require_ours
 from fmcluster.engine import AttributeChange, Context, Observed, Resource, flatten
@@ -39,6 +40,8 @@ class EksResource(Resource):
     """What the three EKS resources share: read by name, owned by tags, compared on what the document sets."""
 
     what: ClassVar[str]
+    # What a read-only pass keeps its Describe answer as (fmcluster.reads), shared with the backend's describe.
+    snapshot_kind: ClassVar[str]
 
     def __init__(self, key: str, document: Document | None = None, cluster: str | None = None):
         self.key = key
@@ -58,11 +61,14 @@ class EksResource(Resource):
 
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
         try:
-            item = self._describe(ctx)
+            # In a read-only pass, what describe and discovery already read of it (one Describe per resource).
+            item = reads.once(ctx, self.snapshot_kind, self.key, lambda: self._describe(ctx))
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 return None
             raise
+        if item is None:  # the backend's describe found it absent in this pass
+            return None
         require_ours(f"EKS {self.what} {self.key}", item.get("tags") or {}, ctx)
         status = item.get("status", "")
         detail = health_issues(item)
@@ -92,6 +98,7 @@ class EksResource(Resource):
 class EksCluster(EksResource):
     kind = "eks_cluster"
     what = "cluster"
+    snapshot_kind = "eks.Cluster"
     teardown_rank = 40
     # What UpdateClusterConfig cannot change for fmcluster: the role, the subnets, and the access mode it was made
     # with (EKS moves that one way only).
@@ -154,6 +161,7 @@ class EksCluster(EksResource):
 class EksNodegroup(EksResource):
     kind = "eks_nodegroup"
     what = "node group"
+    snapshot_kind = "eks.Nodegroup"
     teardown_rank = 30
     # UpdateNodegroupConfig changes scaling and labels; the rest of a managed node group is fixed at creation.
     replace_on = ("launchTemplate", "capacityType", "amiType", "subnets", "nodeRole", "instanceTypes")
@@ -196,6 +204,13 @@ class EksNodegroup(EksResource):
             request["labels"] = {k: v for k, v in {
                 "addOrUpdateLabels": {k: wanted[k] for k in label_changes if k in wanted},
                 "removeLabels": [k for k in label_changes if k not in wanted]}.items() if v}
+        if "taints" in paths:
+            wanted_taints = body.get("taints") or []
+            live_taints = (observed.attributes or {}).get("taints") or []
+            kept = {(t["key"], t["effect"]) for t in wanted_taints}
+            request["taints"] = {k: v for k, v in {
+                "addOrUpdateTaints": wanted_taints,
+                "removeTaints": [t for t in live_taints if (t.get("key"), t.get("effect")) not in kept]}.items() if v}
         if not request:
             raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of node group {self.key} in place")
         try:
@@ -214,6 +229,7 @@ class EksNodegroup(EksResource):
 class EksAddon(EksResource):
     kind = "eks_addon"
     what = "add-on"
+    snapshot_kind = "eks.Addon"
     teardown_rank = 35
     replace_on = ("addonVersion", "serviceAccountRoleArn")
 
@@ -223,6 +239,18 @@ class EksAddon(EksResource):
     def create(self, ctx: Context, token: str) -> Observed:
         addon = ctx.client("eks").create_addon(clientRequestToken=token, **ctx.resolve(self.document.body))["addon"]
         return Observed(addon.get("addonArn"), addon["status"], PHASES.get(addon["status"], "pending"))
+
+    def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
+        """UpdateAddon changes an add-on's configurationValues in place (where its pods run); an empty string
+        takes them back to the add-on's defaults."""
+        paths = {c.path for c in changes}
+        if paths != {"configurationValues"}:
+            raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of add-on {self.key} in place")
+        body = ctx.resolve(self.document.body)
+        ctx.client("eks").update_addon(clusterName=self.cluster, addonName=self.key, clientRequestToken=token,
+                                       configurationValues=body.get("configurationValues") or "",
+                                       resolveConflicts="OVERWRITE")
+        return Observed(observed.id, "UPDATING", "pending")
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_addon(clusterName=self.cluster, addonName=self.key)

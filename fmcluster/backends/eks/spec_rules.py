@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import quotas
+from fmcluster import catalog
+from fmcluster.backends.eks import quotas, system_nodes
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions
+from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
@@ -71,12 +73,16 @@ class EksSpecRules(BackendSpecRules):
     def compute_resource_name(self, queue: Queue) -> str:
         return queue.name
 
+    def system_nodes(self, spec: Spec) -> tuple[str, int] | None:
+        return spec.kubernetes.system_instance_type, spec.kubernetes.system_nodes
+
     def check(self, spec: Spec, error: Report, warn: Report) -> None:
         self._names(spec, error)
         self._version(spec, error, warn)
         self._not_on_eks(spec, error)
         self._node_images(spec, error)
         self._quotas(spec, error)
+        self._system_group(spec, error)
         self._scaling(spec, warn)
 
     def tag_budget(self) -> TagBudget:
@@ -157,6 +163,8 @@ class EksSpecRules(BackendSpecRules):
         does not cover stays pending, Kueue "Cluster Queue" concepts) and KAI lets them past every quota."""
         scheduler = spec.kubernetes.scheduler
         for index, queue in enumerate(spec.queues):
+            if catalog.instance_type_problem(queue.instance_type):
+                continue  # refused as an unknown type already
             try:
                 node = quotas.node_resources(queue)
             except LookupError as exc:
@@ -168,6 +176,30 @@ class EksSpecRules(BackendSpecRules):
                       f"{queue.instance_type}'s pods ask for {quotas.NEURON}, and a KAI Queue's quota covers only "
                       "cpu, gpu and memory (the KAI Scheduler's Queue CRD), so they would run outside every quota: "
                       "use kubernetes.scheduler kueue or volcano for Trainium")
+
+    def _system_group(self, spec: Spec, error: Report) -> None:
+        """The ``system`` node group: a type AWS sells On-Demand, without accelerators (cluster software needs none,
+        and a GPU type there would cost a training node's price for a controller's work), and a name of its own."""
+        name = spec.kubernetes.system_instance_type
+        path = ("kubernetes", "system_instance_type")
+        for index, queue in enumerate(spec.queues):
+            if queue.name == system_nodes.NODEGROUP_NAME:
+                error(("queues", index, "name"), f"'{queue.name}' is the node group where cluster software runs "
+                      "(kubernetes.system_nodes): on eks a queue names its node group, so pick another name")
+        problem = catalog.instance_type_problem(name)
+        if problem:
+            error(path, problem)
+            return
+        facts = hardware(name)
+        if facts.accelerated:
+            what = f"{facts.accelerators} x {facts.accelerator_model}" if facts.accelerators else \
+                "accelerators (FPGAs, inference or media accelerators)"
+            error(path, f"{name} carries {what}: the system node group runs controllers that use no accelerator, "
+                  "and training pods never run there; use a general-purpose type such as m7i.xlarge (the default)")
+        elif facts.usage_classes and "on-demand" not in facts.usage_classes:
+            error(path, f"EC2 does not sell {name} On-Demand (it sells it as {', '.join(facts.usage_classes)}), and "
+                  "the system node group must outlive any Capacity Block or Spot reclaim: use a type sold On-Demand "
+                  "such as m7i.xlarge (the default)")
 
     def _scaling(self, spec: Spec, warn: Report) -> None:
         ranged = [(index, q) for index, q in enumerate(spec.queues) if not isinstance(q.nodes, int)]

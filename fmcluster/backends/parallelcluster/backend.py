@@ -22,6 +22,7 @@ from fmcluster.backends.parallelcluster.resources import (
     ClusterInstances,
     ComputeFleet,
     PclusterCluster,
+    described_cluster,
 )
 from fmcluster.backends.s3 import ScriptsBucket, scan_buckets
 from fmcluster.engine import Resource, ResourceChange
@@ -69,13 +70,8 @@ class ParallelClusterBackend(Backend):
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _describe(self, session: Session) -> dict[str, Any] | None:
-        with pcluster() as pc:
-            try:
-                return pc.describe_cluster(cluster_name=session.name, region=session.region)
-            except Exception as exc:
-                if type(exc).__name__ == "NotFoundException":
-                    return None
-                raise api_error(f"pcluster_cluster:{session.name}", exc) from None
+        """ParallelCluster's DescribeCluster; in a read-only pass, once for describe, discovery and the plan."""
+        return described_cluster(session.ctx, session.name)
 
     def find_cluster_id(self, session: Session) -> str | None:
         described = self._describe(session)

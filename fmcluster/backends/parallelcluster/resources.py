@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fmcluster import reads
 from fmcluster.backends.discovery import scan_instances
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import (
@@ -29,6 +30,21 @@ from fmcluster.render.documents import Document
 
 # What ParallelCluster says when a change can be made once the compute fleet is stopped.
 FLEET_STOP_NOTES = ("compute fleet", "compute nodes must be stopped", "QueueUpdateStrategy")
+
+
+def described_cluster(ctx: Context, name: str) -> dict[str, Any] | None:
+    """ParallelCluster's DescribeCluster of ``name``, None when it has none; in a read-only pass, read once for the
+    backend's describe, its discovery and this resource's read (fmcluster.reads)."""
+    def fetch() -> dict[str, Any] | None:
+        with pcluster() as pc:
+            try:
+                return pc.describe_cluster(cluster_name=name, region=ctx.region)
+            except Exception as exc:
+                if type(exc).__name__ == "NotFoundException":
+                    return None
+                raise api_error(f"pcluster_cluster:{name}", exc) from None
+
+    return reads.once(ctx, "pcluster.Cluster", name, fetch)
 
 
 class PclusterCluster(Resource):
@@ -53,13 +69,10 @@ class PclusterCluster(Resource):
         return ctx.resolve(self.document.body)
 
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        described = described_cluster(ctx, self.key)
+        if described is None:
+            return None
         with pcluster() as pc:
-            try:
-                described = pc.describe_cluster(cluster_name=self.key, region=ctx.region)
-            except Exception as exc:
-                if type(exc).__name__ == "NotFoundException":
-                    return None
-                raise api_error(self.name, exc) from None
             require_ours(f"ParallelCluster cluster {self.key}", tag_dict(described.get("tags")), ctx)
             status = described["cloudFormationStackStatus"]
             phase = PHASES.get(status, "pending")

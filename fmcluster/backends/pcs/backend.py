@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
     from fmcluster.spec.models import Spec
 
 # Shared storage: /home made by fmcluster (FSx for OpenZFS or EFS), and look-ups of existing file systems.
+def _id_and_name(item: dict[str, Any]) -> tuple[str, str]:
+    """What PCS is asked for a cluster, node group or queue by: its id or its name."""
+    return item["id"], item["name"]
+
+
 STORAGE_RESOURCES: dict[str, type[Resource]] = {
     "fsx_openzfs": FsxOpenZfs, "efs": EfsFileSystem, "existing_fsx_lustre": ExistingFsxLustre,
     "existing_fsx_volume": ExistingFsxVolume, "existing_efs": ExistingEfs,
@@ -105,12 +111,15 @@ class PcsBackend(Backend):
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:
-        try:
-            return session.ctx.client("pcs").get_cluster(clusterIdentifier=session.name)["cluster"]
-        except ClientError as exc:
-            if error_code(exc) == "ResourceNotFoundException":
-                return None
-            raise
+        def fetch() -> dict[str, Any] | None:
+            try:
+                return session.ctx.client("pcs").get_cluster(clusterIdentifier=session.name)["cluster"]
+            except ClientError as exc:
+                if error_code(exc) == "ResourceNotFoundException":
+                    return None
+                raise
+
+        return reads.once(session.ctx, "pcs.Cluster", session.name, fetch, _id_and_name)
 
     def _tags(self, session: Session, arn: str) -> dict[str, str] | None:
         """The resource's tags; None when it is gone (deleted between listing and asking)."""
@@ -131,14 +140,23 @@ class PcsBackend(Backend):
         return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
 
     def _members(self, session: Session, cluster_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        pcs = session.ctx.client("pcs")
-        groups = [pcs.get_compute_node_group(clusterIdentifier=cluster_id, computeNodeGroupIdentifier=s["id"])
-                  ["computeNodeGroup"] for page in pcs.get_paginator("list_compute_node_groups").paginate(
-                      clusterIdentifier=cluster_id) for s in page["computeNodeGroups"]]
-        queues = [pcs.get_queue(clusterIdentifier=cluster_id, queueIdentifier=s["id"])["queue"]
-                  for page in pcs.get_paginator("list_queues").paginate(clusterIdentifier=cluster_id)
-                  for s in page["queues"]]
-        return groups, queues
+        """The cluster's node groups and queues, each read whole (describe needs their scaling and errors); in a
+        read-only pass, once for describe, discovery and the plan's reads together."""
+        ctx = session.ctx
+        pcs = ctx.client("pcs")
+
+        def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            groups = [reads.once(ctx, "pcs.ComputeNodeGroup", s["id"], lambda s=s: pcs.get_compute_node_group(
+                clusterIdentifier=cluster_id, computeNodeGroupIdentifier=s["id"])["computeNodeGroup"], _id_and_name)
+                for page in pcs.get_paginator("list_compute_node_groups").paginate(clusterIdentifier=cluster_id)
+                for s in page["computeNodeGroups"]]
+            queues = [reads.once(ctx, "pcs.Queue", s["id"], lambda s=s: pcs.get_queue(
+                clusterIdentifier=cluster_id, queueIdentifier=s["id"])["queue"], _id_and_name)
+                for page in pcs.get_paginator("list_queues").paginate(clusterIdentifier=cluster_id)
+                for s in page["queues"]]
+            return groups, queues
+
+        return reads.once(ctx, "pcs.ClusterMembers", cluster_id, fetch)
 
     def discover(self, session: Session) -> list[Discovered]:
         ctx = session.ctx

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
+from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import require_ours
 from fmcluster.engine import AttributeChange, Context, Observed, Resource, flatten
@@ -64,6 +65,8 @@ class PcsResource(Resource):
     create_operation: ClassVar[str]
     update_operation: ClassVar[str]
     response_key: ClassVar[str]
+    # What a read-only pass keeps its Get answer as (fmcluster.reads), shared with the backend's describe.
+    snapshot_kind: ClassVar[str]
 
     def __init__(self, key: str, document: Document | None = None, cluster: str | None = None,
                  known_id: str | None = None):
@@ -85,8 +88,13 @@ class PcsResource(Resource):
         return {f"{self.kind}.{self.key}.id": item["id"]}
 
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
+        ident = known_id or self.known_id or self.key
         try:
-            item = self._get(ctx, known_id or self.known_id or self.key)
+            # In a read-only pass, what describe and discovery already read of it (one Get per resource).
+            item = reads.once(ctx, self.snapshot_kind, ident, lambda: self._get(ctx, ident),
+                              lambda found: (found["id"], found["name"]))
+            if item is None:  # the backend's describe found it absent in this pass
+                return None
             # A resource can vanish between the two calls (its delete finishing): then it is gone.
             tags = ctx.tags(item["arn"], lambda: ctx.client("pcs").list_tags_for_resource(
                 resourceArn=item["arn"]).get("tags") or {})
@@ -114,6 +122,7 @@ class PcsResource(Resource):
 
 class PcsCluster(PcsResource):
     kind = "cluster"
+    snapshot_kind = "pcs.Cluster"
     teardown_rank = 40
     create_operation = "CreateCluster"
     update_operation = "UpdateCluster"
@@ -146,6 +155,7 @@ class PcsCluster(PcsResource):
 
 class PcsNodeGroup(PcsResource):
     kind = "compute_node_group"
+    snapshot_kind = "pcs.ComputeNodeGroup"
     teardown_rank = 30
     create_operation = "CreateComputeNodeGroup"
     update_operation = "UpdateComputeNodeGroup"
@@ -182,6 +192,7 @@ class PcsNodeGroup(PcsResource):
 
 class PcsQueue(PcsResource):
     kind = "queue"
+    snapshot_kind = "pcs.Queue"
     teardown_rank = 20
     create_operation = "CreateQueue"
     update_operation = "UpdateQueue"
