@@ -155,6 +155,12 @@ class Resource(ABC):
     is_storage: ClassVar[bool] = False
     # Deleted together with the resource it depends on (a ParallelCluster compute fleet with its stack).
     owned_by_parent: ClassVar[bool] = False
+    # AWS refuses to delete what is still being created or updated; a resource whose service deletes in any state
+    # (a Kubernetes object) says False, so that a teardown never waits for it to become ready first.
+    settles_before_delete: ClassVar[bool] = True
+    # The longest a create or update waits for the resource to become ready, whatever the command's --timeout
+    # (None: as long as the command may): for what may never become ready, such as a Kubernetes Job.
+    wait_limit_s: ClassVar[float | None] = None
 
     key: str = ""
     document: Any = None
@@ -262,6 +268,9 @@ class Engine:
         self.poll_interval = growing()
         self._errors: dict[str, FmclusterError] = {}
         self._only: AttributeFilter | None = None
+        # What each resource being waited for last reported (label, status, detail): a timeout names them.
+        self._waiting: dict[str, tuple[str, str, str]] = {}
+        self._waiting_lock = threading.Lock()
 
     # -- plan ---------------------------------------------------------------------------------------
     def plan(self, resources: list[Resource], orphans: Iterable[Resource] = (),
@@ -339,6 +348,7 @@ class Engine:
             waits_for = {r.name: [o.name for o in resources if r.name in o.depends_on] for r in resources}
         self.ctx.stop = Stop(deadline)  # what every wait of this walk obeys: Ctrl-C, the deadline
         self._errors = {}
+        self._waiting = {}
         failed_names: set[str] = set()
         # Resources left for a later run (--no-wait), and those that wait on them: not failures.
         deferred: set[str] = set()
@@ -385,8 +395,12 @@ class Engine:
                 thread.join(15)
             raise Interrupted("interrupted: everything made so far is recorded") from None
         if deadline and time.monotonic() > deadline and not self._errors:
-            raise TimedOut(f"gave up waiting after {(timeout or 0) / 60:.0f} min; AWS carries on, and re-running "
-                           "the same command picks up where this one stopped")
+            with self._waiting_lock:
+                waiting = [f"{label} ({' '.join(part for part in (status, detail) if part)})"
+                           for label, status, detail in self._waiting.values()]
+            raise TimedOut(f"gave up waiting after {(timeout or 0) / 60:.0f} min"
+                           + (f" for {'; '.join(waiting)}" if waiting else "")
+                           + "; AWS carries on, and re-running the same command picks up where this one stopped")
         if self._errors:
             first = next(iter(self._errors.values()))
             others = len(self._errors) - 1
@@ -457,7 +471,8 @@ class Engine:
             return
         record = self._record_for(resource)
         observed = resource.read(self.ctx, record.id if record else None)
-        if observed is not None and observed.phase == "pending" and not observed.status.upper().startswith("DELET"):
+        if (observed is not None and observed.phase == "pending" and resource.settles_before_delete
+                and not observed.status.upper().startswith("DELET")):
             # AWS refuses to delete what is still being created or updated: let it settle first.
             self._emit(Event(resource.name, "started", observed.status, "waiting for it to settle before deleting"))
             observed = self._wait(resource, observed, until=("ready", "failed", "gone"))
@@ -473,11 +488,30 @@ class Engine:
 
     def _wait(self, resource: Resource, observed: Observed, until: tuple[Phase, ...],
               deleting: bool = False) -> Observed:
+        try:
+            found = self._poll(resource, observed, until, deleting)
+        except Stopped:
+            raise  # still awaited when the command stopped: a timeout names it
+        except BaseException:
+            self._forget_wait(resource)
+            raise
+        self._forget_wait(resource)
+        return found
+
+    def _forget_wait(self, resource: Resource) -> None:
+        with self._waiting_lock:
+            self._waiting.pop(resource.name, None)
+
+    def _poll(self, resource: Resource, observed: Observed, until: tuple[Phase, ...], deleting: bool) -> Observed:
         started = time.monotonic()
         last_seen = (observed.status, observed.detail)
         current: Observed | None = observed
         known_id = observed.id
+        label = getattr(resource, "label", resource.name)
         while True:
+            if current is not None:
+                with self._waiting_lock:
+                    self._waiting[resource.name] = (label, current.status, current.detail)
             if current is None and "gone" not in until:
                 raise EngineFailed(f"{resource.name} vanished while being created or updated (deleted outside "
                                    "fmcluster?); re-run the same command to create it again")
@@ -485,6 +519,10 @@ class Engine:
                 return current or Observed(known_id, "gone", "gone")
             if current.phase == "failed" and not deleting:
                 return current
+            limit = resource.wait_limit_s
+            if limit is not None and not deleting and time.monotonic() - started > limit:
+                raise EngineFailed(f"{label} did not become ready within {limit / 60:.0f} min (it is {current.status}"
+                                   + (f": {current.detail}" if current.detail else "") + ")")
             # A resource that failed to create can still be deleted: only a failed delete stops teardown.
             if deleting and current.status.upper().startswith("DELETE_FAILED"):
                 raise EngineFailed(f"{resource.name} could not be deleted: {current.status} {current.detail}")

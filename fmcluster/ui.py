@@ -158,6 +158,7 @@ def status_view(report: dict | list) -> RenderableType:
             cells += [str(queue.get("nodes_ready", "")), str(queue.get("gpus", "")), str(queue.get("efa", "")),
                       ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
         queues.add_row(*cells)
+    scheduler = _scheduler_table(report.get("scheduler"))
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
     for column in ("type", "id", "status"):
         resources.add_column(column)
@@ -175,7 +176,30 @@ def status_view(report: dict | list) -> RenderableType:
                        for item in drift]
     else:
         drift_view = [Text.from_markup("[green]in sync with the spec[/]")]
-    return Group(*parts, queues, resources, *drift_view)
+    return Group(*parts, queues, *scheduler, resources, *drift_view)
+
+
+def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
+    """An EKS cluster's scheduler: its controller Deployments' available/desired replicas (``status --json``'s
+    ``scheduler``)."""
+    from rich.table import Table
+
+    if not scheduler:
+        return []
+    state = "ready" if scheduler["ready"] else "not ready"
+    table = Table(box=None, header_style="bold", title_justify="left",
+                  title=f"scheduler {scheduler['name']} {scheduler['version']}: {state}")
+    for column in ("kind", "namespace", "name", "available"):
+        table.add_column(column)
+    for component in scheduler["components"]:
+        table.add_row(component["kind"], str(component.get("namespace") or ""), component["name"],
+                      "missing" if component.get("missing") else f"{component['ready']}/{component['desired']}")
+    operator = scheduler.get("operator")
+    if operator:
+        said = {True: "Ready", False: "not Ready", None: "not reported"}[operator["ready"]]
+        table.add_row(operator["kind"], "", operator["name"], said + (f" ({operator['reason']})"
+                                                                      if operator.get("reason") else ""))
+    return [table]
 
 
 def print_status(report: dict | list) -> None:

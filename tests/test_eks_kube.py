@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
-from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,6 +26,7 @@ from fmcluster.backends.eks.kube import (
     owned_objects,
     wire,
 )
+from fmcluster.backends.eks.releases import SCHEDULERS, crds
 from fmcluster.backends.eks.token import eks_token
 from fmcluster.engine import Context, Engine, ForeignResource
 from fmcluster.render.documents import Document
@@ -36,9 +37,6 @@ pytest.importorskip("fmcluster_sandbox.eks")
 REGION = "us-east-2"
 ZONES = ("us-east-2a", "us-east-2b")
 CLUSTER_ID = "c0ffee12"
-# The CRD as the fmcluster package ships it (fmcluster/backends/eks/crds/kueue-v0.19.2/), so CI needs nothing
-# outside the repository.
-CRD_FILE = resources.files("fmcluster.backends.eks.crds") / "kueue-v0.19.2" / "kueue.x-k8s.io_resourceflavors.yaml"
 ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 VIEW = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
 
@@ -91,7 +89,7 @@ def _manifests(namespace: str) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": namespace},
          "data": {"queue": "train"}},
-        yaml.safe_load(CRD_FILE.read_text()),
+        next(crd for crd in crds(SCHEDULERS["kueue"]) if crd["metadata"]["name"] == "resourceflavors.kueue.x-k8s.io"),
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f"p5-{namespace}"},
          "spec": {"nodeLabels": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}},
     ]
@@ -242,6 +240,24 @@ def test_owned_objects_finds_exactly_the_labelled_ones(ctx, cluster):
     assert owned_objects(access, [("kueue.x-k8s.io/v1beta2", "ResourceFlavor")]) == []  # the CRD is gone
 
 
+def _system_nodes(sandbox, cluster: str) -> None:
+    """A ``system`` managed node group (its label and taint as fmcluster's, fmcluster/backends/eks/system_nodes.py)
+    in the module's cluster, made once: the Nodes the installed controllers' pods can be placed on."""
+    from fmcluster.backends.eks import system_nodes
+
+    eks, iam = sandbox.client("eks", REGION), sandbox.client("iam", REGION)
+    if system_nodes.NODEGROUP_NAME in eks.list_nodegroups(clusterName=cluster)["nodegroups"]:
+        return
+    role = iam.create_role(RoleName=f"{cluster}-nodes", AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))
+    subnets = eks.describe_cluster(name=cluster)["cluster"]["resourcesVpcConfig"]["subnetIds"]
+    eks.create_nodegroup(clusterName=cluster, nodegroupName=system_nodes.NODEGROUP_NAME, subnets=subnets[:1],
+                         nodeRole=role["Role"]["Arn"], instanceTypes=["m7i.xlarge"], capacityType="ON_DEMAND",
+                         scalingConfig={"minSize": 2, "maxSize": 2, "desiredSize": 2},
+                         labels=system_nodes.NODE_SELECTOR, taints=[system_nodes.EKS_TAINT])
+    eks.get_waiter("nodegroup_active").wait(clusterName=cluster, nodegroupName=system_nodes.NODEGROUP_NAME,
+                                            WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+
+
 def test_the_api_refusing_a_manifest_is_an_error_naming_the_object(ctx, cluster):
     unknown_field = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo", "namespace": "default"},
                      "dataa": {"a": "b"}}
@@ -298,10 +314,10 @@ def test_the_engine_applies_plans_and_destroys_kube_objects(ctx, cluster, tmp_pa
 
 
 @pytest.mark.parametrize("scheduler", ["kueue", "volcano", "kai"])
-def test_every_rendered_object_applies_and_reads_back_without_drift(ctx, cluster, tmp_path, scheduler):
-    """What fmcluster renders for a spec (CRDs, device plugins, Lustre volume, the scheduler's queues) through the
-    engine: made in graph order, then a plan of no-ops (server defaults inside DaemonSets and CRDs are not drift),
-    then destroyed."""
+def test_every_rendered_object_applies_and_reads_back_without_drift(sandbox, ctx, cluster, tmp_path, scheduler):
+    """What fmcluster renders for a spec (the scheduler's and the MPI Operator's releases, device plugins, Lustre
+    volume, the scheduler's queues) through the engine: made in graph order, then a plan of no-ops (server defaults
+    inside Deployments, DaemonSets and CRDs are not drift), then destroyed."""
     try:
         from test_eks_manifests import eks_spec
     except ImportError:  # tests/ imported as a package
@@ -309,12 +325,72 @@ def test_every_rendered_object_applies_and_reads_back_without_drift(ctx, cluster
     from fmcluster.backends.eks.manifests import manifests
     from fmcluster.validate.requests import with_stand_ins
 
+    _system_nodes(sandbox, cluster)  # where the releases' controllers may run
     objects = [_object(cluster, m) for m in with_stand_ins(manifests(eks_spec(scheduler)))]
     wire(objects)
     ordered = graph.wire(objects)
     store = StateStore(tmp_path / "state.db")
-    Engine(ctx, store).apply(ordered)
+    Engine(ctx, store).apply(ordered, timeout=240)  # the controllers Available, the hook Jobs complete
     drift = [c.as_json() for c in Engine(_context(cluster), store).plan(ordered) if c.action != "no-op"]
     assert drift == []
     Engine(_context(cluster), store).destroy(ordered)
     assert [o.name for o in objects if o.read(_context(cluster), None) is not None] == []
+
+
+def test_create_waits_for_a_deployment_to_be_available_and_a_timeout_names_it(ctx, cluster, tmp_path):
+    """A controller Deployment with no node its pods could run on never becomes Available: the walk waits for it
+    (not for ever: the command's --timeout) and then names it and what it last reported. The Deployment's own
+    dependents are not applied meanwhile; its delete does not wait for it to become ready first."""
+    from fmcluster.engine import TimedOut
+
+    namespace = f"wait-{uuid.uuid4().hex[:6]}"
+    pod = {"nodeSelector": {"fmcluster.io/node-role": "system"},
+           "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "controller", "namespace": namespace},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "controller"}},
+                           "template": {"metadata": {"labels": {"app": "controller"}}, "spec": pod}}}
+    after = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after", "namespace": namespace}}
+    objects = [_object(cluster, m) for m in (
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, deployment, after)]
+    wire(objects)
+    objects[2].extra_edges += (objects[1].name,)
+    ordered = graph.wire(objects)
+    store = StateStore(tmp_path / "state.db")
+    with pytest.raises(TimedOut, match=rf"gave up waiting after 0 min for Deployment controller in namespace "
+                                       rf"{namespace} \(EKS cluster {cluster}\) \(UNAVAILABLE 0/1 replicas available"):
+        Engine(ctx, store).apply(ordered, timeout=3)
+    assert objects[2].read(_context(cluster), None) is None  # its dependent waited
+    Engine(_context(cluster), store).destroy(graph.by_rank([KubeObject(o.key, None, cluster) for o in objects]))
+    assert all(o.read(_context(cluster), None) is None for o in objects)
+
+
+def test_a_queue_object_waits_while_the_schedulers_webhook_cannot_answer(ctx, cluster):
+    """Kueue's fail-closed webhooks with no ready endpoint behind their Service: the API server refuses the
+    ClusterQueue (500 "failed calling webhook"), and fmcluster's apply keeps trying until the command stops,
+    instead of failing the create."""
+    from fmcluster.backends.eks.scheduler_install import install_objects
+    from fmcluster.waiting import Stop, Stopped
+
+    release = [o for o in install_objects(SCHEDULERS["kueue"]) if o["kind"] in (
+        "CustomResourceDefinition", "Namespace", "Service", "ValidatingWebhookConfiguration")
+        and o["metadata"]["name"] != "kube-system"]
+    made = [_object(cluster, m) for m in release]
+    for obj in made:  # the webhook configuration and its Service, but no controller behind it
+        obj.create(ctx, "token")
+    queue = _object(cluster, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                              "metadata": {"name": f"waits-{uuid.uuid4().hex[:6]}"}, "spec": {}})
+    waiting = _context(cluster)
+    waiting.stop = Stop(time.monotonic() + 3)
+    try:
+        with pytest.raises(Stopped):  # the command's deadline ended the wait; no error for the resource
+            queue.create(waiting, "token")
+        assert queue.read(_context(cluster), None) is None
+    finally:
+        for obj in reversed(made):
+            if obj.object_kind == "ValidatingWebhookConfiguration":
+                obj.delete(_context(cluster), obj.read(_context(cluster), None))
+        for obj in reversed(made):
+            observed = obj.read(_context(cluster), None)
+            if observed is not None:
+                obj.delete(_context(cluster), observed)

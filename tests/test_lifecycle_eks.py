@@ -33,9 +33,68 @@ QUEUE_OBJECTS = {
 }
 
 
+# What each scheduler's pinned release holds (shared/reference/kubernetes-schedulers/README.md: "CRDs per set",
+# "Webhooks", "Readiness, per scheduler"), and the MPI Operator v0.8.0's CRD and Deployment, installed beside each.
+RELEASE_CRDS = {
+    "kueue": [f"{plural}.kueue.x-k8s.io" for plural in (
+        "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
+        "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads")],
+    "volcano": ["jobs.batch.volcano.sh", "cronjobs.batch.volcano.sh", "commands.bus.volcano.sh",
+                "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh", "numatopologies.nodeinfo.volcano.sh",
+                "hypernodes.topology.volcano.sh", "nodeshards.shard.volcano.sh",
+                "colocationconfigurations.config.volcano.sh", "jobflows.flow.volcano.sh",
+                "jobtemplates.flow.volcano.sh"],
+    "kai": ["configs.kai.scheduler", "schedulingshards.kai.scheduler", "topologies.kai.scheduler",
+            "bindrequests.scheduling.run.ai", "podgroups.scheduling.run.ai", "queues.scheduling.run.ai"],
+}
+CONTROLLERS = {
+    "kueue": [("kueue-system", "kueue-controller-manager")],
+    "volcano": [("volcano-system", "volcano-admission"), ("volcano-system", "volcano-controllers"),
+                ("volcano-system", "volcano-scheduler")],
+    "kai": [("kai-scheduler", "kai-operator")],
+}
+MPI_OPERATOR = ("mpi-operator", "mpi-operator")
+WEBHOOKS = {
+    "kueue": [("mutating", "kueue-mutating-webhook-configuration"),
+              ("validating", "kueue-validating-webhook-configuration")],
+    "volcano": [("mutating", "volcano-admission-service-queues-mutate"),
+                ("mutating", "volcano-admission-service-jobs-mutate"),
+                ("validating", "volcano-admission-service-jobs-validate"),
+                ("validating", "volcano-admission-service-queues-validate"),
+                ("validating", "volcano-admission-service-podgroups-validate"),
+                ("validating", "volcano-admission-service-hypernodes-validate"),
+                ("validating", "volcano-admission-service-cronjobs-validate")],
+    "kai": [],  # KAI's operator makes its webhooks; fmcluster applies none
+}
+
+
+def _deployment_path(namespace: str, name: str) -> str:
+    return f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+
+
+def _check_scheduler_installed(sandbox, cluster: dict[str, Any], scheduler: str) -> None:
+    """The cluster's API holds the release's full CRD set, its controllers Available on the system nodes, its
+    webhooks, and the MPI Operator."""
+    for crd in [*RELEASE_CRDS[scheduler], "mpijobs.kubeflow.org"]:
+        found = _kube_get(sandbox, cluster, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
+        assert found["metadata"]["labels"]["fmcluster.io/cluster"] == cluster["name"]
+    if scheduler == "kueue":  # the controller needs the conversion webhook of its release's CRDs
+        cluster_queues = _kube_get(sandbox, cluster,
+                                   "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io")
+        assert cluster_queues["spec"]["conversion"]["strategy"] == "Webhook"
+    for namespace, name in [*CONTROLLERS[scheduler], MPI_OPERATOR]:
+        deployment = _kube_get(sandbox, cluster, _deployment_path(namespace, name))
+        available = [c for c in deployment["status"].get("conditions", []) if c["type"] == "Available"]
+        assert deployment["status"].get("availableReplicas") == 1 and available[0]["status"] == "True", name
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["nodeSelector"]["fmcluster.io/node-role"] == "system", name
+    for kind, name in WEBHOOKS[scheduler]:
+        _kube_get(sandbox, cluster, f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/{name}")
+
+
 class EksCli(Cli):
     name_prefix = "e2e-eks"
-    timeout = 180
+    timeout = 300
 
     def inventory(self) -> dict[str, list]:
         ec2, eks, iam, fsx = (self.sandbox.client(s, REGION) for s in ("ec2", "eks", "iam", "fsx"))
@@ -139,8 +198,13 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in listed] == ["8"] * 2
     assert [n["status"]["allocatable"]["vpc.amazonaws.com/efa"] for n in listed] == ["32"] * 2
 
+    _check_scheduler_installed(sandbox, cluster, scheduler)
     status = cli.status()
     assert (status["status"], status["drift"]) == ("ACTIVE", [])
+    installed = status["scheduler"]
+    assert (installed["name"], installed["ready"]) == (scheduler, True)
+    assert {(c["namespace"], c["name"]): (c["ready"], c["desired"]) for c in installed["components"]} == {
+        deployment: (1, 1) for deployment in [*CONTROLLERS[scheduler], MPI_OPERATOR]}
     assert {q["name"]: q["running_instances"] for q in status["queues"]} == {"train": 2, "cpu": 1, "system": 2}
     train = next(q for q in status["queues"] if q["name"] == "train")
     assert (train["nodes_ready"], train["gpus"], train["efa"]) == (2, gpus, 64)  # from the cluster's API
@@ -161,6 +225,21 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     # Past the block's two instances EKS would fail the launch: scale refuses before any change.
     refused = cli.run("scale", cli.name, "train=3", "--yes")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+
+    # Kueue's controller deleted behind fmcluster's back is drift, which `create` repairs.
+    controller = _deployment_path(*CONTROLLERS["kueue"][0])
+    deleted, answer = cluster_api(sandbox.endpoint_url, cluster, REGION)("DELETE", controller)
+    assert deleted == 200, answer
+    drifted = cli.status()
+    assert drifted["scheduler"]["ready"] is False
+    table = _ok(cli.run("status", cli.name)).stdout
+    assert "scheduler kueue v0.19.2: not ready" in table and "missing" in table, table
+    assert [(d["expected"], d["actual"]) for d in drifted["drift"] if "kueue-controller-manager" in d["resource"]
+            and "Deployment" in d["resource"]] == [("exists", "missing")], drifted["drift"]
+    _ok(cli.create())
+    repaired = cli.status()
+    assert (repaired["drift"], repaired["scheduler"]["ready"]) == ([], True)
+    assert _kube_get(sandbox, cluster, controller)["status"]["availableReplicas"] == 1
 
     kubeconfig = yaml.safe_load(_ok(cli.run("kubeconfig", cli.name)).stdout)
     assert kubeconfig["clusters"][0]["cluster"]["server"] == cluster["endpoint"]

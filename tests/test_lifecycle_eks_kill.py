@@ -6,7 +6,8 @@ harness also uses (``leftovers.py``).
 
 The kill lands inside an AWS call the sandbox holds (``call.eks.<Operation>`` latency, as
 ``test_ownership.py``'s kills inside IAM calls): the request still lands after its client died, as an in-flight
-one would on AWS; the Kubernetes API cannot be held, so that kill lands right after the first object apply starts.
+one would on AWS; the Kubernetes API cannot be held, so that kill lands right as an object's apply starts (the
+scheduler's operator Deployment, once the release's hooks are done).
 """
 
 from __future__ import annotations
@@ -119,11 +120,12 @@ cli = pytest.fixture(_cli, name="cli")
 POINTS = [
     ("kueue", ("eks_cluster:", "CreateCluster"), ("kube_object:", None)),
     ("volcano", ("eks_nodegroup:train", "CreateNodegroup"), ("eks_nodegroup:", "DeleteNodegroup")),
-    ("kai", ("kube_object:CustomResourceDefinition", None), ("eks_cluster:", "DeleteCluster")),
+    # inside the scheduler's install: KAI's pre-install hooks (CRDs, RBAC, Jobs, Config) applied, the operator next
+    ("kai", ("kube_object:Deployment__kai-operator", None), ("eks_cluster:", "DeleteCluster")),
 ]
 IDS = ["create-in-CreateCluster,destroy-at-the-first-Kubernetes-delete",
        "create-in-CreateNodegroup,destroy-in-DeleteNodegroup",
-       "create-at-the-first-Kubernetes-apply,destroy-in-DeleteCluster"]
+       "create-at-the-scheduler-operator-after-its-hooks,destroy-in-DeleteCluster"]
 
 
 @pytest.mark.parametrize(("scheduler", "create_kill", "destroy_kill"), POINTS, ids=IDS)

@@ -50,11 +50,12 @@ def test_wheel_contents(wheel: Path) -> None:
     expected = {f"fmcluster/templates/{p.relative_to(ROOT / 'templates')}"
                 for p in (ROOT / "templates").rglob("*.j2")}
     assert templates == expected
-    # the eks backend's scheduler CRDs are data inside the package, installed from the wheel
-    from fmcluster.backends.eks.crds import SCHEDULERS
+    # the eks backend's pinned scheduler and MPI Operator releases are data inside the package, with their licenses
+    from fmcluster.backends.eks.releases import RELEASES
 
-    assert {f"fmcluster/backends/eks/crds/{release.folder}/{file}" for release in SCHEDULERS.values()
-            for file in release.crd_files} <= names
+    assert {f"fmcluster/backends/eks/releases/{release.path}" for release in RELEASES} <= names
+    assert {f"fmcluster/backends/eks/releases/{release.folder}/LICENSE" for release in RELEASES} <= names
+    assert "fmcluster/backends/eks/releases/kai-scheduler-v0.13.0/NOTICE" in names
     assert any(n.endswith(".dist-info/entry_points.txt") for n in names)
     entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert "fmcluster = fmcluster.cli:main" in entry_points

@@ -17,7 +17,7 @@ from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import cluster_view, kube, system_nodes
+from fmcluster.backends.eks import cluster_view, kube, scheduler_status, system_nodes
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
@@ -206,7 +206,7 @@ class EksBackend(Backend):
         report: dict[str, Any] = {"name": session.name, "backend": PROFILE.name, "region": session.region,
                                   "status": "NOT_FOUND", "backend_status": None, "queues": [],
                                   "slurm_endpoint": None, "kubernetes_endpoint": None, "kubernetes_version": None,
-                                  "instances": [], "problems": []}
+                                  "instances": [], "problems": [], "scheduler": None}
         cluster = self._cluster(session)
         if cluster is None:
             return report
@@ -240,11 +240,13 @@ class EksBackend(Backend):
             try:
                 inside = cluster_view.read(access, session.spec.kubernetes.scheduler,
                                            [q["name"] for q in report["queues"]])
+                report["scheduler"] = scheduler_status.read(access, session.spec.kubernetes.scheduler)
             except FmclusterError as exc:  # a teammate without an access entry still sees what AWS holds
                 unread.append(f"the cluster's Kubernetes API was not read: {exc}")
             else:
                 for queue in report["queues"]:
                     queue.update(inside.get(queue["name"], {}))
+                unread += scheduler_status.problems(report["scheduler"])
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))

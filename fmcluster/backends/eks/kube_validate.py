@@ -19,7 +19,7 @@ import jsonschema
 from kubernetes_validate import utils as kubernetes_validate
 from referencing import Registry, Resource
 
-from fmcluster.backends.eks.crds import all_crds
+from fmcluster.backends.eks.releases import all_crds
 from fmcluster.validate.requests import with_stand_ins
 
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.backends.eks import device_plugins, quotas
-from fmcluster.backends.eks.crds import crds
+from fmcluster.backends.eks import device_plugins, quotas, releases, scheduler_install
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
@@ -35,8 +34,9 @@ MANAGED_KINDS: list[tuple[str, str]] = [
     ("storage.k8s.io/v1", "StorageClass"), ("v1", "PersistentVolume"), ("v1", "PersistentVolumeClaim"),
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"), ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"), ("scheduling.volcano.sh/v1beta1", "Queue"),
-    ("scheduling.run.ai/v2", "Queue"), ("node.k8s.io/v1", "RuntimeClass"),
+    ("scheduling.run.ai/v2", "Queue"), ("node.k8s.io/v1", "RuntimeClass"), ("v1", "Namespace"),
 ]
+MANAGED_KINDS += [kind for kind in releases.kinds() if kind not in MANAGED_KINDS]  # the installed releases' objects
 
 
 def ownership_labels(spec: Spec) -> dict[str, str]:
@@ -57,9 +57,10 @@ def node_labels(queue: Queue) -> dict[str, str]:
 
 
 def manifests(spec: Spec) -> list[dict[str, Any]]:
-    """The Kubernetes objects for ``spec``, in apply order: CRDs first (their kinds must exist before their
-    objects), then device plugins, storage, and the scheduler's queues."""
-    objects: list[dict[str, Any]] = list(crds(spec.kubernetes.scheduler))
+    """The Kubernetes objects for ``spec``, in apply order: the scheduler's and the MPI Operator's releases (CRDs
+    first: their kinds must exist before their objects), then device plugins, storage, and the scheduler's queues.
+    The engine orders them by :func:`fmcluster.backends.eks.kube.wire`; this order is the one a reader follows."""
+    objects: list[dict[str, Any]] = scheduler_install.manifests(spec.kubernetes.scheduler)
     objects += _device_plugins(spec)
     if spec.storage.lustre is not None:
         objects += _lustre(spec)
@@ -108,6 +109,12 @@ def _scheduler_queues(spec: Spec) -> list[dict[str, Any]]:
     if scheduler == "volcano":
         queues = [{"name": queue.name, "quota": quotas.queue_quota(queue)} for queue in spec.queues]
         return render_yaml("eks/volcano.yaml.j2", queues=queues)[1]
+    # KAI's admission webhook sets `runtimeClassName: nvidia` on every GPU pod (its Config's
+    # admission.gpuPodRuntimeClassName, default "nvidia"), and Kubernetes refuses a pod whose RuntimeClass does not
+    # exist. EKS's NVIDIA AMIs (AL2023 nodeadm) configure a containerd runtime named `nvidia` (as the default
+    # runtime) but make no RuntimeClass object, so fmcluster makes RuntimeClass `nvidia` with handler `nvidia`:
+    # the injected name then resolves to the runtime the node already has, and KAI's release stays as published
+    # (the alternative, gpuPodRuntimeClassName "", would edit its Config and differ from every KAI install guide).
     return render_yaml("eks/kai.yaml.j2", parent=KAI_PARENT_QUEUE,
                        queues=[{"name": queue.name, "quota": _kai_quota(queue)} for queue in spec.queues])[1]
 

@@ -148,9 +148,15 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
         key = object_key(manifest)
         name = manifest["metadata"]["name"].replace(".", "-")
         rendered.documents.append(Document(f"k8s-{manifest['kind'].lower()}-{name}.yaml", "kube_object", key,
-                                           "kubernetes", {"": "apply"}, yaml.safe_dump(manifest, sort_keys=False),
+                                           "kubernetes", {"": "apply"}, _dump(manifest),
                                            manifest))
     return rendered
+
+
+def _dump(manifest: dict) -> str:
+    # libyaml when present: the scheduler releases are megabytes of CRD schema, which the pure-Python dumper
+    # takes seconds over.
+    return yaml.dump(manifest, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
 
 
 def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: bool, add: object) -> None:

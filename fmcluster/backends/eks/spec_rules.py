@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from fmcluster.backends.eks import quotas, system_nodes
-from fmcluster.backends.eks.crds import SCHEDULERS
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions, names
@@ -83,7 +82,6 @@ class EksSpecRules(BackendSpecRules):
         self._node_images(spec, error)
         self._quotas(spec, error)
         self._system_group(spec, error)
-        self._scheduler_controller(spec, warn)
         self._scaling(spec, warn)
 
     def tag_budget(self) -> TagBudget:
@@ -201,12 +199,6 @@ class EksSpecRules(BackendSpecRules):
             error(path, f"EC2 does not sell {name} On-Demand (it sells it as {', '.join(facts.usage_classes)}), and "
                   "the system node group must outlive any Capacity Block or Spot reclaim: use a type sold On-Demand "
                   "such as m7i.xlarge (the default)")
-
-    def _scheduler_controller(self, spec: Spec, warn: Report) -> None:
-        release = SCHEDULERS[spec.kubernetes.scheduler]
-        warn(("kubernetes", "scheduler"), f"fmcluster installs {release.display} {release.version}'s CRDs and one "
-             "queue per spec queue, not its controller (its release manifests are not part of fmcluster): until you "
-             f"install it ({release.install}), nothing admits or schedules jobs through those queues")
 
     def _scaling(self, spec: Spec, warn: Report) -> None:
         ranged = [(index, q) for index, q in enumerate(spec.queues) if not isinstance(q.nodes, int)]
