@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -22,10 +24,10 @@ import pytest
 import yaml
 
 try:
-    from lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
+    from lifecycle_fixture import REPO_ROOT, Cli, _ok
     from tiers import E2E_FIXTURE_ATTR
 except ImportError:  # tests/ imported as a package
-    from tests.lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
+    from tests.lifecycle_fixture import REPO_ROOT, Cli, _ok
     from tests.tiers import E2E_FIXTURE_ATTR
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
@@ -74,7 +76,7 @@ class EksCli(Cli):
             self.sandbox.faults({"latency": {f"call.eks.{call}": HELD_S}})
         proc = self.popen(*args)
         try:
-            _wait_for_line(proc, f"› {marker}", timeout=120)
+            _wait_for_match(proc, re.compile(f"› {marker}"), timeout=120)
             time.sleep(HELD_S / 2 if call else 0.0)
             assert proc.poll() is None, f"{args[0]} ended before the kill: {proc.communicate()}"
         finally:
@@ -100,6 +102,20 @@ class EksCli(Cli):
         assert left == {}, f"still present for {self.name}: {left}"
 
 
+def _wait_for_match(proc: subprocess.Popen, pattern: re.Pattern[str], timeout: float) -> None:
+    """Read the child's stderr until a line matches ``pattern``."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if pattern.search(line):
+            return
+    pytest.fail(f"never saw {pattern.pattern!r} on stderr:\n{''.join(lines)}")
+
+
 def _cli(sandbox, tmp_path):
     """``cli_fixture``'s cleanup, but a destroy only when the sandbox still holds something of the cluster (its
     state file outlives a clean destroy, and a needless destroy costs seconds)."""
@@ -113,11 +129,12 @@ def _cli(sandbox, tmp_path):
 setattr(_cli, E2E_FIXTURE_ATTR, True)  # tests/tiers.py marks every test that uses it e2e
 cli = pytest.fixture(_cli, name="cli")
 
-# (scheduler, create's kill: progress marker, held EKS call or None; destroy's kill: the same)
+# (scheduler, create's kill: progress marker, held EKS call or None; destroy's kill: the same).
+# Markers are regular expressions; a Kubernetes object shows as kubectl names it, Kind/name.
 POINTS = [
-    ("kueue", ("eks_cluster:", "CreateCluster"), ("kube_object:", None)),
+    ("kueue", ("eks_cluster:", "CreateCluster"), (r"[A-Z][A-Za-z]*/", None)),
     ("volcano", ("eks_nodegroup:train", "CreateNodegroup"), ("eks_nodegroup:", "DeleteNodegroup")),
-    ("kai", ("kube_object:CustomResourceDefinition", None), ("eks_cluster:", "DeleteCluster")),
+    ("kai", ("CustomResourceDefinition/", None), ("eks_cluster:", "DeleteCluster")),
 ]
 IDS = ["create-in-CreateCluster,destroy-at-the-first-Kubernetes-delete",
        "create-in-CreateNodegroup,destroy-in-DeleteNodegroup",
