@@ -191,3 +191,11 @@ def test_no_result_is_a_failure_with_one_reason():
     assert [c["name"] for c in report["checks"]] == ["job"]
     assert report["error"] == ("MPIJob default/fmcluster-smoke-train TIMEOUT: no result within the timeout (6 s); "
                                "last seen: submitted")
+
+
+def test_a_job_that_never_reached_the_cluster_says_so():
+    report = _report(smoke_eks.Outcome("NO_MPIJOB_KIND", "the cluster's API serves no MPIJob (kubeflow.org/v2beta1): "
+                                                         "the MPI Operator is not installed"))
+    assert (report["ok"], report["job_state"]) == (False, "NO_MPIJOB_KIND")
+    assert report["error"] == ("MPIJob default/fmcluster-smoke-train not submitted: the cluster's API serves no "
+                               "MPIJob (kubeflow.org/v2beta1): the MPI Operator is not installed")

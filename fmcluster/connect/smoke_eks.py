@@ -23,6 +23,8 @@ from fmcluster.spec.models import Spec
 POLL_S = 2.0
 # How long a leftover job of the same name may take to go before the new one is created.
 LEFTOVER_WAIT_S = 60.0
+# Outcomes where no job reached the cluster.
+NOT_SUBMITTED = ("NO_API", "NO_MPIJOB_KIND", "REFUSED")
 
 
 @dataclass
@@ -161,8 +163,12 @@ def _report(spec: Spec, expect: Expectations, job: mpijob.SmokeJob, outcome: Out
     else:
         per_node, overall = {}, []
     passed = outcome.state == "SUCCEEDED"
-    job_check = Check("job", "passed" if passed else "failed", f"MPIJob {job.namespace}/{job.name} {outcome.state}"
-                      + ("" if passed else f": {outcome.detail}"))
+    what = f"MPIJob {job.namespace}/{job.name}"
+    if outcome.state in NOT_SUBMITTED:
+        detail = f"{what} not submitted: {outcome.detail}"
+    else:
+        detail = f"{what} {outcome.state}" + ("" if passed else f": {outcome.detail}")
+    job_check = Check("job", "passed" if passed else "failed", detail)
     result = report_of(spec, expect, job.name, outcome.state, None, per_node, [job_check, *overall])
     result.update({"scheduler": spec.kubernetes.scheduler, "image": job.image})
     if not ran:
