@@ -98,7 +98,10 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     data["queues"].append({"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1})
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
-    _ok(cli.create())
+    created = _ok(cli.create())
+    # The ready message says how to reach the Kubernetes API and test the cluster.
+    assert f"kubeconfig {cli.name} -o ~/.kube/config" in created.stdout, created.stdout
+    assert f"smoke {cli.name}` tests it through its scheduler" in created.stdout
     eks, ec2 = sandbox.client("eks", REGION), sandbox.client("ec2", REGION)
     cluster = eks.describe_cluster(name=cli.name)["cluster"]
     assert cluster["status"] == "ACTIVE" and cluster["version"] == data.get("kubernetes", {}).get("version", "1.36")

@@ -120,13 +120,14 @@ def test_image_and_nodes_options():
         _job("kueue", nodes=3)
 
 
-def test_a_queue_without_nvidia_gpus_is_refused():
+def test_a_queue_without_nvidia_gpus_is_refused_and_never_the_default():
     spec = load_spec(ROOT / "configs" / "p5-kueue-eks.yaml").spec
     data = spec.model_dump(mode="json", exclude_none=True)
-    data["queues"].append({"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1})
+    data["queues"].insert(0, {"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1})
     spec = type(spec).model_validate(data)
     with pytest.raises(UsageError, match="no NVIDIA GPUs"):
-        mpijob.smoke_job(spec, spec.queues[1], 1, None)
+        mpijob.smoke_job(spec, spec.queues[0], 1, None)
+    assert mpijob.default_queue(spec) == "train"
 
 
 def test_the_launcher_script_is_valid_bash():

@@ -100,7 +100,8 @@ def register(app: typer.Typer, name_argument: object) -> None:
         nodes: Optional[int] = typer.Option(None, "--nodes", "-N", min=1, metavar="N",
                                             help="Nodes to test (default: every static node of the queue, or 2)."),
         queue: Optional[str] = typer.Option(None, "--queue", "-q", metavar="QUEUE",
-                                            help="Queue to test (default: the first with accelerators)."),
+                                            help="Queue to test (default: the first with accelerators; on EKS "
+                                                 "the first with NVIDIA GPUs)."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/smoke-json.md); on "
                                                            "EKS also when the job could not run."),
         timeout: float = typer.Option(30, "--timeout", min=0.01, metavar="MIN",

@@ -76,6 +76,11 @@ def job_name(queue: Queue) -> str:
     return f"fmcluster-smoke-{queue.name}"
 
 
+def default_queue(spec: Spec) -> str | None:
+    """The queue ``smoke`` tests when none is named: the first with NVIDIA GPUs (nccl-tests needs them)."""
+    return next((queue.name for queue in spec.queues if hardware(queue.instance_type).has_gpus), None)
+
+
 def smoke_job(spec: Spec, queue: Queue, nodes: int, image: str | None) -> SmokeJob:
     """The job for ``nodes`` nodes of ``queue``; UsageError when nccl-tests cannot run there."""
     facts = hardware(queue.instance_type)

@@ -25,7 +25,8 @@ def run(name: str, queue: str | None, nodes: int | None, host: str | None, user:
             if value:
                 raise UsageError(f"{option} is for Slurm clusters, reached over ssh; {name} runs its smoke test as "
                                  "an MPIJob through its Kubernetes API (--image names the nccl-tests image)")
-        return smoke_eks.run(session, spec, smoke.expectations(spec, queue, nodes), timeout_min, image)
+        expect = smoke.expectations(spec, queue or mpijob.default_queue(spec), nodes)
+        return smoke_eks.run(session, spec, expect, timeout_min, image)
     if image:
         raise UsageError(f"--image is for Kubernetes clusters; {name} runs its smoke test as a Slurm job on the "
                          "nodes' own software (--nccl-tests names all_reduce_perf there)")
@@ -39,7 +40,7 @@ def manifest_text(name: str, queue: str | None, nodes: int | None, timeout_min: 
     if not registry.profile(spec.backend).kubernetes_api:
         raise UsageError(f"--print shows the MPIJob a Kubernetes cluster's smoke test submits; {name} runs a Slurm "
                          "job over ssh (fmcluster/scripts/smoke_job.sh)")
-    expect = smoke.expectations(spec, queue, nodes)
+    expect = smoke.expectations(spec, queue or mpijob.default_queue(spec), nodes)
     job = mpijob.smoke_job(spec, expect.queue, expect.nodes, image)
     return yaml.dump(mpijob.manifest(spec, job, int(timeout_min * 60)), Dumper=_BlockDumper, sort_keys=False)
 
