@@ -164,7 +164,8 @@ def _report(outcome: smoke_eks.Outcome) -> dict[str, Any]:
 def test_a_healthy_p5_run_passes_and_names_the_nodes():
     hosts = {"fmcluster-smoke-train-worker-0": "ip-10-0-1-1.ec2.internal",
              "fmcluster-smoke-train-worker-1": "ip-10-0-1-2.ec2.internal"}
-    report = _report(smoke_eks.Outcome("SUCCEEDED", "done", _launcher_log("aws-samples-2x-p5.48xlarge.txt"), hosts))
+    report = _report(smoke_eks.Outcome("SUCCEEDED", "done", log=_launcher_log("aws-samples-2x-p5.48xlarge.txt"),
+                                       hosts=hosts))
     assert report["ok"] is True, report
     assert (report["job_id"], report["job_state"], report["output_file"]) == ("fmcluster-smoke-train", "SUCCEEDED",
                                                                                None)
@@ -180,7 +181,7 @@ def test_a_healthy_p5_run_passes_and_names_the_nodes():
 
 def test_a_slow_fabric_fails_the_bandwidth_check():
     # 2 × p4de.24xlarge peak at 78.33 GB/s: far below 70 % of a p5's 400 GB/s (as NCCL over TCP would be)
-    report = _report(smoke_eks.Outcome("SUCCEEDED", "done", _launcher_log("aws-samples-2x-p4de.24xlarge.txt")))
+    report = _report(smoke_eks.Outcome("SUCCEEDED", "done", log=_launcher_log("aws-samples-2x-p4de.24xlarge.txt")))
     assert report["ok"] is False
     bandwidth = next(c for c in report["checks"] if c["name"] == "efa_bandwidth")
     assert (bandwidth["status"], bandwidth["found"]) == ("failed", 78.33)
@@ -196,7 +197,7 @@ def test_no_result_is_a_failure_with_one_reason():
 
 def test_a_job_that_never_reached_the_cluster_says_so():
     report = _report(smoke_eks.Outcome("NO_MPIJOB_KIND", "the cluster's API serves no MPIJob (kubeflow.org/v2beta1): "
-                                                         "the MPI Operator is not installed"))
+                                                         "the MPI Operator is not installed", submitted=False))
     assert (report["ok"], report["job_state"]) == (False, "NO_MPIJOB_KIND")
     assert report["error"] == ("MPIJob default/fmcluster-smoke-train not submitted: the cluster's API serves no "
                                "MPIJob (kubeflow.org/v2beta1): the MPI Operator is not installed")

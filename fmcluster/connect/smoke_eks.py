@@ -23,8 +23,6 @@ from fmcluster.spec.models import Spec
 POLL_S = 2.0
 # How long a leftover job of the same name may take to go before the new one is created.
 LEFTOVER_WAIT_S = 60.0
-# Outcomes where no job reached the cluster.
-NOT_SUBMITTED = ("NO_API", "NO_MPIJOB_KIND", "REFUSED")
 
 
 @dataclass
@@ -33,6 +31,7 @@ class Outcome:
 
     state: str
     detail: str
+    submitted: bool = True  # whether the job reached the cluster
     log: str = ""
     hosts: dict[str, str] | None = None  # worker pod name -> node name
 
@@ -45,7 +44,7 @@ def run(session: Session, spec: Spec, expect: Expectations, timeout_min: float, 
     api = KubeApi.of(session.ctx, session.name)
     if api is None:
         outcome = Outcome("NO_API", f"the Kubernetes API of {session.name} is not up in {session.region}; "
-                                    f"`fmcluster status {session.name}` shows what exists")
+                                    f"`fmcluster status {session.name}` shows what exists", submitted=False)
     else:
         outcome = _submit_and_wait(api, job, manifest, deadline)
     return _report(spec, expect, job, outcome)
@@ -55,30 +54,30 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
     what = f"MPIJob {job.namespace}/{job.name}"
     try:
         rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND, f"submitting {what}")
-    except FmclusterError as exc:
-        return Outcome("REFUSED", str(exc).splitlines()[0])
+    except FmclusterError as exc:  # the API did not answer, or refused the caller
+        return Outcome("FAILED", str(exc).splitlines()[0], submitted=False)
     if rtype is None:
         return Outcome("NO_MPIJOB_KIND", f"the cluster's API serves no {mpijob.KIND} ({mpijob.API_VERSION}): the MPI "
-                                         "Operator is not installed")
-    submitted = False
+                                         "Operator is not installed", submitted=False)
+    sent = False
     try:
         _delete(api, rtype, job, wait_until=min(deadline, time.monotonic() + LEFTOVER_WAIT_S))
         ui.note(f"submitting {what} to queue {job.queue.name}: {job.nodes} worker(s) × {job.gpus} GPU(s), "
                 f"{job.efa} EFA device(s), image {job.image}")
+        sent = True  # from here on it may exist (a Ctrl-C can land after the API took it): delete it at the end
         try:
             api.call(f"submitting {what}", lambda: api.client.create(rtype(manifest), namespace=job.namespace))
         except KubeApiError as exc:
-            return Outcome("REFUSED", f"{what}: the Kubernetes API refused it: {exc.code} {exc.reason}: "
-                                      f"{exc.api_message}")
-        submitted = True
+            return Outcome("REFUSED", f"the Kubernetes API refused it: {exc.code} {exc.reason}: {exc.api_message}",
+                           submitted=False)
         with ui.Ticker(what) as ticker:
             state, detail = _wait(api, rtype, job, deadline, ticker.update)
         log, hosts = _launcher_log(api, job)
-        return Outcome(state, detail, log, hosts)
+        return Outcome(state, detail, log=log, hosts=hosts)
     except FmclusterError as exc:
-        return Outcome("FAILED", str(exc).splitlines()[0])
+        return Outcome("FAILED", str(exc).splitlines()[0], submitted=sent)
     finally:
-        if submitted:
+        if sent:
             try:
                 _delete(api, rtype, job)
             except FmclusterError as exc:  # the report still comes; the leftover is named
@@ -164,7 +163,7 @@ def _report(spec: Spec, expect: Expectations, job: mpijob.SmokeJob, outcome: Out
         per_node, overall = {}, []
     passed = outcome.state == "SUCCEEDED"
     what = f"MPIJob {job.namespace}/{job.name}"
-    if outcome.state in NOT_SUBMITTED:
+    if not outcome.submitted:
         detail = f"{what} not submitted: {outcome.detail}"
     else:
         detail = f"{what} {outcome.state}" + ("" if passed else f": {outcome.detail}")
