@@ -134,8 +134,9 @@ def render(
         None, "-o", "--output", metavar="DIR", help="Write the documents into this directory instead of printing them."
     ),
 ) -> None:
-    """Render the backend documents: a ParallelCluster cluster-config.yaml, or the PCS, EC2, IAM and FSx
-    request documents, for review or for use with plain AWS tools.
+    """Render the backend documents for review or for use with plain AWS tools and kubectl: a ParallelCluster
+    cluster-config.yaml; the PCS, EC2, IAM and FSx request documents; or for EKS the EKS, EC2, IAM and FSx
+    request documents and the Kubernetes manifests (the scheduler's CRDs and queues, device plugins, storage).
 
     Values AWS issues at create time appear as references such as ${security_group.id}.
 
@@ -292,14 +293,16 @@ def preflight(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
 def status(
     name: Optional[str] = typer.Argument(None, metavar="NAME", autocompletion=completion_names,
                                          help="Cluster name; omit it for a table of all known clusters."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (same shape on both backends)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (same shape on every backend)."),
     watch: bool = typer.Option(False, "--watch", help="Refresh every 5 s until Ctrl-C: in place on a terminal; "
                                                       "with --json, one JSON document per line."),
     refresh: bool = typer.Option(False, "--refresh", help="Also write what AWS says back into the local state."),
 ) -> None:
     """Show what exists: every cluster (local records and those tagged in AWS), or one cluster live from AWS:
     status (CREATING, ACTIVE, UPDATING, DELETING, FAILED, NOT_FOUND), queues and node counts, every resource
-    made for it, drift from the spec, and cost (so far, per hour now, per hour at the maximum).
+    made for it, drift from the spec, and cost (so far, per hour now, per hour at the maximum). On EKS also what
+    its Kubernetes API sees: nodes Ready, GPUs and EFA devices, each queue's quota; Kubernetes objects show as
+    Kind/name (namespace), as kubectl names them.
 
     Example: fmcluster status quickstart-pcs --json   ·   fmcluster status quickstart-pcs --watch
     """

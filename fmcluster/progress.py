@@ -13,7 +13,7 @@ from typing import Any
 
 from fmcluster import aws
 from fmcluster.engine import Event
-from fmcluster.ui import err_console
+from fmcluster.ui import err_console, escape, resource_label
 
 _STYLE = {"waiting": "dim", "started": "cyan", "progress": "cyan", "done": "green", "failed": "red",
           "skipped": "yellow"}
@@ -57,7 +57,7 @@ class ProgressView:
                               get_renderable=self._render)
             self._live.__enter__()
         else:
-            self.console.print(f"[bold]{self.title}[/]")
+            self.console.print(f"[bold]{escape(self.title)}[/]")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -91,10 +91,11 @@ class ProgressView:
             elapsed = f"{event.at - self._started:6.1f}s"
             text = " ".join(p for p in (event.status, event.detail.splitlines()[0] if event.detail else "") if p)
             mark = _MARK.get(event.kind, "›")
-            self.console.print(f"{elapsed} {mark} {event.resource:<34} {text}", markup=False, highlight=False,
-                               soft_wrap=True)
+            self.console.print(f"{elapsed} {mark} {resource_label(event.resource):<34} {text}", markup=False,
+                               highlight=False, soft_wrap=True)
 
     def _render(self) -> Any:
+        from rich.console import Group
         from rich.spinner import Spinner
         from rich.table import Table
         from rich.text import Text
@@ -116,13 +117,14 @@ class ProgressView:
                 elapsed = ""
                 if row.started is not None:
                     elapsed = f"{(row.ended or now) - row.started:.0f}s"
-                table.add_row(mark, Text(row.name, style=style), Text(row.status or row.state, style=style),
-                              elapsed, Text(row.detail.splitlines()[0] if row.detail else "", style="dim"))
-        grid = Table.grid()
-        grid.add_row(Text(f"{self.title}  ({now - self._started:.0f}s)", style="bold"))
+                table.add_row(mark, Text(resource_label(row.name), style=style),
+                              Text(row.status or row.state, style=style), elapsed,
+                              Text(row.detail.splitlines()[0] if row.detail else "", style="dim"))
+        # A Group, not a grid around the table: a nested table is measured a column short and cut long names.
+        parts: list[Any] = [Text(f"{self.title}  ({now - self._started:.0f}s)", style="bold")]
         with self._lock:
             throttled = self._throttled
         if throttled is not None and now - throttled[1] < _THROTTLE_SHOWN_S:
-            grid.add_row(Text(f"! {throttled[0]} ({now - throttled[1]:.0f}s ago)", style="yellow"))
-        grid.add_row(table)
-        return grid
+            parts.append(Text(f"! {throttled[0]} ({now - throttled[1]:.0f}s ago)", style="yellow"))
+        parts.append(table)
+        return Group(*parts)

@@ -22,10 +22,12 @@ UNLIMITED_WIDTH = 100_000
 def _console(stderr: bool) -> Console:
     from rich.console import Console
 
-    console = Console(stderr=stderr, highlight=False)
+    # emoji=False: names are printed as they are, so a queue named "train" next to a colon never becomes rich's
+    # :train: emoji. Text built from names is escaped (escape()) or passed as Text, so markup in a name stays text.
+    console = Console(stderr=stderr, highlight=False, emoji=False)
     if console.is_terminal:
         return console
-    return Console(stderr=stderr, highlight=False, width=UNLIMITED_WIDTH, soft_wrap=True)
+    return Console(stderr=stderr, highlight=False, emoji=False, width=UNLIMITED_WIDTH, soft_wrap=True)
 
 
 @functools.cache
@@ -87,6 +89,28 @@ def print_check_results(results: Iterable[CheckResult], console: Console | None 
     (console or out_console()).print(table)
 
 
+KUBE_OBJECT = "kube_object"
+
+
+def resource_label(resource: str) -> str:
+    """A resource as people read it: a Kubernetes object as kubectl names one, ``Kind/name`` and ``(namespace)``
+    when it has one, instead of its engine key (``kube_object:CustomResourceDefinition__resourceflavors_kueue_x-k8s_io__
+    apiextensions_k8s_io__v1``, or the key alone); a trailing ``.attribute`` path (drift) is kept. Anything else as
+    it is. JSON output keeps the key: it is the stable identifier."""
+    from fmcluster.backends.eks.object_keys import manifest_of_key
+
+    key, _, attribute = resource.removeprefix(f"{KUBE_OBJECT}:").partition(".")
+    if "__" not in key or (":" in resource and not resource.startswith(f"{KUBE_OBJECT}:")):
+        return resource
+    try:
+        manifest = manifest_of_key(key)
+    except ValueError:
+        return resource
+    meta = manifest["metadata"]
+    label = f"{manifest['kind']}/{meta['name']}" + (f" ({meta['namespace']})" if meta.get("namespace") else "")
+    return label + (f" {attribute}" if attribute else "")
+
+
 def escape(text: str) -> str:
     """``text`` shown as is inside rich markup."""
     return _escape(text)
@@ -122,13 +146,13 @@ def status_view(report: dict | list) -> RenderableType:
             table.add_column(column, no_wrap=column in ("status", "$/hour"))
         for row in report:
             cost = f"{row['usd_per_hour']:,.2f}" if row.get("usd_per_hour") else "n/a"
-            table.add_row(row["name"], row["backend"], row["region"], row["status"], row.get("where", ""),
-                          ", ".join(row["queues"]) or "—", str(row["nodes_max"] or "—"), cost)
+            table.add_row(*map(Text, (row["name"], row["backend"], row["region"], row["status"], row.get("where", ""),
+                                      ", ".join(row["queues"]) or "—", str(row["nodes_max"] or "—"), cost)))
         return table
     raw = f" ({report['backend_status']})" if report.get("backend_status") not in (None, report["status"]) else ""
     parts: list[RenderableType] = [Text.from_markup(
         f"[bold]{_escape(report['name'])}[/] ({report['backend']}, {report['region']}): [bold]{report['status']}[/]"
-        + _escape(raw))]
+        + _escape(raw), emoji=False)]
     for key in ("since", "slurm_endpoint", "kubernetes_endpoint", "kubernetes_version", "head_node", "compute_fleet",
                 "version", "error"):
         if report.get(key):
@@ -139,7 +163,7 @@ def status_view(report: dict | list) -> RenderableType:
         # usd_per_hour_max is null when no node of the spec has a price
         at_max = report.get("usd_per_hour_max")
         at_max_text = f"${at_max:,.2f}" if at_max is not None else "n/a"
-        parts.append(Text.from_markup(
+        parts.append(Text.from_markup(emoji=False, text=
             f"  cost: ${report['usd_so_far']:,.2f} so far, ${report['usd_per_hour_now']:,.2f}/hour now, "
             f"{at_max_text}/hour at the queues' maximum [dim]({_escape(report['cost_basis'])})[/]"))
     queues = Table(box=None, header_style="bold", title="queues", title_justify="left")
@@ -157,23 +181,24 @@ def status_view(report: dict | list) -> RenderableType:
             quota = queue.get("quota")
             cells += [str(queue.get("nodes_ready", "")), str(queue.get("gpus", "")), str(queue.get("efa", "")),
                       ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
-        queues.add_row(*cells)
+        queues.add_row(*map(Text, cells))
     scheduler = _scheduler_table(report.get("scheduler"))
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
     for column in ("type", "id", "status"):
         resources.add_column(column)
     for item in report["resources"]:
-        resources.add_row(item["type"], str(item["id"]), str(item["status"]) + (f" — {item['error']}"
-                                                                              if item.get("error") else ""))
+        resources.add_row(Text(item["type"]), Text(resource_label(str(item["id"])) if item["type"] == "kube_object"
+                                                   else str(item["id"])),
+                          Text(str(item["status"]) + (f" — {item['error']}" if item.get("error") else "")))
     drift = report.get("drift")
     if drift is None:
-        drift_view: list[RenderableType] = [Text.from_markup(
+        drift_view: list[RenderableType] = [Text.from_markup(emoji=False, text=
             f"[yellow]drift not checked:[/] {_escape(report.get('drift_unknown') or '')}")]
     elif drift:
-        drift_view = [Text.from_markup(f"[yellow]drift from the spec[/] ({len(drift)}; `fmcluster create SPEC` "
-                                       "repairs it):")]
-        drift_view += [Text(f"  {item['resource']}: expected {item['expected']}, actual {item['actual']}")
-                       for item in drift]
+        drift_view = [Text.from_markup(emoji=False, text=f"[yellow]drift from the spec[/] ({len(drift)}; "
+                                       "`fmcluster create SPEC` repairs it):")]
+        drift_view += [Text(f"  {resource_label(item['resource'])}: expected {item['expected']}, "
+                            f"actual {item['actual']}") for item in drift]
     else:
         drift_view = [Text.from_markup("[green]in sync with the spec[/]")]
     return Group(*parts, queues, *scheduler, resources, *drift_view)
@@ -183,6 +208,7 @@ def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
     """An EKS cluster's scheduler: its controller Deployments' available/desired replicas (``status --json``'s
     ``scheduler``)."""
     from rich.table import Table
+    from rich.text import Text
 
     if not scheduler:
         return []
@@ -192,13 +218,14 @@ def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
     for column in ("kind", "namespace", "name", "available"):
         table.add_column(column)
     for component in scheduler["components"]:
-        table.add_row(component["kind"], str(component.get("namespace") or ""), component["name"],
-                      "missing" if component.get("missing") else f"{component['ready']}/{component['desired']}")
+        table.add_row(*map(Text, (component["kind"], str(component.get("namespace") or ""), component["name"],
+                                  "missing" if component.get("missing")
+                                  else f"{component['ready']}/{component['desired']}")))
     operator = scheduler.get("operator")
     if operator:
         said = {True: "Ready", False: "not Ready", None: "not reported"}[operator["ready"]]
-        table.add_row(operator["kind"], "", operator["name"], said + (f" ({operator['reason']})"
-                                                                      if operator.get("reason") else ""))
+        table.add_row(*map(Text, (operator["kind"], "", operator["name"],
+                                  said + (f" ({operator['reason']})" if operator.get("reason") else ""))))
     return [table]
 
 

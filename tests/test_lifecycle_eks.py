@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +25,8 @@ except ImportError:  # tests/ imported as a package
 
 
 REGION = "us-east-1"
+DATA = Path(__file__).resolve().parent / "data"
+MPIJOB_CRD = "mpijobs.kubeflow.org"
 # Where each scheduler keeps the queue object of spec queue "train", and how to read its GPU quota.
 QUEUE_OBJECTS = {
     "kueue": ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/train",
@@ -151,7 +156,10 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     data["queues"].append({"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1})
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
-    _ok(cli.create())
+    created = _ok(cli.create())
+    # The ready message says how to reach the Kubernetes API and test the cluster.
+    assert f"kubeconfig {cli.name} -o ~/.kube/config" in created.stdout, created.stdout
+    assert f"smoke {cli.name}` tests it through its scheduler" in created.stdout
     eks, ec2 = sandbox.client("eks", REGION), sandbox.client("ec2", REGION)
     cluster = eks.describe_cluster(name=cli.name)["cluster"]
     assert cluster["status"] == "ACTIVE" and cluster["version"] == data.get("kubernetes", {}).get("version", "1.36")
@@ -240,9 +248,38 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     repaired = cli.status()
     assert (repaired["drift"], repaired["scheduler"]["ready"]) == ([], True)
     assert _kube_get(sandbox, cluster, controller)["status"]["availableReplicas"] == 1
+    # smoke through Kueue: --print shows the MPIJob for queue "train", each worker holding a p5.48xlarge's 8 GPUs
+    # and 32 EFA devices; the sandbox runs no pods, so the job ends at --timeout (0.1 min) with exit 1, one line
+    # (or, with --json, the JSON report), and no MPIJob is left.
+    printed = yaml.safe_load(_ok(cli.run("smoke", cli.name, "--print")).stdout)
+    assert (printed["kind"], printed["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]) == ("MPIJob", "train")
+    worker = printed["spec"]["mpiReplicaSpecs"]["Worker"]
+    limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert (worker["replicas"], limits["nvidia.com/gpu"], limits["vpc.amazonaws.com/efa"]) == (2, 8, 32)
+    api = cluster_api(sandbox.endpoint_url, cluster, REGION)
+    smoked = cli.run("smoke", cli.name, "--timeout", "0.1")
+    errors = [line for line in smoked.stderr.splitlines() if line.startswith("error:")]
+    assert smoked.returncode == 1 and len(errors) == 1 and "Traceback" not in smoked.stderr, smoked.stderr
+    # fmcluster installed the MPI Operator, so the cluster serves MPIJobs and the job was submitted.
+    assert api("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{MPIJOB_CRD}")[0] == 200
+    assert "timed out" in errors[0] or "TIMEOUT" in errors[0] or "did not" in errors[0], errors
+    smoked = cli.run("smoke", cli.name, "--timeout", "0.1", "--json")
+    report = json.loads(smoked.stdout)
+    assert (smoked.returncode, report["ok"], report["checks"][0]["name"]) == (1, False, "job"), smoked.stderr
+    # Submitted (the API held it to the CRD's schema), never run, deleted at the timeout.
+    assert report["job_state"] == "TIMEOUT", report
+    assert "submitting MPIJob default/fmcluster-smoke-train to queue train" in smoked.stderr, smoked.stderr
+    assert api("GET", "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs")[1]["items"] == []
 
     kubeconfig = yaml.safe_load(_ok(cli.run("kubeconfig", cli.name)).stdout)
     assert kubeconfig["clusters"][0]["cluster"]["server"] == cluster["endpoint"]
+    # kubectl runs the user's exec command as written, with the kubeconfig's env: it is the fmcluster that ran,
+    # by its absolute path, so it needs no venv on PATH.
+    plugin = kubeconfig["users"][0]["user"]["exec"]
+    assert os.path.isabs(plugin["command"]), plugin
+    env = {**cli.env, "PATH": "/usr/bin:/bin", **{item["name"]: item["value"] for item in plugin.get("env", [])}}
+    ran = subprocess.run([plugin["command"], *plugin["args"]], env=env, capture_output=True, text=True, timeout=60)
+    assert json.loads(ran.stdout)["status"]["token"].startswith("k8s-aws-v1."), ran.stderr
     credential = json.loads(_ok(cli.run("kubeconfig", cli.name, "--token")).stdout)
     assert credential["status"]["token"].startswith("k8s-aws-v1.")
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import signal
+import subprocess
 import time
 import uuid
 
@@ -23,12 +25,12 @@ import yaml
 
 try:
     from leftovers import duplicates, inventory_of
-    from lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
+    from lifecycle_fixture import REPO_ROOT, Cli, _ok
     from live_eks import eks_problems
     from tiers import E2E_FIXTURE_ATTR
 except ImportError:  # tests/ imported as a package
     from tests.leftovers import duplicates, inventory_of
-    from tests.lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
+    from tests.lifecycle_fixture import REPO_ROOT, Cli, _ok
     from tests.live_eks import eks_problems
     from tests.tiers import E2E_FIXTURE_ATTR
 
@@ -75,7 +77,7 @@ class EksCli(Cli):
             self.sandbox.faults({"latency": {held: HELD_S}})
         proc = self.popen(*args)
         try:
-            _wait_for_line(proc, f"› {marker}", timeout=120)
+            _wait_for_match(proc, re.compile(f"› {marker}"), timeout=120)
             if call:
                 # both node groups (train, burst) are created and deleted at once: kill once both are held
                 self.sandbox.wait_held(held, count=2 if "Nodegroup" in call else 1, timeout=120)
@@ -103,6 +105,20 @@ class EksCli(Cli):
         assert left == {}, f"still present for {self.name}: {left}"
 
 
+def _wait_for_match(proc: subprocess.Popen, pattern: re.Pattern[str], timeout: float) -> None:
+    """Read the child's stderr until a line matches ``pattern``."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if pattern.search(line):
+            return
+    pytest.fail(f"never saw {pattern.pattern!r} on stderr:\n{''.join(lines)}")
+
+
 def _cli(sandbox, tmp_path):
     """``cli_fixture``'s cleanup, but a destroy only when the sandbox still holds something of the cluster (its
     state file outlives a clean destroy, and a needless destroy costs seconds)."""
@@ -116,12 +132,13 @@ def _cli(sandbox, tmp_path):
 setattr(_cli, E2E_FIXTURE_ATTR, True)  # tests/tiers.py marks every test that uses it e2e
 cli = pytest.fixture(_cli, name="cli")
 
-# (scheduler, create's kill: progress marker, held EKS call or None; destroy's kill: the same)
+# (scheduler, create's kill: progress marker, held EKS call or None; destroy's kill: the same).
+# Markers are regular expressions; a Kubernetes object shows as kubectl names it, Kind/name.
 POINTS = [
-    ("kueue", ("eks_cluster:", "CreateCluster"), ("kube_object:", None)),
+    ("kueue", ("eks_cluster:", "CreateCluster"), (r"[A-Z][A-Za-z]*/", None)),
     ("volcano", ("eks_nodegroup:train", "CreateNodegroup"), ("eks_nodegroup:", "DeleteNodegroup")),
     # inside the scheduler's install: KAI's pre-install hooks (CRDs, RBAC, Jobs, Config) applied, the operator next
-    ("kai", ("kube_object:Deployment__kai-operator", None), ("eks_cluster:", "DeleteCluster")),
+    ("kai", ("Deployment/kai-operator", None), ("eks_cluster:", "DeleteCluster")),
 ]
 IDS = ["create-in-CreateCluster,destroy-at-the-first-Kubernetes-delete",
        "create-in-CreateNodegroup,destroy-in-DeleteNodegroup",

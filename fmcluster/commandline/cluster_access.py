@@ -58,8 +58,10 @@ def register(app: typer.Typer, name_argument: object) -> None:
     @app.command()
     def kubeconfig(
         name: str = name_argument,  # type: ignore[assignment]
-        output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
-                                             help="Write it to FILE (readable by you alone) instead of stdout."),
+        output: Optional[str] = typer.Option(
+            None, "--output", "-o", metavar="FILE",
+            help="Merge it into the kubeconfig FILE (created if missing; other clusters and contexts kept, this one "
+                 "made current, the file made readable by you alone) instead of printing it."),
         token: bool = typer.Option(False, "--token", help="Print a fresh bearer token as kubectl's exec plugin "
                                                           "protocol asks (what the kubeconfig's user runs)."),
     ) -> None:
@@ -67,11 +69,14 @@ def register(app: typer.Typer, name_argument: object) -> None:
         issued, and a user that gets each token from `fmcluster kubeconfig NAME --token` (an EKS token, made as
         `aws eks get-token` makes it, with the credentials fmcluster uses). The cluster's creator is its admin.
 
-        Examples: fmcluster kubeconfig llama-eks -o ~/.kube/llama-eks && KUBECONFIG=~/.kube/llama-eks kubectl get
-        nodes   ·   fmcluster kubeconfig llama-eks > ~/.kube/config
+        The user's command is the absolute path of the fmcluster you ran (e.g. /home/me/fmcluster/.venv/bin/fmcluster),
+        so kubectl finds it without that venv on PATH; write the kubeconfig again after moving fmcluster. With -o the
+        file is merged into, as `aws eks update-kubeconfig` does.
+
+        Examples: fmcluster kubeconfig llama-eks -o ~/.kube/config && kubectl get nodes   ·
+        fmcluster kubeconfig llama-eks -o ~/.kube/llama-eks && KUBECONFIG=~/.kube/llama-eks kubectl get nodes
         """
         import json
-        import os
 
         import yaml
 
@@ -83,16 +88,11 @@ def register(app: typer.Typer, name_argument: object) -> None:
                 raise UsageError("--token prints the credential kubectl reads; it takes no --output")
             typer.echo(json.dumps(kube.exec_credential(name)))
             return
-        text = yaml.safe_dump(kube.kubeconfig(name), sort_keys=False)
+        document = kube.kubeconfig(name)
         if output is None:
-            typer.echo(text, nl=False)
+            typer.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
             return
-        try:
-            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as out:
-                out.write(text)
-        except OSError as exc:
-            raise UsageError(f"cannot write {output}: {exc.strerror}") from None
+        kube.write(output, document)
 
     @app.command()
     def smoke(
@@ -100,31 +100,46 @@ def register(app: typer.Typer, name_argument: object) -> None:
         nodes: Optional[int] = typer.Option(None, "--nodes", "-N", min=1, metavar="N",
                                             help="Nodes to test (default: every static node of the queue, or 2)."),
         queue: Optional[str] = typer.Option(None, "--queue", "-q", metavar="QUEUE",
-                                            help="Queue to test (default: the first with accelerators)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/smoke-json.md)."),
-        timeout: float = typer.Option(30, "--timeout", min=1, metavar="MIN",
-                                      help="Give up (and cancel the job) after MIN minutes."),
+                                            help="Queue to test (default: the first with accelerators; on EKS "
+                                                 "the first with NVIDIA GPUs)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/smoke-json.md); on "
+                                                           "EKS also when the job could not run."),
+        timeout: float = typer.Option(30, "--timeout", min=0.01, metavar="MIN",
+                                      help="Give up (and cancel or delete the job) after MIN minutes."),
         host: Optional[str] = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP),
         user: Optional[str] = typer.Option(None, "--user", metavar="USER", help="Log in as USER."),
         identity: Optional[str] = typer.Option(None, "--identity", "-i", metavar="KEYFILE", help="Private key."),
         nccl_tests: Optional[str] = typer.Option(None, "--nccl-tests", metavar="PATH",
                                                  help="all_reduce_perf on the nodes (default: found on PATH, in "
                                                       "/opt/nccl-tests/build or the DLAMI's CUDA dirs)."),
+        image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE",
+                                            help="EKS: the nccl-tests image (default: AWS's public "
+                                                 "public.ecr.aws/hpc-cloud/nccl-tests, pinned; docs/smoke-json.md)."),
+        print_only: bool = typer.Option(False, "--print", help="EKS: print the MPIJob it would submit, and stop."),
     ) -> None:
-        """Check that the cluster works: a Slurm job, submitted over ssh, that counts each node's GPUs
-        (nvidia-smi), EFA provider (fi_info -p efa) and EFA devices against the catalog, then runs nccl-tests
-        all_reduce_perf across the nodes and compares its bus bandwidth with the EFA bandwidth. A tool that
-        is missing on the nodes counts as "absent", a failure. Exit 1 when any check fails.
+        """Check that the cluster works: each node's GPUs (nvidia-smi), EFA provider (fi_info -p efa) and EFA
+        devices against the catalog, then nccl-tests all_reduce_perf across the nodes, whose bus bandwidth is
+        compared with the EFA bandwidth. A tool that is missing on the nodes counts as "absent", a failure.
+        Exit 1 when any check fails.
 
-        Example: fmcluster smoke llama-pretrain --nodes 2
+        Slurm (ParallelCluster, PCS): a Slurm job submitted over ssh. EKS: an MPIJob (the MPI Operator's) sent to
+        the queue's scheduler (Kueue, Volcano or KAI), one worker per node holding every GPU and EFA device, deleted
+        when it ends, fails or times out.
+
+        Examples: fmcluster smoke llama-pretrain --nodes 2   ·   fmcluster smoke llama-eks --print
         """
         from fmcluster import ui
-        from fmcluster.connect import smoke as smoke_test
+        from fmcluster.connect import smoke_command
         from fmcluster.connect.view import print_smoke
 
-        report = smoke_test.run(name, queue, nodes, host, user, identity, timeout, nccl_tests)
+        if print_only:
+            typer.echo(smoke_command.manifest_text(name, queue, nodes, timeout, image), nl=False)
+            return
+        report = smoke_command.run(name, queue, nodes, host, user, identity, timeout, nccl_tests, image)
         if as_json:
             ui.print_json(report)
+        elif report.get("error"):  # the job never produced a result: one line says why
+            ui.error(f"smoke test of {name}: {report['error']}")
         else:
             print_smoke(report)
         if not report["ok"]:

@@ -6,9 +6,21 @@ from fmcluster import aws
 from fmcluster.backends import registry
 from fmcluster.connect.login import NodeNotFound, SshTarget, target_for_host, target_for_node
 from fmcluster.lifecycle.common import open_cluster
+from fmcluster.session import Session
 from fmcluster.spec.models import Spec
 from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import StateStore
+
+
+def recorded(name: str) -> tuple[Session, Spec]:
+    """The recorded cluster ``name`` and its spec (which must still load: it says what the nodes should have)."""
+    session = open_cluster(StateStore(readonly=True), name)
+    spec = session.spec
+    if spec is None:
+        why = stored_spec_problem(session.record.spec) or "see status"
+        raise NodeNotFound(f"the recorded spec of {name} no longer loads ({why}); `fmcluster status {name}` shows "
+                           "what exists")
+    return session, spec
 
 
 @aws.read_only()

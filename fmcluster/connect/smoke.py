@@ -175,7 +175,12 @@ def report(spec: Spec, expect: Expectations, job_id: str, job_state: str, output
            per_node: dict[str, list[Check]], overall: list[Check]) -> dict[str, Any]:
     job = Check("job", "passed" if job_state in ("COMPLETED", "GONE") else "failed",
                 f"Slurm job {job_id} {job_state}")
-    checks = [job, *overall]
+    return report_of(spec, expect, job_id, job_state, output_path, per_node, [job, *overall])
+
+
+def report_of(spec: Spec, expect: Expectations, job_id: str, job_state: str, output_path: str | None,
+              per_node: dict[str, list[Check]], checks: list[Check]) -> dict[str, Any]:
+    """The report of docs/smoke-json.md, on any backend: ``checks`` begins with the ``job`` check."""
     ok = not any(c.status in FAILING for c in checks) and not any(
         c.status in FAILING for node in per_node.values() for c in node)
     return {"cluster": spec.name, "queue": expect.queue.name, "instance_type": expect.queue.instance_type,
@@ -186,7 +191,7 @@ def report(spec: Spec, expect: Expectations, job_id: str, job_state: str, output
 
 
 def run(name: str, queue: str | None, nodes: int | None, host: str | None, user: str | None,
-        identity: str | None, timeout_min: float, nccl_tests: str | None = None) -> dict[str, Any]:
+              identity: str | None, timeout_min: float, nccl_tests: str | None = None) -> dict[str, Any]:
     """Submit the smoke job to NAME's login node, wait for it, collect and judge its output."""
     spec, target = resolve(name, host, user, identity)
     expect = expectations(spec, queue, nodes)

@@ -14,9 +14,10 @@ def print_smoke(report: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = ui.out_console()
-    console.print(f"[bold]smoke test of {escape(report['cluster'])}[/]: queue {report['queue']}, "
-                  f"{report['nodes']} × {report['instance_type']}, Slurm job {report['job_id']} "
-                  f"{report['job_state']}", soft_wrap=True)
+    job = f"MPIJob {report['job_id']}" if report.get("scheduler") else f"Slurm job {report['job_id']}"
+    console.print(f"[bold]smoke test of {escape(report['cluster'])}[/]: queue {escape(report['queue'])}, "
+                  f"{report['nodes']} × {report['instance_type']}, {escape(job)} {report['job_state']}",
+                  soft_wrap=True)
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("", "node", "check", "result", "detail"):
         table.add_column(column)
@@ -28,7 +29,8 @@ def print_smoke(report: dict[str, Any]) -> None:
     console.print(table)
     failing = sum(1 for _, check in rows if check["status"] in ("failed", "absent"))
     if failing:
-        console.print(f"[red]✗[/] {failing} check(s) failed; the job's output is in {escape(report['output_file'])} "
-                      "on the cluster", soft_wrap=True)
+        where = (f"the job's output is in {escape(report['output_file'])} on the cluster" if report.get("output_file")
+                 else "the launcher's log was read through the Kubernetes API; the job is deleted")
+        console.print(f"[red]✗[/] {failing} check(s) failed; {where}", soft_wrap=True)
     else:
         console.print("[green]✓[/] every check passed")

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from fmcluster import aws, catalog, reads, ui
+from fmcluster.backends import registry
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
 from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
@@ -113,9 +114,20 @@ def _done(session: Session, plan: Plan, json_output: bool, what: str) -> int:
     if json_output:
         print(dump_json({**as_json(session.require_spec(), plan), "status": "ACTIVE"}))
     else:
-        ui.out_console().print(f"[green]✓[/] cluster [bold]{session.name}[/] {what}. "
-                               f"`{session.hint(f'fmcluster status {session.name}')}` shows it.")
+        ui.out_console().print(f"[green]✓[/] cluster [bold]{ui.escape(session.name)}[/] {what}. "
+                               + ui.escape(ready_hint(session)))
     return 0
+
+
+def ready_hint(session: Session) -> str:
+    """What to run next once the cluster is ready: status, and on a Kubernetes cluster the kubeconfig that reaches
+    its API and the smoke test through its scheduler."""
+    status = f"`{session.hint(f'fmcluster status {session.name}')}` shows it"
+    if not registry.profile(session.backend_name).kubernetes_api:
+        return status + "."
+    return (f"{status}; `{session.hint(f'fmcluster kubeconfig {session.name} -o ~/.kube/config')}` lets kubectl "
+            f"reach its Kubernetes API, and `{session.hint(f'fmcluster smoke {session.name}')}` tests it through "
+            "its scheduler.")
 
 
 def _question(spec: Spec, session: Session, plan: Plan, is_new: bool) -> str:
@@ -130,11 +142,11 @@ def _report_what_exists(session: Session) -> None:
     exists = what_exists(session)
     console = ui.err_console()
     if exists:
-        console.print(f"[bold]What exists now for {session.name}:[/]")
+        console.print(f"[bold]What exists now for {ui.escape(session.name)}:[/]")
         for line in exists:
             console.print(f"  {ui.escape(line)}")
     else:
-        console.print(f"nothing exists in AWS for {session.name}")
+        console.print(f"nothing exists in AWS for {ui.escape(session.name)}")
     ui.note(f"`{session.hint(f'fmcluster status {session.name}')}` shows it; fix and re-run "
             f"`{session.hint(f'fmcluster create {session.spec_file}')}`, or clean up with "
             f"`{session.hint(f'fmcluster destroy {session.name}')}`")
@@ -143,8 +155,8 @@ def _report_what_exists(session: Session) -> None:
 def _print_capacity(spec: Spec) -> None:
     console = ui.err_console()
     for queue in spec.queues:
-        console.print(f"  queue [bold]{queue.name}[/]: {queue.instance_type} × {min_nodes(queue)}..{max_nodes(queue)}"
-                      f" ({queue.capacity.type})")
+        console.print(f"  queue [bold]{ui.escape(queue.name)}[/]: {queue.instance_type} × "
+                      f"{min_nodes(queue)}..{max_nodes(queue)} ({queue.capacity.type})")
     cost = usd_per_hour_max(spec)
     if cost:
         console.print(f"  at the queues' maximum: [bold]${cost:,.2f}/hour[/] (as `plan` computes it; bundled "

@@ -48,7 +48,8 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         kept += [f"{d.resource} ({d.description})" for d in found if d.handle is not None and d.resource in keep]
         for item in found:
             if item.handle is not None and item.resource not in keep:
-                console.print(f"  [red]- delete[/] {item.resource} [dim]({ui.escape(item.description)})[/]")
+                console.print(f"  [red]- delete[/] {ui.escape(ui.resource_label(item.resource))} "
+                              f"[dim]({ui.escape(item.description)})[/]")
     for description in kept:
         console.print(f"  [cyan]= keep[/]   {ui.escape(description)} (--keep-storage)")
     if not any(doomed.values()):
@@ -87,7 +88,7 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
     if json_output:
         print(dump_json(_result(name, "STORAGE_KEPT" if kept else "NOT_FOUND", kept, [])))
     else:
-        ui.out_console().print(f"[green]✓[/] cluster [bold]{name}[/] destroyed; "
+        ui.out_console().print(f"[green]✓[/] cluster [bold]{ui.escape(name)}[/] destroyed; "
                                + ("nothing left behind" if not kept else "only the kept storage remains"))
     return 0
 

@@ -68,12 +68,12 @@ def print_plan(session: Session, plan: Plan, title: str) -> None:
     console = ui.err_console()
     counts = plan.counts()
     summary = ", ".join(f"{counts[a]} to {a}" for a in ("create", "update", "replace", "delete") if counts[a])
-    console.print(f"[bold]{title}[/] ({session.backend_name}, {session.region}): {summary or 'in sync'}")
+    console.print(f"[bold]{ui.escape(title)}[/] ({session.backend_name}, {session.region}): {summary or 'in sync'}")
     for change in plan.changes:
         if change.action == "no-op" and not change.reason:
             continue
         reason = f" [dim]({ui.escape(change.reason)})[/]" if change.reason else ""
-        console.print(f"  {_MARKS[change.action]} {change.resource}{reason}")
+        console.print(f"  {_MARKS[change.action]} {ui.escape(ui.resource_label(change.resource))}{reason}")
         for attribute in change.attributes:
             note = f" [dim]— {ui.escape(attribute.note)}[/]" if attribute.note else ""
             console.print(f"        {ui.escape(attribute.path)}: {ui.escape(_show(attribute.old))} → "

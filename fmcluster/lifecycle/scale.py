@@ -106,7 +106,8 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
         console = ui.err_console()
         for change in counts:
             for attribute in change.attributes:
-                console.print(f"  [yellow]~[/] {change.resource}: {attribute.path} {attribute.old} → {attribute.new}")
+                console.print(f"  [yellow]~[/] {ui.escape(ui.resource_label(change.resource))}: "
+                              f"{ui.escape(f'{attribute.path} {attribute.old} → {attribute.new}')}")
         options: dict[str, Any] = {}
         questions = session.backend.questions(session, counts)
         for question in questions:
@@ -124,7 +125,7 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
     if json_output:
         print(dump_json({"cluster": name, "changed": True, "changes": [c.as_json() for c in counts]}))
     else:
-        ui.out_console().print(f"[green]✓[/] {name} scaled")
+        ui.out_console().print(f"[green]✓[/] {ui.escape(name)} scaled")
     return 0
 
 

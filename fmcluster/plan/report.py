@@ -69,8 +69,8 @@ def queues_table(report: PlanReport) -> Table:
         accel = f"{q.accelerators:,}" if known else NA
         model = f"\n{q.accelerator_model.split(' (')[0]}" if q.accelerator_model else ""
         table.add_row(
-            q.name,
-            q.instance_type,
+            Text(q.name),  # names are shown as they are: no markup, no emoji codes
+            Text(q.instance_type),
             nodes,
             accel + model,
             _num(q.hbm_total_gb) if known else NA,
@@ -90,7 +90,7 @@ def price_notes(report: PlanReport) -> Table:
     for q in report.queues:
         when = f", as of {q.price_as_of}" if q.price_as_of else ""
         per_node = f"{_usd(q.usd_per_node_hour)}/node-hour, " if q.usd_per_node_hour is not None else ""
-        notes.add_row(f"  {q.name}:", f"{per_node}{q.price_note}{when}")
+        notes.add_row(Text(f"  {q.name}:"), Text(f"{per_node}{q.price_note}{when}"))
     return notes
 
 
@@ -164,9 +164,9 @@ def workload_table(report: PlanReport) -> Table | Text:
     limit = work.hbm_state_limit_bytes
     table.add_row(
         "memory fit",
-        f"{fits} in {work.hbm_state_fraction:.0%} of queue {work.training_queue}'s HBM "
-        f"({_size(limit) if limit else NA}; the rest is left for activations); "
-        f"needs ≥ {_num(work.min_nodes)} node(s)",
+        Text(f"{fits} in {work.hbm_state_fraction:.0%} of queue {work.training_queue}'s HBM "
+             f"({_size(limit) if limit else NA}; the rest is left for activations); "
+             f"needs ≥ {_num(work.min_nodes)} node(s)"),
     )
     if work.checkpoint_seconds is None:
         table.add_row("checkpoint", f"{_size(work.checkpoint_bytes)}; time n/a (no FSx for Lustre)")
@@ -178,7 +178,7 @@ def workload_table(report: PlanReport) -> Table | Text:
             f"({work.checkpoint_limited_by}-limited) = {(work.checkpoint_fraction or 0) * 100:.1f}% of every "
             f"{work.checkpoint_interval_seconds / 60:g} min",
         )
-        table.add_row("network assumption", work.network_assumption)
+        table.add_row("network assumption", Text(work.network_assumption))
     if work.allreduce_seconds is None:
         table.add_row("gradient all-reduce", "n/a (no EFA or interconnect figure for the training queue)")
     else:
@@ -240,7 +240,7 @@ def verdict_text(report: PlanReport) -> Group:
     bullets.add_column(width=3, justify="right")
     bullets.add_column()
     for line in report.advice:
-        bullets.add_row("•", line)
+        bullets.add_row("•", Text(line))
     return Group(head, bullets, Text())
 
 

@@ -198,7 +198,8 @@ class QueueIam(_Strict):
 
 
 class Queue(_Strict):
-    name: str = Field(description="Slurm partition name.")
+    name: str = Field(description="Queue name: the Slurm partition (ParallelCluster, PCS), or on EKS the node group "
+                      "and the scheduler's queue that jobs name.")
     instance_type: QueueInstanceType = Field(
         description="EC2 instance type of the queue's nodes, or a list of types the backend may launch "
         "interchangeably (ParallelCluster compute resource Instances, PCS instanceConfigs): they must have the "
@@ -375,17 +376,21 @@ class Spec(_Strict):
     backend: Backend = Field("parallelcluster", description="parallelcluster (AWS ParallelCluster 3), pcs (AWS "
                                                             "Parallel Computing Service) or eks (Amazon EKS with a "
                                                             "batch scheduler).")
-    network: Network = Field(default_factory=Network, description="Subnets and SSH access.")
+    network: Network = Field(default_factory=Network, description="Subnets, and SSH access to the head or login "
+                                                                  "node (ParallelCluster, PCS).")
     head_node: HeadNode = Field(default_factory=HeadNode, description="The head node (ParallelCluster) or login "
-                                                                      "node group (PCS).")
+                                                                      "node group (PCS); EKS has none (reach it "
+                                                                      "with fmcluster kubeconfig).")
     os: OperatingSystem | None = Field(
         None, description="Node OS. Default: ubuntu2204 on ParallelCluster; on PCS without image.ami, the OS of AWS's "
         "PCS sample AMIs, alinux2023 (the only one they come in).")
     image: Image | None = Field(None, description="A custom image for every node.")
-    queues: list[Queue] = Field(min_length=1, description="Slurm partitions, one instance type each.")
+    queues: list[Queue] = Field(min_length=1, description="The compute queues: Slurm partitions (ParallelCluster, "
+                                "PCS) or, on EKS, managed node groups each with its scheduler queue.")
     storage: Storage = Field(default_factory=Storage, description="Shared file systems.")
     software: Software = Field(default_factory=Software, description="Node software fmcluster sets up.")
-    slurm: Slurm = Field(default_factory=Slurm, description="Scheduler settings.")
+    slurm: Slurm = Field(default_factory=Slurm, description="Slurm settings (ParallelCluster, PCS; EKS has no Slurm: "
+                                                        "its scheduler is kubernetes.scheduler).")
     pcs: Pcs = Field(default_factory=Pcs, description="Settings only the pcs backend has.")
     kubernetes: Kubernetes = Field(default_factory=Kubernetes, description="Settings only the eks backend has.")
     workload: Workload | None = Field(None, description="The training job, for plan's report only (renders "

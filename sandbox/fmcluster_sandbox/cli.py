@@ -15,9 +15,10 @@ import typer
 from fmcluster.errors import FmclusterError
 
 HELP = """\
-Run a local AWS-compatible endpoint: moto (EC2, IAM, S3, FSx, CloudFormation, Service Quotas, STS)
-plus fmcluster's PCS emulator, over HTTPS on 127.0.0.1, with injectable latency, throttling and
-InsufficientInstanceCapacity faults. No AWS account is needed.
+Run a local AWS-compatible endpoint for all three backends: moto (EC2, IAM, S3, FSx, CloudFormation for
+ParallelCluster, Service Quotas, STS) plus emulators of PCS and EKS (each EKS cluster with its own
+Kubernetes API), over HTTPS on 127.0.0.1, with injectable latency, throttling and
+InsufficientInstanceCapacity faults. No AWS account is needed. It runs no instances and no pods.
 
 With no subcommand it runs in the foreground until Ctrl-C.
 
