@@ -10,7 +10,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +24,6 @@ except ImportError:  # tests/ imported as a package
 
 
 REGION = "us-east-1"
-DATA = Path(__file__).resolve().parent / "data"
 MPIJOB_CRD = "mpijobs.kubeflow.org"
 # Where each scheduler keeps the queue object of spec queue "train", and how to read its GPU quota.
 QUEUE_OBJECTS = {

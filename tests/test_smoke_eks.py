@@ -14,7 +14,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 
 from fmcluster.backends.eks.kube_validate import _closed
 from fmcluster.connect import mpijob, smoke, smoke_eks
@@ -26,9 +25,12 @@ DATA = ROOT / "tests" / "data"
 
 
 def mpijob_crd() -> dict[str, Any]:
-    """The MPIJob CRD of the MPI Operator v0.8.0 (tests/data/mpi-operator-v0.8.0/SOURCES.md): the one place to
-    repoint when fmcluster ships the operator's release."""
-    return yaml.safe_load((DATA / "mpi-operator-v0.8.0" / "mpijobs.kubeflow.org.yaml").read_text())
+    """The MPIJob CRD of the MPI Operator v0.8.0, as fmcluster ships the operator's release (held to upstream's
+    sha256 by test_scheduler_releases.py)."""
+    from fmcluster.backends.eks import releases
+
+    (crd,) = [c for c in releases.crds(releases.MPI_OPERATOR) if c["metadata"]["name"] == "mpijobs.kubeflow.org"]
+    return crd
 
 
 @functools.cache

@@ -68,13 +68,21 @@ def _job() -> tuple[mpijob.SmokeJob, dict]:
     return job, mpijob.manifest(spec, job, 60)
 
 
+def _mpijob_crd() -> dict:
+    """The MPIJob CRD as fmcluster ships the MPI Operator's release (held to upstream's sha256 elsewhere)."""
+    from fmcluster.backends.eks import releases
+
+    (crd,) = [c for c in releases.crds(releases.MPI_OPERATOR) if c["metadata"]["name"] == "mpijobs.kubeflow.org"]
+    return crd
+
+
 def test_submitted_then_deleted_at_the_timeout_and_on_ctrl_c(sandbox, cluster, api, monkeypatch):
     job, manifest = _job()
     missing = smoke_eks._submit_and_wait(api, job, manifest, time.monotonic() + 5)
     assert missing.state == "NO_MPIJOB_KIND" and "MPI Operator is not installed" in missing.detail
 
     http = cluster_api(sandbox.endpoint_url, cluster, REGION)
-    crd = yaml.safe_load((ROOT / "tests" / "data" / "mpi-operator-v0.8.0" / "mpijobs.kubeflow.org.yaml").read_text())
+    crd = _mpijob_crd()
     assert http("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)[0] == 201
 
     timed_out = smoke_eks._submit_and_wait(api, job, manifest, time.monotonic() + 1)
@@ -103,8 +111,7 @@ def test_a_refused_job_is_reported_not_raised(sandbox, cluster, api):
     manifest["spec"]["runPolicy"]["cleanupPolicy"] = "Running"  # no such field: strict validation refuses it
     http = cluster_api(sandbox.endpoint_url, cluster, REGION)
     if http("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org")[0] == 404:
-        crd = yaml.safe_load((ROOT / "tests" / "data" / "mpi-operator-v0.8.0" / "mpijobs.kubeflow.org.yaml")
-                             .read_text())
+        crd = _mpijob_crd()
         assert http("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)[0] == 201
     refused = smoke_eks._submit_and_wait(api, job, manifest, time.monotonic() + 5)
     assert refused.state == "REFUSED" and "cleanupPolicy" in refused.detail, refused
