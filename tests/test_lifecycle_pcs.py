@@ -95,6 +95,11 @@ def test_create_status_scale_destroy(cli, monkeypatch):
     rerun = _requests_of(cli, monkeypatch, lambda: create(load_spec(str(cli.spec)).spec, str(cli.spec), yes=True,
                                                           wait=True, timeout_min=None))
     _assert_each_resource_read_once(rerun, "create (in sync: its plan alone)")
+    from fmcluster.lifecycle.scale import scale
+
+    # configs/quickstart-pcs.yaml: queue gpu has nodes: 1, so this scale changes nothing and only plans
+    unchanged = _requests_of(cli, monkeypatch, lambda: scale(cli.name, ["gpu=1"], yes=True))
+    _assert_each_resource_read_once(unchanged, "scale (no change: its plan alone)")
 
     table = _ok(cli.run("status", cli.name))
     assert cli.name in table.stdout + table.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fmcluster import ui
+from fmcluster import reads, ui
 from fmcluster.engine import ResourceChange
 from fmcluster.errors import SpecError, UsageError
 from fmcluster.lifecycle.common import confirm, dump_json, open_cluster, run_engine, spec_text
@@ -92,7 +92,9 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
     _check_capacity(session, new_spec)
     session.spec = new_spec
     with store.locked(name, session.region, f"fmcluster scale {target}", force=force_unlock, warn=ui.warning):
-        plan = make_plan(session)
+        # One read per resource for the change shown; the pass ends before the walk, which reads AWS afresh.
+        with reads.reading(session.ctx):
+            plan = make_plan(session)
         counts, blocking = _split(session, plan)
         if blocking:
             raise UsageError("the cluster differs from its spec beyond node counts, which `scale` does not change:\n"
