@@ -9,9 +9,9 @@ import socket
 
 import pytest
 from botocore.exceptions import EndpointConnectionError
-from fmcluster_sandbox.faults import Faults
 
 from fmcluster import aws
+from fmcluster_sandbox.faults import Faults
 
 # With this seed and rate, the sandbox's throttling draws (one per ec2 request) throttle the first two
 # requests and answer the third: two retries, where reads used to give up after one.
