@@ -202,19 +202,36 @@ def read_only() -> Iterator[None]:
     global _patience
     previous = _patience
     _patience = READING
-    default = _default_botocore_session()
-    default.set_default_client_config(READING.config())
-    READING.limit(default.get_component("event_emitter"))
-    _forget_pcluster_clients()
+    _give_default_clients(READING)
     try:
         yield
     finally:
         _patience = previous
-        default.set_default_client_config(None if previous is WRITING else previous.config())
-        if previous.unanswered_retries is None:
-            default.get_component("event_emitter").unregister("needs-retry.*.*",
-                                                              unique_id=GiveUpUnanswered.unique_id)
-        _forget_pcluster_clients()  # its cached clients carry READING's config; writers after us need their own
+        _give_default_clients(previous)  # writers after us need clients with their own patience
+
+
+def pcluster_clients() -> None:
+    """Give ParallelCluster's clients (made by boto3's default session) the command's patience, before it
+    makes them. Without it, a write's ParallelCluster calls would get botocore's defaults (legacy retries, 5
+    attempts) and a create's config validation would fail under a throttle that fmcluster's own calls ride
+    out ("Invalid cluster configuration: Request limit exceeded")."""
+    with _lock:  # the engine's workers may each be the first to call ParallelCluster
+        if _default_patience is not _patience:
+            _give_default_clients(_patience)
+
+
+_default_patience: Patience | None = None  # what boto3's default session gives its clients (None: botocore's)
+
+
+def _give_default_clients(patience: Patience) -> None:
+    global _default_patience
+    default = _default_botocore_session()
+    default.set_default_client_config(patience.config())
+    events = default.get_component("event_emitter")
+    events.unregister("needs-retry.*.*", unique_id=GiveUpUnanswered.unique_id)
+    patience.limit(events)
+    _default_patience = patience
+    _forget_pcluster_clients()  # its cached clients carry the previous config
 
 
 def _default_botocore_session() -> Any:
