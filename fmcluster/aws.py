@@ -212,9 +212,9 @@ def read_only() -> Iterator[None]:
 
 def pcluster_clients() -> None:
     """Give ParallelCluster's clients (made by boto3's default session) the command's patience, before it
-    makes them. Without it, a write's ParallelCluster calls would get botocore's defaults (legacy retries, 5
-    attempts) and a create's config validation would fail under a throttle that fmcluster's own calls ride
-    out ("Invalid cluster configuration: Request limit exceeded")."""
+    makes them. Without it, a write's ParallelCluster calls would get botocore's defaults (3 attempts in its
+    standard mode) and a create's config validation would fail under a throttle that fmcluster's own calls
+    ride out ("Invalid cluster configuration: Request limit exceeded")."""
     with _lock:  # the engine's workers may each be the first to call ParallelCluster
         if _default_patience is not _patience:
             _give_default_clients(_patience)
