@@ -124,12 +124,17 @@ def session(region: str) -> Any:
 @dataclass(frozen=True)
 class Patience:
     """How long one AWS call may take before fmcluster gives up on it: botocore's retries (after the first
-    attempt) and its connect and read timeouts."""
+    attempt) and its connect and read timeouts.
+
+    ``unanswered_retries`` bounds the retries of an attempt that got no answer at all (see
+    :class:`GiveUpUnanswered`) below ``retries``, which then bounds only the answers that ask to retry
+    (throttling, a 5xx): a dead endpoint and a busy one are different failures."""
 
     name: str
     retries: int
     connect_timeout: float
     read_timeout: float
+    unanswered_retries: int | None = None
 
     def config(self) -> Any:
         from botocore.config import Config
@@ -137,12 +142,56 @@ class Patience:
         return Config(retries={"mode": "adaptive", "max_attempts": self.retries}, user_agent_extra="fmcluster",
                       connect_timeout=self.connect_timeout, read_timeout=self.read_timeout)
 
+    def limit(self, events: Any) -> None:
+        """Apply ``unanswered_retries`` to the calls of ``events``: a client's event emitter, or a botocore
+        session's (the clients it makes from now on copy its handlers)."""
+        if self.unanswered_retries is not None:
+            events.register_first("needs-retry.*.*", GiveUpUnanswered(self.unanswered_retries),
+                                  unique_id=GiveUpUnanswered.unique_id)
+
+
+class GiveUpUnanswered:
+    """botocore ``needs-retry`` handler: no more than ``retries`` retries of an attempt that got no answer.
+
+    botocore's standard and adaptive modes retry everything transient up to one ``max_attempts``: a throttled
+    answer and a refused connection alike. A read must wait out throttling (a large account is throttled every
+    day, and a status that fails there is worse than a slow one) but must say within seconds that nothing
+    answers. So the reads keep a high ``max_attempts`` with the adaptive back-off, and this handler stops the
+    retries of an attempt that did not reach a live endpoint: botocore's ``ConnectionError`` family (connection
+    refused, DNS failure, connect timeout, TLS or proxy failure: ``EndpointConnectionError``,
+    ``ConnectTimeoutError``, …) and ``ReadTimeoutError`` (connected, and nothing said within the read timeout).
+    Throttling, 5xx answers and a connection closed mid-answer stay botocore's to retry.
+
+    Registered on ``needs-retry.*.*``: botocore's own retry handler sits on ``needs-retry.<service>``
+    (``unique_id`` ``retry-config-<service>``, botocore/retries/standard.py), and the emitter calls the more
+    specific event's handlers first, so this one answers first; ``_needs_retry`` in botocore/endpoint.py takes
+    the first answer that is not None, and ``False`` there means "do not retry" (botocore 1.44.8, the floor,
+    and later). botocore's handler still runs, so its retry quota and the adaptive rate limiter see the failure
+    as they would have."""
+
+    unique_id = "fmcluster-give-up-unanswered"
+
+    def __init__(self, retries: int):
+        self.retries = retries
+
+    def __call__(self, attempts: int | None = None, caught_exception: BaseException | None = None,
+                 **_: Any) -> bool | None:
+        from botocore.exceptions import ConnectionError as NotConnected
+        from botocore.exceptions import ReadTimeoutError
+
+        if attempts is not None and attempts > self.retries and isinstance(caught_exception,
+                                                                             (NotConnected, ReadTimeoutError)):
+            return False  # attempts counts the one just made: `retries` retries are done
+        return None
+
 
 # create / scale / destroy: a write worth finishing rides out a slow or throttling endpoint.
 WRITING = Patience("writing", retries=10, connect_timeout=10, read_timeout=60)
-# status / logs / ssh / list, and lookups that are only a courtesy: a person is waiting on the answer, and a
-# dead endpoint must be said within seconds (two attempts, a 2 s connect), not after a minute of retries.
-READING = Patience("reading", retries=1, connect_timeout=2, read_timeout=20)
+# status / logs / ssh / list, and lookups that are only a courtesy: a person is waiting on the answer.
+# Throttling is waited out with the adaptive back-off (10 attempts: a call throttled at 20 % fails all of
+# them with p = 0.2**10 ≈ 1e-7, so a status of a few hundred calls survives a sustained 20 % throttle);
+# a dead endpoint is said within seconds (two attempts, a 2 s connect), not after a minute of retries.
+READING = Patience("reading", retries=9, connect_timeout=2, read_timeout=20, unanswered_retries=1)
 
 _patience = WRITING
 
@@ -153,15 +202,36 @@ def read_only() -> Iterator[None]:
     global _patience
     previous = _patience
     _patience = READING
-    default = _default_botocore_session()
-    default.set_default_client_config(READING.config())
-    _forget_pcluster_clients()
+    _give_default_clients(READING)
     try:
         yield
     finally:
         _patience = previous
-        default.set_default_client_config(None if previous is WRITING else previous.config())
-        _forget_pcluster_clients()  # its cached clients carry READING's config; writers after us need their own
+        _give_default_clients(previous)  # writers after us need clients with their own patience
+
+
+def pcluster_clients() -> None:
+    """Give ParallelCluster's clients (made by boto3's default session) the command's patience, before it
+    makes them. Without it, a write's ParallelCluster calls would get botocore's defaults (3 attempts in its
+    standard mode) and a create's config validation would fail under a throttle that fmcluster's own calls
+    ride out ("Invalid cluster configuration: Request limit exceeded")."""
+    with _lock:  # the engine's workers may each be the first to call ParallelCluster
+        if _default_patience is not _patience:
+            _give_default_clients(_patience)
+
+
+_default_patience: Patience | None = None  # what boto3's default session gives its clients (None: botocore's)
+
+
+def _give_default_clients(patience: Patience) -> None:
+    global _default_patience
+    default = _default_botocore_session()
+    default.set_default_client_config(patience.config())
+    events = default.get_component("event_emitter")
+    events.unregister("needs-retry.*.*", unique_id=GiveUpUnanswered.unique_id)
+    patience.limit(events)
+    _default_patience = patience
+    _forget_pcluster_clients()  # its cached clients carry the previous config
 
 
 def _default_botocore_session() -> Any:
@@ -181,8 +251,10 @@ def _forget_pcluster_clients() -> None:
 def client(service: str, region: str, patience: Patience | None = None) -> Any:
     """A client for ``service`` with ``patience`` (by default the command's: :data:`READING` inside
     :func:`read_only`, else :data:`WRITING`)."""
-    config = (patience or _patience).config()
-    return session(region).client(service, endpoint_url=_target.endpoint_url, config=config)
+    patience = patience or _patience
+    made = session(region).client(service, endpoint_url=_target.endpoint_url, config=patience.config())
+    patience.limit(made.meta.events)
+    return made
 
 
 def _count_call(model: Any = None, **_: Any) -> None:

@@ -4,9 +4,9 @@ A plan is a list of :class:`Resource` objects wired into a graph by the referenc
 (:mod:`fmcluster.graph`). ``plan`` reads AWS and says, per resource, what a walk would do; ``apply`` deletes
 what must go first (resources no longer in the spec, and replacements), then creates what is missing and
 updates what differs, in dependency order, every resource in its own worker so independent steps run at
-once; ``destroy`` deletes in reverse order. Every write is read-before-write and recorded in the state store,
-and every create or update carries an idempotency token recorded before the call, so re-running after
-Ctrl-C, a crash or ``kill -9`` converges.
+once (at most a few of them calling AWS at a time: :mod:`fmcluster.slots`); ``destroy`` deletes in reverse
+order. Every write is read-before-write and recorded in the state store, and every create or update carries
+an idempotency token recorded before the call, so re-running after Ctrl-C, a crash or ``kill -9`` converges.
 """
 
 from __future__ import annotations
@@ -18,15 +18,17 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from fmcluster.aws import describe_error
 from fmcluster.errors import FmclusterError
 from fmcluster.graph import in_order
 from fmcluster.references import references, resolve
+from fmcluster.slots import MAX_OPERATIONS_VARIABLE, Slots, SlotStop, max_operations_setting
 from fmcluster.state import StateStore
 from fmcluster.waiting import Stop, Stopped, growing, pause
 
+T = TypeVar("T")
 Phase = Literal["pending", "ready", "failed", "gone"]
 EventKind = Literal["started", "progress", "done", "failed", "skipped"]
 Action = Literal["create", "update", "replace", "delete", "no-op"]
@@ -258,12 +260,14 @@ class TimedOut(FmclusterError):
 
 AttributeFilter = Callable[[str], bool]
 
-
 class Engine:
-    def __init__(self, ctx: Context, store: StateStore, emit: Callable[[Event], None] | None = None):
+    def __init__(self, ctx: Context, store: StateStore, emit: Callable[[Event], None] | None = None,
+                 max_operations: int | None = None):
         self.ctx = ctx
         self.store = store
         self.emit_to = emit or (lambda event: None)
+        self.slots = Slots(max_operations if max_operations is not None else max_operations_setting())
+        self._queued: set[str] = set()  # resources whose wait for a slot was said (once per walk)
         # Poll often while a wait is young, less as it ages: quick in the sandbox, gentle on real AWS.
         self.poll_interval = growing()
         self._errors: dict[str, FmclusterError] = {}
@@ -346,9 +350,10 @@ class Engine:
             waits_for = {r.name: [d for d in r.depends_on if d in names] for r in resources}
         else:  # tear down a resource only after everything that depends on it is gone
             waits_for = {r.name: [o.name for o in resources if r.name in o.depends_on] for r in resources}
-        self.ctx.stop = Stop(deadline)  # what every wait of this walk obeys: Ctrl-C, the deadline
+        self.ctx.stop = SlotStop(deadline, self.slots)  # what every wait of this walk obeys: Ctrl-C, the deadline
         self._errors = {}
         self._waiting = {}
+        self._queued = set()
         failed_names: set[str] = set()
         # Resources left for a later run (--no-wait), and those that wait on them: not failures.
         deferred: set[str] = set()
@@ -409,11 +414,12 @@ class Engine:
     # -- one resource -------------------------------------------------------------------------------
     def _ensure(self, resource: Resource, wait: bool) -> None:
         record = self._record_for(resource)
-        observed = resource.read(self.ctx, record.id if record else None)
+        observed = self._operation(resource, lambda: resource.read(self.ctx, record.id if record else None))
         if observed is not None and observed.phase == "failed" and not resource.owned_by_parent:
             # A failed create is not worth keeping: delete it and start over (how a re-run converges).
             self._emit(Event(resource.name, "started", observed.status, "replacing the failed resource"))
-            resource.delete(self.ctx, observed)
+            failed = observed
+            self._operation(resource, lambda: resource.delete(self.ctx, failed))
             self._wait(resource, observed, until=("gone",), deleting=True)
             observed = None
         if observed is None or observed.phase == "gone":
@@ -425,7 +431,8 @@ class Engine:
             self._save(resource, observed)
         elif observed.phase == "ready":
             self.ctx.publish(observed.outputs)  # its own document may name what AWS issued it (see plan)
-            changes = resource.changes(self.ctx, observed)
+            ready = observed
+            changes = self._operation(resource, lambda: resource.changes(self.ctx, ready))  # ParallelCluster's asks AWS
             if self._only is not None:
                 changes = [c for c in changes if self._only(c.path)]
             if changes:
@@ -460,7 +467,7 @@ class Engine:
         digest = hashlib.sha256(json.dumps([operation, request], sort_keys=True, default=repr).encode()).hexdigest()
         token = self.store.open_intent(self.ctx.cluster, self.ctx.region, resource.name, operation, digest)
         try:
-            return call(token)
+            return self._operation(resource, lambda: call(token))
         finally:
             self.store.close_intents(self.ctx.cluster, self.ctx.region, resource.name)
 
@@ -470,7 +477,7 @@ class Engine:
             self._emit(Event(resource.name, "done", "removed", f"goes with {', '.join(resource.depends_on)}"))
             return
         record = self._record_for(resource)
-        observed = resource.read(self.ctx, record.id if record else None)
+        observed = self._operation(resource, lambda: resource.read(self.ctx, record.id if record else None))
         if (observed is not None and observed.phase == "pending" and resource.settles_before_delete
                 and not observed.status.upper().startswith("DELET")):
             # AWS refuses to delete what is still being created or updated: let it settle first.
@@ -481,7 +488,8 @@ class Engine:
             self._emit(Event(resource.name, "done", "gone", "nothing to delete"))
             return
         self._emit(Event(resource.name, "started", observed.status, "deleting"))
-        resource.delete(self.ctx, observed)
+        doomed = observed
+        self._operation(resource, lambda: resource.delete(self.ctx, doomed))
         self._wait(resource, observed, until=("gone",), deleting=True)
         self.store.forget_resource(self.ctx.cluster, self.ctx.region, resource.kind, resource.key)
         self._emit(Event(resource.name, "done", "deleted"))
@@ -527,12 +535,24 @@ class Engine:
             if deleting and current.status.upper().startswith("DELETE_FAILED"):
                 raise EngineFailed(f"{resource.name} could not be deleted: {current.status} {current.detail}")
             pause(self.poll_interval(time.monotonic() - started), self.ctx.stop)
-            current = resource.read(self.ctx, known_id)
+            current = self._operation(resource, lambda: resource.read(self.ctx, known_id))
             if current is not None and (current.status, current.detail) != last_seen:
                 if current.status != last_seen[0]:
                     self._save(resource, current)
                 last_seen = (current.status, current.detail)
                 self._emit(Event(resource.name, "progress", current.status, current.detail))
+
+    def _operation(self, resource: Resource, call: Callable[[], T]) -> T:
+        """One call into ``resource`` (a read, create, update or delete: a few AWS calls), in one of the walk's
+        :class:`Slots`. The first time a resource has to wait for one, the wait is said."""
+        def queued() -> None:
+            if resource.name not in self._queued:
+                self._queued.add(resource.name)
+                self._emit(Event(resource.name, "progress", detail=f"queued: {self.slots.limit} AWS operations "
+                                 f"already running ({MAX_OPERATIONS_VARIABLE})"))
+
+        with self.slots.held(self.ctx.stop, queued):
+            return call()
 
     # -- records ------------------------------------------------------------------------------------
     def _record_for(self, resource: Resource):

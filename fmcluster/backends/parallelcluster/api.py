@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from fmcluster.aws import describe_error, unreachable
+from fmcluster.aws import describe_error, pcluster_clients, unreachable
 from fmcluster.engine import EngineFailed
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.nodejs import quiet_jsii_banner
@@ -34,6 +34,7 @@ def pcluster() -> Iterator[Any]:
 
     _quiet_cdk_preload()
     quiet_jsii_banner()
+    pcluster_clients()  # its boto3 clients get the command's patience (WRITING: they ride out throttling)
     # The engine calls from worker threads; ParallelCluster's CDK step (jsii) wants an event loop there.
     try:
         asyncio.get_event_loop_policy().get_event_loop()
