@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,8 +62,8 @@ def lock_is_held(path: Path) -> bool:
     return False
 
 
-def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 60) -> list[str]:
-    """Read the child's stderr until a line contains *pattern*; return the lines read."""
+def _wait_for_line(proc: subprocess.Popen, pattern: str | re.Pattern[str], timeout: float = 60) -> list[str]:
+    """Read the child's stderr until a line contains *pattern* (or, compiled, matches it); return the lines read."""
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -70,7 +71,7 @@ def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 60) ->
         if not line:
             break
         lines.append(line)
-        if pattern in line:
+        if (pattern.search(line) if isinstance(pattern, re.Pattern) else pattern in line):
             return lines
     pytest.fail(f"never saw {pattern!r} on stderr:\n{''.join(lines)}")
 

@@ -16,7 +16,6 @@ import datetime as dt
 import json
 import re
 import signal
-import subprocess
 import time
 import uuid
 
@@ -25,12 +24,12 @@ import yaml
 
 try:
     from leftovers import duplicates, inventory_of
-    from lifecycle_fixture import REPO_ROOT, Cli, _ok
+    from lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
     from live_eks import eks_problems
     from tiers import E2E_FIXTURE_ATTR
 except ImportError:  # tests/ imported as a package
     from tests.leftovers import duplicates, inventory_of
-    from tests.lifecycle_fixture import REPO_ROOT, Cli, _ok
+    from tests.lifecycle_fixture import REPO_ROOT, Cli, _ok, _wait_for_line
     from tests.live_eks import eks_problems
     from tests.tiers import E2E_FIXTURE_ATTR
 
@@ -77,7 +76,7 @@ class EksCli(Cli):
             self.sandbox.faults({"latency": {held: HELD_S}})
         proc = self.popen(*args)
         try:
-            _wait_for_match(proc, re.compile(f"› {marker}"), timeout=120)
+            _wait_for_line(proc, re.compile(f"› {marker}"), timeout=120)
             if call:
                 # both node groups (train, burst) are created and deleted at once: kill once both are held
                 self.sandbox.wait_held(held, count=2 if "Nodegroup" in call else 1, timeout=120)
@@ -103,20 +102,6 @@ class EksCli(Cli):
             time.sleep(0.5)
             left = {k: v for k, v in self.inventory().items() if v}
         assert left == {}, f"still present for {self.name}: {left}"
-
-
-def _wait_for_match(proc: subprocess.Popen, pattern: re.Pattern[str], timeout: float) -> None:
-    """Read the child's stderr until a line matches ``pattern``."""
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        if pattern.search(line):
-            return
-    pytest.fail(f"never saw {pattern.pattern!r} on stderr:\n{''.join(lines)}")
 
 
 def _cli(sandbox, tmp_path):

@@ -51,20 +51,28 @@ def _trust(service: str) -> str:
         {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": service}}]})
 
 
-def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
+def _new_cluster(sandbox, prefix: str, creator_admin: bool):
+    """An EKS cluster (API authentication) on the default subnets of ZONES, with a node role for its node groups:
+    (eks, ec2, cluster name, node role ARN, subnet ids)."""
     sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
     eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
     suffix = uuid.uuid4().hex[:8]
-    cluster_role = iam.create_role(RoleName=f"kube-cluster-{suffix}",
+    cluster_role = iam.create_role(RoleName=f"{prefix}-cluster-{suffix}",
                                    AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
-    node_role = iam.create_role(RoleName=f"kube-node-{suffix}",
+    node_role = iam.create_role(RoleName=f"{prefix}-node-{suffix}",
                                 AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))["Role"]["Arn"]
     subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
                                              {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
                for zone in ZONES]
-    name = f"kube-{suffix}"
+    name = f"{prefix}-{suffix}"
     eks.create_cluster(name=name, roleArn=cluster_role, resourcesVpcConfig={"subnetIds": subnets},
-                       accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False})
+                       accessConfig={"authenticationMode": "API",
+                                     "bootstrapClusterCreatorAdminPermissions": creator_admin})
+    return eks, ec2, name, node_role, subnets
+
+
+def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
+    eks, ec2, name, node_role, subnets = _new_cluster(sandbox, "kube", creator_admin=False)
     cluster = eks.describe_cluster(name=name)["cluster"]
     assert cluster["status"] == "ACTIVE"
     call = cluster_api(sandbox.endpoint_url, cluster, REGION)  # the cluster's own CA verifies its endpoint
@@ -82,7 +90,7 @@ def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
     assert status == 200 and nodes["items"] == []
 
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    template = ec2.create_launch_template(LaunchTemplateName=f"kube-{suffix}", LaunchTemplateData={
+    template = ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={
         "ImageId": image, "InstanceType": "g5.xlarge"})["LaunchTemplate"]
     eks.create_nodegroup(clusterName=name, nodegroupName="gpu", subnets=subnets[:1], nodeRole=node_role,
                          scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 2}, labels={"role": "gpu"},
@@ -143,19 +151,7 @@ def test_controllers_become_ready_with_their_node_group_and_webhooks_follow(sand
     runs; the controller runs once a node group it tolerates and selects exists (EKS guide "Managed node groups":
     node group labels and taints reach the Nodes; "Taints and Tolerations"); scaling that group to 0 takes it
     away again. A Job completes only once it could run."""
-    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
-    eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
-    suffix = uuid.uuid4().hex[:8]
-    cluster_role = iam.create_role(RoleName=f"ready-cluster-{suffix}",
-                                   AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
-    node_role = iam.create_role(RoleName=f"ready-node-{suffix}",
-                                AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))["Role"]["Arn"]
-    subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
-                                             {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
-               for zone in ZONES]
-    name = f"ready-{suffix}"
-    eks.create_cluster(name=name, roleArn=cluster_role, resourcesVpcConfig={"subnetIds": subnets},
-                       accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True})
+    eks, ec2, name, node_role, subnets = _new_cluster(sandbox, "ready", creator_admin=True)
     call = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
     try:
         assert call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
