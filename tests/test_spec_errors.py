@@ -206,6 +206,18 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "tags.parallelcluster:queue-name", "tag keys starting with 'parallelcluster:' are reserved by ParallelCluster"),
     ("tag-fmcluster-prefix", PC + "tags: {'fmcluster:cluster': other}\n", 7, 29, "tags.fmcluster:cluster",
      "reserved: fmcluster uses them"),
+    # "Tag restrictions": aws: is reserved as a prefix of values too, in any case
+    ("tag-aws-value", PCS + "tags:\n  owner: AWS:me\n", 8, 10, "tags.owner",
+     "tag values starting with 'aws:' are reserved by AWS"),
+    # EKS "Subnet requirements": kubernetes.io/cluster/<name> claims the VPC's subnets for that cluster (any backend)
+    ("tag-kubernetes-cluster", EKS + "tags: {'kubernetes.io/cluster/x': owned}\n", 7, 35,
+     "tags.kubernetes.io/cluster/x", "reserved: EKS and Kubernetes mark with them what a cluster owns, and on "
+     "fmcluster's VPC and subnets it would hand them to cluster 'x'"),
+    ("tag-kubernetes-cluster-pc", PC + "tags: {'kubernetes.io/cluster/other': shared}\n", 7, 39,
+     "tags.kubernetes.io/cluster/other", "tag keys starting with 'kubernetes.io/cluster/' are reserved"),
+    # EKS managed node groups tag their nodes eks:cluster-name and eks:nodegroup-name
+    ("tag-eks-prefix", EKS + "tags:\n  team: ml\n  eks:nodegroup-name: mine\n", 9, 23, "tags.eks:nodegroup-name",
+     "tag keys starting with 'eks:' are reserved by EKS"),
     ("subnet-bad", PC + "network: {subnet_id: subnet-xyz}\n", 7, 22, "network.subnet_id",
      "expected a subnet id like subnet-0123456789abcdef0, got 'subnet-xyz'"),
     ("cidr-300", PC + "network:\n  ssh: {allowed_cidr: 300.1.1.1/24}\n", 8, 23, "network.ssh.allowed_cidr",
@@ -271,7 +283,7 @@ SUBPROCESS_CASES = {
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
     "tags-3000-parallelcluster", "eks-unknown-scheduler", "eks-gb200-x86-image", "eks-unknown-type",
-    "eks-system-nodes-0", "eks-system-gpu-type", "pcs-system-nodes",
+    "eks-system-nodes-0", "eks-system-gpu-type", "pcs-system-nodes", "tag-kubernetes-cluster",
 }
 
 

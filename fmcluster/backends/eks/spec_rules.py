@@ -27,6 +27,9 @@ IAM_ROLE_NAME_MAX = 64
 # EKS allows 50 tags per resource (EKS API TagResource); its node instances also carry the tags EC2 Auto Scaling
 # and EKS add (eks:cluster-name, eks:nodegroup-name, kubernetes.io/cluster/<name>, aws:autoscaling:groupName).
 EKS_INSTANCE_TAGS = 3
+# ... and so a spec's own eks:* key would collide with them ("Tagging your Amazon EKS resources": managed node groups
+# tag their Auto Scaling group and instances eks:cluster-name and eks:nodegroup-name).
+EKS_PREFIX = "eks:"
 # What a Slurm cluster has and an EKS cluster does not, and why; each field the spec sets is refused.
 NOT_ON_EKS = {
     ("head_node",): "EKS runs the control plane itself: there is no head or login node (reach the cluster with "
@@ -83,6 +86,7 @@ class EksSpecRules(BackendSpecRules):
         self._quotas(spec, error)
         self._system_group(spec, error)
         self._scaling(spec, warn)
+        self._reserved_tags(spec, error)
 
     def tag_budget(self) -> TagBudget:
         own = FMCLUSTER_TAGS
@@ -206,6 +210,12 @@ class EksSpecRules(BackendSpecRules):
             warn(("queues", index, "nodes"), f"on eks, {queue.name} runs its min of {queue.nodes.min} nodes: fmcluster "
                  "installs no cluster autoscaler, so the node group grows only when `fmcluster scale` asks "
                  f"(up to its max of {queue.nodes.max})")
+
+    def _reserved_tags(self, spec: Spec, error: Report) -> None:
+        for key in spec.tags:
+            if key.startswith(EKS_PREFIX):
+                error(("tags", key), f"tag keys starting with '{EKS_PREFIX}' are reserved by EKS: its managed node "
+                      "groups put eks:cluster-name and eks:nodegroup-name on every node")
 
 
 def _set(spec: Spec, path: tuple[str, ...]) -> bool:
