@@ -242,3 +242,19 @@ def test_an_empty_cluster_name_is_a_usage_error_before_aws(known_clusters: Path,
     assert "a cluster name cannot be empty" in result.stderr
     assert "Traceback" not in result.stderr
     assert not re.search(r"\b[1-9][0-9]* AWS API calls", result.stderr), result.stderr
+
+
+def test_scale_refuses_a_queue_given_twice(known_clusters: Path) -> None:
+    """`scale NAME gpu=2 gpu=3` used to take the last silently; now one usage error names the queue and both
+    assignments, before any AWS call."""
+    from fmcluster.errors import UsageError
+    from fmcluster.lifecycle.scale import parse_counts
+
+    with pytest.raises(UsageError, match=r"queue 'gpu' is given twice \(gpu=2 and gpu=3\)"):
+        parse_counts(["gpu=2", "burst=0:4", "gpu=3"])
+    assert parse_counts(["gpu=2", "burst=0:4"])["gpu"] == 2
+    result = run(known_clusters, "-v", "scale", "quickstart-pcs", "gpu=2", "gpu=3", "--yes")
+    assert result.returncode == 2, result.stderr
+    assert "queue 'gpu' is given twice (gpu=2 and gpu=3): give each queue once; nothing changed" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not re.search(r"\b[1-9][0-9]* AWS API calls", result.stderr), result.stderr
