@@ -273,6 +273,17 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("eks-head-node", EKS + "head_node: {instance_type: m7i.large}\n", 7, 12, "head_node", "no head or login node"),
     ("eks-queue-name", EKS.replace("name: train", "name: Train_1"), 4, 11, "queues[0].name",
      "must be a Kubernetes name"),
+    # EKS User Guide "Amazon EKS service quotas": 30 managed node groups per cluster (the system group is one),
+    # 450 nodes per managed node group; queue i is on line 4 + i
+    ("eks-31-queues", _many_queues(31).replace("backend: pcs", "backend: eks"), 33, 5, "queues[29]",
+     "31 queues make 32 managed node groups (one per queue plus the system group); EKS's default quota is 30 per "
+     "cluster (Amazon EKS User Guide, \"Amazon EKS service quotas\"), so at most 29 queues"),
+    ("eks-30-queues", _many_queues(30).replace("backend: pcs", "backend: eks"), 33, 5, "queues[29]",
+     "30 queues make 31 managed node groups"),
+    ("eks-500-nodes", EKS.replace("nodes: 2", "nodes: 500"), 6, 12, "queues[0].nodes",
+     "500 nodes in one managed node group: EKS's default quota is 450 nodes per managed node group"),
+    ("eks-range-to-451", EKS.replace("nodes: 2", "nodes: {min: 1, max: 451}"), 6, 26, "queues[0].nodes.max",
+     "451 nodes in one managed node group"),
     ("pcs-kubernetes", PCS + "kubernetes: {scheduler: volcano}\n", 7, 25, "kubernetes.scheduler",
      "kubernetes.scheduler is for the eks backend"),
 ]
@@ -284,6 +295,7 @@ SUBPROCESS_CASES = {
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
     "tags-3000-parallelcluster", "eks-unknown-scheduler", "eks-gb200-x86-image", "eks-unknown-type",
     "eks-system-nodes-0", "eks-system-gpu-type", "pcs-system-nodes", "tag-kubernetes-cluster",
+    "eks-31-queues", "eks-500-nodes",
 }
 
 
@@ -525,3 +537,10 @@ def test_tag_budget_counts_what_render_adds(tmp_path: Path) -> None:
 
     spec = load_spec(_write(tmp_path, _with_tags(PC, 3))).spec
     assert set(resource_tags(spec, "kind:key")) - set(spec.tags) == set(OWNERSHIP_TAGS)
+
+
+def test_eks_quotas_hold_up_to_their_defaults(tmp_path: Path) -> None:
+    """29 queues (30 node groups with the system group) and 450 nodes in one group are EKS's defaults exactly."""
+    assert len(load_spec(_write(tmp_path, _many_queues(29).replace("backend: pcs", "backend: eks"))).spec.queues) == 29
+    spec = load_spec(_write(tmp_path, EKS.replace("nodes: 2", "nodes: {min: 1, max: 450}"), "range.yaml")).spec
+    assert spec.queues[0].nodes.max == 450

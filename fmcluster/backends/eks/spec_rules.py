@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import quotas, system_nodes
+from fmcluster.backends.eks import limits, quotas, system_nodes
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions, names
@@ -87,6 +87,7 @@ class EksSpecRules(BackendSpecRules):
         self._system_group(spec, error)
         self._scaling(spec, warn)
         self._reserved_tags(spec, error)
+        self._service_quotas(spec, error)
 
     def tag_budget(self) -> TagBudget:
         own = FMCLUSTER_TAGS
@@ -210,6 +211,25 @@ class EksSpecRules(BackendSpecRules):
             warn(("queues", index, "nodes"), f"on eks, {queue.name} runs its min of {queue.nodes.min} nodes: fmcluster "
                  "installs no cluster autoscaler, so the node group grows only when `fmcluster scale` asks "
                  f"(up to its max of {queue.nodes.max})")
+
+    def _service_quotas(self, spec: Spec, error: Report) -> None:
+        """EKS's default quotas: every queue is one managed node group and the system group one more; each group's
+        maxSize is its queue's node count (or range max)."""
+        groups = len(spec.queues) + 1
+        if groups > limits.MANAGED_NODE_GROUPS_PER_CLUSTER:
+            first_extra = limits.MANAGED_NODE_GROUPS_PER_CLUSTER - 1
+            error(("queues", first_extra), f"{len(spec.queues)} queues make {groups} managed node groups (one per "
+                  f"queue plus the system group); EKS's default quota is {limits.MANAGED_NODE_GROUPS_PER_CLUSTER} "
+                  f"per cluster ({limits.GUIDE_PAGE}), so at most {limits.MANAGED_NODE_GROUPS_PER_CLUSTER - 1} queues")
+        for index, queue in enumerate(spec.queues):
+            most = limits.most_nodes(queue)
+            if most > limits.NODES_PER_MANAGED_NODE_GROUP:
+                path: Path_ = ("queues", index, "nodes") if isinstance(queue.nodes, int) else \
+                    ("queues", index, "nodes", "max")
+                error(path, f"{most} nodes in one managed node group: EKS's default quota is "
+                      f"{limits.NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group ({limits.GUIDE_PAGE}); "
+                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (fmcluster does "
+                      "not read a raised quota yet)")
 
     def _reserved_tags(self, spec: Spec, error: Report) -> None:
         for key in spec.tags:
