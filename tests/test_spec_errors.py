@@ -284,6 +284,11 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "500 nodes in one managed node group: EKS's default quota is 450 nodes per managed node group"),
     ("eks-range-to-451", EKS.replace("nodes: 2", "nodes: {min: 1, max: 451}"), 6, 26, "queues[0].nodes.max",
      "451 nodes in one managed node group"),
+    # a queue of several types was a traceback (AttributeError in instance_mix); AWS's P5 and P4 pages:
+    # p5.48xlarge 192 vCPUs, p4d.24xlarge 96
+    ("pcs-mixed-p5-p4d", PCS.replace("instance_type: p5.48xlarge", "instance_type: [p5.48xlarge, p4d.24xlarge]"), 5,
+     20, "queues[0].instance_type",
+     "the types of one queue must have the same vCPUs (p5.48xlarge: 192, p4d.24xlarge: 96)"),
     ("pcs-kubernetes", PCS + "kubernetes: {scheduler: volcano}\n", 7, 25, "kubernetes.scheduler",
      "kubernetes.scheduler is for the eks backend"),
 ]
@@ -295,7 +300,7 @@ SUBPROCESS_CASES = {
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
     "tags-3000-parallelcluster", "eks-unknown-scheduler", "eks-gb200-x86-image", "eks-unknown-type",
     "eks-system-nodes-0", "eks-system-gpu-type", "pcs-system-nodes", "tag-kubernetes-cluster",
-    "eks-31-queues", "eks-500-nodes",
+    "eks-31-queues", "eks-500-nodes", "pcs-mixed-p5-p4d",
 }
 
 
