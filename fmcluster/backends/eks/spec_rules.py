@@ -170,7 +170,7 @@ class EksSpecRules(BackendSpecRules):
             if names.instance_type_problem(queue.instance_type):
                 continue  # refused as an unknown type already
             try:
-                node = quotas.node_resources(queue)
+                node = quotas.largest_node(queue)  # every type's facts must be known
             except LookupError as exc:
                 error(("queues", index, "instance_type"), f"{exc}: its {scheduler} queue cannot cover the resources "
                       "its pods ask for; use a type in fmcluster's catalog, or run with an AWS endpoint")
