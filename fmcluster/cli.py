@@ -260,18 +260,22 @@ def create(
 def diff(
     spec: Path = SpecArgument,
     as_json: bool = typer.Option(False, "--json", help="Print {cluster, backend, in_sync, changes} as JSON."),
+    detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
+                                           help="Exit 3 when changes are pending, 0 only when in sync (Terraform's "
+                                                "-detailed-exitcode, with 3 because 2 is bad input here)."),
 ) -> None:
     """Read AWS and the local state, and show what `create SPEC` would do per resource: create, update (each
     attribute old → new), replace (and why AWS cannot change it in place), delete, or no-op. Changes nothing.
+    Exit 0 (with --detailed-exitcode: in sync), 1 error, 2 bad input, 3 changes pending (--detailed-exitcode).
 
-    Example: fmcluster --sandbox diff configs/quickstart-pcs.yaml --json
+    Example: fmcluster --sandbox diff configs/quickstart-pcs.yaml --detailed-exitcode
     """
     from fmcluster import lifecycle, ui
     from fmcluster.spec import load_spec
 
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
-    raise typer.Exit(lifecycle.diff(loaded.spec, str(spec), as_json))
+    raise typer.Exit(lifecycle.diff(loaded.spec, str(spec), as_json, detailed_exitcode))
 
 
 @app.command()
