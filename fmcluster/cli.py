@@ -108,9 +108,17 @@ def completion_queue_counts(ctx: typer.Context, incomplete: str) -> list[tuple[s
     return queue_counts(ctx, incomplete)
 
 
+def cluster_name_given(value: Optional[str]) -> Optional[str]:
+    """An empty NAME ('' from a shell variable that was never set) is a usage error here, before any AWS call: AWS
+    would answer it with a validation error, or a tag scan would match clusters it should not."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a cluster name cannot be empty (see `fmcluster status` for the known ones)")
+    return value
+
+
 SpecArgument = typer.Argument(..., metavar="SPEC", help="Path to the cluster spec (YAML).", show_default=False)
 NameArgument = typer.Argument(..., metavar="NAME", help="Cluster name (see `fmcluster status`).", show_default=False,
-                              autocompletion=completion_names)
+                              autocompletion=completion_names, callback=cluster_name_given)
 JsonOption = typer.Option(False, "--json", help="Print the stable JSON object (docs/checks-json.md).")
 
 
@@ -252,18 +260,22 @@ def create(
 def diff(
     spec: Path = SpecArgument,
     as_json: bool = typer.Option(False, "--json", help="Print {cluster, backend, in_sync, changes} as JSON."),
+    detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
+                                           help="Exit 3 when changes are pending, 0 only when in sync (Terraform's "
+                                                "-detailed-exitcode, with 3 because 2 is bad input here)."),
 ) -> None:
     """Read AWS and the local state, and show what `create SPEC` would do per resource: create, update (each
     attribute old → new), replace (and why AWS cannot change it in place), delete, or no-op. Changes nothing.
+    Exit 0 (with --detailed-exitcode: in sync), 1 error, 2 bad input, 3 changes pending (--detailed-exitcode).
 
-    Example: fmcluster --sandbox diff configs/quickstart-pcs.yaml --json
+    Example: fmcluster --sandbox diff configs/quickstart-pcs.yaml --detailed-exitcode
     """
     from fmcluster import lifecycle, ui
     from fmcluster.spec import load_spec
 
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
-    raise typer.Exit(lifecycle.diff(loaded.spec, str(spec), as_json))
+    raise typer.Exit(lifecycle.diff(loaded.spec, str(spec), as_json, detailed_exitcode))
 
 
 @app.command()
@@ -292,6 +304,7 @@ def preflight(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
 @app.command()
 def status(
     name: Optional[str] = typer.Argument(None, metavar="NAME", autocompletion=completion_names,
+                                         callback=cluster_name_given,
                                          help="Cluster name; omit it for a table of all known clusters."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (same shape on every backend)."),
     watch: bool = typer.Option(False, "--watch", help="Refresh every 5 s until Ctrl-C: in place on a terminal; "
@@ -324,7 +337,7 @@ def status(
 
 @app.command()
 def scale(
-    target: str = typer.Argument(..., metavar="NAME|SPEC", autocompletion=completion_names,
+    target: str = typer.Argument(..., metavar="NAME|SPEC", autocompletion=completion_names, callback=cluster_name_given,
                                  help="Cluster name, or a spec file whose node counts you edited."),
     counts: Optional[list[str]] = typer.Argument(None, metavar="QUEUE=N…", autocompletion=completion_queue_counts,
                                                  help="QUEUE=N (static) or QUEUE=MIN:MAX (scales with jobs).",

@@ -230,3 +230,31 @@ def test_smoke_on_an_unreachable_host_is_one_clear_error(known_clusters: Path) -
     assert "error: ssh to nobody@127.0.0.1 failed" in result.stderr and "refused" in result.stderr
     unknown = run(known_clusters, "smoke", "no-such-cluster", "--host", "127.0.0.1:1")
     assert unknown.returncode == 1 and "no cluster named 'no-such-cluster'" in unknown.stderr
+
+
+@pytest.mark.parametrize("args", [("destroy", "", "--yes"), ("status", ""), ("status", " "), ("scale", "", "q=1"),
+                                  ("ssh", ""), ("smoke", ""), ("logs", ""), ("kubeconfig", "")])
+def test_an_empty_cluster_name_is_a_usage_error_before_aws(known_clusters: Path, args: tuple[str, ...]) -> None:
+    """`destroy ''` (a shell variable never set) stops at the argument: exit 2, one message, and -v's count of AWS
+    calls shows none was made."""
+    result = run(known_clusters, "-v", *args)
+    assert result.returncode == 2, result.stderr
+    assert "a cluster name cannot be empty" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not re.search(r"\b[1-9][0-9]* AWS API calls", result.stderr), result.stderr
+
+
+def test_scale_refuses_a_queue_given_twice(known_clusters: Path) -> None:
+    """`scale NAME gpu=2 gpu=3` used to take the last silently; now one usage error names the queue and both
+    assignments, before any AWS call."""
+    from fmcluster.errors import UsageError
+    from fmcluster.lifecycle.scale import parse_counts
+
+    with pytest.raises(UsageError, match=r"queue 'gpu' is given twice \(gpu=2 and gpu=3\)"):
+        parse_counts(["gpu=2", "burst=0:4", "gpu=3"])
+    assert parse_counts(["gpu=2", "burst=0:4"])["gpu"] == 2
+    result = run(known_clusters, "-v", "scale", "quickstart-pcs", "gpu=2", "gpu=3", "--yes")
+    assert result.returncode == 2, result.stderr
+    assert "queue 'gpu' is given twice (gpu=2 and gpu=3): give each queue once; nothing changed" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not re.search(r"\b[1-9][0-9]* AWS API calls", result.stderr), result.stderr

@@ -111,6 +111,26 @@ def test_kueue_cluster_queue_holds_two_p5_nodes() -> None:
     assert (local["metadata"]["namespace"], local["spec"]["clusterQueue"]) == ("default", "gpu")
 
 
+def test_a_mixed_queue_is_sized_per_type() -> None:
+    """A node group of [p5.48xlarge, g6.xlarge] may launch either type: Kueue's g6.xlarge flavor holds two g6.xlarge
+    (hand-typed from AWS's G6 page: g6.xlarge 4 vCPUs, 16 GiB, 1 L4 GPU, no EFA), not two p5s, and lists the EFA it
+    does not have as 0; the p5 flavor keeps two p5s. Volcano's single quota is bounded per resource by the type
+    with the most of it, which here is p5.48xlarge throughout."""
+    spec = eks_spec("kueue", instance_type=["p5.48xlarge", "g6.xlarge"], capacity={"type": "on-demand"})
+    flavors = {f["metadata"]["name"] for f in of_kind(manifests(spec), "ResourceFlavor")}
+    assert flavors == {"p5.48xlarge", "g6.xlarge"}
+    (cluster_queue,) = of_kind(manifests(spec), "ClusterQueue")
+    (group,) = cluster_queue["spec"]["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    held = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in group["flavors"]}
+    assert held == {"p5.48xlarge": TWO_P5_QUOTA,
+                    "g6.xlarge": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "0"}}
+    assert manifest_problems(manifests(spec), spec.kubernetes.version) == []
+    (volcano,) = of_kind(manifests(eks_spec("volcano", instance_type=["p5.48xlarge", "g6.xlarge"],
+                                            capacity={"type": "on-demand"})), "Queue")
+    assert volcano["spec"]["capability"] == TWO_P5_QUOTA
+
+
 def test_volcano_and_kai_queues_are_sized_in_their_own_units() -> None:
     (volcano,) = of_kind(manifests(eks_spec("volcano")), "Queue")
     assert volcano["spec"]["capability"] == TWO_P5_QUOTA

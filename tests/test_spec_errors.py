@@ -206,6 +206,18 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "tags.parallelcluster:queue-name", "tag keys starting with 'parallelcluster:' are reserved by ParallelCluster"),
     ("tag-fmcluster-prefix", PC + "tags: {'fmcluster:cluster': other}\n", 7, 29, "tags.fmcluster:cluster",
      "reserved: fmcluster uses them"),
+    # "Tag restrictions": aws: is reserved as a prefix of values too, in any case
+    ("tag-aws-value", PCS + "tags:\n  owner: AWS:me\n", 8, 10, "tags.owner",
+     "tag values starting with 'aws:' are reserved by AWS"),
+    # EKS "Subnet requirements": kubernetes.io/cluster/<name> claims the VPC's subnets for that cluster (any backend)
+    ("tag-kubernetes-cluster", EKS + "tags: {'kubernetes.io/cluster/x': owned}\n", 7, 35,
+     "tags.kubernetes.io/cluster/x", "reserved: EKS and Kubernetes mark with them what a cluster owns, and on "
+     "fmcluster's VPC and subnets it would hand them to cluster 'x'"),
+    ("tag-kubernetes-cluster-pc", PC + "tags: {'kubernetes.io/cluster/other': shared}\n", 7, 39,
+     "tags.kubernetes.io/cluster/other", "tag keys starting with 'kubernetes.io/cluster/' are reserved"),
+    # EKS managed node groups tag their nodes eks:cluster-name and eks:nodegroup-name
+    ("tag-eks-prefix", EKS + "tags:\n  team: ml\n  eks:nodegroup-name: mine\n", 9, 23, "tags.eks:nodegroup-name",
+     "tag keys starting with 'eks:' are reserved by EKS"),
     ("subnet-bad", PC + "network: {subnet_id: subnet-xyz}\n", 7, 22, "network.subnet_id",
      "expected a subnet id like subnet-0123456789abcdef0, got 'subnet-xyz'"),
     ("cidr-300", PC + "network:\n  ssh: {allowed_cidr: 300.1.1.1/24}\n", 8, 23, "network.ssh.allowed_cidr",
@@ -261,6 +273,22 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("eks-head-node", EKS + "head_node: {instance_type: m7i.large}\n", 7, 12, "head_node", "no head or login node"),
     ("eks-queue-name", EKS.replace("name: train", "name: Train_1"), 4, 11, "queues[0].name",
      "must be a Kubernetes name"),
+    # EKS User Guide "Amazon EKS service quotas": 30 managed node groups per cluster (the system group is one),
+    # 450 nodes per managed node group; queue i is on line 4 + i
+    ("eks-31-queues", _many_queues(31).replace("backend: pcs", "backend: eks"), 33, 5, "queues[29]",
+     "31 queues make 32 managed node groups (one per queue plus the system group); EKS's default quota is 30 per "
+     "cluster (Amazon EKS User Guide, \"Amazon EKS service quotas\"), so at most 29 queues"),
+    ("eks-30-queues", _many_queues(30).replace("backend: pcs", "backend: eks"), 33, 5, "queues[29]",
+     "30 queues make 31 managed node groups"),
+    ("eks-500-nodes", EKS.replace("nodes: 2", "nodes: 500"), 6, 12, "queues[0].nodes",
+     "500 nodes in one managed node group: EKS's default quota is 450 nodes per managed node group"),
+    ("eks-range-to-451", EKS.replace("nodes: 2", "nodes: {min: 1, max: 451}"), 6, 26, "queues[0].nodes.max",
+     "451 nodes in one managed node group"),
+    # a queue of several types was a traceback (AttributeError in instance_mix); AWS's P5 and P4 pages:
+    # p5.48xlarge 192 vCPUs, p4d.24xlarge 96
+    ("pcs-mixed-p5-p4d", PCS.replace("instance_type: p5.48xlarge", "instance_type: [p5.48xlarge, p4d.24xlarge]"), 5,
+     20, "queues[0].instance_type",
+     "the types of one queue must have the same vCPUs (p5.48xlarge: 192, p4d.24xlarge: 96)"),
     ("pcs-kubernetes", PCS + "kubernetes: {scheduler: volcano}\n", 7, 25, "kubernetes.scheduler",
      "kubernetes.scheduler is for the eks backend"),
 ]
@@ -271,7 +299,8 @@ SUBPROCESS_CASES = {
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
     "tags-3000-parallelcluster", "eks-unknown-scheduler", "eks-gb200-x86-image", "eks-unknown-type",
-    "eks-system-nodes-0", "eks-system-gpu-type", "pcs-system-nodes",
+    "eks-system-nodes-0", "eks-system-gpu-type", "pcs-system-nodes", "tag-kubernetes-cluster",
+    "eks-31-queues", "eks-500-nodes", "pcs-mixed-p5-p4d",
 }
 
 
@@ -513,3 +542,10 @@ def test_tag_budget_counts_what_render_adds(tmp_path: Path) -> None:
 
     spec = load_spec(_write(tmp_path, _with_tags(PC, 3))).spec
     assert set(resource_tags(spec, "kind:key")) - set(spec.tags) == set(OWNERSHIP_TAGS)
+
+
+def test_eks_quotas_hold_up_to_their_defaults(tmp_path: Path) -> None:
+    """29 queues (30 node groups with the system group) and 450 nodes in one group are EKS's defaults exactly."""
+    assert len(load_spec(_write(tmp_path, _many_queues(29).replace("backend: pcs", "backend: eks"))).spec.queues) == 29
+    spec = load_spec(_write(tmp_path, EKS.replace("nodes: 2", "nodes: {min: 1, max: 450}"), "range.yaml")).spec
+    assert spec.queues[0].nodes.max == 450

@@ -88,7 +88,12 @@ def _show(value: Any) -> str:
     return json.dumps(value, default=str) if not isinstance(value, str) else value
 
 
-def diff(spec: Spec, spec_file: str, json_output: bool) -> int:
+# `diff --detailed-exitcode` after Terraform's `plan -detailed-exitcode` (0 no changes, 1 error, 2 changes): here 2 is
+# already bad input, as on every fmcluster command, so changes pending are 3.
+CHANGES_PENDING_EXIT = 3
+
+
+def diff(spec: Spec, spec_file: str, json_output: bool, detailed_exitcode: bool = False) -> int:
     session = Session.open(spec, spec_file)
     with reads.reading(session.ctx):  # one read per resource: the plan's reads are served from discovery's lists
         found_id = session.ctx.cluster_id or session.backend.find_cluster_id(session)
@@ -99,4 +104,4 @@ def diff(spec: Spec, spec_file: str, json_output: bool) -> int:
         print(dump_json(as_json(spec, plan)))
     else:
         print_plan(session, plan, f"Diff for {spec.name}")
-    return 0
+    return CHANGES_PENDING_EXIT if detailed_exitcode and not plan.in_sync else 0

@@ -27,6 +27,10 @@ def parse_counts(assignments: list[str]) -> dict[str, int | NodeRange]:
         queue, _, value = item.partition("=")
         if not queue:
             raise UsageError(f"'{item}': the queue name is missing (QUEUE=N)")
+        if queue in counts:  # the last would silently win; which one was meant is the user's to say
+            first = next(a for a in assignments if a.partition("=")[0] == queue)
+            raise UsageError(f"queue '{queue}' is given twice ({first} and {item}): give each queue once; "
+                             "nothing changed")
         try:
             if ":" in value:
                 low, high = value.split(":", 1)
@@ -82,6 +86,7 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
     if from_file:
         name = load_spec(path).spec.name
     else:
+        parse_counts(assignments)  # a malformed or repeated QUEUE=N stops here, before the record or AWS is read
         name = target
     session = open_cluster(store, name)
     assert session.record is not None

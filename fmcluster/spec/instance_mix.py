@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fmcluster import catalog
+from fmcluster.catalog import names as catalog_names
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, instance_types_of
 
@@ -24,21 +25,21 @@ def _describe(values: dict[str, object]) -> str:
 
 def check_instance_mix(spec: Spec, error: Report, warn: Report) -> None:
     for index, queue in enumerate(spec.queues):
-        names = instance_types_of(queue)
-        if len(names) < 2:
+        types = instance_types_of(queue)
+        if len(types) < 2:
             continue
         path = ("queues", index, "instance_type")
-        for position, name in enumerate(names):
-            problem = names.instance_type_problem(name)
+        for position, name in enumerate(types):
+            problem = catalog_names.instance_type_problem(name)
             if problem:
                 error((*path, position), problem)
-            if name in names[:position]:
+            if name in types[:position]:
                 error((*path, position), f"'{name}' is listed twice")
         if queue.capacity.type in ("reservation", "capacity-block"):
             error(path, f"a {queue.capacity.type.replace('-', ' ')} holds one instance type: list only the one "
                         f"{queue.capacity.reservation_id or 'the reservation'} is for")
             continue
-        facts = {name: catalog.instance(name) for name in names}
+        facts = {name: catalog.instance(name) for name in types}
         unknown = [name for name, fact in facts.items() if fact is None]
         if unknown:
             warn(path, f"{', '.join(unknown)} not in fmcluster's catalog: vCPUs, accelerators and EFA of the "
@@ -57,7 +58,7 @@ def check_instance_mix(spec: Spec, error: Report, warn: Report) -> None:
                 error(path, f"EFA is on for this queue and {', '.join(without)} has no EFA: drop it, or set efa: false")
                 continue
             layouts = {}
-            for name in names:
+            for name in types:
                 try:
                     layouts[name] = len(decisions.efa_network_interfaces(queue.model_copy(update={
                         "instance_type": name})))

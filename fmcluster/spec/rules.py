@@ -210,13 +210,27 @@ def ssh_exposure(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> list
     return []
 
 
+# "Tag restrictions" (EC2, EKS, CloudFormation's Tag types): "Do not use aws:, AWS:, or any upper or lowercase
+# combination of such as a prefix for either keys or values as it is reserved for AWS use".
+AWS_PREFIX = "aws:"
+# EKS "Subnet requirements" / the Kubernetes cloud provider: kubernetes.io/cluster/<name> marks what a cluster owns or
+# shares (subnets, security groups, load balancers); on fmcluster's VPC and subnets it would hand them to that cluster.
+KUBERNETES_CLUSTER_PREFIX = "kubernetes.io/cluster/"
+
+
 def _tags(spec: Spec, error: Report, warn: Report) -> None:
     for key, value in spec.tags.items():
         path = ("tags", key)
-        if key.lower().startswith("aws:"):
+        if key.lower().startswith(AWS_PREFIX):
             error(path, "tag keys starting with 'aws:' are reserved by AWS")
+        elif value.lower().startswith(AWS_PREFIX):
+            error(path, "tag values starting with 'aws:' are reserved by AWS (\"Tag restrictions\")")
         elif key.startswith("fmcluster:"):
             error(path, "tag keys starting with 'fmcluster:' are reserved: fmcluster uses them to find its resources")
+        elif key.startswith(KUBERNETES_CLUSTER_PREFIX):
+            error(path, f"tag keys starting with '{KUBERNETES_CLUSTER_PREFIX}' are reserved: EKS and Kubernetes mark "
+                        "with them what a cluster owns, and on fmcluster's VPC and subnets it would hand them to "
+                        f"cluster '{key[len(KUBERNETES_CLUSTER_PREFIX):]}'")
         elif not 1 <= len(key) <= 128:
             error(path, "tag keys are 1 to 128 characters")
         if len(value) > 256:

@@ -121,18 +121,19 @@ def _scheduler_queues(spec: Spec) -> list[dict[str, Any]]:
 
 def _kueue(spec: Spec) -> list[dict[str, Any]]:
     # One flavor per instance type, shared by the queues that launch it; a queue of several types lists each
-    # type's flavor, every one with the queue's whole quota (its node group may be all of any one type).
+    # type's flavor, each with that type's quota at the queue's most nodes (its node group may be all of any one
+    # type, and a g6.xlarge flavor must not admit what only p5 nodes could hold).
     flavors = {name: {"name": name, "instance_type": name} for queue in spec.queues
                for name in instance_types_of(queue)}
-    queues = [{"name": queue.name, "covered": quotas.covered_resources(queue), "quota": quotas.queue_quota(queue),
-               "flavors": list(instance_types_of(queue))} for queue in spec.queues]
+    queues = [{"name": queue.name, "covered": quotas.covered_resources(queue), "flavors": quotas.flavor_quotas(queue)}
+              for queue in spec.queues]
     return render_yaml("eks/kueue.yaml.j2", flavors=list(flavors.values()), queues=queues,
                        namespace=WORKLOAD_NAMESPACE)[1]
 
 
 def _kai_quota(queue: Queue) -> dict[str, int]:
     """The queue's quota in KAI's units: millicpus, GPUs, megabytes. Neuron devices and EFA have no KAI field."""
-    node = quotas.node_resources(queue)
+    node = quotas.largest_node(queue)
     nodes = max_nodes(queue)
     return {"cpu": node.cpu * 1000 * nodes, "gpu": node.nvidia_gpus * nodes,
             "memory": int(node.memory_gib * MEGABYTES_PER_GIB) * nodes}

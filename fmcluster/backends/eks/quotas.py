@@ -9,11 +9,11 @@ for exactly the resources its nodes offer, so those are what its ClusterQueue mu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec import decisions
-from fmcluster.spec.models import Queue, max_nodes
+from fmcluster.spec.models import Queue, instance_types_of, max_nodes
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -69,9 +69,35 @@ def node_resources(queue: Queue) -> NodeResources:
     )
 
 
+def per_type(queue: Queue) -> dict[str, NodeResources]:
+    """What one node of each of the queue's instance types offers, in the spec's order (one entry for one type)."""
+    return {name: node_resources(queue.model_copy(update={"instance_type": name})) for name in instance_types_of(queue)}
+
+
+def largest_node(queue: Queue) -> NodeResources:
+    """Per resource, the most any one node of the queue can offer: a node group of several types (EKS takes them in
+    one ``instanceTypes`` list) may launch any of them, so each resource is bounded by the type with the most of it,
+    not by the priciest type's figures for every resource."""
+    nodes = list(per_type(queue).values())
+    return NodeResources(*(max(getattr(node, field.name) for node in nodes) for field in fields(NodeResources)))
+
+
 def queue_quota(queue: Queue) -> dict[str, str]:
-    """Kubernetes resource name -> quantity the queue holds at its most nodes (only nonzero resources)."""
-    return node_resources(queue).quantities(max_nodes(queue))
+    """Kubernetes resource name -> quantity the queue holds at its most nodes (only nonzero resources), for a
+    scheduler queue with one quota whatever type its nodes are (Volcano, KAI): the largest node per resource."""
+    return largest_node(queue).quantities(max_nodes(queue))
+
+
+def flavor_quotas(queue: Queue) -> dict[str, dict[str, str]]:
+    """Instance type -> its quota at the queue's most nodes, for each of ``covered_resources`` ("0" where the type
+    has none): a Kueue flavor of one type holds what that type offers, so pods asking for a p5's resources are not
+    admitted against g6.xlarge nodes (each flavor lists every covered resource, as Kueue requires)."""
+    covered = covered_resources(queue)
+    quotas = {}
+    for name, node in per_type(queue).items():
+        held = node.quantities(max_nodes(queue))
+        quotas[name] = {resource: held.get(resource, "0") for resource in covered}
+    return quotas
 
 
 def covered_resources(queue: Queue) -> list[str]:

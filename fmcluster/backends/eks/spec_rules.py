@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import quotas, system_nodes
+from fmcluster.backends.eks import limits, quotas, system_nodes
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions, names
@@ -27,6 +27,9 @@ IAM_ROLE_NAME_MAX = 64
 # EKS allows 50 tags per resource (EKS API TagResource); its node instances also carry the tags EC2 Auto Scaling
 # and EKS add (eks:cluster-name, eks:nodegroup-name, kubernetes.io/cluster/<name>, aws:autoscaling:groupName).
 EKS_INSTANCE_TAGS = 3
+# ... and so a spec's own eks:* key would collide with them ("Tagging your Amazon EKS resources": managed node groups
+# tag their Auto Scaling group and instances eks:cluster-name and eks:nodegroup-name).
+EKS_PREFIX = "eks:"
 # What a Slurm cluster has and an EKS cluster does not, and why; each field the spec sets is refused.
 NOT_ON_EKS = {
     ("head_node",): "EKS runs the control plane itself: there is no head or login node (reach the cluster with "
@@ -83,6 +86,8 @@ class EksSpecRules(BackendSpecRules):
         self._quotas(spec, error)
         self._system_group(spec, error)
         self._scaling(spec, warn)
+        self._reserved_tags(spec, error)
+        self._service_quotas(spec, error)
 
     def tag_budget(self) -> TagBudget:
         own = FMCLUSTER_TAGS
@@ -165,7 +170,7 @@ class EksSpecRules(BackendSpecRules):
             if names.instance_type_problem(queue.instance_type):
                 continue  # refused as an unknown type already
             try:
-                node = quotas.node_resources(queue)
+                node = quotas.largest_node(queue)  # every type's facts must be known
             except LookupError as exc:
                 error(("queues", index, "instance_type"), f"{exc}: its {scheduler} queue cannot cover the resources "
                       "its pods ask for; use a type in fmcluster's catalog, or run with an AWS endpoint")
@@ -206,6 +211,31 @@ class EksSpecRules(BackendSpecRules):
             warn(("queues", index, "nodes"), f"on eks, {queue.name} runs its min of {queue.nodes.min} nodes: fmcluster "
                  "installs no cluster autoscaler, so the node group grows only when `fmcluster scale` asks "
                  f"(up to its max of {queue.nodes.max})")
+
+    def _service_quotas(self, spec: Spec, error: Report) -> None:
+        """EKS's default quotas: every queue is one managed node group and the system group one more; each group's
+        maxSize is its queue's node count (or range max)."""
+        groups = len(spec.queues) + 1
+        if groups > limits.MANAGED_NODE_GROUPS_PER_CLUSTER:
+            first_extra = limits.MANAGED_NODE_GROUPS_PER_CLUSTER - 1
+            error(("queues", first_extra), f"{len(spec.queues)} queues make {groups} managed node groups (one per "
+                  f"queue plus the system group); EKS's default quota is {limits.MANAGED_NODE_GROUPS_PER_CLUSTER} "
+                  f"per cluster ({limits.GUIDE_PAGE}), so at most {limits.MANAGED_NODE_GROUPS_PER_CLUSTER - 1} queues")
+        for index, queue in enumerate(spec.queues):
+            most = limits.most_nodes(queue)
+            if most > limits.NODES_PER_MANAGED_NODE_GROUP:
+                path: Path_ = ("queues", index, "nodes") if isinstance(queue.nodes, int) else \
+                    ("queues", index, "nodes", "max")
+                error(path, f"{most} nodes in one managed node group: EKS's default quota is "
+                      f"{limits.NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group ({limits.GUIDE_PAGE}); "
+                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (fmcluster does "
+                      "not read a raised quota yet)")
+
+    def _reserved_tags(self, spec: Spec, error: Report) -> None:
+        for key in spec.tags:
+            if key.startswith(EKS_PREFIX):
+                error(("tags", key), f"tag keys starting with '{EKS_PREFIX}' are reserved by EKS: its managed node "
+                      "groups put eks:cluster-name and eks:nodegroup-name on every node")
 
 
 def _set(spec: Spec, path: tuple[str, ...]) -> bool:
