@@ -122,6 +122,7 @@ class SandboxApp:
             fsx_extras,
             iam_extras,
             instance_catalog,
+            launch_template_paging,
             local_zones,
             pcluster_support,
             pcs_amis,
@@ -149,6 +150,7 @@ class SandboxApp:
         reservation_group_launch.install()  # after ec2_launch: group launches wrap its rules
         self.resource_groups = resource_groups.REGISTRY
         ec2_interfaces.install()
+        launch_template_paging.install()
         vpc_teardown.install()
         iam_extras.install()
         pcs_amis.install()
