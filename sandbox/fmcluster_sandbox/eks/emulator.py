@@ -158,6 +158,19 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
                 out.extend(self._node_views(ng))
             return out
 
+    def cluster_region(self, cluster_name: str, region: str, account: str | None = None) -> str | None:
+        """The Region of the cluster a request to ``/k8s/<cluster_name>`` reaches: ``region`` (the token's STS
+        Region) when a cluster of that name is there, else the one Region that holds a cluster of that name; None
+        when there is none or several. On EKS the endpoint names the cluster and any STS Region's token is
+        verified there (aws-iam-authenticator accepts the global and every regional STS endpoint)."""
+        account = account or _default_account()
+        with self._lock:
+            if self._get("cluster", account, region, None, cluster_name) is not None:
+                return region
+            regions = {r.region for r in self._resources.values()
+                       if r.kind == "cluster" and r.account == account and r.name == cluster_name}
+            return regions.pop() if len(regions) == 1 else None
+
     def cluster_version(self, cluster_name: str, region: str, account: str | None = None) -> str | None:
         """The cluster's Kubernetes version (``1.35``), or None when there is no such cluster."""
         with self._lock:
