@@ -187,3 +187,17 @@ def test_foreground_runs_until_interrupted(home: Path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_restarted_sandbox_keeps_its_port(home: Path):
+    """Clusters made against a sandbox record its endpoint (https://127.0.0.1:<port>): a sandbox started again
+    without --port listens on the last one's port when it is free, so those records stay reachable."""
+    first = cli(home, "start", "--port", "0")  # a port the OS picks, so neither 8787 nor a guess
+    assert first.returncode == 0, first.stderr
+    port = status_json(home)["port"]
+    assert cli(home, "stop").returncode == 0
+    again = cli(home, "start")
+    assert again.returncode == 0, again.stderr
+    info = status_json(home)
+    assert info["running"] is True and info["port"] == port
+    assert info["endpoint_url"] == f"https://127.0.0.1:{port}"

@@ -53,3 +53,38 @@ def test_seeded_capacity_block_reads_back_with_its_dates(sandbox):
     assert block["State"] == "expired"
     assert block["EndDate"] == end
     assert block["AvailabilityZone"] == "us-east-1b"
+
+
+def test_describe_launch_templates_pages_with_filters(sandbox):
+    """EC2 API reference, DescribeLaunchTemplates: MaxResults "can be between 1 and 200", and "To retrieve the
+    remaining results, make another call with the returned NextToken value" (moto alone answers at most 15 and no
+    token). botocore's paginator walks every page, with the tag filter fmcluster's discovery uses."""
+    import uuid
+
+    ec2 = sandbox.client("ec2")
+    cluster = f"lt-{uuid.uuid4().hex[:8]}"
+    made = {ec2.create_launch_template(
+        LaunchTemplateName=f"{cluster}-{n:02d}", LaunchTemplateData={"InstanceType": "m5.large"},
+        TagSpecifications=[{"ResourceType": "launch-template", "Tags": [{"Key": "fmcluster:cluster",
+                                                                         "Value": cluster}]}],
+    )["LaunchTemplate"]["LaunchTemplateId"] for n in range(31)}  # 31 queues' templates
+    ec2.create_launch_template(LaunchTemplateName=f"{cluster}-other", LaunchTemplateData={})  # untagged
+    tagged = [{"Name": "tag:fmcluster:cluster", "Values": [cluster]}]
+    pages = list(ec2.get_paginator("describe_launch_templates").paginate(
+        Filters=tagged, PaginationConfig={"PageSize": 10}))
+    assert [len(p["LaunchTemplates"]) for p in pages] == [10, 10, 10, 1]
+    assert "NextToken" not in pages[-1]
+    assert {t["LaunchTemplateId"] for p in pages for t in p["LaunchTemplates"]} == made
+    every = list(ec2.get_paginator("describe_launch_templates").paginate(Filters=tagged))
+    assert sum(len(p["LaunchTemplates"]) for p in every) == 31
+    one = ec2.describe_launch_templates(Filters=tagged, MaxResults=200)
+    assert len(one["LaunchTemplates"]) == 31 and "NextToken" not in one
+    with pytest.raises(ClientError) as too_many:
+        ec2.describe_launch_templates(MaxResults=201)  # the model's maximum is 200
+    assert too_many.value.response["Error"]["Code"] == "InvalidParameterValue"
+    with pytest.raises(ClientError) as forged:
+        ec2.describe_launch_templates(Filters=tagged, NextToken="not-a-token")
+    assert forged.value.response["Error"]["Code"] == "InvalidPaginationToken"
+    for template_id in made:
+        ec2.delete_launch_template(LaunchTemplateId=template_id)
+    ec2.delete_launch_template(LaunchTemplateName=f"{cluster}-other")

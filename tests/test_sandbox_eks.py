@@ -271,7 +271,8 @@ def test_nodes_and_principals_for_the_kubernetes_api():
             assert node["labels"]["topology.kubernetes.io/zone"] == zone
             assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
         ec2.terminate_instances(InstanceIds=[nodes[0]["instance_id"]])
-        assert [n["instance_id"] for n in emulator.nodes("k", REGION)] == [nodes[1]["instance_id"]]
+        after = [n["instance_id"] for n in emulator.nodes("k", REGION)]  # the terminated node is replaced
+        assert len(after) == 2 and nodes[1]["instance_id"] in after and nodes[0]["instance_id"] not in after
 
         # the creator's admin entry (bootstrapClusterCreatorAdminPermissions) names the role, not the session
         assert emulator.principal_allowed("k", REGION, "arn:aws:sts::123456789012:assumed-role/admin/other")
@@ -670,3 +671,87 @@ def test_capacity_block_node_group_before_its_block_starts(world, sandbox):
     started = world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"]
     assert started["status"] == "ACTIVE" and started["health"]["issues"] == []
     assert len(world.instances(cluster, name)) == 1
+
+
+def test_a_terminated_node_is_replaced_and_its_group_still_deletes(world, sandbox):
+    """A managed node group runs an Auto Scaling group ("Managed node groups", EKS user guide) and an Auto
+    Scaling group replaces an instance that is terminated ("Health checks for instances in an Auto Scaling
+    group": "Amazon EC2 Auto Scaling ... launches a replacement"). A node terminated out of band is replaced at
+    the next look, and the group's delete then ends normally; one cluster's trouble never answers 500 for
+    another cluster."""
+    cluster = world.cluster()
+    bystander = world.cluster()
+    # EFA interfaces that go with their instance (DeleteOnTermination), as fmcluster's templates make them
+    template = _efa_template(world, _security_group(world, cluster), cards=2)
+    ng = world.nodegroup(cluster, template, size=2)["nodegroupName"]
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)
+    first, second = (i["InstanceId"] for i in world.instances(cluster, ng))
+    world.ec2.terminate_instances(InstanceIds=[first])
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)
+    now = {i["InstanceId"] for i in world.instances(cluster, ng)}
+    assert len(now) == 2 and second in now and first not in now  # the group is back to desiredSize
+    world.ec2.terminate_instances(InstanceIds=[second])  # out of band again, then deleted at once
+    sandbox.faults({"latency": {"eks.nodegroup": 3600}})
+    assert world.eks.delete_nodegroup(clusterName=cluster, nodegroupName=ng)["nodegroup"]["status"] == "DELETING"
+    sandbox.faults({"latency": {"eks.nodegroup": 0}})
+    assert world.eks.list_nodegroups(clusterName=cluster)["nodegroups"] == []
+    assert world.instances(cluster, ng) == []
+    assert world.eks.describe_cluster(name=bystander)["cluster"]["status"] == "ACTIVE"
+    world.eks.delete_cluster(name=cluster)
+    world.eks.delete_cluster(name=bystander)
+
+
+def test_a_failing_step_stays_with_its_resource_and_its_request(monkeypatch):
+    """The emulator itself, in process: when one resource's state step raises (here a node group's delete, made
+    to raise as the terminated-node case once did), that node group ends DELETE_FAILED with an InternalFailure
+    health issue (an EKS issue code, "NodegroupHealth" in the EKS API reference) and every request, for it and
+    for other clusters, is answered as before: no request answers 500 because of another resource's step."""
+    import boto3
+    from moto import mock_aws
+
+    from fmcluster_sandbox.eks import EksEmulator
+    from fmcluster_sandbox.faults import Faults
+
+    with mock_aws():
+        ec2, iam = boto3.client("ec2", REGION), boto3.client("iam", REGION)
+        cluster_role = iam.create_role(RoleName="c", AssumeRolePolicyDocument=ASSUME_EKS)["Role"]["Arn"]
+        node_role = iam.create_role(RoleName="n", AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
+        subnets = [s["SubnetId"] for s in sorted(ec2.describe_subnets()["Subnets"],
+                                                  key=lambda s: s["AvailabilityZone"])][:2]
+        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        lt = ec2.create_launch_template(LaunchTemplateName="n", LaunchTemplateData={
+            "ImageId": image, "InstanceType": "m5.large"})["LaunchTemplate"]["LaunchTemplateId"]
+        faults = Faults()
+        faults.update({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
+        emulator = EksEmulator(faults)
+
+        def call(method: str, path: str, body: dict | None = None) -> dict:
+            status, _, out = emulator.handle(method, path, "", json.dumps(body or {}).encode(), REGION,
+                                             "123456789012", "arn:aws:iam::123456789012:role/admin")
+            assert status == 200, out
+            return json.loads(out)
+
+        for name in ("k", "other"):
+            call("POST", "/clusters", {"name": name, "roleArn": cluster_role,
+                                       "resourcesVpcConfig": {"subnetIds": subnets}})
+        call("POST", "/clusters/k/node-groups", {
+            "nodegroupName": "gpu", "nodeRole": node_role, "subnets": subnets,
+            "scalingConfig": {"minSize": 1, "maxSize": 1, "desiredSize": 1}, "launchTemplate": {"id": lt}})
+        assert call("GET", "/clusters/k/node-groups/gpu")["nodegroup"]["status"] == "ACTIVE"
+
+        def broken(ng, instance_ids):
+            raise RuntimeError("sandbox bug")
+
+        monkeypatch.setattr(emulator, "_terminate", broken)
+        faults.update({"latency": {"eks.nodegroup": 3600}})
+        call("DELETE", "/clusters/k/node-groups/gpu")
+        faults.update({"latency": {"eks.nodegroup": 0}})
+        for _ in range(2):  # the step that raised is not taken again by each later request
+            assert call("GET", "/clusters/other")["cluster"]["status"] == "ACTIVE"
+            assert call("GET", "/clusters")["clusters"] == ["k", "other"]
+        ng = call("GET", "/clusters/k/node-groups/gpu")["nodegroup"]
+        assert ng["status"] == "DELETE_FAILED"
+        assert [i["code"] for i in ng["health"]["issues"]] == ["InternalFailure"]
+        monkeypatch.undo()
+        call("DELETE", "/clusters/k/node-groups/gpu")  # DeleteNodegroup retries a DELETE_FAILED group
+        assert call("GET", "/clusters/k/node-groups")["nodegroups"] == []

@@ -24,6 +24,7 @@ try:
         cluster_api,
         conditions,
         daemonset,
+        eks_token,
         workload,
     )
 except ImportError:  # tests/ imported as a package
@@ -38,6 +39,7 @@ except ImportError:  # tests/ imported as a package
         cluster_api,
         conditions,
         daemonset,
+        eks_token,
         workload,
     )
 from fmcluster_sandbox.kube import crds
@@ -200,3 +202,45 @@ def test_controllers_become_ready_with_their_node_group_and_webhooks_follow(sand
         for group in eks.list_nodegroups(clusterName=name)["nodegroups"]:
             eks.delete_nodegroup(clusterName=name, nodegroupName=group)
         eks.delete_cluster(name=name)
+
+
+def test_other_iam_principals_reach_the_api_through_their_access_entries(sandbox):
+    """EKS authenticates whoever STS says signed the token (aws-iam-authenticator sends the presigned
+    GetCallerIdentity to STS; the answer's ARN is the principal, an assumed-role session as its role) and then
+    authorizes that principal through its access entry ("Grant IAM users access to Kubernetes with EKS access
+    entries"): a second IAM user's keys and a role's AssumeRole session get in once their entries exist, and
+    not before (401 without an entry, as for the creator)."""
+    eks, _ec2, name, _node_role, _subnets = _new_cluster(sandbox, "kube-iam", creator_admin=True)
+    cluster = eks.describe_cluster(name=name)["cluster"]
+    iam, sts = sandbox.client("iam", REGION), sandbox.client("sts", REGION)
+    suffix = uuid.uuid4().hex[:8]
+    user = iam.create_user(UserName=f"dev-{suffix}")["User"]["Arn"]
+    keys = iam.create_access_key(UserName=f"dev-{suffix}")["AccessKey"]
+    account = sts.get_caller_identity()["Account"]
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"AWS": f"arn:aws:iam::{account}:root"}}]})
+    role = iam.create_role(RoleName=f"ops-{suffix}", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    session = sts.assume_role(RoleArn=role, RoleSessionName="ops")["Credentials"]
+    # the user signs for STS in us-east-1 (as the global STS endpoint signs), the cluster is in us-east-2: the
+    # endpoint names the cluster, the token only the principal
+    user_token = eks_token(sandbox.endpoint_url, name, key=keys["AccessKeyId"], secret=keys["SecretAccessKey"],
+                           region="us-east-1")
+    role_token = eks_token(sandbox.endpoint_url, name, key=session["AccessKeyId"],
+                           secret=session["SecretAccessKey"], session_token=session["SessionToken"], region=REGION)
+    as_user = cluster_api(sandbox.endpoint_url, cluster, REGION, token=user_token)
+    as_role = cluster_api(sandbox.endpoint_url, cluster, REGION, token=role_token)
+    assert as_user("GET", "/api/v1/namespaces/default/configmaps")[0] == 401  # no access entry yet
+    assert as_role("GET", "/api/v1/namespaces/default/configmaps")[0] == 401
+    for principal in (user, role):  # the role's entry names the role, not its session
+        eks.create_access_entry(clusterName=name, principalArn=principal)
+        eks.associate_access_policy(clusterName=name, principalArn=principal, accessScope={"type": "cluster"},
+                                    policyArn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy")
+    configmaps = "/api/v1/namespaces/default/configmaps"
+    for call in (as_user, as_role):
+        assert call("GET", configmaps)[0] == 200
+        assert call("POST", configmaps, {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": {"name": f"c-{suffix}"}})[0] == 403  # view only
+    eks.delete_access_entry(clusterName=name, principalArn=user)
+    assert as_user("GET", configmaps)[0] == 401
+    assert as_role("GET", configmaps)[0] == 200
+    eks.delete_cluster(name=name)

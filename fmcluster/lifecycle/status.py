@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlparse
 
 from fmcluster import aws, reads, ui
 from fmcluster.backends import registry
@@ -34,7 +35,14 @@ def check_reachable(record: ClusterRecord) -> None:
                               "stopped since; a sandbox keeps nothing once stopped, so the cluster is gone. "
                               f"`fmcluster --sandbox destroy {name} --yes` forgets it")
     if where != "aws":
-        raise ClusterNotFound(f"cluster {name} lives at {where}: add `--endpoint-url {where}`")
+        gone = ""
+        url = urlparse(where)
+        if url.hostname in ("127.0.0.1", "localhost") and url.port:
+            # a local sandbox reached through `fmcluster sandbox env`: when it stopped and one came back elsewhere
+            gone = (f"; if that was a local sandbox that has stopped, `fmcluster sandbox start --port {url.port}` "
+                    f"and `eval \"$(fmcluster sandbox env)\"` serve that URL again, and there (a new sandbox keeps "
+                    f"nothing) `fmcluster destroy {name} --yes` forgets the cluster")
+        raise ClusterNotFound(f"cluster {name} lives at {where}: add `--endpoint-url {where}`{gone}")
     raise ClusterNotFound(f"cluster {name} lives in AWS, and this command is pointed at {here}: drop "
                           "--sandbox / --endpoint-url / AWS_ENDPOINT_URL to reach it")
 

@@ -2,7 +2,8 @@
 
 Files live in ``<home>/sandbox/`` where home is ``$FMCLUSTER_HOME`` or the platform state dir:
 ``sandbox.json`` (pid, port, endpoint_url, ca_bundle, started_at; written by the server once it
-listens), ``cert.pem``/``key.pem`` (the self-signed certificate) and ``sandbox.log``.
+listens), ``last-port`` (the port of the last sandbox, which a restart takes again when it is free),
+``cert.pem``/``key.pem`` (the self-signed certificate) and ``sandbox.log``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,19 @@ def log_path(home: Path | None = None) -> Path:
     return sandbox_dir(home) / "sandbox.log"
 
 
+def last_port_path(home: Path | None = None) -> Path:
+    return sandbox_dir(home) / "last-port"
+
+
+def last_port(home: Path | None = None) -> int | None:
+    """The port the last sandbox of this home listened on (kept after ``stop``), or None."""
+    try:
+        port = int(last_port_path(home).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return port if 0 < port < 65536 else None
+
+
 # -- small helpers -----------------------------------------------------------------------------------
 
 
@@ -85,7 +99,10 @@ def is_sandbox_process(pid: int) -> bool:
 
 
 def port_free(port: int) -> bool:
+    """True when the sandbox could listen on ``port``. Probed as the server binds (SO_REUSEADDR, as Python's
+    HTTPServer sets it): a stopped sandbox's connections in TIME_WAIT do not make its port look taken."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -198,7 +215,9 @@ def start(
             _remove_state(home)
 
         if port is None:
-            port = DEFAULT_PORT if port_free(DEFAULT_PORT) else 0
+            # The last sandbox's port first: clusters made against it record its endpoint, and a restarted
+            # sandbox on another port would leave those records unreachable (neither readable nor removable).
+            port = next((p for p in (last_port(home), DEFAULT_PORT) if p and port_free(p)), 0)
         elif port and not port_free(port):
             raise UsageError(f"port {port} on 127.0.0.1 is in use; pick another with --port")
 
@@ -249,6 +268,8 @@ def _wait_healthy(proc: subprocess.Popen, home: Path, timeout: float) -> dict[st
         info = _read_state(home)
         answer = health(info, timeout=1.0) if info and info.get("pid") == proc.pid else None
         if info and answer and answer.get("pid") == proc.pid:
+            with contextlib.suppress(OSError, KeyError, ValueError):
+                last_port_path(home).write_text(f"{int(info['port'])}\n")
             info = dict(info)
             info["running"] = True
             info["reused"] = False

@@ -32,8 +32,10 @@ def live_instances(backend: Any, instance_ids: Iterable[str]) -> list[str]:
 
 
 def terminate(backend: Any, instance_ids: Iterable[str]) -> None:
-    """Terminate the instances of ``instance_ids`` that ``backend`` still knows (some may be gone already)."""
-    known = {i.id for i in backend.all_instances()}
-    present = [i for i in instance_ids if i in known]
+    """Terminate the instances of ``instance_ids`` that are still alive in ``backend``. Some may be gone or
+    terminated out of band already: terminating one again would make moto detach its deleted network interfaces
+    a second time (InvalidNetworkInterfaceID.NotFound), where EC2 answers a terminated instance's terminate as
+    a no-op."""
+    present = live_instances(backend, instance_ids)
     if present:
         backend.terminate_instances(present)

@@ -122,6 +122,7 @@ class SandboxApp:
             fsx_extras,
             iam_extras,
             instance_catalog,
+            launch_template_paging,
             local_zones,
             pcluster_support,
             pcs_amis,
@@ -149,6 +150,7 @@ class SandboxApp:
         reservation_group_launch.install()  # after ec2_launch: group launches wrap its rules
         self.resource_groups = resource_groups.REGISTRY
         ec2_interfaces.install()
+        launch_template_paging.install()
         vpc_teardown.install()
         iam_extras.install()
         pcs_amis.install()
@@ -176,7 +178,8 @@ class SandboxApp:
         #: access entries, nodes and versions come from the EKS emulator (``self.eks``) when the sandbox has one;
         #: without it no principal is allowed and no node runs.
         self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
-                            cluster_version=self._kube_version, access_policies=self._kube_access_policies)
+                            cluster_version=self._kube_version, access_policies=self._kube_access_policies,
+                            cluster_region=self._kube_region)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -442,6 +445,11 @@ class SandboxApp:
         principal)`` (ListAssociatedAccessPolicies form); None: RBAC is not evaluated."""
         lookup = getattr(getattr(self, "eks", None), "access_policies", None)
         return lookup(cluster, region, principal_arn) if lookup is not None else None
+
+    def _kube_region(self, cluster: str, region: str) -> str | None:
+        """The Region of the EKS cluster ``/k8s/<cluster>`` names, preferring the token's STS Region."""
+        lookup = getattr(getattr(self, "eks", None), "cluster_region", None)
+        return lookup(cluster, region) if lookup is not None else None
 
     def _kube_version(self, cluster: str, region: str) -> str | None:
         """The cluster's Kubernetes version, when the EKS emulator answers ``cluster_version(name, region)``."""

@@ -158,6 +158,19 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
                 out.extend(self._node_views(ng))
             return out
 
+    def cluster_region(self, cluster_name: str, region: str, account: str | None = None) -> str | None:
+        """The Region of the cluster a request to ``/k8s/<cluster_name>`` reaches: ``region`` (the token's STS
+        Region) when a cluster of that name is there, else the one Region that holds a cluster of that name; None
+        when there is none or several. On EKS the endpoint names the cluster and any STS Region's token is
+        verified there (aws-iam-authenticator accepts the global and every regional STS endpoint)."""
+        account = account or _default_account()
+        with self._lock:
+            if self._get("cluster", account, region, None, cluster_name) is not None:
+                return region
+            regions = {r.region for r in self._resources.values()
+                       if r.kind == "cluster" and r.account == account and r.name == cluster_name}
+            return regions.pop() if len(regions) == 1 else None
+
     def cluster_version(self, cluster_name: str, region: str, account: str | None = None) -> str | None:
         """The cluster's Kubernetes version (``1.35``), or None when there is no such cluster."""
         with self._lock:
@@ -205,13 +218,32 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
 
     # -- state machine -----------------------------------------------------------------------------
     def _advance(self) -> None:
+        """Move every resource whose transition is due. A resource whose step raises ends that step failed,
+        with an ``InternalFailure`` issue (an EKS issue code): the error stays with it and with this request,
+        and never makes every later request, for every cluster, fail again on the same step."""
         now = self.clock()
         for res in sorted(self._resources.values(), key=lambda r: r.since):
-            if res.status in TRANSITIONAL and now - res.since >= self.faults.transition_latency(
-                    LATENCY_KEY.get(res.kind, "eks.cluster")):
-                self._finish(res)
-            elif res.kind == "nodegroup":
-                self._retry_launches(res)
+            try:
+                if res.status in TRANSITIONAL and now - res.since >= self.faults.transition_latency(
+                        LATENCY_KEY.get(res.kind, "eks.cluster")):
+                    self._finish(res)
+                elif res.kind == "nodegroup":
+                    self._keep_desired_size(res)
+            except Exception as exc:  # noqa: BLE001 - one resource's failure is not the emulator's
+                log.exception("EKS emulator: %s %s failed to advance", res.kind, res.name)
+                self._step_failed(res, f"{type(exc).__name__}: {exc}")
+
+    def _step_failed(self, res: Resource, message: str) -> None:
+        failed = {"CREATING": "CREATE_FAILED", "DELETING": "DELETE_FAILED"}.get(res.status, "DEGRADED")
+        issue = {"code": "InternalFailure", "message": f"sandbox: {res.kind} {res.name} failed: {message}"}
+        if res.kind == "nodegroup":
+            res.status = failed
+            res.issues = [{**issue, "resourceIds": [res.spec["asg"]]}]
+        elif res.kind in ("cluster", "addon"):
+            res.status = {"cluster": "FAILED", "addon": failed}[res.kind] if res.status in TRANSITIONAL \
+                else res.status
+            res.spec["issues"] = [issue]
+        res.modified_at = self.wall()
 
     def _finish(self, res: Resource) -> None:
         res.modified_at = self.wall()

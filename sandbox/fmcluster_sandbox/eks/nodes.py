@@ -55,15 +55,21 @@ class NodeOperations:
         """"Create a managed node group with Capacity Blocks for ML": made "before the capacity reservation is
         active, then the ASG won't be able to launch Amazon EC2 instances until it becomes active ... Whenever
         the reservation becomes active, then the launch of instances will succeed and the ASG will be scaled
-        up to the desiredSize": such a group is not failed; its launches are retried (:meth:`_retry_launches`)."""
+        up to the desiredSize": such a group is not failed; its launches are retried (:meth:`_keep_desired_size`)."""
         waiting = ng.spec["capacityType"] == "CAPACITY_BLOCK" and code == BLOCK_NOT_ACTIVE
         ng.spec["waiting_for_block"] = waiting
         return waiting
 
-    def _retry_launches(self, ng: Any) -> None:
-        """The Auto Scaling group's retries for a Capacity Block group waiting for its block."""
-        if ng.status in ("ACTIVE", "DEGRADED") and ng.spec.get("waiting_for_block"):
+    def _keep_desired_size(self, ng: Any) -> None:
+        """The Auto Scaling group keeps desiredSize between transitions: it retries the launches of a Capacity
+        Block group waiting for its block, and replaces an instance that is terminated out of band ("Health
+        checks for instances in an Auto Scaling group": an unhealthy or terminated instance is replaced)."""
+        if ng.status not in ("ACTIVE", "DEGRADED"):
+            return
+        if ng.spec.get("waiting_for_block"):
             self._waits_for_its_block(ng, self._reconcile(ng))
+        elif len(self._alive(ng)) < ng.spec["scalingConfig"]["desiredSize"]:
+            self._reconcile(ng)
 
     def _launch(self, ng: Any, missing: int) -> dict[str, Any] | None:
         spec = ng.spec

@@ -11,6 +11,7 @@ each rule with its Kubernetes documentation page and what is not emulated.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import logging
@@ -29,6 +30,8 @@ PrincipalAllowed = Callable[[str, str, str], bool]  # (cluster name, region, pri
 VersionSource = Callable[[str, str], str | None]  # (cluster name, region) -> Kubernetes version "1.33"
 # (cluster name, region, principal ARN) -> the access entry's associated policies, or None when not known
 PolicySource = Callable[[str, str, str], list[dict[str, Any]] | None]
+# (cluster name, the token's STS Region) -> the Region of the cluster the endpoint names, or None when not known
+RegionSource = Callable[[str, str], str | None]
 DEFAULT_VERSION = "1.33"
 HEALTH_PATHS = ("healthz", "livez", "readyz")
 AUTH_REASON_HEADER = "X-Fmcluster-Sandbox-Auth"  # why a token was refused (the Status says only "Unauthorized")
@@ -39,8 +42,9 @@ class KubeApi:
 
     def __init__(self, principal_allowed: PrincipalAllowed, nodes: NodeSource, *,
                  cluster_version: VersionSource | None = None, access_policies: PolicySource | None = None,
-                 clock: Callable[[], _dt.datetime] | None = None):
+                 cluster_region: RegionSource | None = None, clock: Callable[[], _dt.datetime] | None = None):
         self.principal_allowed = principal_allowed
+        self.cluster_region = cluster_region or (lambda cluster, region: None)
         self.access_policies = access_policies or (lambda cluster, region, principal: None)
         self.nodes = nodes
         self.cluster_version = cluster_version or (lambda cluster, region: DEFAULT_VERSION)
@@ -88,6 +92,11 @@ class KubeApi:
             identity = auth.verify(token.strip(), cluster, self.clock())
         except auth.TokenRejected as exc:
             raise _unauthorized(str(exc)) from None
+        # The endpoint names the cluster; the token's STS Region (the global endpoint signs as us-east-1) need not
+        # be the cluster's. From here the identity's region is the cluster's.
+        region = self.cluster_region(cluster, identity.region)
+        if region and region != identity.region:
+            identity = dataclasses.replace(identity, region=region)
         if not self.principal_allowed(cluster, identity.region, identity.arn):
             # No access entry (with an access policy) for the principal: EKS cannot map it to a user.
             raise _unauthorized(f"no access entry for {identity.arn} on cluster {cluster}")
