@@ -78,8 +78,10 @@ class EksCli(Cli):
         try:
             _wait_for_line(proc, re.compile(f"› {marker}"), timeout=120)
             if call:
-                # both node groups (train, burst) are created and deleted at once: kill once both are held
-                self.sandbox.wait_held(held, count=2 if "Nodegroup" in call else 1, timeout=120)
+                # the node groups (one per queue, and `system`) are created and deleted at once: kill once all
+                # are held
+                groups = len(self.data["queues"]) + 1
+                self.sandbox.wait_held(held, count=groups if "Nodegroup" in call else 1, timeout=120)
             assert proc.poll() is None, f"{args[0]} ended before the kill: {proc.communicate()}"
         finally:
             proc.send_signal(signal.SIGKILL)

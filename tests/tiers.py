@@ -39,40 +39,37 @@ SLOW_TESTS: dict[str, str] = {
 
 # The files that take longest (the end-to-end ones first), handed out first so that the two workers finish together
 # instead of one starting a long file at the end.
-# How it was ordered (2026-12-05, issue 28): the per-file sums of a full `pytest --junitxml` run at 1618a5f on the
-# 2-core machine under load (bench/suite_durations.py) for the files whose tests passed in it: test_lifecycle_pcs
-# 768 s (less test_twenty_percent_throttling_still_completes, ~86 s, now in bench/throttled_lifecycle.py),
-# test_lifecycle_parallelcluster 699 s (6 of 7 passed), test_ownership 233 s, test_lifecycle_eks_kill 104 s. The
-# rest of that run is void (its checkout was replaced under it: most tests errored at once), so the other files
-# follow by their count of clusters created end to end, then the slow in-process files measured alone (`-n 0`):
-# test_schema_walk ~85 s, test_sandbox_pcluster ~80 s. test_cost_model's nine creates are gone (folded into the
-# lifecycle tests). Re-measure after a full run with `bench/suite_durations.py REPORT.xml`.
+# How it was ordered (2026-12-05, issue 28): `bench/suite_durations.py REPORT.xml` on the JUnit report of a full
+# clean-clone `.ci/run` at 7546ff3 on the 2-core machine (`PYTEST_ADDOPTS=--junitxml=REPORT.xml`): 2,386 s of worker
+# time, pytest 1,215 s; the longest, test_lifecycle_eks 232 s, test_lifecycle_pcs 212 s,
+# test_lifecycle_parallelcluster 171 s, test_converge 165 s, test_ownership 133 s. Re-measure the same way when
+# files grow.
 LONGEST_FIRST: list[str] = [
+    "test_lifecycle_eks.py",
     "test_lifecycle_pcs.py",
     "test_lifecycle_parallelcluster.py",
-    "test_ownership.py",
-    "test_cluster_access.py",
-    "test_lifecycle_eks_kill.py",
     "test_converge.py",
-    "test_lifecycle_eks.py",
-    "test_lifecycle_reservation_group.py",
+    "test_ownership.py",
+    "test_lifecycle_eks_kill.py",
+    "test_cluster_access.py",
+    "test_render.py",
+    "test_eks_kube.py",
+    "test_network_created.py",
+    "test_state_lifecycle.py",
+    "test_schema_walk.py",
     "test_lifecycle_hardware.py",
     "test_lifecycle_ultraserver.py",
-    "test_network_created.py",
-    "test_lifecycle_storage.py",
-    "test_lifecycle_parallelcluster_lustre.py",
-    "test_parallelcluster_existing_storage.py",
-    "test_openzfs_home.py",
-    "test_pcs_storage.py",
-    "test_state_lifecycle.py",
-    "test_instance_mix.py",
-    "test_parallelcluster_node_software.py",
-    "test_validate_examples.py",
-    "test_schema_walk.py",
-    "test_sandbox_pcluster.py",
-    "test_throttle_visible.py",
-    "test_state_file.py",
+    "test_lifecycle_reservation_group.py",
     "test_smoke_slurm.py",
+    "test_state_file.py",
+    "test_sandbox_pcluster.py",
+    "test_openzfs_home.py",
+    "test_throttle_visible.py",
+    "test_spec_errors.py",
+    "test_hostile_files.py",
+    "test_packaging.py",
+    "test_sandbox_eks.py",
+    "test_cli_offline.py",
 ]
 
 E2E_FIXTURE_ATTR = "fmcluster_e2e"
