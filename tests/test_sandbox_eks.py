@@ -221,27 +221,35 @@ def test_nodegroup_launches_instances_through_its_launch_template(world, sandbox
     assert world.eks.list_nodegroups(clusterName=cluster)["nodegroups"] == [ng["nodegroupName"]]
 
 
+def _in_process_world():
+    """Inside ``mock_aws``: what an in-process EksEmulator needs, (ec2, iam, cluster role ARN, node role ARN, two
+    subnets in two AZs, an m5.large launch template id)."""
+    import boto3
+
+    ec2, iam = boto3.client("ec2", REGION), boto3.client("iam", REGION)
+    cluster_role = iam.create_role(RoleName="c", AssumeRolePolicyDocument=ASSUME_EKS)["Role"]["Arn"]
+    node_role = iam.create_role(RoleName="n", AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
+    subnets = [s["SubnetId"] for s in sorted(ec2.describe_subnets()["Subnets"],
+                                              key=lambda s: s["AvailabilityZone"])][:2]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    lt = ec2.create_launch_template(LaunchTemplateName="n", LaunchTemplateData={
+        "ImageId": image, "InstanceType": "m5.large"})["LaunchTemplate"]["LaunchTemplateId"]
+    return ec2, iam, cluster_role, node_role, subnets, lt
+
+
 def test_nodes_and_principals_for_the_kubernetes_api():
     """The emulator's ``nodes()`` and ``principal_allowed()`` (what the sandbox's Kubernetes API reads), in
     process: one entry per running instance with the labels a managed node registers and the node group's
     taints in Kubernetes form ("Managed node groups"); a principal is authenticated only with an access entry (an
     assumed-role session counting as its role), and authorized by the entry's associated access policies
     ("Associate access policies with access entries")."""
-    import boto3
     from moto import mock_aws
 
     from fmcluster_sandbox.eks import EksEmulator
     from fmcluster_sandbox.faults import Faults
 
     with mock_aws():
-        ec2, iam = boto3.client("ec2", REGION), boto3.client("iam", REGION)
-        cluster_role = iam.create_role(RoleName="c", AssumeRolePolicyDocument=ASSUME_EKS)["Role"]["Arn"]
-        node_role = iam.create_role(RoleName="n", AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
-        subnets = [s["SubnetId"] for s in sorted(ec2.describe_subnets()["Subnets"],
-                                                  key=lambda s: s["AvailabilityZone"])][:2]
-        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-        lt = ec2.create_launch_template(LaunchTemplateName="n", LaunchTemplateData={
-            "ImageId": image, "InstanceType": "m5.large"})["LaunchTemplate"]["LaunchTemplateId"]
+        ec2, iam, cluster_role, node_role, subnets, lt = _in_process_world()
         caller = "arn:aws:sts::123456789012:assumed-role/admin/session-1"
         emulator = EksEmulator(Faults())
 
@@ -706,21 +714,13 @@ def test_a_failing_step_stays_with_its_resource_and_its_request(monkeypatch):
     to raise as the terminated-node case once did), that node group ends DELETE_FAILED with an InternalFailure
     health issue (an EKS issue code, "NodegroupHealth" in the EKS API reference) and every request, for it and
     for other clusters, is answered as before: no request answers 500 because of another resource's step."""
-    import boto3
     from moto import mock_aws
 
     from fmcluster_sandbox.eks import EksEmulator
     from fmcluster_sandbox.faults import Faults
 
     with mock_aws():
-        ec2, iam = boto3.client("ec2", REGION), boto3.client("iam", REGION)
-        cluster_role = iam.create_role(RoleName="c", AssumeRolePolicyDocument=ASSUME_EKS)["Role"]["Arn"]
-        node_role = iam.create_role(RoleName="n", AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
-        subnets = [s["SubnetId"] for s in sorted(ec2.describe_subnets()["Subnets"],
-                                                  key=lambda s: s["AvailabilityZone"])][:2]
-        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-        lt = ec2.create_launch_template(LaunchTemplateName="n", LaunchTemplateData={
-            "ImageId": image, "InstanceType": "m5.large"})["LaunchTemplate"]["LaunchTemplateId"]
+        ec2, iam, cluster_role, node_role, subnets, lt = _in_process_world()
         faults = Faults()
         faults.update({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
         emulator = EksEmulator(faults)
