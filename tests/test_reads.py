@@ -3,6 +3,8 @@ every read goes to AWS, so a walk that writes never plans from what an earlier p
 
 from __future__ import annotations
 
+import pytest
+
 from fmcluster import reads
 from fmcluster.engine import Context
 
@@ -49,9 +51,6 @@ def test_outside_and_after_a_pass_every_read_goes_to_aws():
 
 def test_a_pass_that_fails_is_dropped_too():
     ctx = _ctx()
-    try:
-        with reads.reading(ctx):
-            raise RuntimeError("AWS said no")
-    except RuntimeError:
-        pass
+    with pytest.raises(RuntimeError, match="AWS said no"), reads.reading(ctx):  # the error goes on through
+        raise RuntimeError("AWS said no")
     assert ctx.snapshot is None
