@@ -9,12 +9,15 @@ gathered into the report's shape (``report_model``) by :func:`plan_report`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fmcluster.plan.hardware_figures import queue_figures, storage_figures
 from fmcluster.plan.report_model import CostFigures, PlanReport, PricesInfo
 from fmcluster.plan.verdict import verdict
 from fmcluster.plan.workload import checkpoint_curve, workload_figures
 from fmcluster.pricing.model import SpecCost, spec_cost
 from fmcluster.pricing.rates import PriceBook
+from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.models import Spec
 
 # --- cost -------------------------------------------------------------------------------------------
@@ -45,7 +48,9 @@ def cost_figures(cost: SpecCost) -> CostFigures:
 def plan_report(spec: Spec, prices: PriceBook) -> PlanReport:
     """Every figure of the plan report for ``spec``, priced from ``prices``."""
     priced = spec_cost(spec, prices)
-    queues = [queue_figures(q, c) for q, c in zip(spec.queues, priced.queues, strict=True)]
+    rules = backend_rules(spec.backend)
+    queues = [replace(queue_figures(q, c), repair_note=rules.repair_note(q))
+              for q, c in zip(spec.queues, priced.queues, strict=True)]
     storage = storage_figures(spec)
     work = workload_figures(spec, queues, storage)
     curve = checkpoint_curve(spec, queues, work)

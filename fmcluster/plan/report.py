@@ -113,6 +113,11 @@ def domain_notes(report: PlanReport) -> list[Text]:
     return notes
 
 
+def repair_notes(report: PlanReport) -> list[Text]:
+    """queues[].auto_repair: what the backend does about each queue's unhealthy nodes."""
+    return [Text(f"  {q.name}: {q.repair_note}\n") for q in report.queues if q.repair_note]
+
+
 def _size(n_bytes: float) -> str:
     return f"{n_bytes / 1e12:,.2f} TB" if n_bytes >= 1e12 else f"{n_bytes / 1e9:,.0f} GB"
 
@@ -256,6 +261,7 @@ def render(report: PlanReport) -> RenderableType:
         queues_table(report),
         price_notes(report),
         *domain_notes(report),
+        *repair_notes(report),
         storage_text(report),
         workload_table(report),
     ]

@@ -44,6 +44,8 @@ class QueueFigures:
     facts_source: str = "catalog"
     # capacity.ultraserver: the accelerators that share one NVLink / NeuronLink domain, and how many domains.
     ultraserver: UltraServerFigures | None = None
+    # queues[].auto_repair: what the backend does about the queue's unhealthy nodes (eks), else None.
+    repair_note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,11 @@ class BackendSpecRules(ABC):
         (EKS's ``system`` node group), all On-Demand; None where it runs none."""
         return None
 
+    def repair_note(self, queue: Queue) -> str | None:
+        """What ``plan`` says the backend does about the queue's unhealthy nodes (queues[].auto_repair), where it
+        has something to say beyond the field's own description."""
+        return None
+
     @abstractmethod
     def compute_resource_name(self, queue: Queue) -> str:
         """What the backend calls the queue's group of nodes (a compute resource, a node group)."""

@@ -222,6 +222,12 @@ class Queue(_Strict):
         True, description="GPU health checks on NVIDIA GPU queues. ParallelCluster: HealthChecks.Gpu (DCGM before "
         "each job). PCS: instanceHealthChecks (continuous STANDARD monitoring and a QUICK DCGM check at each start), "
         "which needs Slurm 26.05: on 25.11 the default is off with a warning and an explicit true is refused.")
+    auto_repair: bool | None = Field(
+        None, description="Find unhealthy nodes and repair them. Default: on for accelerated queues (GPU, Trainium), "
+        "off for others. eks: the node group's nodeRepairConfig plus the eks-node-monitoring-agent add-on; on a "
+        "Capacity Block or an ODCR the faults the agent reports reboot the node instead of replacing it. pcs: "
+        "instanceHealthChecks (NVIDIA GPUs, Slurm 26.05+). parallelcluster: HealthChecks.Gpu (GPU types). On pcs "
+        "and parallelcluster it is gpu_health_checks under another name: write one of them.")
     job_exclusive: bool | None = Field(
         None, description="Whole nodes per job (Slurm OverSubscribe=EXCLUSIVE). Default: on for accelerator queues "
         "(GPU/Trainium training wants every GPU and EFA interface of a node), off for CPU queues.")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from fmcluster import catalog
+from fmcluster.spec import auto_repair
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
 
@@ -76,6 +77,9 @@ def _queues(spec: Spec, error: Report) -> None:
                                                       "as scratch: remove scratch_mount")
         if queue.scratch_mount in RESERVED_MOUNTS:
             error(("queues", index, "scratch_mount"), f"{queue.scratch_mount} is a system directory")
+        both = auto_repair.contradiction(queue)
+        if both:
+            error(("queues", index, "auto_repair"), both)
 
 
 def bootstrap_path(run: str, spec_file: str | None) -> Path:

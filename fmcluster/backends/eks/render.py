@@ -10,7 +10,7 @@ import json
 import yaml
 
 from fmcluster.backends.eks import manifests as kube_manifests
-from fmcluster.backends.eks import system_nodes
+from fmcluster.backends.eks import node_repair, system_nodes
 from fmcluster.backends.eks.node_images import node_image, standard_image
 from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.catalog.hardware import hardware
@@ -134,6 +134,11 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
             cluster=spec.name, name=addon, purpose=purpose, configuration_note=note,
             configuration_values=json.dumps(values, sort_keys=True, separators=(",", ":")) if values else None)
 
+    if node_repair.wanted(spec):
+        add(f"eks-addon-{node_repair.ADDON}.yaml", "eks_addon", node_repair.ADDON, "eks", {"": "CreateAddon"},
+            "eks/addon.yaml.j2", cluster=spec.name, name=node_repair.ADDON, purpose=node_repair.ADDON_PURPOSE,
+            configuration_note="", configuration_values=None)
+
     storage.lustre(add, spec, subnet)
 
     placement_groups = {q.name for q in spec.queues if decisions.placement_group_enabled(q)}
@@ -180,7 +185,8 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
         instance_type_in_template=in_template, min_size=min_nodes(queue), max_size=max_nodes(queue),
         # No cluster autoscaler: the nodes that run are the ones asked for, which `scale` changes.
         desired_size=min_nodes(queue), subnet_id=queue.subnet_id or subnet, ami_type=node_image(queue).ami_type,
-        capacity_type=CAPACITY_TYPES[capacity.type], labels=kube_manifests.node_labels(queue))
+        capacity_type=CAPACITY_TYPES[capacity.type], labels=kube_manifests.node_labels(queue),
+        node_repair=node_repair.node_repair_config(queue), node_repair_note=node_repair.plan_note(queue) or "off")
 
 
 def _system_documents(spec: Spec, subnet: str, add: object) -> None:
@@ -203,4 +209,4 @@ def _system_documents(spec: Spec, subnet: str, add: object) -> None:
         desired_size=count, subnet_id=subnet,
         ami_type=standard_image(hardware(instance_type).architecture or "x86_64").ami_type,
         capacity_type=CAPACITY_TYPES["on-demand"], labels=dict(system_nodes.NODE_SELECTOR),
-        taints=[system_nodes.EKS_TAINT])
+        taints=[system_nodes.EKS_TAINT], node_repair=None, node_repair_note="")

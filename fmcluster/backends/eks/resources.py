@@ -163,7 +163,8 @@ class EksNodegroup(EksResource):
     what = "node group"
     snapshot_kind = "eks.Nodegroup"
     teardown_rank = 30
-    # UpdateNodegroupConfig changes scaling and labels; the rest of a managed node group is fixed at creation.
+    # UpdateNodegroupConfig changes scaling, labels, taints and nodeRepairConfig; the rest of a managed node group
+    # is fixed at creation.
     replace_on = ("launchTemplate", "capacityType", "amiType", "subnets", "nodeRole", "instanceTypes")
 
     def _describe(self, ctx: Context) -> dict[str, Any]:
@@ -211,6 +212,9 @@ class EksNodegroup(EksResource):
             request["taints"] = {k: v for k, v in {
                 "addOrUpdateTaints": wanted_taints,
                 "removeTaints": [t for t in live_taints if (t.get("key"), t.get("effect")) not in kept]}.items() if v}
+        if any(p.startswith("nodeRepairConfig.") for p in paths):
+            # UpdateNodegroupConfig takes the whole nodeRepairConfig (botocore's EKS model).
+            request["nodeRepairConfig"] = body.get("nodeRepairConfig") or {"enabled": False}
         if not request:
             raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of node group {self.key} in place")
         try:

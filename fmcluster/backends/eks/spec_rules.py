@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import limits, quotas, system_nodes
+from fmcluster.backends.eks import limits, node_repair, quotas, system_nodes
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions, names
@@ -57,10 +57,9 @@ NOT_ON_EKS_QUEUE = {
     "job_exclusive": "Kubernetes places pods by their resource requests; a pod asking for every GPU has its node "
                      "alone",
     "compute_resource": "the node group is named after the queue",
-    "scratch_mount": "pods reach the instance-store NVMe through a volume; fmcluster formats nothing on EKS nodes",
     "iam": "every node group uses the cluster's one node role; put the policies in iam.additional_policies",
     "gpu_health_checks": "fmcluster's GPU health checks run as Slurm health checks or PCS deep health checks; EKS "
-                         "has neither",
+                         "has neither: write auto_repair (EKS node auto repair and its node monitoring agent)",
 }
 
 
@@ -74,6 +73,9 @@ class EksSpecRules(BackendSpecRules):
 
     def compute_resource_name(self, queue: Queue) -> str:
         return queue.name
+
+    def repair_note(self, queue: Queue) -> str | None:
+        return node_repair.plan_note(queue)
 
     def system_nodes(self, spec: Spec) -> tuple[str, int] | None:
         return spec.kubernetes.system_instance_type, spec.kubernetes.system_nodes

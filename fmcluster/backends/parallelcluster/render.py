@@ -20,7 +20,7 @@ from fmcluster.render.storage import (
     openzfs_throughput_mbps,
 )
 from fmcluster.render.templates import render_yaml
-from fmcluster.spec import decisions
+from fmcluster.spec import auto_repair, decisions
 from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
 NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False)
@@ -63,7 +63,7 @@ def render(
             "max_count": max_nodes(queue),
             "efa": efa,
             "placement_group": decisions.placement_group_enabled(queue),
-            "gpu_health_checks": queue.gpu_health_checks and facts.has_gpus,
+            "gpu_health_checks": auto_repair.slurm_health_checks(queue) and facts.has_gpus,
             "subnet_id": queue.subnet_id or compute_subnet,
             "instance_types": list(instance_types_of(queue)),
             "root_volume_gib": decisions.queue_root_volume_gib(spec, queue),

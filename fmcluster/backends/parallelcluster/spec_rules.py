@@ -7,7 +7,7 @@ import ipaddress
 import re
 
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec import slurm_settings
+from fmcluster.spec import auto_repair, slurm_settings
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
@@ -165,11 +165,13 @@ class ParallelClusterSpecRules(BackendSpecRules):
 
     def _health_checks(self, spec: Spec, error: Report) -> None:
         for index, queue in enumerate(spec.queues):
-            if queue.gpu_health_checks and "gpu_health_checks" in queue.model_fields_set \
+            # auto_repair, where written, is the same switch (fmcluster.spec.auto_repair).
+            field = auto_repair.health_checks_field(queue)
+            if auto_repair.slurm_health_checks(queue) and field in queue.model_fields_set \
                     and gpu_instance(queue) is False:
-                error(("queues", index, "gpu_health_checks"),
-                      f"not supported on parallelcluster: its GPU health check runs on GPU instances, and "
-                      f"{queue.instance_type} has none. Remove gpu_health_checks")
+                error(("queues", index, field),
+                      f"not supported on parallelcluster: its only health check (HealthChecks.Gpu) runs on GPU "
+                      f"instances, and {queue.instance_type} has none. Remove {field}")
 
     def _slurm_settings(self, spec: Spec, error: Report) -> None:
         for name in spec.slurm.custom_settings:

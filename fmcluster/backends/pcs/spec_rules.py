@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec import decisions, slurm_settings
+from fmcluster.spec import auto_repair, decisions, slurm_settings
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Slurm, Spec
 from fmcluster.spec.positions import Path_
@@ -187,21 +187,23 @@ class PcsSpecRules(BackendSpecRules):
     def _health_checks(self, spec: Spec, error: Report, warn: Report) -> None:
         unsupported = []
         for index, queue in enumerate(spec.queues):
-            explicit = "gpu_health_checks" in queue.model_fields_set
-            if not queue.gpu_health_checks:
+            # auto_repair, where written, is the same switch (fmcluster.spec.auto_repair).
+            field = auto_repair.health_checks_field(queue)
+            explicit = field in queue.model_fields_set
+            if not auto_repair.slurm_health_checks(queue):
                 continue
             if not nvidia_gpus(queue):
                 if explicit:
-                    error(("queues", index, "gpu_health_checks"),
+                    error(("queues", index, field),
                           f"not supported on pcs: PCS's deep health checks run NVIDIA DCGM and need NVIDIA GPUs; "
-                          f"{queue.instance_type} has none. Remove gpu_health_checks")
+                          f"{queue.instance_type} has none. Remove {field}")
                 continue
             if pcs_health_checks_supported(spec):
                 continue
             if explicit:
-                error(("queues", index, "gpu_health_checks"),
+                error(("queues", index, field),
                       f"not supported on pcs with Slurm {spec.slurm.version}: PCS instance health checks need Slurm "
-                      "26.05 or later. Set slurm.version to 26.05, or gpu_health_checks: false")
+                      f"26.05 or later. Set slurm.version to 26.05, or {field}: false")
             else:
                 unsupported.append(queue.name)
         if unsupported:
