@@ -415,9 +415,13 @@ def test_addons(world, sandbox):
     cluster = world.cluster(version="1.35")
     versions = world.eks.describe_addon_versions(kubernetesVersion="1.35")["addons"]
     names = {a["addonName"] for a in versions}
-    assert names == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-fsx-csi-driver"}
+    assert names == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-fsx-csi-driver",
+                     "eks-node-monitoring-agent"}
     proxy = next(a for a in versions if a["addonName"] == "kube-proxy")["addonVersions"]
     assert [v["addonVersion"] for v in proxy] == ["v1.35.3-eksbuild.2"]
+    # aws/eks-node-monitoring-agent v1.7.0, charts/eks-node-monitoring-agent/values.yaml: nodeAgent.image.tag
+    agent = next(a for a in versions if a["addonName"] == "eks-node-monitoring-agent")["addonVersions"]
+    assert [v["addonVersion"] for v in agent] == ["v1.7.0-eksbuild.1"]
     sandbox.faults({"latency": {"eks.addon": 3600, "call.eks.DescribeAddon": 30}})
     addon = world.eks.create_addon(clusterName=cluster, addonName="kube-proxy")["addon"]
     # per-call delays name EKS operations (call.eks.<Operation>): DescribeAddon is held, CreateAddon was not
@@ -438,6 +442,45 @@ def test_addons(world, sandbox):
     world.eks.delete_addon(clusterName=cluster, addonName="kube-proxy")
     assert world.code(lambda: world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")) == \
         "ResourceNotFoundException"
+    world.eks.delete_cluster(name=cluster)
+
+
+def test_node_repair_config(world, sandbox):
+    """CreateNodegroup / UpdateNodegroupConfig ``nodeRepairConfig`` (botocore's EKS model; EKS User Guide
+    "Automatically repair nodes in EKS clusters"): count or percentage, not both, for each threshold; every override
+    names all four members; the model's shapes (repairAction Replace | Reboot | NoAction, minRepairWaitTimeMins
+    at least 1); DescribeNodegroup echoes what was sent, and a group made without one is described without one."""
+    cluster = world.cluster()
+    template = world.template(InstanceType="m5.large")
+    override = {"nodeMonitoringCondition": "AcceleratedHardwareReady", "nodeUnhealthyReason": "NvidiaXID79Error",
+                "minRepairWaitTimeMins": 10, "repairAction": "Reboot"}
+    assert world.code(lambda: world.nodegroup(cluster, template, nodeRepairConfig={
+        "enabled": True, "maxUnhealthyNodeThresholdCount": 2, "maxUnhealthyNodeThresholdPercentage": 20})) == \
+        "InvalidParameterException"
+    assert world.code(lambda: world.nodegroup(cluster, template, nodeRepairConfig={
+        "enabled": True, "maxParallelNodesRepairedCount": 1, "maxParallelNodesRepairedPercentage": 10})) == \
+        "InvalidParameterException"
+    partial = {k: v for k, v in override.items() if k != "minRepairWaitTimeMins"}
+    assert world.code(lambda: world.nodegroup(cluster, template, nodeRepairConfig={
+        "enabled": True, "nodeRepairConfigOverrides": [partial]})) == "InvalidParameterException"
+    assert world.code(lambda: world.nodegroup(cluster, template, nodeRepairConfig={
+        "enabled": True, "nodeRepairConfigOverrides": [{**override, "repairAction": "Restart"}]})) == \
+        "InvalidParameterException"  # not in the model's RepairAction enum
+    config = {"enabled": True, "maxUnhealthyNodeThresholdPercentage": 20, "nodeRepairConfigOverrides": [override]}
+    ng = world.nodegroup(cluster, template, nodeRepairConfig=config)["nodegroupName"]
+    assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=ng)["nodegroup"]["nodeRepairConfig"] == \
+        config
+    plain = world.nodegroup(cluster, template)["nodegroupName"]
+    assert "nodeRepairConfig" not in world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=plain)[
+        "nodegroup"]
+    update = world.eks.update_nodegroup_config(clusterName=cluster, nodegroupName=plain,
+                                               nodeRepairConfig={"enabled": True})["update"]
+    assert update["params"] == [{"type": "NodeRepairConfig", "value": str({"enabled": True})}]
+    assert world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=plain)["nodegroup"][
+        "nodeRepairConfig"] == {"enabled": True}
+    for name in (ng, plain):
+        world.eks.delete_nodegroup(clusterName=cluster, nodegroupName=name)
+    world.eks.list_nodegroups(clusterName=cluster)
     world.eks.delete_cluster(name=cluster)
 
 

@@ -44,6 +44,20 @@ CASES = [
      "not supported on parallelcluster"),
     ("scratch-without-nvme", "name: demo\nqueues:\n  - name: cpu\n    instance_type: trn2.48xlarge\n    nodes: 1\n"
      "    scratch_mount: /scratch\n", None, None, "queues[0].scratch_mount", None),
+    ("auto-repair-contradicts-gpu-health-checks",
+     PC.replace("    nodes: 2\n", "    nodes: 2\n    gpu_health_checks: false\n    auto_repair: true\n"), 8, 18,
+     "queues[0].auto_repair", "contradicts gpu_health_checks: false"),
+    ("auto-repair-explicit-on-25.11", PCS.replace("    nodes: 2\n", "    nodes: 2\n    auto_repair: true\n")
+     + "slurm: {version: '25.11'}\n", 7, 18, "queues[0].auto_repair", "Set slurm.version to 26.05, or auto_repair: false"),
+    ("auto-repair-on-cpu-pcs", "name: demo\nbackend: pcs\nqueues:\n  - name: cpu\n    instance_type: m7i.large\n"
+     "    nodes: 1\n    auto_repair: true\n", 7, 18, "queues[0].auto_repair", "need NVIDIA GPUs"),
+    ("auto-repair-on-trainium-pc", "name: demo\nqueues:\n  - name: trn\n    instance_type: trn2.48xlarge\n"
+     "    nodes: 1\n    auto_repair: true\n", 6, 18, "queues[0].auto_repair",
+     "its only health check (HealthChecks.Gpu) runs on GPU instances"),
+    # m7i.4xlarge: EBS only (EC2 DescribeInstanceTypes: no InstanceStorageInfo); fmcluster ships EC2's facts.
+    ("eks-scratch-without-nvme", "name: demo\nbackend: eks\nqueues:\n  - name: cpu\n    instance_type: m7i.4xlarge\n"
+     "    nodes: 1\n    scratch_mount: /scratch\n", 7, 20, "queues[0].scratch_mount",
+     "m7i.4xlarge has no instance-store NVMe"),
     ("bootstrap-missing-file", PC + "bootstrap:\n  - {run: ./nope.sh}\n", 8, 11, "bootstrap[0].run", "no such file"),
     ("bootstrap-bad-url", PC + "bootstrap:\n  - {run: 'https://x/y.sh'}\n", 8, 11, "bootstrap[0].run",
      "give a local path or an s3:// URL"),

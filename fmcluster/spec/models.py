@@ -240,8 +240,9 @@ class Queue(_Strict):
         "Default: the larger of 200 and half the head node's root volume.")
     scratch_mount: MountPath | None = Field(
         None, description="Where the instance-store NVMe is mounted as local scratch (ParallelCluster "
-        "EphemeralVolume.MountDir; PCS: a RAID 0 of the NVMe devices made at boot). Default /local_scratch on "
-        "types with NVMe; refused on types without.")
+        "EphemeralVolume.MountDir; PCS: a RAID 0 of the NVMe devices made at boot; eks: nodeadm's NodeConfig "
+        "localStorage RAID0 with this mountPath, the array at SCRATCH/0 for a hostPath volume, kubelet and "
+        "containerd on it). Default /local_scratch on types with NVMe; refused on types without.")
     iam: QueueIam | None = Field(None, description="IAM for this queue's nodes (ParallelCluster only).")
     compute_resource: str | None = Field(
         None,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from fmcluster import catalog
+from fmcluster.catalog.hardware import hardware
 from fmcluster.spec import auto_repair
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
@@ -72,7 +73,11 @@ def gpu_instance(queue: Queue) -> bool | None:
 def _queues(spec: Spec, error: Report) -> None:
     for index, queue in enumerate(spec.queues):
         facts = catalog.instance(queue.instance_type)
-        if queue.scratch_mount is not None and facts is not None and not facts.nvme_gb:
+        # The catalog's facts, else EC2's (shipped or read): a type known to have no instance store is refused.
+        described = hardware(queue.instance_type) if facts is None else None
+        no_nvme = (facts is not None and not facts.nvme_gb) or \
+            (described is not None and described.source != "name" and not described.nvme_gb)
+        if queue.scratch_mount is not None and no_nvme:
             error(("queues", index, "scratch_mount"), f"{queue.instance_type} has no instance-store NVMe to mount "
                                                       "as scratch: remove scratch_mount")
         if queue.scratch_mount in RESERVED_MOUNTS:

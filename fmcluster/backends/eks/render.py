@@ -10,7 +10,7 @@ import json
 import yaml
 
 from fmcluster.backends.eks import manifests as kube_manifests
-from fmcluster.backends.eks import node_repair, system_nodes
+from fmcluster.backends.eks import local_storage, node_repair, system_nodes
 from fmcluster.backends.eks.node_images import node_image, standard_image
 from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.catalog.hardware import hardware
@@ -147,6 +147,9 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
             "pcs/placement_group.yaml.j2", name=f"{spec.name}-{name}")
     for queue in spec.queues:
         _queue_documents(spec, queue, subnet, queue.name in placement_groups, add)
+        scratch = local_storage.note(queue)
+        if scratch:
+            rendered.notes.append(scratch)
     _system_documents(spec, subnet, add)
 
     for manifest in kube_manifests.manifests(spec):
@@ -178,7 +181,8 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
         root_volume_gib=decisions.queue_root_volume_gib(spec, queue), reservation_id=capacity.reservation_id,
         resource_group_arn=capacity.resource_group_arn, capacity_block=capacity.type == "capacity-block",
         placement_group=queue.name if placement_group else None, network_interfaces=interfaces,
-        efa=decisions.efa_enabled(queue), extra_security_groups=spec.network.additional_security_groups)
+        efa=decisions.efa_enabled(queue), extra_security_groups=spec.network.additional_security_groups,
+        node_config=local_storage.node_config(queue), scratch_path=local_storage.scratch_path(queue))
     add(f"eks-nodegroup-{queue.name}.yaml", "eks_nodegroup", queue.name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=queue.name, purpose=f'queue "{queue.name}"',
         instance_types=list(types), taints=[],
@@ -202,7 +206,8 @@ def _system_documents(spec: Spec, subnet: str, add: object) -> None:
         instance_type=instance_type, instance_type_in_template=True, key_name=spec.network.ssh.key_name,
         root_volume_gib=SYSTEM_ROOT_VOLUME_GIB, reservation_id=None, resource_group_arn=None, capacity_block=False,
         placement_group=None, network_interfaces=[{"card": 0, "device": 0, "efa": False, "efa_only": False}],
-        efa=False, extra_security_groups=spec.network.additional_security_groups)
+        efa=False, extra_security_groups=spec.network.additional_security_groups, node_config=None,
+        scratch_path=None)
     add(f"eks-nodegroup-{name}.yaml", "eks_nodegroup", name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=name, purpose="cluster software (the system node group)",
         instance_types=[instance_type], instance_type_in_template=True, min_size=count, max_size=count,

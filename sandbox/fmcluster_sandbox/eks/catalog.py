@@ -12,6 +12,13 @@ Amazon VPC CNI" (1.27 to 1.33: v1.20.1-eksbuild.3); "Set up the Amazon EKS Pod I
 Kubernetes version newer than a table's newest row the sandbox offers that row's version (AWS publishes
 newer builds the sandbox does not know). The FSx for Lustre CSI driver's pages publish no add-on version:
 ``v1.0.0-eksbuild.1`` is the sandbox's own label for it.
+
+The ``eks-node-monitoring-agent`` add-on: the guide ("Detect node health issues with the EKS node monitoring
+agent") publishes no version table and sends readers to ``describe-addon-versions``. AWS's own chart for it
+(aws/eks-node-monitoring-agent, tag v1.7.0, ``charts/eks-node-monitoring-agent/values.yaml``) pins the agent image
+AWS builds at ``v1.7.0-eksbuild.1``, the add-on's version naming; the sandbox offers that version for every
+Kubernetes version it offers (the agent's Go module page lists v1.7.0 as its latest, published Aug 4, 2026). Its
+DescribeAddonVersions ``type``, ``observability``, is the sandbox's own label: no stored AWS page names it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ DOCUMENTED: dict[str, dict[str | None, str]] = {
     "coredns": {"1.33": "v1.12.4-eksbuild.1", "1.34": "v1.12.4-eksbuild.1"},
     "eks-pod-identity-agent": {None: "v1.0.0-eksbuild.1"},
     "aws-fsx-csi-driver": {None: "v1.0.0-eksbuild.1"},
+    "eks-node-monitoring-agent": {None: "v1.7.0-eksbuild.1"},
 }
 
 
@@ -55,7 +63,8 @@ for _addon in DOCUMENTED:
     ADDON_VERSIONS[_addon] = sorted(((v, tuple(k)) for v, k in _by_version.items()), reverse=True,
                                     key=lambda item: _minor(item[0][1:].split("-", 1)[0]))
 ADDON_TYPE = {"vpc-cni": "networking", "kube-proxy": "networking", "coredns": "networking",
-              "eks-pod-identity-agent": "security", "aws-fsx-csi-driver": "storage"}
+              "eks-pod-identity-agent": "security", "aws-fsx-csi-driver": "storage",
+              "eks-node-monitoring-agent": "observability"}
 
 # "Review access policy permissions" (EKS User Guide, access-policy-permissions): the access policies EKS offers.
 ACCESS_POLICY_PREFIX = "arn:aws:eks::aws:cluster-access-policy/"

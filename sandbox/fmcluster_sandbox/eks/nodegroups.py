@@ -3,7 +3,7 @@ UpdateNodegroupConfig.
 
 Rules (EKS API reference CreateNodegroup/UpdateNodegroupConfig; EKS User Guide "Create a managed node
 group", "Customize managed nodes with launch templates", "Create a managed node group with Capacity
-Blocks"): the cluster is ACTIVE; the name (at most 63 characters, a letter or digit first) is unique in the
+Blocks"; node auto repair in :mod:`.node_repair`): the cluster is ACTIVE; the name (at most 63 characters, a letter or digit first) is unique in the
 cluster; the node role exists in IAM and is no cluster's role; subnets exist in the cluster's VPC and not in a
 Local Zone; ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
 launch template is named by id or name (not both) and exists; instance types go in the template or the
@@ -21,6 +21,7 @@ import uuid
 from typing import Any
 
 from fmcluster_sandbox import local_zones
+from fmcluster_sandbox.eks import node_repair
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, not_found
 from fmcluster_sandbox.eks.nodes import NodeOperations
 
@@ -126,6 +127,9 @@ class NodegroupOperations(NodeOperations):
             "updateConfig": dict(p.get("updateConfig") or {"maxUnavailable": 1}),
             "asg": f"eks-{name}-{arn.rsplit('/', 1)[-1]}",
         }
+        repair = node_repair.checked(p.get("nodeRepairConfig"), where)
+        if repair is not None:
+            spec["nodeRepairConfig"] = repair
         if not template:
             spec["diskSize"] = p.get("diskSize") or 20
         else:
@@ -222,6 +226,10 @@ class NodegroupOperations(NodeOperations):
         if p.get("updateConfig"):
             ng.spec["updateConfig"] = dict(p["updateConfig"])
             params.append({"type": "MaxUnavailable", "value": str(p["updateConfig"])})
+        repair = node_repair.checked(p.get("nodeRepairConfig"), where)
+        if repair is not None:
+            ng.spec["nodeRepairConfig"] = repair
+            params.append({"type": "NodeRepairConfig", "value": str(repair)})
         if not params:
             raise invalid("No changes needed", **where)
         ng.spec.update(scalingConfig=scaling, labels=labels, taints=taints)
@@ -245,6 +253,8 @@ class NodegroupOperations(NodeOperations):
             out["diskSize"] = spec["diskSize"]
         if "launchTemplate" in spec:
             out["launchTemplate"] = dict(spec["launchTemplate"])
+        if "nodeRepairConfig" in spec:
+            out["nodeRepairConfig"] = copy.deepcopy(spec["nodeRepairConfig"])
         return out
 
 
