@@ -6,6 +6,7 @@ sized as AWS publishes the instance, and after destroy nothing tagged or labelle
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import os
@@ -69,6 +70,52 @@ WEBHOOKS = {
                 ("validating", "volcano-admission-service-cronjobs-validate")],
     "kai": [],  # KAI's operator makes its webhooks; fmcluster applies none
 }
+
+
+# EKS User Guide node-health-nma.adoc: XID 79 ("GPU has fallen off the bus") repairs by Replace by default, and
+# "Repair after" 10 min for AcceleratedHardwareReady (node-repair.adoc).
+XID79_REBOOT = {"nodeMonitoringCondition": "AcceleratedHardwareReady", "nodeUnhealthyReason": "NvidiaXID79Error",
+                "minRepairWaitTimeMins": 10, "repairAction": "Reboot"}
+
+
+def _check_repair_and_scratch(eks, name: str, group: dict[str, Any], template_data: dict[str, Any]) -> None:
+    """auto_repair's default on the p5 queue: node auto repair on, rebooting on its Capacity Block, the node
+    monitoring agent add-on ACTIVE, the CPU queue's repair off; scratch_mount's default on p5: nodeadm's RAID 0."""
+    repair = group["nodeRepairConfig"]
+    assert repair["enabled"] is True and XID79_REBOOT in repair["nodeRepairConfigOverrides"]
+    cpu = eks.describe_nodegroup(clusterName=name, nodegroupName="cpu")["nodegroup"]
+    assert cpu["nodeRepairConfig"] == {"enabled": False}
+    agent = eks.describe_addon(clusterName=name, addonName="eks-node-monitoring-agent")["addon"]
+    assert agent["status"] == "ACTIVE"
+    user_data = base64.b64decode(template_data["UserData"]).decode()
+    assert "Content-Type: application/node.eks.aws" in user_data and "strategy: RAID0" in user_data
+    assert "mountPath: /local_scratch" in user_data  # the spec field's default
+
+
+def _agent_condition(sandbox, cluster: dict[str, Any], node: str, healthy: bool) -> None:
+    """Set the node condition the EKS node monitoring agent sets for a GPU fault (node-health-nma.adoc:
+    AcceleratedHardwareReady False, reason NvidiaXID79Error), through the Node's status as the agent does."""
+    call = cluster_api(sandbox.endpoint_url, cluster, REGION)
+    obj = _kube_get(sandbox, cluster, f"/api/v1/nodes/{node}")
+    conditions = [c for c in obj["status"].get("conditions") or [] if c["type"] != "AcceleratedHardwareReady"]
+    conditions.append({"type": "AcceleratedHardwareReady", "status": "True" if healthy else "False",
+                       "reason": "NvidiaXID79Error", "message": "GPU has fallen off the bus",
+                       "lastTransitionTime": "2026-12-05T10:00:00Z", "lastHeartbeatTime": "2026-12-05T10:00:00Z"})
+    obj["status"]["conditions"] = conditions
+    status, answer = call("PUT", f"/api/v1/nodes/{node}/status", obj)
+    assert status == 200, answer
+
+
+def _check_unhealthy_node_shows(sandbox, cluster: dict[str, Any], cli: Cli, node: str) -> None:
+    """status shows a node the agent reports faulty (DescribeNodegroup has no per-node repair state), and stops
+    once the condition clears."""
+    _agent_condition(sandbox, cluster, node, healthy=False)
+    train = next(q for q in cli.status()["queues"] if q["name"] == "train")
+    assert [(u["node"], u["condition"], u["reason"]) for u in train["unhealthy_nodes"]] == [
+        (node, "AcceleratedHardwareReady", "NvidiaXID79Error")]
+    _agent_condition(sandbox, cluster, node, healthy=True)
+    train = next(q for q in cli.status()["queues"] if q["name"] == "train")
+    assert train["unhealthy_nodes"] == []
 
 
 def _deployment_path(namespace: str, name: str) -> str:
@@ -179,6 +226,8 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     interfaces = template_data["NetworkInterfaces"]
     assert len(interfaces) == 32 and all(nic["InterfaceType"] == "efa" for nic in interfaces)
     assert template_data["InstanceMarketOptions"]["MarketType"] == "capacity-block"
+    if scheduler == "kueue":  # the node group's own settings do not depend on the scheduler: once is enough
+        _check_repair_and_scratch(eks, cli.name, group, template_data)
     reservation = ec2.describe_capacity_reservations(CapacityReservationIds=[block])["CapacityReservations"][0]
     assert reservation["AvailableInstanceCount"] == 0  # both nodes run on the block
     nodes = [i for r in ec2.describe_instances(Filters=[
@@ -216,6 +265,8 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     assert (train["nodes_ready"], train["gpus"], train["efa"]) == (2, gpus, 64)  # from the cluster's API
     assert train["quota"] == quota
     cli.assert_plan_and_status_cost_agree()  # the control plane's fee included, in both
+    if scheduler == "kueue":
+        _check_unhealthy_node_shows(sandbox, cluster, cli, listed[0]["metadata"]["name"])
 
     _ok(cli.run("scale", cli.name, "cpu=2", "system=3", "--yes"))
     scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="cpu")["nodegroup"]["scalingConfig"]

@@ -48,7 +48,8 @@ CASES = [
      PC.replace("    nodes: 2\n", "    nodes: 2\n    gpu_health_checks: false\n    auto_repair: true\n"), 8, 18,
      "queues[0].auto_repair", "contradicts gpu_health_checks: false"),
     ("auto-repair-explicit-on-25.11", PCS.replace("    nodes: 2\n", "    nodes: 2\n    auto_repair: true\n")
-     + "slurm: {version: '25.11'}\n", 7, 18, "queues[0].auto_repair", "Set slurm.version to 26.05, or auto_repair: false"),
+     + "slurm: {version: '25.11'}\n", 7, 18, "queues[0].auto_repair",
+     "Set slurm.version to 26.05, or auto_repair: false"),
     ("auto-repair-on-cpu-pcs", "name: demo\nbackend: pcs\nqueues:\n  - name: cpu\n    instance_type: m7i.large\n"
      "    nodes: 1\n    auto_repair: true\n", 7, 18, "queues[0].auto_repair", "need NVIDIA GPUs"),
     ("auto-repair-on-trainium-pc", "name: demo\nqueues:\n  - name: trn\n    instance_type: trn2.48xlarge\n"

@@ -246,6 +246,9 @@ class EksBackend(Backend):
             else:
                 for queue in report["queues"]:
                     queue.update(inside.get(queue["name"], {}))
+                    unread += [f"queue {queue['name']}: node {u['node']} reports {u['condition']}=False "
+                               f"({u['reason'] or 'no reason'}), from the EKS node monitoring agent: node auto repair "
+                               "acts on it after the condition's wait" for u in queue.get("unhealthy_nodes") or []]
                 unread += scheduler_status.problems(report["scheduler"])
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),

@@ -29,6 +29,23 @@ def _quota(scheduler: str, obj: dict[str, Any]) -> dict[str, Any]:
     return {name: value.get("quota") for name, value in (spec.get("resources") or {}).items()}
 
 
+# The NodeConditions the EKS node monitoring agent sets (EKS User Guide, "Detect node health issues with the EKS node
+# monitoring agent"); False is a fault that node auto repair acts on after the condition's wait. EKS's
+# DescribeNodegroup reports no per-node repair state (its health.issues are the group's own), so this is where a
+# node that is, or is about to be, repaired shows.
+AGENT_CONDITIONS = ("AcceleratedHardwareReady", "ContainerRuntimeReady", "KernelReady", "NetworkingReady",
+                    "StorageReady")
+
+
+def unhealthy(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's conditions that are False on ``node``: {node, condition, reason, since}."""
+    name = (node.get("metadata") or {}).get("name", "")
+    return [{"node": name, "condition": c["type"], "reason": c.get("reason") or "",
+             "since": c.get("lastTransitionTime")}
+            for c in (node.get("status") or {}).get("conditions") or []
+            if c.get("type") in AGENT_CONDITIONS and c.get("status") == "False"]
+
+
 def _ready(node: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (node.get("status") or {}).get("conditions") or [])
@@ -36,15 +53,18 @@ def _ready(node: dict[str, Any]) -> bool:
 
 def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dict[str, Any]]:
     """Queue name → {nodes_ready, gpus, efa, neuron (allocatable on its Ready nodes), quota (its scheduler queue's,
-    None when the object is missing)}."""
+    None when the object is missing), unhealthy_nodes (:func:`unhealthy` of its nodes)}."""
     api = KubeApi(access)
     try:
-        view = {name: {"nodes_ready": 0, **dict.fromkeys(DEVICES, 0), "quota": None} for name in queues}
+        view = {name: {"nodes_ready": 0, **dict.fromkeys(DEVICES, 0), "quota": None, "unhealthy_nodes": []}
+                for name in queues}
         node_type = api.resource_type("v1", "Node")
         nodes = api.call(f"listing the nodes of EKS cluster {access.cluster}", lambda: [
             dict(n) for n in api.client.list(node_type, labels={QUEUE_LABEL: set(queues)})]) if node_type else []
         for node in nodes:
             row = view.get(((node.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL, ""))
+            if row is not None:
+                row["unhealthy_nodes"] += unhealthy(node)
             if row is None or not _ready(node):
                 continue
             row["nodes_ready"] += 1

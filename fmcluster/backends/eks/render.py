@@ -9,8 +9,8 @@ import json
 
 import yaml
 
-from fmcluster.backends.eks import manifests as kube_manifests
 from fmcluster.backends.eks import local_storage, node_repair, system_nodes
+from fmcluster.backends.eks import manifests as kube_manifests
 from fmcluster.backends.eks.node_images import node_image, standard_image
 from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.catalog.hardware import hardware

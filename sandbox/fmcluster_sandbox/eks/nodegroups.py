@@ -3,14 +3,14 @@ UpdateNodegroupConfig.
 
 Rules (EKS API reference CreateNodegroup/UpdateNodegroupConfig; EKS User Guide "Create a managed node
 group", "Customize managed nodes with launch templates", "Create a managed node group with Capacity
-Blocks"; node auto repair in :mod:`.node_repair`): the cluster is ACTIVE; the name (at most 63 characters, a letter or digit first) is unique in the
+Blocks"): the cluster is ACTIVE; the name (at most 63 characters, a letter or digit first) is unique in the
 cluster; the node role exists in IAM and is no cluster's role; subnets exist in the cluster's VPC and not in a
 Local Zone; ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
 launch template is named by id or name (not both) and exists; instance types go in the template or the
 node group, not both; ``diskSize`` and ``remoteAccess`` cannot be used with a launch template;
 ``CAPACITY_BLOCK`` needs a template with ``InstanceMarketOptions.MarketType: capacity-block`` and a
 ``CapacityReservationTarget``, and such a template needs ``CAPACITY_BLOCK``. Instances launch in
-:mod:`.nodes`.
+:mod:`.nodes`; node auto repair (``nodeRepairConfig``) is checked in :mod:`.node_repair`.
 """
 
 from __future__ import annotations
