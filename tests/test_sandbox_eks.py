@@ -484,6 +484,31 @@ def test_node_repair_config(world, sandbox):
     world.eks.delete_cluster(name=cluster)
 
 
+def test_launch_template_user_data_must_be_mime_multipart(world, sandbox):
+    """EKS guide "Customize managed nodes with launch templates": without a custom AMI, EKS merges its bootstrap into
+    the template's user data, which must be MIME multi-part; other user data is refused at CreateNodegroup
+    ("Ec2LaunchTemplateInvalidConfiguration: User data was not in the MIME multipart format.")."""
+    cluster = world.cluster()
+    script = base64.b64encode(b"#!/bin/bash\necho hi\n").decode()
+    no_image = world.ec2.create_launch_template(LaunchTemplateName=f"eks-{uuid.uuid4().hex[:10]}", LaunchTemplateData={
+        "InstanceType": "m5.large", "UserData": script})["LaunchTemplate"]
+    with pytest.raises(ClientError) as refused:
+        world.nodegroup(cluster, {"id": no_image["LaunchTemplateId"], "version": "1"})
+    assert refused.value.response["Error"]["Code"] == "InvalidParameterException", refused.value.response
+    assert "not in the MIME multipart format" in refused.value.response["Error"]["Message"]
+    mime = ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n--B\nContent-Type: "
+            "application/node.eks.aws\n\n---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n\n--B--\n")
+    good = world.ec2.create_launch_template(LaunchTemplateName=f"eks-{uuid.uuid4().hex[:10]}", LaunchTemplateData={
+        "InstanceType": "m5.large", "UserData": base64.b64encode(mime.encode()).decode()})["LaunchTemplate"]
+    ng = world.nodegroup(cluster, {"id": good["LaunchTemplateId"], "version": "1"})["nodegroupName"]
+    # a custom AMI's user data is its own business (world.template names an ImageId)
+    custom = world.nodegroup(cluster, world.template(InstanceType="m5.large", UserData=script))["nodegroupName"]
+    for name in (ng, custom):
+        world.eks.delete_nodegroup(clusterName=cluster, nodegroupName=name)
+    world.eks.list_nodegroups(clusterName=cluster)
+    world.eks.delete_cluster(name=cluster)
+
+
 def test_access_entries(world):
     """"Grant IAM users access to Kubernetes with EKS access entries": access entries need the API or
     API_AND_CONFIG_MAP authentication mode (InvalidRequestException otherwise); the principal must exist;

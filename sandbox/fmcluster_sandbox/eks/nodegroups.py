@@ -21,7 +21,7 @@ import uuid
 from typing import Any
 
 from fmcluster_sandbox import local_zones
-from fmcluster_sandbox.eks import node_repair
+from fmcluster_sandbox.eks import launch_user_data, node_repair
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, not_found
 from fmcluster_sandbox.eks.nodes import NodeOperations
 
@@ -107,6 +107,9 @@ class NodegroupOperations(NodeOperations):
         if data.get("InstanceType") and p.get("instanceTypes"):
             raise invalid("Instance types cannot be specified both in the launch template and in the node group",
                           **where)
+        user_data_problem = launch_user_data.problem(data)
+        if user_data_problem:
+            raise invalid(user_data_problem, **where)
         if data.get("IamInstanceProfile"):
             raise invalid("Launch template should not specify an instance profile: EKS uses the node role", **where)
         capacity = p.get("capacityType") or "ON_DEMAND"
