@@ -231,9 +231,10 @@ class SandboxApp:
         self.capacity_reservations.reset()
         self.data_repositories.reset()
         self.resource_groups.reset()
-        from fmcluster_sandbox import capacity_blocks
+        from fmcluster_sandbox import capacity_block_extensions, capacity_blocks
 
         capacity_blocks.reset()
+        capacity_block_extensions.reset()
 
     def reset_state(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
@@ -271,6 +272,10 @@ class SandboxApp:
 
                 account = str(payload.pop("account", None) or DEFAULT_ACCOUNT_ID)
                 return self._json(start_response, 200, self.capacity_reservations.seed(payload, account))
+            if path == "/_fmcluster/capacity-block-offerings" and method == "POST":
+                from fmcluster_sandbox import capacity_blocks
+
+                return self._json(start_response, 200, capacity_blocks.seed(payload))
             if path == "/_fmcluster/reset" and method == "POST":
                 self.reset_state()
                 return self._json(start_response, 200, {"ok": True})
@@ -372,6 +377,13 @@ class SandboxApp:
             from fmcluster_sandbox import capacity_blocks
 
             return capacity_blocks.describe_status(params, region, self._account(environ, access_key))
+        if service == "ec2" and operation in ("DescribeCapacityBlockExtensionOfferings",
+                                              "PurchaseCapacityBlockExtension"):
+            from fmcluster_sandbox import capacity_block_extensions
+
+            serve = (capacity_block_extensions.describe if operation.startswith("Describe")
+                     else capacity_block_extensions.purchase)
+            return serve(params, region, self._account(environ, access_key))
         if service == "ec2" and operation in LOCAL_ZONE_ACTIONS:
             from fmcluster_sandbox import local_zones
 
