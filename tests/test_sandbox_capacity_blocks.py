@@ -42,6 +42,11 @@ def test_offerings_keep_to_the_date_range_the_eight_week_horizon_and_the_count(s
     assert offers and all(o["EndDate"] <= latest for o in offers)
     day = [o for o in offers if (o["CapacityBlockDurationHours"], o["CapacityBlockDurationMinutes"]) == (24, 0)]
     assert day and {(o["UpfrontFee"], o["CurrencyCode"]) for o in day} == {(P5_DAY_FOR_TWO, "USD")}
+    # A day's block that starts after three days cannot end within three and a half.
+    assert ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=2, CapacityDurationHours=24,
+                                                 StartDateRange=_now() + dt.timedelta(days=3),
+                                                 EndDateRange=_now() + dt.timedelta(days=3, hours=12))[
+        "CapacityBlockOfferings"] == []
     # "a reservation start time up to eight weeks in the future"
     assert ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=2, CapacityDurationHours=24,
                                                  StartDateRange=_now() + dt.timedelta(weeks=9))[
