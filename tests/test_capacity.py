@@ -70,10 +70,28 @@ def test_find_lists_offerings_from_both_regions_with_their_prices(run):
     for offer in offers:
         assert offer["offering_id"].startswith("cb-") and offer["availability_zone"].startswith(offer["region"])
         assert offer["instance_count"] == 2 and offer["start"] < offer["end"]
-        assert offer["usd_per_accelerator_hour"] == P5_GPU_HOUR and offer["ratio_to_on_demand"] == P5_RATIO
+        assert offer["usd_per_accelerator_hour"] == pytest.approx(P5_GPU_HOUR, abs=1e-3)
+        assert offer["ratio_to_on_demand"] == pytest.approx(P5_RATIO, abs=1e-3)
     whole_days = [o for o in offers if (o["duration_hours"], o["duration_minutes"]) == (24, 0)]
     assert whole_days and all(o["upfront_fee"] == P5_DAY_FOR_TWO for o in whole_days)
     assert [o["start"] for o in offers] == sorted(o["start"] for o in offers)
+
+
+@pytest.mark.parametrize("args, shape, per_accelerator_hour, kind", [
+    # u-p6e-gb200x72: 18 p6e-gb200.36xlarge of 4 GPUs, sold in the Dallas Local Zone at $10.582 per GPU-hour
+    # (instance-facts.yaml); found with AllAvailabilityZones although the account has not opted in to the zone.
+    (["--ultraserver-type", "u-p6e-gb200x72", "--ultraservers", "1"], ("us-east-1-dfw-2a", 18, 1), 10.582, "gpu"),
+    # trn1.32xlarge: 16 Trainium chips at $0.968 per chip-hour (aws.amazon.com/ec2/capacityblocks/pricing).
+    (["--instance-type", "trn1.32xlarge", "--count", "1"], ("us-east-1b", 1, None), 0.968, "trainium"),
+])
+def test_find_prices_per_accelerator_hour(run, args, shape, per_accelerator_hour, kind):
+    code, out, err = run("capacity", "find", *args, "--json")
+    assert code == 0, err
+    offers = json.loads(out)["offerings"]
+    assert shape in {(o["availability_zone"], o["instance_count"], o["ultraserver_count"]) for o in offers}
+    for offer in offers:
+        assert offer["usd_per_accelerator_hour"] == pytest.approx(per_accelerator_hour, abs=1e-3)
+        assert offer["accelerator_kind"] == kind
 
 
 def test_find_for_a_spec_searches_each_capacity_block_queue(run, tmp_path):
