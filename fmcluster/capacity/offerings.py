@@ -70,9 +70,18 @@ def find(searches: list[Search], regions: list[str], now: dt.datetime | None = N
     accelerator-hour. A Region that fails is an entry of ``errors``; the others still answer."""
     now = now or dt.datetime.now(dt.timezone.utc)
     jobs = [(search, region) for search in searches for region in regions]
+    # Clients are made here, one per Region, and only used in the threads: a boto3 client is safe to share
+    # between threads, making one from a shared session is not.
+    clients: dict[str, Any] = {}
+    for region in regions:
+        try:
+            clients[region] = aws.client("ec2", region, aws.READING)
+        except Exception as exc:  # a bad profile or CA bundle: every search in that Region reports it
+            clients[region] = exc
     found = Found()
     with ThreadPoolExecutor(max_workers=min(8, len(jobs)) or 1) as pool:
-        for (search, region), answer in zip(jobs, pool.map(lambda job: _ask(*job), jobs), strict=True):
+        answers = pool.map(lambda job: _ask(job[0], clients[job[1]]), jobs)
+        for (search, region), answer in zip(jobs, answers, strict=True):
             if isinstance(answer, Exception):
                 found.errors.append({"region": region, "search": search.label(),
                                      "error": str(aws.describe_error(f"EC2 DescribeCapacityBlockOfferings in {region}",
@@ -85,9 +94,10 @@ def find(searches: list[Search], regions: list[str], now: dt.datetime | None = N
     return found
 
 
-def _ask(search: Search, region: str) -> list[dict[str, Any]] | Exception:
+def _ask(search: Search, client: Any) -> list[dict[str, Any]] | Exception:
+    if isinstance(client, Exception):
+        return client
     try:
-        client = aws.client("ec2", region, aws.READING)
         offerings: list[dict[str, Any]] = []
         request = search.request()
         while True:

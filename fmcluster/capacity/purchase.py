@@ -16,7 +16,7 @@ from typing import Any
 
 from fmcluster import aws, ui
 from fmcluster.capacity import asks, offerings, spec_edit, view, when
-from fmcluster.errors import AwsError, FmclusterError, UsageError
+from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.lifecycle.common import confirm
 
 PLATFORM = "Linux/UNIX"  # fmcluster's nodes run Linux (Ubuntu or Amazon Linux)
@@ -233,7 +233,7 @@ def _dry_run(call: Any, operation: str, subject: str) -> None:
 def _refusal(operation: str, subject: str, exc: BaseException, hint: str = "") -> FmclusterError:
     """EC2's answer, named as EC2's, with what to do next; an id EC2 does not accept is bad input (exit 2)."""
     error = aws.describe_error(f"EC2 {operation} ({subject})", exc, hint)
-    if not isinstance(error, AwsError) or not getattr(error, "code", None):
+    if isinstance(error, aws.Unreachable) or not error.code:  # nothing answered: not a refusal
         return error
     code = error.code
     next_step = {
