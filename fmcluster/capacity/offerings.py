@@ -151,7 +151,18 @@ def row(offering: dict[str, Any], region: str, queue: str | None, now: dt.dateti
         "on_demand_usd_per_instance_hour": od_rate,
         "on_demand_note": on_demand.note,
         "ratio_to_on_demand": round(per_instance / od_rate, 3) if per_instance is not None and od_rate else None,
+        "tenancy": offering.get("Tenancy"),
+        # An offering EC2 composes of several blocks (each with its own zone, type, dates and fee).
+        "segments": [{"instance_type": seg.get("InstanceType"), "availability_zone": seg.get("AvailabilityZone"),
+                      "instance_count": seg.get("InstanceCount"), "start": _iso(seg.get("StartDate")),
+                      "end": _iso(seg.get("EndDate")), "upfront_fee": seg.get("UpfrontFee"),
+                      "currency": seg.get("CurrencyCode")}
+                     for seg in offering.get("CapacityBlockOfferingSegments") or []],
     }
+
+
+def _iso(value: Any) -> str | None:
+    return when.iso(value) if isinstance(value, dt.datetime) else None
 
 
 # --- the offerings found, for `capacity buy` -------------------------------------------------------------------
