@@ -61,7 +61,7 @@ def charge_lines(offer: dict[str, Any], now: dt.datetime) -> list[str]:
     return [
         f"Capacity Block {offer['offering_id']}: {shape} in {offer['availability_zone']} ({offer['region']})",
         f"  from {when.utc(start)} ({when.local(start)}, {when.starts_in(start, now)})",
-        f"  to   {when.utc(end)} ({when.local(end)}); instances are stopped 30 minutes before the end "
+        f"  to   {when.utc(end)} ({when.local(end)}); EC2 begins terminating its instances 30 minutes before the end "
         "(60 for UltraServers)",
         f"  charged now: {money(fee, offer.get('currency'))} upfront"
         + (f" ({rate(offer.get('usd_per_accelerator_hour'))} per accelerator-hour)"
