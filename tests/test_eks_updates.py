@@ -1,9 +1,10 @@
 """Day two on EKS, in-process through the lifecycle core against the sandbox (one cluster for every check, with
-the EKS emulator's zero latencies): a raised ``kubernetes.version`` upgrades the control plane and every node group
-(EKS User Guide, "Update existing cluster to new Kubernetes version" and "Update a managed node group for your
-cluster"), and a root-volume edit and a Lustre throughput edit change the same node group and the same file system
-in place (UpdateNodegroupVersion onto the new launch-template version; FSx UpdateFileSystem, FSx for Lustre guide
-"Managing throughput capacity"). Every fact about AWS is read from the sandbox with boto3."""
+the EKS emulator's zero latencies): a raised ``kubernetes.version`` upgrades the control plane, every node group and
+the add-ons, one minor version at a time (EKS User Guide, "Update existing cluster to new Kubernetes version",
+"Update a managed node group for your cluster", "Update an Amazon EKS add-on"), and a root-volume edit and a
+Lustre throughput edit change the same node group and the same file system in place (UpdateNodegroupVersion onto
+the new launch-template version; FSx UpdateFileSystem, FSx for Lustre guide "Managing throughput capacity").
+Every fact about AWS is read from the sandbox with boto3."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     name = f"upd-{uuid.uuid4().hex[:6]}"
     path = tmp_path / "spec.yaml"
     data = {"name": name, "region": REGION, "backend": "eks",
-            "kubernetes": {"version": "1.35", "system_nodes": 1},
+            "kubernetes": {"version": "1.34", "system_nodes": 1},
             "queues": [{"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1, "root_volume_gib": 200}],
             "storage": {"lustre": {"capacity_gib": 1200, "throughput_per_tib": 250}}}
     assert create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None) == 0
@@ -43,24 +44,34 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
                 for g in eks.list_nodegroups(clusterName=name)["nodegroups"]}
 
     before = groups()
-    assert sorted(before) == ["cpu", "system"] and {g["version"] for g in before.values()} == {"1.35"}
+    assert sorted(before) == ["cpu", "system"] and {g["version"] for g in before.values()} == {"1.34"}
+    # The sandbox's catalog, from "Manage kube-proxy in Amazon EKS clusters": 1.34 v1.34.6-eksbuild.2, 1.35
+    # v1.35.3-eksbuild.2 (the newest row, also what it offers for 1.36).
+    assert eks.describe_addon(clusterName=name, addonName="kube-proxy")["addon"]["addonVersion"] == \
+        "v1.34.6-eksbuild.2"
     (file_system,) = [f for f in fsx.describe_file_systems()["FileSystems"]
                       if {"Key": "fmcluster:cluster", "Value": name} in f.get("Tags", [])]
 
-    # One edit, one walk (the CI budget): 1.35 → 1.36, root_volume_gib 200 → 300, throughput 250 → 500. Each is
-    # planned as an update in place, never a replacement (create --json reports the plan it applied, as diff
-    # shows it).
+    # One edit (the CI budget): 1.34 → 1.36, root_volume_gib 200 → 300, throughput 250 → 500. EKS moves one
+    # minor version at a time, so create walks to 1.35 first (after the one confirmation that lists the steps),
+    # then 1.35 → 1.36 with the other changes. Each is planned as an update in place, never a replacement (create
+    # --json reports the plan it applied, as diff shows it).
     data["kubernetes"]["version"] = "1.36"
     data["queues"][0]["root_volume_gib"] = 300
     data["storage"]["lustre"]["throughput_per_tib"] = 500
     capsys.readouterr()
     assert create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None, json_output=True) == 0
-    planned = {c["resource"]: c for c in json.loads(capsys.readouterr().out)["changes"] if c["action"] != "no-op"}
+    said = capsys.readouterr()
+    assert "AWS takes this change in steps: Kubernetes 1.35; then the spec (Kubernetes 1.36)" in \
+        " ".join(said.err.split()), said.err
+    planned = {c["resource"]: c for c in json.loads(said.out)["changes"] if c["action"] != "no-op"}
     assert {k: c["action"] for k, c in planned.items()} == {
         f"eks_cluster:{name}": "update", "eks_nodegroup:cpu": "update", "eks_nodegroup:system": "update",
-        "launch_template:cpu": "update", "fsx_lustre:lustre": "update"}, planned
-    assert {k: c["attributes"]["version"] for k, c in planned.items() if k.startswith("eks_")} == {
-        k: {"old": "1.35", "new": "1.36"} for k in (f"eks_cluster:{name}", "eks_nodegroup:cpu", "eks_nodegroup:system")}
+        "launch_template:cpu": "update", "fsx_lustre:lustre": "update", "eks_addon:kube-proxy": "update"}, planned
+    assert planned["eks_addon:kube-proxy"]["attributes"] == {
+        "addonVersion": {"old": "v1.34.6-eksbuild.2", "new": "v1.35.3-eksbuild.2"}}
+    assert {k: c["attributes"]["version"] for k, c in planned.items() if k.startswith(("eks_cluster", "eks_node"))} == {
+        k: {"old": "1.34", "new": "1.36"} for k in (f"eks_cluster:{name}", "eks_nodegroup:cpu", "eks_nodegroup:system")}
     assert planned["fsx_lustre:lustre"]["attributes"] == {
         "LustreConfiguration.PerUnitStorageThroughput": {"old": 250, "new": 500}}
 
@@ -77,6 +88,9 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
                                                      Versions=[cpu["launchTemplate"]["version"]])
     disks = template["LaunchTemplateVersions"][0]["LaunchTemplateData"]["BlockDeviceMappings"]
     assert [d["Ebs"]["VolumeSize"] for d in disks] == [300]
+    # kube-proxy moved to a version EKS offers for the new Kubernetes version (UpdateAddon), the same add-on.
+    assert eks.describe_addon(clusterName=name, addonName="kube-proxy")["addon"]["addonVersion"] == \
+        "v1.35.3-eksbuild.2"
     # The same file system, at 500 MB/s/TiB.
     (lustre,) = fsx.describe_file_systems(FileSystemIds=[file_system["FileSystemId"]])["FileSystems"]
     assert lustre["LustreConfiguration"]["PerUnitStorageThroughput"] == 500
