@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 import yaml
 
 REGION = "us-east-1"
@@ -96,5 +97,15 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     assert lustre["LustreConfiguration"]["PerUnitStorageThroughput"] == 500
     report = status(name, refresh=False)
     assert (report["status"], report["drift"]) == ("ACTIVE", [])
+
+    # An update EKS ends Failed is a failure with EKS's errors (DescribeUpdate), though the group itself stays
+    # usable (DEGRADED): scaling up with no m7i.2xlarge capacity left.
+    from fmcluster.engine import EngineFailed
+    from fmcluster.lifecycle.scale import scale
+
+    sandbox.faults({"insufficient_capacity": ["m7i.2xlarge"]})
+    with pytest.raises(EngineFailed) as failed:
+        scale(name, ["cpu=2"], yes=True)
+    assert "update Failed" in str(failed.value) and "InsufficientInstanceCapacity" in str(failed.value), failed.value
     # No destroy: the sandbox is the test session's own, and a teardown is tests/test_lifecycle_eks.py's subject
     # (it would double this test's time).
