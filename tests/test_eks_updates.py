@@ -109,3 +109,31 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     assert "update Failed" in str(failed.value) and "InsufficientInstanceCapacity" in str(failed.value), failed.value
     # No destroy: the sandbox is the test session's own, and a teardown is tests/test_lifecycle_eks.py's subject
     # (it would double this test's time).
+
+
+def test_a_long_upgrade_is_walked_one_minor_version_at_a_time(tmp_path):
+    """EKS User Guide, "Update existing cluster to new Kubernetes version": one minor version per control-plane
+    update, and only with the node groups at the control plane's version. The steps before the spec itself."""
+    from types import SimpleNamespace
+
+    from fmcluster.backends.eks.upgrades import waypoints
+    from fmcluster.engine import AttributeChange, ResourceChange
+
+    spec = _spec(tmp_path / "spec.yaml", {"name": "walk", "region": REGION, "backend": "eks",
+                                          "kubernetes": {"version": "1.36"},
+                                          "queues": [{"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1}]})
+
+    def steps(live: str, groups: dict[str, str]) -> list[str]:
+        session = SimpleNamespace(require_spec=lambda: spec, ctx=SimpleNamespace(
+            values={"eks_cluster.walk.version": live}))
+        changes = [ResourceChange(f"eks_nodegroup:{g}", "update", [AttributeChange("version", v, "1.36")])
+                   for g, v in groups.items()]
+        found = waypoints(session, changes)
+        assert all(step.kubernetes.version == label.split()[1] for label, step in found)
+        return [label for label, _ in found]
+
+    assert steps("1.35", {"cpu": "1.35"}) == []  # one step: the spec itself
+    assert steps("1.34", {"cpu": "1.34"}) == ["Kubernetes 1.35"]
+    # a group behind the control plane is brought to it first, or EKS refuses the control plane's next update
+    assert steps("1.35", {"cpu": "1.34", "system": "1.35"}) == ["Kubernetes 1.35 (node groups cpu first)"]
+    assert steps("1.36", {}) == []
