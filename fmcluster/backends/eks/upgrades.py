@@ -1,7 +1,8 @@
 """A Kubernetes upgrade more than one minor version long, walked the way EKS takes it: one minor version at a time
 (EKS User Guide, "Update existing cluster to new Kubernetes version": the control plane moves one minor version per
-update, and only once its managed node groups are at its version), each step the control plane, then the node
-groups, then the add-ons (the resource graph's order)."""
+update, and only once its managed node groups are at its version). Each step is one walk of the resource graph:
+the control plane first, then the node groups and the add-ons (those whose pods run on nodes after the node
+groups)."""
 
 from __future__ import annotations
 
