@@ -7,6 +7,11 @@ updates what differs, in dependency order, every resource in its own worker so i
 once (at most a few of them calling AWS at a time: :mod:`fmcluster.slots`); ``destroy`` deletes in reverse
 order. Every write is read-before-write and recorded in the state store, and every create or update carries
 an idempotency token recorded before the call, so re-running after Ctrl-C, a crash or ``kill -9`` converges.
+
+What a resource changes in place it declares (:class:`InPlace`: the attribute paths, the method that sends the
+change, the AWS page that allows it); the engine sends one kind of update at a time and waits for each to end,
+since EKS and FSx run one update of a resource at a time. What it cannot change in place (``replace_on``, with
+``replace_page``) is a replacement, and the plan says why.
 """
 
 from __future__ import annotations
