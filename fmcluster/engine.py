@@ -182,6 +182,9 @@ class Resource(ABC):
     # What the resource changes in place, one kind of call at a time (in this order); a change no entry covers,
     # and not in ``replace_on``, goes to :meth:`update`.
     in_place: ClassVar[tuple[InPlace, ...]] = ()
+    # Outputs an update issues anew (a launch template's version): a plan that updates the resource shows them
+    # as known after apply, so that what follows them (a node group on the template) is shown changing too.
+    reissued_by_update: ClassVar[tuple[str, ...]] = ()
     # Kept by ``destroy --keep-storage``; its replacement loses data, which the plan says.
     is_storage: ClassVar[bool] = False
     # Deleted together with the resource it depends on (a ParallelCluster compute fleet with its stack).
@@ -341,6 +344,9 @@ class Engine:
                                         f"depends on {', '.join(cascaded)}, which is replaced")
             if change.action == "replace":
                 replaced.add(resource.name)
+            elif change.action == "update" and resource.reissued_by_update:
+                self.ctx.publish({f"{resource.kind}.{resource.key}.{output}": UNKNOWN
+                                  for output in resource.reissued_by_update})
             changes.append(change)
         for orphan in orphans:
             changes.append(ResourceChange(orphan.name, "delete", reason="no longer in the spec"))

@@ -69,6 +69,9 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     assert {k: c["action"] for k, c in planned.items()} == {
         f"eks_cluster:{name}": "update", "eks_nodegroup:cpu": "update", "eks_nodegroup:system": "update",
         "launch_template:cpu": "update", "fsx_lustre:lustre": "update", "eks_addon:kube-proxy": "update"}, planned
+    # the template's next version is issued by its update: the node group's move onto it is shown as such
+    assert planned["eks_nodegroup:cpu"]["attributes"]["launchTemplate.version"] == {
+        "old": before["cpu"]["launchTemplate"]["version"], "new": "(known after apply)"}
     assert planned["eks_addon:kube-proxy"]["attributes"] == {
         "addonVersion": {"old": "v1.34.6-eksbuild.2", "new": "v1.35.3-eksbuild.2"}}
     assert {k: c["attributes"]["version"] for k, c in planned.items() if k.startswith(("eks_cluster", "eks_node"))} == {
