@@ -68,8 +68,12 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         questions = session.backend.questions(session, plan.changes)
         for question in questions:
             ui.warning(question.warning)
+        waypoints = [] if is_new else session.backend.waypoints(session, plan.changes)
+        if waypoints:
+            ui.note("AWS takes this change in steps: " + "; then ".join(
+                label for label, _ in waypoints) + f"; then the spec ({_spec_label(spec)})")
         try:
-            confirm(_question(spec, session, plan, is_new), yes)
+            confirm(_question(spec, session, plan, is_new, [label for label, _ in waypoints]), yes)
             for question in questions:
                 confirm(question.question, yes)
                 options.update(question.options)
@@ -82,6 +86,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         if options.get("stop_fleet"):  # the agreed fleet stop changes how the cluster resource updates
             plan = Plan(session.resources(options), plan.orphans, plan.changes)
         try:
+            _walk_waypoints(session, waypoints, options, timeout_min)
             _apply_with_capacity_retries(session, plan, wait, timeout_min, retry_capacity_min)
         except (Interrupted, TimedOut):
             ui.note(f"resume with: {session.hint(f'fmcluster create {spec_file} --yes')}")
@@ -130,12 +135,31 @@ def ready_hint(session: Session) -> str:
             "its scheduler.")
 
 
-def _question(spec: Spec, session: Session, plan: Plan, is_new: bool) -> str:
+def _question(spec: Spec, session: Session, plan: Plan, is_new: bool, steps: list[str] | None = None) -> str:
     counts = plan.counts()
     if is_new:
         return f"Create cluster {spec.name} ({spec.backend}, {session.region})?"
     risky = [f"{counts[a]} to {a}" for a in ("replace", "delete") if counts[a]]
-    return f"Apply these changes to {spec.name}" + (f" ({', '.join(risky)})" if risky else "") + "?"
+    walk = f", in {len(steps) + 1} steps: {' → '.join([*steps, _spec_label(spec)])}" if steps else ""
+    return f"Apply these changes to {spec.name}" + (f" ({', '.join(risky)})" if risky else "") + walk + "?"
+
+
+def _spec_label(spec: Spec) -> str:
+    version = getattr(getattr(spec, "kubernetes", None), "version", None)
+    return f"Kubernetes {version}" if version else "the spec"
+
+
+def _walk_waypoints(session: Session, waypoints: list, options: dict[str, Any], timeout_min: float | None) -> None:
+    """Converge to each intermediate spec in turn (waiting for each: the next step needs it done), then leave
+    the session on the spec itself."""
+    final = session.spec
+    try:
+        for number, (label, step) in enumerate(waypoints, 1):
+            session.spec = step
+            run_engine(session, f"Step {number} of {len(waypoints) + 1}: {session.name} to {label}", "apply",
+                       session.resources(options), wait=True, timeout=timeout_min * 60 if timeout_min else None)
+    finally:
+        session.spec = final
 
 
 def _report_what_exists(session: Session) -> None:

@@ -391,6 +391,10 @@ class SandboxApp:
         if target.startswith(FSX_TARGET_PREFIX) and operation in FSX_DRA_OPERATIONS:
             return self.data_repositories.handle(operation, protocols.read_body(environ), region,
                                                  self._account(environ, access_key))
+        if target.startswith(FSX_TARGET_PREFIX) and operation == "UpdateFileSystem":  # moto has no UpdateFileSystem
+            from fmcluster_sandbox.fsx_extras import update_file_system
+
+            return update_file_system(protocols.read_body(environ), region, self._account(environ, access_key))
         if target.startswith(FSX_TARGET_PREFIX) and operation == "DescribeVolumes":  # moto has no FSx volumes
             from fmcluster_sandbox.fsx_extras import describe_volumes
 

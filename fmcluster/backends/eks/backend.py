@@ -35,7 +35,9 @@ from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.spec.networking import creates_network
 
 if TYPE_CHECKING:
+    from fmcluster.engine import ResourceChange
     from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
 
 ROLES = ("cluster", "nodes")
 
@@ -88,7 +90,8 @@ class EksBackend(Backend):
                                   "iam_role": IamRole, "fsx_lustre": FsxLustre,
                                   "fsx_data_repository": FsxDataRepository, "existing_fsx_lustre": ExistingFsxLustre,
                                   "eks_cluster": EksCluster}) | {
-            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster),
+            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster,
+                                                   kubernetes_version=spec.kubernetes.version),
             "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster),
             "kube_object": lambda document: kube.KubeObject(document.key, document, cluster=cluster)}
         resources = build(rendered.documents, makers, PROFILE.display)
@@ -98,6 +101,11 @@ class EksBackend(Backend):
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
         kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
         return resources
+
+    def waypoints(self, session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
+        from fmcluster.backends.eks import upgrades
+
+        return upgrades.waypoints(session, changes)
 
     # What a node count changes: the node group's scaling, and the quota of the queue's scheduler objects (sized
     # at its most nodes): a Kueue ClusterQueue's resourceGroups, a Volcano Queue's capability, a KAI Queue's
