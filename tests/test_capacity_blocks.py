@@ -197,3 +197,50 @@ def test_preflight_warns_under_two_checkpoints_and_refuses_an_ended_block(sandbo
     short = check(_block_spec(rid, workload={"model_params_b": 7, "checkpoint_every_min": 60}))
     assert short.status == "warning" and "under 2 h" in short.summary, short
     assert check(_block_spec(ended)).status == "failed"
+
+
+# --- create on a block that begins tomorrow ------------------------------------------------------------------
+def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when_the_nodes_come(sandbox, tmp_path):
+    """PCS (the cheapest backend to create in the sandbox): the node group on a scheduled block is made (AWS PCS
+    takes a ``scheduled`` block), no node runs yet, create says when they come and exits 0; status counts down."""
+    try:
+        from lifecycle_fixture import PcsCli
+    except ImportError:
+        from tests.lifecycle_fixture import PcsCli
+
+    cli = PcsCli(sandbox, tmp_path)
+    bought = _buy_tomorrow(sandbox.client("ec2", REGION))
+    rid = bought["CapacityReservationId"]
+    data = yaml.safe_load((CONFIGS / "quickstart-pcs.yaml").read_text())
+    data["name"] = cli.name
+    # a subnet in the block's AZ, as preflight asks ("Launch instances using Capacity Blocks": same AZ)
+    data["network"] = {"subnet_id": sandbox.private_network(zone=bought["AvailabilityZone"])["private_subnet"]}
+    data["queues"] = [{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                       "capacity": {"type": "capacity-block", "reservation_id": rid}}]
+    cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    start = bought["StartDate"].astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        created = _ok(cli.create())
+        assert f"Capacity Block {rid} is scheduled; its 2 node(s) come when it starts in " in created.stderr
+        assert start in created.stderr, created.stderr
+        report = cli.status()
+        assert report["status"] == "ACTIVE" and not report.get("problems"), report
+        (block,) = report["capacity_blocks"]
+        assert block["state"] == "scheduled" and block["hours_until_start"] > 0 and block["queues"] == ["train"]
+        # the block's nodes come at its start (only the login node runs: m7i, quickstart-pcs's head_node)
+        assert [i for i in cli.inventory()["instances"] if i["InstanceType"] == "p5.48xlarge"] == []
+
+        # the block begins (the sandbox holds it again, now active): PCS launches the nodes, nothing fails
+        sandbox.control("POST", "/_fmcluster/capacity-reservations", {
+            "reservation_id": rid, "instance_type": "p5.48xlarge", "availability_zone": bought["AvailabilityZone"],
+            "count": 2, "type": "capacity-block", "region": REGION,
+            "start": (dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1)).isoformat(),
+            "end": bought["EndDate"].isoformat()})
+        inventory = cli.inventory()  # reads PCS's node groups: the group's launches are retried
+        train = next(g for g in inventory["node_groups"] if g["name"] == "train")
+        group = sandbox.client("pcs").get_compute_node_group(clusterIdentifier=inventory["clusters"][0]["id"],
+                                                             computeNodeGroupIdentifier=train["id"])
+        assert (group["computeNodeGroup"]["status"], group["computeNodeGroup"].get("errorInfo", [])) == ("ACTIVE", [])
+        assert len([i for i in cli.inventory()["instances"] if i["InstanceType"] == "p5.48xlarge"]) == 2
+    finally:
+        _ok(cli.destroy())
