@@ -244,3 +244,31 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         assert len([i for i in cli.inventory()["instances"] if i["InstanceType"] == "p5.48xlarge"]) == 2
     finally:
         _ok(cli.destroy())
+
+
+# --- plan ------------------------------------------------------------------------------------------------------
+def test_plan_prices_a_bought_block_as_ec2_sells_it_now_and_points_a_queue_without_one_to_capacity_find(sandbox):
+    from fmcluster.pricing.capacity_blocks import fetch_capacity_block_prices
+    from fmcluster.pricing.rates import PriceBook
+    from fmcluster.spec.models import Spec
+
+    ec2 = sandbox.client("ec2", REGION)
+    offering = ec2.describe_capacity_block_offerings(
+        UltraserverType="u-p6e-gb200x72", UltraserverCount=1, CapacityDurationHours=48)["CapacityBlockOfferings"][0]
+    rid = ec2.purchase_capacity_block(CapacityBlockOfferingId=offering["CapacityBlockOfferingId"],
+                                      InstancePlatform="Linux/UNIX")["CapacityReservation"]["CapacityReservationId"]
+    queue = {"name": "train", "instance_type": "p6e-gb200.36xlarge", "nodes": 18,
+             "capacity": {"type": "capacity-block", "reservation_id": rid, "ultraserver": "u-p6e-gb200x72"}}
+    spec = Spec.model_validate({"name": "gb", "region": REGION, "backend": "pcs", "head_node":
+                                {"instance_type": "m7g.2xlarge"}, "queues": [queue]})
+    price = fetch_capacity_block_prices(spec, REGION, ec2=ec2)["train"]
+    # $10.582 per GPU-hour, 4 GPUs per p6e-gb200.36xlarge (aws.amazon.com/ec2/capacityblocks/pricing, as the
+    # sandbox sells it: instance-facts.yaml)
+    assert price.usd_per_instance_hour == pytest.approx(4 * 10.582)
+    assert f"Capacity Block {rid}: EC2 returns no fee for a bought block" in price.note
+    assert "× 48 h" in price.note  # the bought block's own length, not the one-day default
+
+    unbought = Spec.model_validate({"name": "p5", "region": REGION, "backend": "pcs", "queues": [
+        {"name": "train", "instance_type": "p5.48xlarge", "nodes": 2, "capacity": {"type": "capacity-block"}}]})
+    note = PriceBook(REGION).queue_price(unbought.queues[0]).note
+    assert "no block bought yet: `fmcluster capacity find SPEC` lists the offerings" in note
