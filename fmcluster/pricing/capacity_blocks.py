@@ -74,7 +74,7 @@ def fetch_capacity_block_prices(spec: Spec, region: str, ec2: Any = None) -> dic
 
 def _queue_price(ec2: Any, queue: Queue) -> BlockPrice | None:
     rid = queue.capacity.reservation_id
-    bought = ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"] if rid else []
+    bought = _reservation(ec2, rid) if rid else []
     if not bought or bought[0].get("ReservationType") != "capacity-block":
         price = block_price(ec2.describe_capacity_block_offerings(**offering_request(queue))
                             .get("CapacityBlockOfferings", []))
@@ -94,6 +94,18 @@ def _queue_price(ec2: Any, queue: Queue) -> BlockPrice | None:
     return BlockPrice(price.usd_per_instance_hour,
                       f"Capacity Block {rid}: EC2 returns no fee for a bought block, so this is what it asks now for "
                       f"the same block — {price.note}")
+
+
+def _reservation(ec2: Any, rid: str) -> list[dict[str, Any]]:
+    """The reservation, or [] when EC2 does not know it (preflight says why; the plan prices an offering)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"]
+    except ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code", "")).startswith("InvalidCapacityReservationId"):
+            return []
+        raise
 
 
 def sold_hours(start: Any, end: Any) -> int:
