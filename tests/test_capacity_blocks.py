@@ -200,13 +200,16 @@ def test_preflight_warns_under_two_checkpoints_and_refuses_an_ended_block(sandbo
 
 
 # --- create on a block that begins tomorrow ------------------------------------------------------------------
-def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when_the_nodes_come(sandbox, tmp_path):
+def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when_the_nodes_come(sandbox, tmp_path,
+                                                                                               monkeypatch):
     """PCS (the cheapest backend to create in the sandbox): the node group on a scheduled block is made (AWS PCS
     takes a ``scheduled`` block), no node runs yet, create says when they come and exits 0; status counts down."""
     try:
         from lifecycle_fixture import PcsCli
+        from test_lifecycle_pcs import _requests_of
     except ImportError:
         from tests.lifecycle_fixture import PcsCli
+        from tests.test_lifecycle_pcs import _requests_of
 
     cli = PcsCli(sandbox, tmp_path)
     bought = _buy_tomorrow(sandbox.client("ec2", REGION))
@@ -227,6 +230,12 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         assert report["status"] == "ACTIVE" and not report.get("problems"), report
         (block,) = report["capacity_blocks"]
         assert block["state"] == "scheduled" and block["hours_until_start"] > 0 and block["queues"] == ["train"]
+        # status reads the block inside its read-only pass: no request sent twice
+        from fmcluster.lifecycle.status import status
+
+        sent = _requests_of(cli, monkeypatch, lambda: status(cli.name, refresh=False))
+        assert not {key: n for key, n in sent.items() if n > 1}, sent
+        assert sum(n for (operation, _), n in sent.items() if operation == "ec2.DescribeCapacityBlockStatus") == 1
         # the block's nodes come at its start (only the login node runs: m7i, quickstart-pcs's head_node)
         assert [i for i in cli.inventory()["instances"] if i["InstanceType"] == "p5.48xlarge"] == []
 
