@@ -73,3 +73,16 @@ def not_begun(ctx: Any, spec: Spec) -> list[dict[str, Any]]:
     """The blocks the spec names that have not begun: their nodes come at the start (``create`` says when)."""
     blocks, _ = cluster_blocks(ctx, spec)
     return [b for b in blocks if b["hours_until_start"] is not None]
+
+
+def queues_waiting(ctx: Any, spec: Spec | None) -> set[str]:
+    """The queues whose Capacity Block has not begun: a node group that cannot launch into it yet is waiting, not
+    failing (EKS: "if the create request is made before the capacity reservation is active, then the ASG won't be
+    able to launch Amazon EC2 instances until it becomes active", "Create a managed node group with Capacity Blocks
+    for ML"). Empty when the blocks cannot be read: then every launch error stays a problem."""
+    if spec is None or not block_queues(spec):
+        return set()
+    try:
+        return {queue for block in not_begun(ctx, spec) for queue in block["queues"]}
+    except Exception:  # the blocks' own read reports its failure in status; here nothing is hidden
+        return set()
