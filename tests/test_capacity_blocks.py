@@ -236,6 +236,14 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         sent = _requests_of(cli, monkeypatch, lambda: status(cli.name, refresh=False))
         assert not {key: n for key, n in sent.items() if n > 1}, sent
         assert sum(n for (operation, _), n in sent.items() if operation == "ec2.DescribeCapacityBlockStatus") == 1
+        # `create --wait` re-run on the made cluster: a --timeout that ends before the block begins says so at once
+        from fmcluster.engine import TimedOut
+        from fmcluster.lifecycle.create import create
+        from fmcluster.spec import load_spec
+
+        with pytest.raises(TimedOut, match=f"begins {start}, after --timeout 5 min"):
+            _requests_of(cli, monkeypatch, lambda: create(load_spec(str(cli.spec)).spec, str(cli.spec), yes=True,
+                                                          wait=True, timeout_min=5, wait_for_blocks=True))
         # the block's nodes come at its start (only the login node runs: m7i, quickstart-pcs's head_node)
         assert [i for i in cli.inventory()["instances"] if i["InstanceType"] == "p5.48xlarge"] == []
 

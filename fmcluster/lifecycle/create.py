@@ -66,6 +66,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         print_plan(session, plan, f"Plan for {spec.name}")
         _print_capacity(spec)
         if plan.in_sync and existing is not None and existing.status == "ACTIVE":
+            future_blocks.announce(session, wait_for_blocks, timeout_min)
             return _done(session, plan, json_output, "already matches the spec; nothing to do")
         questions = session.backend.questions(session, plan.changes)
         for question in questions:

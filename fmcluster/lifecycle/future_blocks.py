@@ -39,6 +39,10 @@ def announce(session: Session, wait: bool, timeout_min: float | None) -> list[di
 def _wait_for_start(session: Session, blocks: list[dict[str, Any]], timeout_min: float | None) -> None:
     start = max(dt.datetime.fromisoformat(b["start"].replace("Z", "+00:00")) for b in blocks)
     deadline = time.monotonic() + timeout_min * 60 if timeout_min else None
+    if timeout_min and (start - dt.datetime.now(dt.timezone.utc)).total_seconds() > timeout_min * 60:
+        raise TimedOut(f"the Capacity Block begins {start:%Y-%m-%d %H:%M} UTC, after --timeout {timeout_min:g} min; "
+                       "the cluster is made and its nodes come at the start (`create --wait` without --timeout, or "
+                       "a longer one, waits for them)")
     with ui.Ticker(f"waiting for the Capacity Block(s) to begin at {start:%Y-%m-%d %H:%M} UTC") as ticker:
         began = time.monotonic()
         while not_begun(session.ctx, session.require_spec()):
