@@ -68,6 +68,14 @@ def test_a_bought_block_is_described_with_its_status_and_a_fault_impairs_it(sand
         ec2.describe_capacity_blocks(CapacityBlockIds=["cb-0123456789abcdef0"])
     assert unknown.value.response["Error"]["Code"] == "InvalidCapacityBlockId.NotFound"
 
+    # no health before the start (aws-parallelcluster 3.16.1 CapacityBlockHealthStatusValidator: "health status
+    # cannot be checked until the capacity block becomes active")
+    assert ec2.describe_capacity_block_status(CapacityBlockIds=[block_id])["CapacityBlockStatuses"] == []
+    now = dt.datetime.now(dt.timezone.utc)
+    rid = _seed(sandbox, start=now - dt.timedelta(hours=1), end=now + dt.timedelta(hours=23))
+    block_id = ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"][0][
+        "CapacityBlockId"]
+
     def status() -> dict:
         return ec2.describe_capacity_block_status(CapacityBlockIds=[block_id])["CapacityBlockStatuses"][0]
 

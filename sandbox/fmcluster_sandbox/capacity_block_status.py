@@ -22,6 +22,10 @@ PurchaseCapacityBlock, or seeded). Rules, from the EC2 API reference:
   Available and Unavailable capacity" yet the per-reservation ``totalUnavailableCapacity`` "the used capacity"; the
   sandbox answers the block's size for ``totalCapacity`` (running instances are neither free nor impaired).
 
+DescribeCapacityBlockStatus answers for active blocks only: ParallelCluster's ``CapacityBlockHealthStatusValidator``
+(aws-parallelcluster 3.16.1 ``ec2_validators.py``) reads a block missing from its answer as one not yet active
+("For scheduled capacity blocks ... health status cannot be checked until the capacity block becomes active").
+
 The interconnect is ``ok`` and nothing is unavailable unless the fault ``capacity_block_health`` (see
 :class:`fmcluster_sandbox.faults.Faults`) impairs a block, by its capacity block id or its reservation id: a
 test can then see what fmcluster says of an impaired block. Unavailable capacity is taken from what is free.
@@ -130,6 +134,8 @@ def describe_status(params: dict[str, str], region: str, account: str, faults: F
         wanted_status = list(item.get("Values") or [])
     items = []
     for block in blocks:
+        if _state(block) != "active":  # no health before the start, nor after the end (see the module's docstring)
+            continue
         health = faults.block_health(block.block_id, block.reservation_id)
         interconnect = health.get("interconnect_status", "ok")
         if wanted_status is not None and interconnect not in wanted_status:
