@@ -82,7 +82,9 @@ def queues_waiting(ctx: Any, spec: Spec | None) -> set[str]:
     for ML"). Empty when the blocks cannot be read: then every launch error stays a problem."""
     if spec is None or not block_queues(spec):
         return set()
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
         return {queue for block in not_begun(ctx, spec) for queue in block["queues"]}
-    except Exception:  # the blocks' own read reports its failure in status; here nothing is hidden
+    except (BotoCoreError, ClientError):  # status reports the blocks' read failing; here nothing is hidden
         return set()

@@ -117,9 +117,11 @@ def describe(session: Session, spec_problem: str = "",
 def _add_blocks(session: Session, report: dict[str, Any], warning_hours: float) -> None:
     """``capacity_blocks`` (each with its countdown and warning) and their problem lines, when the spec names
     Capacity Blocks; a block that cannot be read is said as a problem, never a failed status."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
         blocks, problems = cluster_blocks(session.ctx, session.spec, warning_hours)
-    except Exception as exc:  # status still reports the cluster; say what could not be read
+    except (BotoCoreError, ClientError) as exc:  # status still reports the cluster; say what could not be read
         blocks, problems = [], [f"Capacity Blocks not read: {aws.describe_error('EC2', exc).aws_message}"]
     if blocks:
         report["capacity_blocks"] = blocks
