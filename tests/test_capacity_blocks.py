@@ -238,6 +238,11 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         assert report["status"] == "ACTIVE" and not report.get("problems"), report
         (block,) = report["capacity_blocks"]
         assert block["state"] == "scheduled" and block["hours_until_start"] > 0 and block["queues"] == ["train"]
+        # capacity list names the cluster from its own launch template (PCS's, as fmcluster tags it)
+        from fmcluster.capacity.listing import list_blocks
+
+        listed = {r["reservation_ids"][0]: r for r in list_blocks(sandbox.client("ec2", REGION))}
+        assert listed[rid]["clusters"] == [cli.name] and listed[rid]["hours_until_start"] > 0
         # status reads the block inside its read-only pass: no request sent twice
         from fmcluster.lifecycle.status import status
 

@@ -59,8 +59,9 @@ def list_blocks(ec2: Any, now: dt.datetime | None = None) -> list[dict[str, Any]
 
 def clusters_by_reservation(ec2: Any) -> dict[str, set[str]]:
     """Reservation id -> the clusters whose launch templates launch into it (their latest version)."""
-    templates = _pages(ec2, "describe_launch_templates", "LaunchTemplates",
-                       Filters=[{"Name": "tag-key", "Values": list(CLUSTER_TAGS)}])
+    # Every template, told apart by its tags here: one list either way, and moto 5.2.5 (the sandbox) matches a
+    # ``tag-key`` filter of two values as "all of them" where EC2 matches any.
+    templates = _pages(ec2, "describe_launch_templates", "LaunchTemplates")
     users: dict[str, set[str]] = {}
     for template in templates:
         tags = {t["Key"]: t.get("Value", "") for t in template.get("Tags") or []}
