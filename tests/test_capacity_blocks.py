@@ -234,7 +234,15 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         created = _ok(cli.create())
         assert f"Capacity Block {rid} is scheduled; its 2 node(s) come when it starts in " in created.stderr
         assert start in created.stderr, created.stderr
-        report = cli.status()
+        # status (in this process, each request seen as sent) reads the block inside its read-only pass: no request
+        # sent twice, and one DescribeCapacityBlockStatus
+        from fmcluster.lifecycle.status import status
+
+        answers: dict = {}
+        sent = _requests_of(cli, monkeypatch, lambda: answers.update(report=status(cli.name, refresh=False)))
+        assert not {key: n for key, n in sent.items() if n > 1}, sent
+        assert sum(n for (operation, _), n in sent.items() if operation == "ec2.DescribeCapacityBlockStatus") == 1
+        report = answers["report"]
         assert report["status"] == "ACTIVE" and not report.get("problems"), report
         (block,) = report["capacity_blocks"]
         assert block["state"] == "scheduled" and block["hours_until_start"] > 0 and block["queues"] == ["train"]
@@ -243,12 +251,6 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
 
         listed = {r["reservation_ids"][0]: r for r in list_blocks(sandbox.client("ec2", REGION))}
         assert listed[rid]["clusters"] == [cli.name] and listed[rid]["hours_until_start"] > 0
-        # status reads the block inside its read-only pass: no request sent twice
-        from fmcluster.lifecycle.status import status
-
-        sent = _requests_of(cli, monkeypatch, lambda: status(cli.name, refresh=False))
-        assert not {key: n for key, n in sent.items() if n > 1}, sent
-        assert sum(n for (operation, _), n in sent.items() if operation == "ec2.DescribeCapacityBlockStatus") == 1
         # `create --wait` re-run on the made cluster: a --timeout that ends before the block begins says so at once
         from fmcluster.engine import TimedOut
         from fmcluster.lifecycle.create import create
