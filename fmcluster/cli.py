@@ -235,6 +235,8 @@ def create(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the applied plan as JSON (as `diff --json`)."),
     force_unlock: bool = ForceUnlockOption,
+    wait_for_blocks: bool = typer.Option(
+        False, "--wait", help="Also wait for each Capacity Block that has not begun to start (its nodes come then)."),
 ) -> None:
     """Create the cluster, or converge an existing one to the spec: preflight (new clusters), the plan read
     from AWS (create / update / replace / delete per resource), a confirmation, then the walk with live
@@ -253,7 +255,8 @@ def create(
     ui.print_warnings(loaded.warnings)
     raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback,
                                       skip_preflight=skip_preflight, retry_capacity_min=retry_capacity,
-                                      json_output=as_json, force_unlock=force_unlock))
+                                      json_output=as_json, force_unlock=force_unlock,
+                                      wait_for_blocks=wait_for_blocks))
 
 
 @app.command()
@@ -310,6 +313,9 @@ def status(
     watch: bool = typer.Option(False, "--watch", help="Refresh every 5 s until Ctrl-C: in place on a terminal; "
                                                       "with --json, one JSON document per line."),
     refresh: bool = typer.Option(False, "--refresh", help="Also write what AWS says back into the local state."),
+    block_warning_hours: float = typer.Option(
+        24.0, "--block-warning-hours", min=0, metavar="H",
+        help="Warn when a Capacity Block the cluster uses has fewer than H hours left (default 24)."),
 ) -> None:
     """Show what exists: every cluster (local records and those tagged in AWS), or one cluster live from AWS:
     status (CREATING, ACTIVE, UPDATING, DELETING, FAILED, NOT_FOUND), queues and node counts, every resource
@@ -322,11 +328,11 @@ def status(
     from fmcluster import lifecycle, ui
 
     if watch:
-        ui.watch(lambda: lifecycle.status(name, refresh), as_json)
+        ui.watch(lambda: lifecycle.status(name, refresh, block_warning_hours), as_json)
     elif as_json:
-        ui.print_json(lifecycle.status(name, refresh))
+        ui.print_json(lifecycle.status(name, refresh, block_warning_hours))
     else:
-        report = lifecycle.status(name, refresh)
+        report = lifecycle.status(name, refresh, block_warning_hours)
         ui.print_status(report)
         for row in report if isinstance(report, list) else [report]:
             if row.get("problem"):
@@ -376,13 +382,14 @@ def destroy(
 
 capacity_app = typer.Typer(
     name="capacity", no_args_is_help=True, rich_markup_mode="rich",
-    help="Find, buy and extend EC2 Capacity Blocks for ML: reserved GPU/Trainium capacity for fixed dates, paid "
-         "up front. Examples, in order:\n\n"
+    help="Find, buy, list and extend EC2 Capacity Blocks for ML: reserved GPU/Trainium capacity for fixed dates, "
+         "paid up front. Examples, in order:\n\n"
          "1. [bold]fmcluster capacity find --instance-type p5.48xlarge --count 2 --days 1 --regions "
          "us-east-1,us-east-2[/] (or [bold]find SPEC[/] for the spec's capacity-block queues)\n\n"
          "2. [bold]fmcluster capacity buy OFFERING_ID --spec SPEC --queue train[/] (after a dry run and a "
          "confirmation; the fee is not refundable)\n\n"
-         "3. [bold]fmcluster create SPEC[/]; later [bold]fmcluster capacity extend RESERVATION_ID --days 1[/]",
+         "3. [bold]fmcluster create SPEC[/]; [bold]fmcluster capacity list[/] shows each block's time left and who "
+         "uses it; [bold]fmcluster capacity extend RESERVATION_ID --days 1[/] adds time",
 )
 app.add_typer(capacity_app, name="capacity")
 CapacityDryRun = typer.Option(False, "--dry-run", help="Ask EC2 with DryRun and show the charge; buy nothing.")
@@ -471,6 +478,29 @@ def capacity_extend(
     from fmcluster.capacity import purchase
 
     raise typer.Exit(purchase.extend(reservation_id, hours, days, offering, dry_run, yes, as_json))
+
+
+
+@capacity_app.command("list")
+def capacity_list(
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list, one object per block."),
+) -> None:
+    """The account's Capacity Blocks in the Region (--region, else the environment's): state, instance type and
+    count, AZ, start and end, time left or until the start, instances in use and free, the accelerator
+    interconnect's status, and the fmcluster clusters that use each block (by their tags and launch templates).
+
+    EC2 stops a block's instances 30 minutes before its end; `fmcluster status NAME` counts down and warns.
+
+    Example: fmcluster --sandbox capacity list --json
+    """
+    from fmcluster import ui
+    from fmcluster.capacity.command import blocks_table, run_list
+
+    rows = run_list()
+    if as_json:
+        ui.print_json(rows)
+    else:
+        ui.out_console().print(blocks_table(rows))
 
 
 def _mount_more() -> None:

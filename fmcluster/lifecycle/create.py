@@ -11,6 +11,7 @@ from fmcluster import aws, catalog, reads, ui
 from fmcluster.backends import registry
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
+from fmcluster.lifecycle import future_blocks
 from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.network import offering_zones
@@ -39,8 +40,9 @@ def preflight(spec: Spec, to_stdout: bool = False) -> bool:
 
 def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None,
            rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0,
-           json_output: bool = False, force_unlock: bool = False) -> int:
-    """Create the cluster, or converge an existing one to the spec."""
+           json_output: bool = False, force_unlock: bool = False, wait_for_blocks: bool = False) -> int:
+    """Create the cluster, or converge an existing one to the spec. The nodes of a Capacity Block that has not
+    begun come at its start: that is said, and ``wait_for_blocks`` waits for it."""
     session = Session.open(spec, spec_file)
     options: dict[str, Any] = {"rollback": rollback, "locate": _locator(spec_file)}
     session.backend.check_requirements()
@@ -64,6 +66,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         print_plan(session, plan, f"Plan for {spec.name}")
         _print_capacity(spec)
         if plan.in_sync and existing is not None and existing.status == "ACTIVE":
+            future_blocks.announce(session, wait_for_blocks, timeout_min)
             return _done(session, plan, json_output, "already matches the spec; nothing to do")
         questions = session.backend.questions(session, plan.changes)
         for question in questions:
@@ -96,10 +99,12 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             _report_what_exists(session)
             raise
         if not wait:
+            future_blocks.announce(session, False, None)
             ui.note(f"requests sent; re-run `{session.hint(f'fmcluster create {spec_file} --yes')}` to wait for "
                     "the rest")
             return 0
         store.set_cluster_status(spec.name, session.region, "ACTIVE")
+        future_blocks.announce(session, wait_for_blocks, timeout_min)
         problems = session.backend.describe(session).get("problems") or []
         if problems:
             raise Unhealthy(f"cluster {spec.name} was made, but AWS reports problems with it:\n"

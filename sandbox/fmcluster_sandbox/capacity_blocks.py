@@ -256,30 +256,5 @@ def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, di
     return ok("PurchaseCapacityBlockResponse", f"<capacityReservation>{reservation.to_xml()}</capacityReservation>")
 
 
-def describe_status(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
-    """DescribeCapacityBlockStatus: each UltraServer Capacity Block's interconnect status and capacity (EC2 API
-    reference, CapacityBlockStatus). The sandbox has no interconnect faults, so every block reads ``ok`` with no
-    unavailable capacity; its available capacity is what launches have left."""
-    request, unknown = model_check.from_query("ec2", "DescribeCapacityBlockStatus", params)
-    problems = unknown + model_check.check("ec2", "DescribeCapacityBlockStatus", request)
-    if problems:
-        name, message = problems[0]
-        return error("InvalidParameterValue" if name in request else "UnknownParameter", f"{name}: {message}")
-    blocks = capacity_reservations.REGISTRY.capacity_blocks(account, region)
-    wanted = request.get("CapacityBlockIds") or []
-    for block_id in wanted:
-        if block_id not in {b.capacity_block_id for b in blocks}:
-            return error("InvalidParameterValue", f"The Capacity Block ID '{escape(block_id)}' does not exist")
-    items = "".join(
-        f"<item><capacityBlockId>{b.capacity_block_id}</capacityBlockId><interconnectStatus>ok</interconnectStatus>"
-        f"<totalCapacity>{b.total}</totalCapacity><totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
-        "<totalUnavailableCapacity>0</totalUnavailableCapacity><capacityReservationStatusSet><item>"
-        f"<capacityReservationId>{b.reservation_id}</capacityReservationId><totalCapacity>{b.total}</totalCapacity>"
-        f"<totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
-        "<totalUnavailableCapacity>0</totalUnavailableCapacity></item></capacityReservationStatusSet></item>"
-        for b in blocks if not wanted or b.capacity_block_id in wanted)
-    return ok("DescribeCapacityBlockStatusResponse", f"<capacityBlockStatusSet>{items}</capacityBlockStatusSet>")
-
-
 def _iso(moment: dt.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")

@@ -11,7 +11,8 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   (REST-JSON), instead of moto's partial EKS; each cluster's endpoint is ``<endpoint_url>/k8s/<cluster name>``,
   answered by the ``kube`` hook (:attr:`SandboxApp.kube`, the per-cluster Kubernetes API) when one is set;
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
-  DescribeCapacityBlockOfferings and PurchaseCapacityBlock, Local Zones and their opt-in
+  DescribeCapacityBlockOfferings and PurchaseCapacityBlock, DescribeCapacityBlocks and DescribeCapacityBlockStatus
+  (:mod:`fmcluster_sandbox.capacity_block_status`), Local Zones and their opt-in
   (:mod:`fmcluster_sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
   front of moto's RunInstances (:mod:`fmcluster_sandbox.ec2_launch`);
 * Resource Groups for Capacity Reservation groups, which moto routes only in part
@@ -374,9 +375,14 @@ class SandboxApp:
 
             return capacity_blocks.purchase(params, region, self._account(environ, access_key))
         if service == "ec2" and operation == "DescribeCapacityBlockStatus":
-            from fmcluster_sandbox import capacity_blocks
+            from fmcluster_sandbox import capacity_block_status
 
-            return capacity_blocks.describe_status(params, region, self._account(environ, access_key))
+            return capacity_block_status.describe_status(params, region, self._account(environ, access_key),
+                                                         self.faults)
+        if service == "ec2" and operation == "DescribeCapacityBlocks":
+            from fmcluster_sandbox import capacity_block_status
+
+            return capacity_block_status.describe_blocks(params, region, self._account(environ, access_key))
         if service == "ec2" and operation in ("DescribeCapacityBlockExtensionOfferings",
                                               "PurchaseCapacityBlockExtension"):
             from fmcluster_sandbox import capacity_block_extensions

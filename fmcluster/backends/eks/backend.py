@@ -27,6 +27,7 @@ from fmcluster.backends.existing_storage import ExistingFsxLustre
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
 from fmcluster.backends.iam import IamRole
 from fmcluster.backends.ownership import is_ours
+from fmcluster.capacity.cluster_blocks import queues_waiting
 from fmcluster.catalog import eks_versions
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError, UsageError
@@ -255,10 +256,14 @@ class EksBackend(Backend):
                 for queue in report["queues"]:
                     queue.update(inside.get(queue["name"], {}))
                 unread += scheduler_status.problems(report["scheduler"])
+        # A Capacity Block group made before its block begins cannot launch yet: that is waiting, not a problem.
+        waiting = queues_waiting(session.ctx, session.spec)
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))
-                              for item in items if health_issues(item)]
+                              for item in items if health_issues(item) and not (
+                                  what == "node group" and item[name] in waiting
+                                  and item.get("capacityType") == "CAPACITY_BLOCK")]
         report["status"] = PROFILE.overall_status(cluster["status"],
                                                   [g["status"] for g in groups] + [a["status"] for a in addons])
         return report
