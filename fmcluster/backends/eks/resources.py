@@ -184,7 +184,11 @@ class EksNodegroup(EksResource):
         return live
 
     def desired(self, ctx: Context) -> dict[str, Any]:
-        return {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        desired = {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        if _elastic(desired):
+            # The Cluster Autoscaler sets an elastic group's desired size: it is neither drift nor fmcluster's.
+            desired.pop("scalingConfig.desiredSize", None)
+        return desired
 
     def create(self, ctx: Context, token: str) -> Observed:
         group = ctx.client("eks").create_nodegroup(clientRequestToken=token,
@@ -197,7 +201,7 @@ class EksNodegroup(EksResource):
         paths = {c.path for c in changes}
         request: dict[str, Any] = {}
         if any(p.startswith("scalingConfig.") for p in paths):
-            request["scalingConfig"] = body["scalingConfig"]
+            request["scalingConfig"] = _scaling(body["scalingConfig"], observed.attributes or {})
         label_changes = [p.removeprefix("labels.") for p in paths if p.startswith("labels.")]
         if label_changes:
             wanted = body.get("labels") or {}
@@ -224,6 +228,23 @@ class EksNodegroup(EksResource):
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_nodegroup(clusterName=self.cluster, nodegroupName=self.key)
+
+
+def _elastic(flat: dict[str, Any]) -> bool:
+    low, high = flat.get("scalingConfig.minSize"), flat.get("scalingConfig.maxSize")
+    return isinstance(low, int) and isinstance(high, int) and low < high
+
+
+def _scaling(wanted: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The UpdateNodegroupConfig scaling of a change: a fixed group's whole; an elastic group's min and max, with
+    the desired size the autoscaler chose kept, moved only into the new range (EKS refuses a desired size outside
+    min..max)."""
+    if wanted["minSize"] >= wanted["maxSize"]:
+        return dict(wanted)
+    current = live.get("scalingConfig.desiredSize")
+    current = wanted["minSize"] if not isinstance(current, int) else current
+    return {"minSize": wanted["minSize"], "maxSize": wanted["maxSize"],
+            "desiredSize": min(max(current, wanted["minSize"]), wanted["maxSize"])}
 
 
 class EksAddon(EksResource):
