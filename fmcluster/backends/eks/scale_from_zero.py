@@ -5,9 +5,10 @@ With no node to copy, the autoscaler builds a template node from the instance ty
 for an EKS managed node group, from ``eks:DescribeNodegroup``: the node group's labels and taints, and the
 ``k8s.io/cluster-autoscaler/node-template/resources/<resource>`` entries among the node group's tags (reference
 kubernetes-addons/README.md, "Scale from zero", read from ``aws_manager.go`` and ``managed_nodegroup_cache.go`` at
-1.34.5 and 1.36.1). EKS copies no node group tag to the node group's Auto Scaling group ("Tagging your Amazon EKS
-resources": node group tags are not propagated to other resources), so fmcluster puts them where the autoscaler reads
-them for a managed node group: on the node group. Its labels and taints are the node group's own (fmcluster's queue,
+1.34.5 and 1.36.1). EKS copies no node group tag to the node group's Auto Scaling group (EKS API reference,
+CreateNodegroup ``tags``: "Node group tags do not propagate to any other resources associated with the node group,
+such as the Amazon EC2 instances or subnets"), so fmcluster puts them where the autoscaler reads them for a managed
+node group: on the node group. Its labels and taints are the node group's own (fmcluster's queue,
 device-plugin and system labels; the system taint), which the autoscaler reads the same way, so nothing about them is
 repeated in tags. What the template cannot know without a tag is an extended resource a device plugin advertises:
 NVIDIA GPUs (also derived from the instance type, but not for a type missing from the autoscaler's list), Neuron
