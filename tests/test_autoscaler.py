@@ -133,3 +133,19 @@ def test_an_elastic_groups_desired_size_is_the_autoscalers() -> None:
         "minSize": 0, "maxSize": 2, "desiredSize": 2}
     assert _scaling({"minSize": 2, "maxSize": 2, "desiredSize": 2}, {"scalingConfig.desiredSize": 3}) == {
         "minSize": 2, "maxSize": 2, "desiredSize": 2}
+
+
+def test_scale_does_not_install_or_remove_the_autoscaler() -> None:
+    """Within an elastic queue `scale` sets min and max; turning the only elastic queue fixed (or a fixed one
+    elastic) would remove (install) cluster software, which `scale` refuses with the way to do it."""
+    from fmcluster.backends.eks.backend import EksBackend
+    from fmcluster.errors import UsageError
+
+    backend = EksBackend()
+    narrower = _spec({"min": 0, "max": 2})
+    assert backend.scaled(_elastic(), narrower) is narrower
+    for old, new, fragment in ((_elastic(), _spec(2), "train fixed, the cluster loses the Cluster Autoscaler"),
+                               (_spec(2), _elastic(), "train elastic, the cluster gains the Cluster Autoscaler")):
+        with pytest.raises(UsageError) as refused:
+            backend.scaled(old, new)
+        assert fragment in str(refused.value) and "fmcluster create SPEC" in str(refused.value)

@@ -17,7 +17,15 @@ from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import autoscaler_iam, autoscaler_status, cluster_view, kube, scheduler_status, system_nodes
+from fmcluster.backends.eks import (
+    autoscaler_install,
+    autoscaler_status,
+    cluster_view,
+    kube,
+    scheduler_status,
+    system_nodes,
+)
+from fmcluster.backends.eks.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.pod_identity import PodIdentityAssociation
 from fmcluster.backends.eks.profile import PROFILE
@@ -37,8 +45,9 @@ from fmcluster.spec.networking import creates_network
 
 if TYPE_CHECKING:
     from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
 
-ROLES = ("cluster", "nodes", autoscaler_iam.ROLE_PURPOSE)
+ROLES = ("cluster", "nodes", AUTOSCALER_ROLE)
 
 
 class EksBackend(Backend):
@@ -120,6 +129,22 @@ class EksBackend(Backend):
                              f"(the Cluster Autoscaler sizes only queues); write {name}=N")
         data.setdefault("kubernetes", {})["system_nodes"] = count
         return True
+
+    def scaled(self, old: Spec, new: Spec) -> Spec:
+        """A count change that makes the cluster gain or lose its Cluster Autoscaler (a queue turning elastic, or
+        the last elastic queue turning fixed) installs or removes software, which ``scale`` does not do: refused
+        with the way to do it. Within an elastic queue, ``scale`` sets min and max; the autoscaler keeps the
+        desired size."""
+        before, after = autoscaler_install.wanted(old), autoscaler_install.wanted(new)
+        if (before is None) != (after is None):
+            turned = [q.name for q in new.queues if q.name in {o.name for o in old.queues}
+                      and autoscaler_install.is_elastic(q) != autoscaler_install.is_elastic(
+                          next(o for o in old.queues if o.name == q.name))]
+            what = "gains" if after is not None else "loses"
+            raise UsageError(f"with {', '.join(turned)} {'elastic' if after is not None else 'fixed'}, the cluster "
+                             f"{what} the Cluster Autoscaler (it runs while a queue is elastic), which `scale` does "
+                             "not install or remove: write the new nodes in the spec and run `fmcluster create SPEC`")
+        return new
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:
