@@ -292,16 +292,24 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     controller = _deployment_path(*CONTROLLERS["kueue"][0])
     deleted, answer = cluster_api(sandbox.endpoint_url, cluster, REGION)("DELETE", controller)
     assert deleted == 200, answer
+    # ... and so is a scale-from-zero tag taken off the elastic node group (the autoscaler reads it at zero nodes)
+    efa_tag = "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"
+    elastic_arn = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="elastic")["nodegroup"]["nodegroupArn"]
+    eks.untag_resource(resourceArn=elastic_arn, tagKeys=[efa_tag])
     drifted = cli.status()
     assert drifted["scheduler"]["ready"] is False
     table = _ok(cli.run("status", cli.name)).stdout
     assert "scheduler kueue v0.19.2: not ready" in table and "missing" in table, table
+    assert "autoscaler cluster-autoscaler v1.36.1: ready" in table, table
     assert [(d["expected"], d["actual"]) for d in drifted["drift"] if "kueue-controller-manager" in d["resource"]
             and "Deployment" in d["resource"]] == [("exists", "missing")], drifted["drift"]
+    assert [(d["expected"], d["actual"]) for d in drifted["drift"] if d["resource"].startswith(
+        "eks_nodegroup:elastic")] == [("1", None)], drifted["drift"]
     _ok(cli.create())
     repaired = cli.status()
     assert (repaired["drift"], repaired["scheduler"]["ready"]) == ([], True)
     assert _kube_get(sandbox, cluster, controller)["status"]["availableReplicas"] == 1
+    assert eks.list_tags_for_resource(resourceArn=elastic_arn)["tags"][efa_tag] == "1"
     # smoke through Kueue: --print shows the MPIJob for queue "train", each worker holding a p5.48xlarge's 8 GPUs
     # and 32 EFA devices; the sandbox runs no pods, so the job ends at --timeout (0.1 min) with exit 1, one line
     # (or, with --json, the JSON report), and no MPIJob is left.

@@ -1,7 +1,8 @@
 """The EKS cluster, its managed add-ons and its managed node groups, as engine resources.
 
 EKS answers every ``Describe…`` with the resource's tags, so ownership is read in the same call. What EKS can
-change in place: a node group's scaling and labels (UpdateNodegroupConfig), a cluster's Kubernetes version
+change in place: a node group's scaling and labels (UpdateNodegroupConfig) and its scale-from-zero tags
+(TagResource, UntagResource), a cluster's Kubernetes version
 (UpdateClusterVersion, one minor version at a time). Everything else a document sets is fixed at creation and
 changes only by replacing the resource, which the plan says.
 """
@@ -181,10 +182,12 @@ class EksNodegroup(EksResource):
         labels = item.get("labels") or {}
         live = {k: v for k, v in live.items() if not k.startswith("labels.")}
         live.update({f"labels.{k}": v for k, v in labels.items()})
+        live.update(_template_tags(item.get("tags") or {}))
         return live
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         desired = {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        desired.update(_template_tags(self.document.body.get("tags") or {}))
         if _elastic(desired):
             # The Cluster Autoscaler sets an elastic group's desired size: it is neither drift nor fmcluster's.
             desired.pop("scalingConfig.desiredSize", None)
@@ -215,6 +218,10 @@ class EksNodegroup(EksResource):
             request["taints"] = {k: v for k, v in {
                 "addOrUpdateTaints": wanted_taints,
                 "removeTaints": [t for t in live_taints if (t.get("key"), t.get("effect")) not in kept]}.items() if v}
+        if any(p.startswith(TAGS_PATH) for p in paths):
+            self._retag(ctx, observed, body.get("tags") or {})
+            if not request:
+                return self.read(ctx, observed.id) or observed
         if not request:
             raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of node group {self.key} in place")
         try:
@@ -228,6 +235,28 @@ class EksNodegroup(EksResource):
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_nodegroup(clusterName=self.cluster, nodegroupName=self.key)
+
+    def _retag(self, ctx: Context, observed: Observed, tags: dict[str, str]) -> None:
+        """TagResource and UntagResource: the node group's scale-from-zero tags as the document has them."""
+        eks = ctx.client("eks")
+        wanted = {k: v for k, v in tags.items() if k.startswith(TEMPLATE_TAG_PREFIX)}
+        live = {path.removeprefix(TAGS_PATH): v for path, v in (observed.attributes or {}).items()
+                if path.startswith(TAGS_PATH)}
+        if any(live.get(k) != v for k, v in wanted.items()):
+            eks.tag_resource(resourceArn=observed.id, tags=wanted)
+        gone = sorted(set(live) - set(wanted))
+        if gone:
+            eks.untag_resource(resourceArn=observed.id, tagKeys=gone)
+
+
+# The Cluster Autoscaler's scale-from-zero tags (fmcluster.backends.eks.scale_from_zero): the only node group tags
+# fmcluster compares, since the autoscaler reads them (through DescribeNodegroup) while the group has no node.
+TEMPLATE_TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
+TAGS_PATH = "tags."
+
+
+def _template_tags(tags: dict[str, Any]) -> dict[str, Any]:
+    return {f"{TAGS_PATH}{k}": v for k, v in tags.items() if k.startswith(TEMPLATE_TAG_PREFIX)}
 
 
 def _elastic(flat: dict[str, Any]) -> bool:
