@@ -312,6 +312,7 @@ def test_nodes_and_principals_for_the_kubernetes_api():
             call("POST", "/clusters/m/update-config", {"accessConfig": {"authenticationMode": mode}})
             call("GET", "/clusters/m")
         assert not emulator.principal_allowed("m", REGION, caller)
+        _pod_identity_rules(emulator, iam, cluster_role, subnets)
 
 
 def test_capacity_block_node_groups(world, sandbox):
@@ -817,3 +818,50 @@ def test_nodegroup_version_and_addon_updates(world, sandbox):
     assert world.eks.describe_update(name=cluster, addonName="kube-proxy", updateId=update["id"])["update"][
         "status"] == "Successful"
     assert world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")["addon"]["configurationValues"] == "{}"
+
+
+def _pod_identity_rules(emulator, iam, cluster_role: str, subnets: list[str]) -> None:
+    """EKS Pod Identity associations in the emulator, through botocore's shapes (each request and answer checked
+    against the EKS model): CreatePodIdentityAssociation needs an existing role, allows one association per
+    namespace and ServiceAccount (ResourceInUseException for a second), issues an ``a-…`` id; List filters by
+    namespace and ServiceAccount and answers summaries; Describe and Delete take the id; a deleted cluster takes its
+    associations with it (EKS API reference, CreatePodIdentityAssociation and the other Pod Identity operations)."""
+    import re
+
+    pods = iam.create_role(RoleName="pods", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
+                                                "Action": ["sts:AssumeRole", "sts:TagSession"]}]}))["Role"]["Arn"]
+
+    def call(method: str, path: str, body: dict | None = None, status: int = 200, query: str = "") -> dict:
+        code, headers, out = emulator.handle(method, path, query, json.dumps(body or {}).encode(), REGION,
+                                             "123456789012", "arn:aws:iam::123456789012:role/admin")
+        assert code == status, out
+        return json.loads(out) | ({"error": headers["x-amzn-ErrorType"]} if code != 200 else {})
+
+    call("POST", "/clusters", {"name": "p", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets}})
+    made = call("POST", "/clusters/p/pod-identity-associations",
+                {"namespace": "kube-system", "serviceAccount": "ca", "roleArn": pods, "tags": {"t": "v"}})
+    association = made["association"]
+    assert re.fullmatch(r"a-[a-z0-9]{17}", association["associationId"]), association
+    assert association["associationArn"].endswith(f":podidentityassociation/p/{association['associationId']}")
+    again = call("POST", "/clusters/p/pod-identity-associations",
+                 {"namespace": "kube-system", "serviceAccount": "ca", "roleArn": pods}, status=409)
+    assert again["error"] == "ResourceInUseException"
+    missing = call("POST", "/clusters/p/pod-identity-associations",
+                   {"namespace": "kube-system", "serviceAccount": "other", "roleArn": pods + "-gone"}, status=400)
+    assert missing["error"] == "InvalidParameterException"
+    call("POST", "/clusters/p/pod-identity-associations", {"namespace": "default", "serviceAccount": "ca",
+                                                            "roleArn": pods})
+    listed = call("GET", "/clusters/p/pod-identity-associations",
+                  query="namespace=kube-system&serviceAccount=ca")["associations"]
+    assert [(a["namespace"], a["associationId"]) for a in listed] == [("kube-system", association["associationId"])]
+    assert "roleArn" not in listed[0]  # a summary
+    path = f"/clusters/p/pod-identity-associations/{association['associationId']}"
+    described = call("GET", path)["association"]
+    assert (described["roleArn"], described["tags"]) == (pods, {"t": "v"})
+    call("DELETE", path)
+    assert call("GET", path, status=404)["error"] == "ResourceNotFoundException"
+    call("DELETE", "/clusters/p")
+    call("GET", "/clusters")  # the delete completes (no latency in process)
+    call("POST", "/clusters", {"name": "p", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets}})
+    assert call("GET", "/clusters/p/pod-identity-associations")["associations"] == []  # gone with the cluster

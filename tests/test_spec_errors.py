@@ -284,6 +284,11 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "500 nodes in one managed node group: EKS's default quota is 450 nodes per managed node group"),
     ("eks-range-to-451", EKS.replace("nodes: 2", "nodes: {min: 1, max: 451}"), 6, 26, "queues[0].nodes.max",
      "451 nodes in one managed node group"),
+    # An elastic queue gets the Cluster Autoscaler, shipped for Kubernetes 1.34-1.36 only (chart 9.59.0 renders;
+    # the autoscaler's README: use the release of the cluster's Kubernetes minor)
+    ("eks-elastic-on-1.33", EKS.replace("nodes: 2", "nodes: {min: 0, max: 4}") + "kubernetes: {version: '1.33'}\n",
+     6, 12, "queues[0].nodes", "needs the Cluster Autoscaler release of the cluster's Kubernetes minor, and "
+     "fmcluster ships it for Kubernetes 1.34, 1.35, 1.36, not 1.33"),
     # a queue of several types was a traceback (AttributeError in instance_mix); AWS's P5 and P4 pages:
     # p5.48xlarge 192 vCPUs, p4d.24xlarge 96
     ("pcs-mixed-p5-p4d", PCS.replace("instance_type: p5.48xlarge", "instance_type: [p5.48xlarge, p4d.24xlarge]"), 5,

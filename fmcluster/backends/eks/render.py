@@ -9,8 +9,8 @@ import json
 
 import yaml
 
+from fmcluster.backends.eks import autoscaler_iam, autoscaler_install, scale_from_zero, system_nodes
 from fmcluster.backends.eks import manifests as kube_manifests
-from fmcluster.backends.eks import system_nodes
 from fmcluster.backends.eks.node_images import node_image, standard_image
 from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.catalog.hardware import hardware
@@ -143,6 +143,7 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
     for queue in spec.queues:
         _queue_documents(spec, queue, subnet, queue.name in placement_groups, add)
     _system_documents(spec, subnet, add)
+    _autoscaler_documents(spec, add)
 
     for manifest in kube_manifests.manifests(spec):
         key = object_key(manifest)
@@ -179,9 +180,38 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
         kubernetes_version=spec.kubernetes.version,
         instance_types=list(types), taints=[],
         instance_type_in_template=in_template, min_size=min_nodes(queue), max_size=max_nodes(queue),
-        # No cluster autoscaler: the nodes that run are the ones asked for, which `scale` changes.
+        # A fixed queue runs its count; an elastic one starts at its min, and from then on the Cluster Autoscaler
+        # sets the desired size (fmcluster compares and changes only min and max of such a group).
         desired_size=min_nodes(queue), subnet_id=queue.subnet_id or subnet, ami_type=node_image(queue).ami_type,
-        capacity_type=CAPACITY_TYPES[capacity.type], labels=kube_manifests.node_labels(queue))
+        capacity_type=CAPACITY_TYPES[capacity.type], labels=kube_manifests.node_labels(queue),
+        **_elastic_tags(spec, queue))
+
+
+def _elastic_tags(spec: Spec, queue: Queue) -> dict[str, dict[str, str]]:
+    """An elastic queue's node group also carries what the Cluster Autoscaler needs to scale it from zero."""
+    if not autoscaler_install.is_elastic(queue):
+        return {}
+    return {"tags": {**resource_tags(spec, f"eks_nodegroup:{queue.name}"), **scale_from_zero.nodegroup_tags(queue)}}
+
+
+def _autoscaler_documents(spec: Spec, add: object) -> None:
+    """With an elastic queue: the Cluster Autoscaler's IAM role and the EKS Pod Identity association that hands it
+    to the autoscaler's ServiceAccount (its Kubernetes objects are among the manifests)."""
+    if autoscaler_install.wanted(spec) is None:
+        return
+    name = role_name(spec.name, spec.region, autoscaler_iam.ROLE_PURPOSE)
+    add("iam-role-autoscaler.yaml", "iam_role", autoscaler_iam.ROLE_PURPOSE, "iam",
+        {"role": "CreateRole", "inline_policy": "PutRolePolicy"}, "eks/pod_identity_role.yaml.j2", cluster=spec.name,
+        role_name=name, purpose="Cluster Autoscaler role (EKS Pod Identity)",
+        assume_role_policy=json.dumps(autoscaler_iam.trust_policy()), policy_name=autoscaler_iam.POLICY_NAME,
+        policy=json.dumps(autoscaler_iam.permissions_policy(spec)),
+        policy_note="Describe calls on *, which AWS scopes no further; DescribeNodegroup on this cluster's node "
+                    "groups; SetDesiredCapacity and TerminateInstanceInAutoScalingGroup only on Auto Scaling groups "
+                    f"tagged {autoscaler_iam.CLUSTER_NAME_TAG}={spec.name} in {spec.region}")
+    add("eks-pod-identity-autoscaler.yaml", "eks_pod_identity_association", autoscaler_iam.ROLE_PURPOSE, "eks",
+        {"": "CreatePodIdentityAssociation"}, "eks/pod_identity_association.yaml.j2", cluster=spec.name,
+        purpose="the Cluster Autoscaler's AWS credentials", namespace=autoscaler_install.NAMESPACE,
+        service_account=autoscaler_install.SERVICE_ACCOUNT, role_key=autoscaler_iam.ROLE_PURPOSE)
 
 
 def _system_documents(spec: Spec, subnet: str, add: object) -> None:

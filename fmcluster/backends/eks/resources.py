@@ -3,7 +3,8 @@
 EKS answers every ``Describe…`` with the resource's tags, so ownership is read in the same call. What EKS can
 change in place (each resource's ``in_place``): a cluster's Kubernetes version (UpdateClusterVersion, one minor
 version at a time) and endpoint access (UpdateClusterConfig); a node group's Kubernetes version and launch-template
-version (UpdateNodegroupVersion) and its scaling, labels and taints (UpdateNodegroupConfig); an add-on's version and
+version (UpdateNodegroupVersion), its scaling, labels and taints (UpdateNodegroupConfig) and its scale-from-zero
+tags (TagResource, UntagResource); an add-on's version and
 configuration (UpdateAddon). Each update EKS starts is followed to its end with DescribeUpdate: one that ends
 ``Failed`` or ``Cancelled`` fails the step with EKS's errors. Everything else a document sets is fixed at creation
 and changes only by replacing the resource, which the plan says with the page that says so.
@@ -253,10 +254,16 @@ class EksNodegroup(EksResource):
         labels = item.get("labels") or {}
         live = {k: v for k, v in live.items() if not k.startswith("labels.")}
         live.update({f"labels.{k}": v for k, v in labels.items()})
+        live.update(_template_tags(item.get("tags") or {}))
         return live
 
     def desired(self, ctx: Context) -> dict[str, Any]:
-        return {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        desired = {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        desired.update(_template_tags(self.document.body.get("tags") or {}))
+        if _elastic(desired):
+            # The Cluster Autoscaler sets an elastic group's desired size: it is neither drift nor fmcluster's.
+            desired.pop("scalingConfig.desiredSize", None)
+        return desired
 
     def create(self, ctx: Context, token: str) -> Observed:
         group = ctx.client("eks").create_nodegroup(clientRequestToken=token,
@@ -293,7 +300,7 @@ class EksNodegroup(EksResource):
         paths = {c.path for c in changes}
         request: dict[str, Any] = {}
         if any(p.startswith("scalingConfig.") for p in paths):
-            request["scalingConfig"] = body["scalingConfig"]
+            request["scalingConfig"] = _scaling(body["scalingConfig"], observed.attributes or {})
         label_changes = [p.removeprefix("labels.") for p in paths if p.startswith("labels.")]
         if label_changes:
             wanted = body.get("labels") or {}
@@ -307,6 +314,10 @@ class EksNodegroup(EksResource):
             request["taints"] = {k: v for k, v in {
                 "addOrUpdateTaints": wanted_taints,
                 "removeTaints": [t for t in live_taints if (t.get("key"), t.get("effect")) not in kept]}.items() if v}
+        if any(p.startswith(TAGS_PATH) for p in paths):
+            self._retag(ctx, observed, body.get("tags") or {})
+            if not request:
+                return self.read(ctx, observed.id) or observed
         if not request:
             raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of node group {self.key} in place")
         try:
@@ -322,6 +333,45 @@ class EksNodegroup(EksResource):
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_nodegroup(clusterName=self.cluster, nodegroupName=self.key)
+
+    def _retag(self, ctx: Context, observed: Observed, tags: dict[str, str]) -> None:
+        """TagResource and UntagResource: the node group's scale-from-zero tags as the document has them."""
+        eks = ctx.client("eks")
+        wanted = {k: v for k, v in tags.items() if k.startswith(TEMPLATE_TAG_PREFIX)}
+        live = {path.removeprefix(TAGS_PATH): v for path, v in (observed.attributes or {}).items()
+                if path.startswith(TAGS_PATH)}
+        if any(live.get(k) != v for k, v in wanted.items()):
+            eks.tag_resource(resourceArn=observed.id, tags=wanted)
+        gone = sorted(set(live) - set(wanted))
+        if gone:
+            eks.untag_resource(resourceArn=observed.id, tagKeys=gone)
+
+
+# The Cluster Autoscaler's scale-from-zero tags (fmcluster.backends.eks.scale_from_zero): the only node group tags
+# fmcluster compares, since the autoscaler reads them (through DescribeNodegroup) while the group has no node.
+TEMPLATE_TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
+TAGS_PATH = "tags."
+
+
+def _template_tags(tags: dict[str, Any]) -> dict[str, Any]:
+    return {f"{TAGS_PATH}{k}": v for k, v in tags.items() if k.startswith(TEMPLATE_TAG_PREFIX)}
+
+
+def _elastic(flat: dict[str, Any]) -> bool:
+    low, high = flat.get("scalingConfig.minSize"), flat.get("scalingConfig.maxSize")
+    return isinstance(low, int) and isinstance(high, int) and low < high
+
+
+def _scaling(wanted: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The UpdateNodegroupConfig scaling of a change: a fixed group's whole; an elastic group's min and max, with
+    the desired size the autoscaler chose kept, moved only into the new range (EKS refuses a desired size outside
+    min..max)."""
+    if wanted["minSize"] >= wanted["maxSize"]:
+        return dict(wanted)
+    current = live.get("scalingConfig.desiredSize")
+    current = wanted["minSize"] if not isinstance(current, int) else current
+    return {"minSize": wanted["minSize"], "maxSize": wanted["maxSize"],
+            "desiredSize": min(max(current, wanted["minSize"]), wanted["maxSize"])}
 
 
 class EksAddon(EksResource):

@@ -108,7 +108,7 @@ class ClusterOperations:
 
     def _drop_cluster_resources(self, cluster: Any) -> None:
         self.on_cluster_deleted(cluster.name, cluster.region)
-        for kind in ("addon", "access_entry"):
+        for kind in ("addon", "access_entry", "pod_identity"):  # a cluster's associations go with it
             for res in self._all(kind, cluster.account, cluster.region, cluster.name):
                 self._resources.pop(self._key(res), None)
         group_id = cluster.spec["resourcesVpcConfig"].get("clusterSecurityGroupId")

@@ -64,6 +64,8 @@ BUILTIN: list[ResourceType] = [
     _t("apps", "v1", "deployments", "Deployment", True, "deploy"),
     _t("apps", "v1", "statefulsets", "StatefulSet", True, "sts"),
     _t("batch", "v1", "jobs", "Job", True),
+    # The Cluster Autoscaler's chart makes one ("PodDisruptionBudget", policy/v1: stored; no eviction happens here).
+    _t("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "pdb"),
     _t("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, "sc"),
     _t("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     _t("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),

@@ -47,6 +47,15 @@ SCHEDULERS: dict[str, Release] = {
 MPI_OPERATOR = Release("mpi-operator", "v0.8.0", "mpi-operator-v0.8.0", "mpi-operator.yaml.gz", "the MPI Operator",
                        "mpi-operator", True)
 RELEASES: tuple[Release, ...] = (*SCHEDULERS.values(), MPI_OPERATOR)
+# The Cluster Autoscaler (chart 9.59.0), one render per Kubernetes minor: each carries the newest autoscaler release of
+# that minor, as its README asks ("use the latest Cluster Autoscaler release that corresponds to the minor version of
+# Kubernetes that their cluster is running"). Its namespace, kube-system, exists on every cluster: fmcluster makes
+# (and deletes) no Namespace for it. :mod:`fmcluster.backends.eks.autoscaler_install` applies it.
+CLUSTER_AUTOSCALER: dict[str, Release] = {
+    minor: Release("cluster-autoscaler", tag, "cluster-autoscaler-chart-9.59.0",
+                   f"cluster-autoscaler-chart-9.59.0-eks-{minor}.yaml.gz", "the Cluster Autoscaler", "kube-system",
+                   True)
+    for minor, tag in (("1.34", "v1.34.5"), ("1.35", "v1.35.2"), ("1.36", "v1.36.1"))}
 
 
 def manifest_bytes(release: Release) -> bytes:
@@ -77,7 +86,7 @@ def all_crds() -> list[dict[str, Any]]:
 def kinds() -> list[tuple[str, str]]:
     """Every ``(apiVersion, kind)`` the shipped releases hold, in first-seen order."""
     seen: dict[tuple[str, str], None] = {}
-    for release in RELEASES:
+    for release in (*RELEASES, *CLUSTER_AUTOSCALER.values()):
         for obj in _parsed(release):
             seen.setdefault((obj["apiVersion"], obj["kind"]), None)
     return list(seen)
