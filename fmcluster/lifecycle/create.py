@@ -11,6 +11,7 @@ from fmcluster import aws, catalog, reads, ui
 from fmcluster.backends import registry
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
+from fmcluster.lifecycle.claim import claim
 from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.network import offering_zones
@@ -73,6 +74,9 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             for question in questions:
                 confirm(question.question, yes)
                 options.update(question.options)
+            # Before the first write: the name is this state directory's in the account and Region, or the command
+            # stops here, naming the holder (a teammate's create from another machine passes the local lock).
+            claim(spec.name, session.region, cluster_id, spec.backend)
         except FmclusterError:
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)
