@@ -62,7 +62,7 @@ def test_a_second_state_directory_is_refused_and_told_who_holds_the_name(sandbox
     alice = two_machines("alice")
     held = claims.claim(name, REGION, "id-alice", "eks")
     assert (held.cluster_id, held.state_dir, held.mine) == ("id-alice", alice, True)
-    assert held.owner.startswith(f"arn:aws:") and ACCOUNT in held.owner, held.owner
+    assert held.owner.startswith("arn:aws:") and ACCOUNT in held.owner, held.owner
     # the claim lives where the module says, in the account's own bucket for the Region
     body = sandbox.client("s3", REGION).get_object(Bucket=f"fmcluster-claims-{ACCOUNT}-{REGION}",
                                                    Key=f"clusters/{name}.json")["Body"].read()
@@ -122,3 +122,18 @@ def test_two_claims_started_together_have_one_winner(sandbox_env, tmp_path):
     assert len(won) == 1 and len(refused) == 5, (won, refused)
     assert all(f"cluster id {won[0]}" in message for message in refused), refused
     claims.release(name, REGION, set(won))
+
+
+def test_status_text_names_the_owner_and_whether_it_is_this_state_directory():
+    from rich.console import Console
+
+    from fmcluster import ui
+
+    report = {"name": "c", "backend": "pcs", "region": REGION, "status": "ACTIVE", "queues": [], "resources": [],
+              "drift": [], "owner": {"owner": "arn:aws:iam::123456789012:user/alice", "host": "box1",
+                                     "state_dir": "/home/alice/.local/state/fmcluster", "cluster_id": "x",
+                                     "since": "2026-12-05T09:00:00Z", "yours": False}}
+    console = Console(width=200, record=True)
+    console.print(ui.status_view(report))
+    assert ("owner: arn:aws:iam::123456789012:user/alice (state directory /home/alice/.local/state/fmcluster on "
+            "box1, not this one)") in console.export_text()

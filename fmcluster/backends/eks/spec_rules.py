@@ -121,10 +121,12 @@ class EksSpecRules(BackendSpecRules):
     def _version(self, spec: Spec, error: Report, warn: Report) -> None:
         version = spec.kubernetes.version
         support = eks_versions.support(version)
-        offered = ", ".join((*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT))
-        if support is None:
-            error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version}: it offers {offered} "
-                  f"(the newest, {eks_versions.DEFAULT_VERSION}, is the default)")
+        offered = ", ".join(v for v in (*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT)
+                            if eks_versions.usable(v))
+        if not eks_versions.usable(version):
+            error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version} with the EKS-optimized AL2023 "
+                  f"node images fmcluster's nodes boot: it offers {offered} (the newest, "
+                  f"{eks_versions.DEFAULT_VERSION}, is the default)")
         elif support == "extended":
             warn(("kubernetes", "version"), f"Kubernetes {version} is on EKS extended support: the control plane "
                  f"costs ${eks_versions.CONTROL_PLANE_USD_PER_HOUR['extended']:.2f}/h instead of "
