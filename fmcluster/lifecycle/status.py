@@ -70,13 +70,14 @@ def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, A
 
     try:
         report = describe(session, spec_problem)
+        _owner(report, name, session.region, record)  # only once AWS has answered: a dead endpoint is said once
     except (AwsError, BotoCoreError) as exc:
         if record is None or session.spec is not None:
             raise
         why = str(exc).splitlines()[0] if isinstance(exc, AwsError) else aws.describe_error("AWS", exc).aws_message
         report = _recorded(store, record, spec_problem, why)
+    report.setdefault("owner", None)
     report["problem"] = stored_spec_problem(record.spec) if record is not None else None
-    _owner(report, name, session.region, record)
     if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report

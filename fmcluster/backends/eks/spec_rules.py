@@ -230,8 +230,8 @@ class EksSpecRules(BackendSpecRules):
                     ("queues", index, "nodes", "max")
                 error(path, f"{most} nodes in one managed node group: EKS's default quota is "
                       f"{limits.NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group ({limits.GUIDE_PAGE}); "
-                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (fmcluster does "
-                      "not read a raised quota yet)")
+                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (this offline "
+                      "check holds a spec to the default; preflight reads the account's own value)")
 
     def _reserved_tags(self, spec: Spec, error: Report) -> None:
         for key in spec.tags:
