@@ -59,6 +59,7 @@ def test_two_creates_make_one_cluster_and_the_other_state_directory_sees_it_as_t
     listed = json.loads(_ok(cli.run("status", "--json", env=teammate)).stdout)
     row = next(r for r in listed if r["name"] == cli.name)
     assert (row["backend"], row["status"], row["source"]) == ("pcs", "ACTIVE", "aws"), row
+    assert row["owner"] == {**mine["owner"], "yours": False}, row  # listed as the winner's
     table = _ok(cli.run("status", env=teammate))
     assert cli.name in table.stdout and "no local record" in table.stderr
 

@@ -97,12 +97,16 @@ def state_id() -> str:
         return known
     private_directory(directory)
     made = uuid.uuid4().hex
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:  # another command made it first: theirs stands
-        return Path(path).read_text().strip()
+    draft = directory / f"owner-id.{made}"
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(made + "\n")
+    try:
+        os.link(draft, path)  # whole or not at all: a reader never sees a half-written id
+    except FileExistsError:  # another command made it first: theirs stands
+        return Path(path).read_text().strip()
+    finally:
+        draft.unlink(missing_ok=True)
     return made
 
 
@@ -126,8 +130,13 @@ class _Claims:
     """The claims bucket of one account and Region."""
 
     def __init__(self, region: str):
+        from botocore.exceptions import BotoCoreError, ClientError
+
         self.region = region
-        identity = aws.client("sts", region).get_caller_identity()
+        try:
+            identity = aws.client("sts", region).get_caller_identity()
+        except (BotoCoreError, ClientError) as exc:
+            raise aws.describe_error("the caller's identity (to claim the cluster's name)", exc) from None
         self.account, self.caller = identity["Account"], identity["Arn"]
         self.bucket = bucket_name(self.account, region)
         self.s3 = aws.client("s3", region)

@@ -197,8 +197,12 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
 
 
 def _row(name: str, backend: str, region: str, status: str) -> dict[str, Any]:
+    from fmcluster.lifecycle.claim import holder
+
+    held = holder(name, region)  # whose it is: a teammate's cluster is listed as theirs
     return {"name": name, "backend": backend, "region": region, "status": status, "queues": [],
             "nodes_max": None, "usd_per_hour": None, "where": where(aws.target_label()), "source": "aws",
+            "owner": held.as_json() if held is not None else None,
             "problem": None, "note": "no local record: `fmcluster status NAME` shows it and its owner"}
 
 
