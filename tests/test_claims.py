@@ -158,3 +158,23 @@ def test_status_of_a_record_whose_name_another_directory_now_holds_says_so(sandb
                                   "cluster id id-alice): what AWS holds under it is theirs, not the cluster this "
                                   "state directory recorded"], report["problems"]
     claims.release(name, REGION, {"id-alice"})
+
+
+
+def test_destroy_of_a_name_with_nothing_made_gives_back_only_its_own_claim(sandbox, two_machines, capsys):
+    """A create that claimed the name and stopped before its first resource: what `destroy` does when AWS holds
+    nothing of the name (its ClusterNotFound path). Its own directory releases the name; another directory leaves
+    it, naming the holder. (The function, not the command: the command first probes every backend, seconds.)"""
+    from fmcluster.lifecycle.destroy import _release_empty_claim
+
+    name = f"claim-{uuid.uuid4().hex[:8]}"
+    alice = two_machines("alice")
+    claims.claim(name, REGION, "id-alice", "pcs")
+    two_machines("bob")
+    _release_empty_claim(name)
+    assert f"state directory {alice}" in " ".join(capsys.readouterr().err.split())
+    assert claims.holder(name, REGION) is not None
+    two_machines("alice")
+    _release_empty_claim(name)
+    assert "released this state directory's claim" in " ".join(capsys.readouterr().err.split())
+    assert claims.holder(name, REGION) is None

@@ -265,3 +265,16 @@ def release(cluster: str, region: str, cluster_ids: set[str]) -> Claim | None:
         claims.delete(cluster)
         return None
     return held
+
+
+def release_quietly(cluster: str, region: str, cluster_id: str) -> None:
+    """Give back a claim just taken by a create that stopped before its first resource; a failure to is only said,
+    since the create's own error is the one that matters (the claim stays this directory's, and its next create or
+    destroy takes it over or gives it back)."""
+    from fmcluster import ui
+
+    try:
+        release(cluster, region, {cluster_id})
+    except FmclusterError as exc:
+        ui.warning(f"the claim on the name {cluster} stays ({exc}); `fmcluster destroy {cluster}` gives it back")
+
