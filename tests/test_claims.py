@@ -178,3 +178,22 @@ def test_destroy_of_a_name_with_nothing_made_gives_back_only_its_own_claim(sandb
     _release_empty_claim(name)
     assert "released this state directory's claim" in " ".join(capsys.readouterr().err.split())
     assert claims.holder(name, REGION) is None
+
+
+def test_destroy_never_lists_another_owners_resources_to_delete_by_hand(two_machines):
+    """After a teardown, what is still tagged under the name is told to be deleted by hand only when it is this
+    cluster's: with the name claimed by another directory for another cluster, theirs (and what carries no id, such
+    as the nodes EKS tags) is left out."""
+    from fmcluster.backends.base import Discovered
+    from fmcluster.lifecycle.destroy import still_mine
+
+    two_machines("bob")
+    alices = claims.Claim("c", REGION, "id-alice", "arn:aws:iam::123456789012:user/alice", "box1", "/a",
+                          "alice-state-id", "2026-12-05T09:00:00Z")
+    left = [Discovered("instance:node-1", "i-1", "running", "alice's p5 node", cluster_id=""),
+            Discovered("vpc:cluster", "vpc-1", "available", "alice's VPC", cluster_id="id-alice"),
+            Discovered("security_group:cluster", "sg-1", "available", "bob's group", cluster_id="id-bob")]
+    assert [d.id for d in still_mine(left, {"id-bob"}, alices)] == ["sg-1"]
+    # the name is nobody's, or the claim is on the cluster destroyed here: everything left is this cluster's
+    assert [d.id for d in still_mine(left, {"id-bob"}, None)] == ["i-1", "vpc-1", "sg-1"]
+    assert [d.id for d in still_mine(left, {"id-alice"}, alices)] == ["i-1", "vpc-1", "sg-1"]

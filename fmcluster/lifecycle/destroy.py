@@ -79,7 +79,7 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         found = session.backend.discover(session)
         keep = _kept_names(session, found) if keep_storage else set()
         left += [d for d in found if d.resource not in keep]
-    mine = [d for d in left if d.ours and not (theirs and d.cluster_id not in ids)]
+    mine = still_mine(left, ids, holder)
     for item in (d for d in left if d not in mine):
         ui.note(f"not deleted, not this cluster's: {item.description}")
     if theirs and holder is not None and len(mine) < len(left):
@@ -111,6 +111,14 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         ui.out_console().print(f"[green]✓[/] cluster [bold]{ui.escape(name)}[/] destroyed; "
                                + ("nothing left behind" if not kept else "only the kept storage remains"))
     return 0
+
+
+def still_mine(left: list[Discovered], ids: set[str], holder: claims.Claim | None) -> list[Discovered]:
+    """What is left after a teardown that this command should tell its user to delete by hand. When the name is
+    claimed by another state directory for a cluster other than the one(s) destroyed here, only what carries one of
+    their ids is: the rest (the holder's, and what carries no id, such as nodes EKS tags itself) is the holder's."""
+    theirs = holder is not None and not holder.mine and holder.cluster_id not in ids
+    return [d for d in left if d.ours and not (theirs and d.cluster_id not in ids)]
 
 
 def _release_empty_claim(name: str) -> None:
