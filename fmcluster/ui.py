@@ -163,6 +163,7 @@ def status_view(report: dict | list) -> RenderableType:
                           + (", this one)" if owner.get("yours") else ", not this one)")))
     for problem in report.get("problems") or []:
         parts.append(Text(f"  problem: {problem}", style="yellow"))
+    parts += _block_lines(report.get("capacity_blocks") or [])
     if "usd_so_far" in report:
         # usd_per_hour_max is null when no node of the spec has a price
         at_max = report.get("usd_per_hour_max")
@@ -231,6 +232,22 @@ def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
         table.add_row(*map(Text, (operator["kind"], "", operator["name"],
                                   said + (f" ({operator['reason']})" if operator.get("reason") else ""))))
     return [table]
+
+
+def _block_lines(blocks: list[dict]) -> list[Any]:
+    """One line per Capacity Block the cluster uses: its countdown, use and interconnect; then its warning."""
+    from rich.text import Text
+
+    lines = []
+    for block in blocks:
+        rid = (block.get("reservation_ids") or [block.get("capacity_block_id")])[0]
+        interconnect = block.get("interconnect_status") or "not reported"
+        lines.append(Text(f"  capacity block {rid} (queue {', '.join(block.get('queues') or [])}): "
+                          f"{block['state']}, {block['countdown']}; {block.get('instances_in_use')} of "
+                          f"{block.get('instance_count')} instances in use; interconnect {interconnect}"))
+        if block.get("warning"):
+            lines.append(Text(f"  warning: {block['warning']}", style="yellow"))
+    return lines
 
 
 def print_status(report: dict | list) -> None:

@@ -755,3 +755,65 @@ def test_a_failing_step_stays_with_its_resource_and_its_request(monkeypatch):
         monkeypatch.undo()
         call("DELETE", "/clusters/k/node-groups/gpu")  # DeleteNodegroup retries a DELETE_FAILED group
         assert call("GET", "/clusters/k/node-groups")["nodegroups"] == []
+
+
+def test_nodegroup_version_and_addon_updates(world, sandbox):
+    """UpdateNodegroupVersion (EKS User Guide "Update a managed node group for your cluster"): the same node group
+    rolls onto a launch template's new version and onto the cluster's Kubernetes version (never past it), its nodes
+    replaced; a template of its own AMI takes no version; the group's template only. Once the groups are at the
+    cluster's version, the next UpdateClusterVersion is accepted ("Update existing cluster to new Kubernetes
+    version"). UpdateAddon ("Update an Amazon EKS add-on"): a version offered for the cluster's Kubernetes version
+    only; DescribeUpdate follows each."""
+    cluster = world.cluster(version="1.34")
+    world.eks.describe_cluster(name=cluster)
+    made = world.ec2.create_launch_template(LaunchTemplateName=f"eks-{uuid.uuid4().hex[:10]}", LaunchTemplateData={
+        "InstanceType": "m5.large", "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 20}}]})
+    template = {"id": made["LaunchTemplate"]["LaunchTemplateId"], "version": "1"}
+    group = world.nodegroup(cluster, template, size=1, nodegroupName="workers", amiType="AL2023_x86_64_STANDARD")
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="workers")
+    (first,) = world.instances(cluster, "workers")
+    world.eks.update_cluster_version(name=cluster, version="1.35")
+    assert world.eks.describe_cluster(name=cluster)["cluster"]["version"] == "1.35"
+    # past the cluster's version, or another template: refused
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers",
+                                                                 version="1.36")) == "InvalidParameterException"
+    other = world.template(InstanceType="m5.large")
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers",
+                                                                 launchTemplate=other)) == "InvalidParameterException"
+    world.ec2.create_launch_template_version(LaunchTemplateId=template["id"], LaunchTemplateData={
+        "InstanceType": "m5.large", "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 30}}]})
+    sandbox.faults({"latency": {"eks.nodegroup": 3600}})
+    update = world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers", version="1.35",
+                                                launchTemplate={"id": template["id"], "version": "2"})["update"]
+    assert (update["type"], update["status"]) == ("VersionUpdate", "InProgress")
+    # one update at a time
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers")) == \
+        "ResourceInUseException"
+    sandbox.faults({"latency": {"eks.nodegroup": 0}})
+    assert world.eks.describe_update(name=cluster, nodegroupName="workers", updateId=update["id"])["update"][
+        "status"] == "Successful"
+    after = world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="workers")["nodegroup"]
+    assert (after["nodegroupArn"], after["version"], after["launchTemplate"]["version"]) == (
+        group["nodegroupArn"], "1.35", "2")
+    (second,) = world.instances(cluster, "workers")
+    assert second["InstanceId"] != first["InstanceId"]  # the node was replaced by one of the new template
+    world.eks.update_cluster_version(name=cluster, version="1.36")  # the groups caught up: accepted
+    assert world.eks.describe_cluster(name=cluster)["cluster"]["version"] == "1.36"
+
+    # a template that names its own AMI: no version
+    custom = world.nodegroup(cluster, world.template(InstanceType="m5.large"), size=0)["nodegroupName"]
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=custom)
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName=custom,
+                                                                 version="1.36")) == "InvalidParameterException"
+
+    # kube-proxy at its 1.36 version; a version EKS offers only for 1.34 is refused, then the add-on's
+    # configuration changes through DescribeUpdate's Successful (catalog: kube-proxy 1.34 v1.34.6-eksbuild.2)
+    world.eks.create_addon(clusterName=cluster, addonName="kube-proxy")
+    assert world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")["addon"]["status"] == "ACTIVE"
+    assert world.code(lambda: world.eks.update_addon(clusterName=cluster, addonName="kube-proxy",
+                                                     addonVersion="v1.34.6-eksbuild.2")) == "InvalidParameterException"
+    update = world.eks.update_addon(clusterName=cluster, addonName="kube-proxy", configurationValues="{}",
+                                    resolveConflicts="OVERWRITE")["update"]
+    assert world.eks.describe_update(name=cluster, addonName="kube-proxy", updateId=update["id"])["update"][
+        "status"] == "Successful"
+    assert world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")["addon"]["configurationValues"] == "{}"

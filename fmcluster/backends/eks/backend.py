@@ -27,6 +27,7 @@ from fmcluster.backends.existing_storage import ExistingFsxLustre
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
 from fmcluster.backends.iam import IamRole
 from fmcluster.backends.ownership import is_ours
+from fmcluster.capacity.cluster_blocks import queues_waiting
 from fmcluster.catalog import eks_versions
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError, UsageError
@@ -35,7 +36,9 @@ from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.spec.networking import creates_network
 
 if TYPE_CHECKING:
+    from fmcluster.engine import ResourceChange
     from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
 
 ROLES = ("cluster", "nodes")
 
@@ -88,7 +91,8 @@ class EksBackend(Backend):
                                   "iam_role": IamRole, "fsx_lustre": FsxLustre,
                                   "fsx_data_repository": FsxDataRepository, "existing_fsx_lustre": ExistingFsxLustre,
                                   "eks_cluster": EksCluster}) | {
-            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster),
+            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster,
+                                                   kubernetes_version=spec.kubernetes.version),
             "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster),
             "kube_object": lambda document: kube.KubeObject(document.key, document, cluster=cluster)}
         resources = build(rendered.documents, makers, PROFILE.display)
@@ -98,6 +102,11 @@ class EksBackend(Backend):
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
         kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
         return resources
+
+    def waypoints(self, session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
+        from fmcluster.backends.eks import upgrades
+
+        return upgrades.waypoints(session, changes)
 
     # What a node count changes: the node group's scaling, and the quota of the queue's scheduler objects (sized
     # at its most nodes): a Kueue ClusterQueue's resourceGroups, a Volcano Queue's capability, a KAI Queue's
@@ -247,10 +256,14 @@ class EksBackend(Backend):
                 for queue in report["queues"]:
                     queue.update(inside.get(queue["name"], {}))
                 unread += scheduler_status.problems(report["scheduler"])
+        # A Capacity Block group made before its block begins cannot launch yet: that is waiting, not a problem.
+        waiting = queues_waiting(session.ctx, session.spec)
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))
-                              for item in items if health_issues(item)]
+                              for item in items if health_issues(item) and not (
+                                  what == "node group" and item[name] in waiting
+                                  and item.get("capacityType") == "CAPACITY_BLOCK")]
         report["status"] = PROFILE.overall_status(cluster["status"],
                                                   [g["status"] for g in groups] + [a["status"] for a in addons])
         return report

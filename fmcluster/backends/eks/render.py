@@ -176,6 +176,7 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
         efa=decisions.efa_enabled(queue), extra_security_groups=spec.network.additional_security_groups)
     add(f"eks-nodegroup-{queue.name}.yaml", "eks_nodegroup", queue.name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=queue.name, purpose=f'queue "{queue.name}"',
+        kubernetes_version=spec.kubernetes.version,
         instance_types=list(types), taints=[],
         instance_type_in_template=in_template, min_size=min_nodes(queue), max_size=max_nodes(queue),
         # No cluster autoscaler: the nodes that run are the ones asked for, which `scale` changes.
@@ -199,6 +200,7 @@ def _system_documents(spec: Spec, subnet: str, add: object) -> None:
         efa=False, extra_security_groups=spec.network.additional_security_groups)
     add(f"eks-nodegroup-{name}.yaml", "eks_nodegroup", name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=name, purpose="cluster software (the system node group)",
+        kubernetes_version=spec.kubernetes.version,
         instance_types=[instance_type], instance_type_in_template=True, min_size=count, max_size=count,
         desired_size=count, subnet_id=subnet,
         ami_type=standard_image(hardware(instance_type).architecture or "x86_64").ami_type,

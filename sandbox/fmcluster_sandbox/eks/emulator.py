@@ -254,6 +254,7 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             self._resources.pop(self._key(res), None)
             return
         if res.kind == "nodegroup":
+            self._nodegroup_updated(res)
             code = self._reconcile(res)
             if code is None or self._waits_for_its_block(res, code):
                 res.status = "ACTIVE"
@@ -262,6 +263,8 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
         else:
             if res.kind == "cluster":
                 self._cluster_updated(res)
+            elif res.kind == "addon":
+                self._addon_updated(res)
             res.status = "ACTIVE"
         for update in res.updates:
             if update["status"] == "InProgress":

@@ -1,5 +1,5 @@
 """EKS managed node groups: CreateNodegroup, DescribeNodegroup, ListNodegroups, DeleteNodegroup,
-UpdateNodegroupConfig.
+UpdateNodegroupConfig, UpdateNodegroupVersion.
 
 Rules (EKS API reference CreateNodegroup/UpdateNodegroupConfig; EKS User Guide "Create a managed node
 group", "Customize managed nodes with launch templates", "Create a managed node group with Capacity
@@ -21,6 +21,7 @@ import uuid
 from typing import Any
 
 from fmcluster_sandbox import local_zones
+from fmcluster_sandbox.eks import amis, catalog
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, not_found
 from fmcluster_sandbox.eks.nodes import NodeOperations
 
@@ -229,6 +230,65 @@ class NodegroupOperations(NodeOperations):
         self._start(ng, "UPDATING")
         return {"update": dict(update)}
 
+    def _op_update_nodegroup_version(self, p: dict, region: str, account: str, caller: str) -> dict:
+        """UpdateNodegroupVersion (EKS API; EKS User Guide "Update a managed node group for your cluster"): from
+        ACTIVE or DEGRADED; the Kubernetes version at most the cluster's (the default is the cluster's); a
+        launch template only for a group created with one, the same template by id or name, at a version that
+        exists; no ``version`` or ``releaseVersion`` with a template that names its own AMI. The group is UPDATING
+        for the latency ``eks.nodegroup``, then its nodes are replaced by nodes of the new image and template
+        (a rolling update: the same node group, its ARN unchanged)."""
+        cluster = self._cluster(p["clusterName"], account, region)
+        ng = self._nodegroup(cluster, p["nodegroupName"])
+        where = {"clusterName": cluster.name, "nodegroupName": ng.name}
+        if ng.status not in ("ACTIVE", "DEGRADED"):
+            raise in_use(f"Nodegroup {ng.name} is {ng.status}; an update cannot start now.", **where)
+        params: list[dict[str, str]] = []
+        template = None
+        if p.get("launchTemplate"):
+            current = ng.spec.get("launchTemplate")
+            if not current:
+                raise invalid("A launch template can only be given for a node group created with one", **where)
+            wanted = p["launchTemplate"]
+            if (wanted.get("id") and wanted["id"] != current["id"]) or \
+                    (wanted.get("name") and wanted["name"] != current["name"]):
+                raise invalid(f"The launch template must be the one the node group was created with "
+                              f"({current['id']})", **where)
+            template = self._template_data(wanted, account, region, cluster.name, ng.name)
+            params.append({"type": "LaunchTemplateName", "value": template["name"]})
+            params.append({"type": "LaunchTemplateVersion", "value": template["version"]})
+        data = (template or {}).get("data") or {}
+        custom = bool(data.get("ImageId")) or ng.spec["amiType"] == "CUSTOM"
+        if custom and (p.get("version") or p.get("releaseVersion")):
+            raise invalid("version and releaseVersion cannot be given for a node group whose launch template names "
+                          "a custom AMI", **where)
+        version = p.get("version") or (ng.spec["version"] if custom else cluster.spec["version"])
+        if _minor(version) > _minor(cluster.spec["version"]):
+            raise invalid(f"Nodegroup version {version} cannot be newer than the cluster's {cluster.spec['version']}",
+                          **where)
+        if not custom and amis.for_ami_type(region, version, ng.spec["amiType"]) is None:
+            raise invalid(f"Requested Nodegroup release version for {version} is invalid. Allowed release version "
+                          f"are for {', '.join(catalog.KUBERNETES_VERSIONS)}", **where)
+        params.insert(0, {"type": "Version", "value": version})
+        if p.get("releaseVersion"):
+            params.append({"type": "ReleaseVersion", "value": p["releaseVersion"]})
+        ng.spec["_pending"] = {"version": version,
+                               "launchTemplate": {k: template[k] for k in ("id", "name", "version")} if template
+                               else None}
+        update = self._new_update(ng, "VersionUpdate", params)
+        self._start(ng, "UPDATING")
+        return {"update": dict(update)}
+
+    def _nodegroup_updated(self, ng: Any) -> None:
+        """The end of a version update: the new version and template take effect, and every node is replaced by
+        one launched from them (EKS drains and replaces the nodes of a managed node group)."""
+        pending = ng.spec.pop("_pending", None)
+        if not pending:
+            return
+        ng.spec["version"] = pending["version"]
+        if pending["launchTemplate"]:
+            ng.spec["launchTemplate"] = pending["launchTemplate"]
+        self._terminate(ng, list(ng.instances))
+
     def _nodegroup_view(self, ng: Any) -> dict[str, Any]:
         spec = ng.spec
         out: dict[str, Any] = {
@@ -246,6 +306,10 @@ class NodegroupOperations(NodeOperations):
         if "launchTemplate" in spec:
             out["launchTemplate"] = dict(spec["launchTemplate"])
         return out
+
+
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
 
 
 def _default_ami_type(instance_type: str) -> str:
