@@ -157,6 +157,10 @@ def status_view(report: dict | list) -> RenderableType:
                 "version", "error"):
         if report.get(key):
             parts.append(Text(f"  {key.replace('_', ' ')}: {report[key]}"))
+    owner = report.get("owner")
+    if owner:
+        parts.append(Text(f"  owner: {owner['owner']} (state directory {owner['state_dir']} on {owner['host']}"
+                          + (", this one)" if owner.get("yours") else ", not this one)")))
     for problem in report.get("problems") or []:
         parts.append(Text(f"  problem: {problem}", style="yellow"))
     parts += _block_lines(report.get("capacity_blocks") or [])

@@ -247,6 +247,12 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "must be 'kueue', 'volcano' or 'kai', got 'slurm'"),
     ("eks-unknown-version", EKS + "kubernetes: {version: '1.20'}\n", 7, 23, "kubernetes.version",
      "EKS does not offer Kubernetes 1.20"),
+    # eks_versions.AL2023_NODE_IMAGES (EKS User Guide, "Create nodes with optimized Amazon Linux AMIs"): 1.32 to 1.36
+    ("eks-version-1.28", EKS + "kubernetes: {version: '1.28'}\n", 7, 23, "kubernetes.version",
+     "EKS does not offer Kubernetes 1.28 with the EKS-optimized AL2023 node images fmcluster's nodes boot: it offers "
+     "1.32, 1.33, 1.34, 1.35, 1.36"),
+    ("eks-version-1.40", EKS + "kubernetes: {version: '1.40'}\n", 7, 23, "kubernetes.version",
+     "EKS does not offer Kubernetes 1.40 with the EKS-optimized AL2023 node images"),
     ("eks-gb200-x86-image", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
      + GB200_BLOCK + "image: {ami: ami-0123456789abcdef0}\n", 8, 14, "image.ami",
      "queue train (p6e-gb200.36xlarge, arm64) boots the EKS-optimized AL2023 arm64 nvidia image"),

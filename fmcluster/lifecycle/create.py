@@ -12,6 +12,7 @@ from fmcluster.backends import registry
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
 from fmcluster.lifecycle import future_blocks
+from fmcluster.lifecycle.claim import claim, release_quietly
 from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.network import offering_zones
@@ -50,32 +51,38 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
     with store.locked(spec.name, session.region, f"fmcluster create {spec_file}", force=force_unlock,
                       warn=ui.warning):
         existing = store.cluster(spec.name, session.region)
-        # The plan reads each resource once (its reads served from discovery's lists); the pass ends before
-        # anything is written, so the walk reads AWS afresh.
-        with reads.reading(session.ctx):
-            # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
-            found = existing.cluster_id if existing and existing.cluster_id else \
-                session.backend.find_cluster_id(session)
-            is_new = existing is None and found is None
-            cluster_id = found or uuid.uuid4().hex
-            session.set_cluster_id(cluster_id)
-            if is_new and not skip_preflight and not preflight(session.require_spec()):
-                raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
-                                      "`--skip-preflight` goes ahead anyway")
-            plan = make_plan(session, options)
-        print_plan(session, plan, f"Plan for {spec.name}")
-        _print_capacity(spec)
-        if plan.in_sync and existing is not None and existing.status == "ACTIVE":
-            future_blocks.announce(session, wait_for_blocks, timeout_min)
-            return _done(session, plan, json_output, "already matches the spec; nothing to do")
-        questions = session.backend.questions(session, plan.changes)
-        for question in questions:
-            ui.warning(question.warning)
-        waypoints = [] if is_new else session.backend.waypoints(session, plan.changes)
-        if waypoints:
-            ui.note("AWS takes this change in steps: " + "; then ".join(
-                label for label, _ in waypoints) + f"; then the spec ({_spec_label(spec)})")
+        claimed_now = False
         try:
+            # The plan reads each resource once (its reads served from discovery's lists); the pass ends before
+            # anything is written, so the walk reads AWS afresh.
+            with reads.reading(session.ctx):
+                # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
+                found = existing.cluster_id if existing and existing.cluster_id else \
+                    session.backend.find_cluster_id(session)
+                is_new = existing is None and found is None
+                cluster_id = found or uuid.uuid4().hex
+                session.set_cluster_id(cluster_id)
+                # First of all: the name is this state directory's in the account and Region, or the command stops
+                # here, naming the holder (a teammate's create from another machine passes the local lock). Before
+                # preflight and the plan, so that a second creator is told at once and spends nothing.
+                claim(spec.name, session.region, cluster_id, spec.backend)
+                claimed_now = is_new
+                if is_new and not skip_preflight and not preflight(session.require_spec()):
+                    raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
+                                          "`--skip-preflight` goes ahead anyway")
+                plan = make_plan(session, options)
+            print_plan(session, plan, f"Plan for {spec.name}")
+            _print_capacity(spec)
+            if plan.in_sync and existing is not None and existing.status == "ACTIVE":
+                future_blocks.announce(session, wait_for_blocks, timeout_min)
+                return _done(session, plan, json_output, "already matches the spec; nothing to do")
+            questions = session.backend.questions(session, plan.changes)
+            for question in questions:
+                ui.warning(question.warning)
+            waypoints = [] if is_new else session.backend.waypoints(session, plan.changes)
+            if waypoints:
+                ui.note("AWS takes this change in steps: " + "; then ".join(
+                    label for label, _ in waypoints) + f"; then the spec ({_spec_label(spec)})")
             confirm(_question(spec, session, plan, is_new, [label for label, _ in waypoints]), yes)
             for question in questions:
                 confirm(question.question, yes)
@@ -83,6 +90,8 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         except FmclusterError:
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)
+            if claimed_now:  # nor a claim on its name
+                release_quietly(spec.name, session.region, cluster_id)
             raise
         record_cluster(store, spec.name, session.region, spec.backend, spec_text(spec), spec_file,
                        "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())

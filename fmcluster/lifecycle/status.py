@@ -64,7 +64,7 @@ def status(name: str | None, refresh: bool,
         if session is None:
             raise ClusterNotFound(f"no cluster named '{name}' is known here or tagged in {region}. Known clusters: "
                                   f"{known_clusters(store)}")
-        spec_problem = "no local record: `fmcluster create SPEC` with its spec adopts it"
+        spec_problem = "no local record: another state directory's cluster (see owner), or one whose record was lost"
     else:
         check_reachable(record)
         spec, spec_problem = spec_of(record)
@@ -73,15 +73,32 @@ def status(name: str | None, refresh: bool,
 
     try:
         report = describe(session, spec_problem, block_warning_hours)
+        _owner(report, name, session.region, record)  # only once AWS has answered: a dead endpoint is said once
     except (AwsError, BotoCoreError) as exc:
         if record is None or session.spec is not None:
             raise
         why = str(exc).splitlines()[0] if isinstance(exc, AwsError) else aws.describe_error("AWS", exc).aws_message
         report = _recorded(store, record, spec_problem, why)
+    report.setdefault("owner", None)
     report["problem"] = stored_spec_problem(record.spec) if record is not None else None
     if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report
+
+
+def _owner(report: dict[str, Any], name: str, region: str, record: ClusterRecord | None) -> None:
+    """Whose cluster this is (the name's claim): another state directory's is shown as theirs, never as this
+    record's."""
+    from fmcluster.lifecycle.claim import holder
+
+    held = holder(name, region)
+    report["owner"] = held.as_json() if held is not None else None
+    if held is None or held.mine:
+        return
+    if record is not None and held.cluster_id != record.cluster_id:
+        report.setdefault("problems", []).append(
+            f"the name {name} is claimed by {held.describe()}: what AWS holds under it is theirs, not the cluster "
+            "this state directory recorded")
 
 
 def _recorded(store: StateStore, record: ClusterRecord, spec_problem: str, why: str) -> dict[str, Any]:
@@ -201,10 +218,13 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
 
 
 def _row(name: str, backend: str, region: str, status: str) -> dict[str, Any]:
+    from fmcluster.lifecycle.claim import holder
+
+    held = holder(name, region)  # whose it is: a teammate's cluster is listed as theirs
     return {"name": name, "backend": backend, "region": region, "status": status, "queues": [],
             "nodes_max": None, "usd_per_hour": None, "where": where(aws.target_label()), "source": "aws",
-            "problem": None, "note": "no local record: `fmcluster status NAME` shows it; `fmcluster create SPEC` "
-            "adopts it"}
+            "owner": held.as_json() if held is not None else None,
+            "problem": None, "note": "no local record: `fmcluster status NAME` shows it and its owner"}
 
 
 def _found_in_aws(store: StateStore, name: str, region: str) -> Session | None:

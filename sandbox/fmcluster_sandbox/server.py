@@ -173,6 +173,7 @@ class SandboxApp:
         #: ``self.kube.handle(cluster_name, environ) -> (status, headers, body)``; unset, those paths are 404.
         self.kube: Any = None
         self._pcs_lock = threading.Lock()
+        self._conditional_writes = threading.Lock()
         from fmcluster_sandbox.kube import KubeApi
 
         #: the per-cluster Kubernetes API (``/k8s/<cluster name>/...``), set last so that nothing above resets it:
@@ -351,6 +352,12 @@ class SandboxApp:
         answer = self._own(environ, service, target, operation, params, access_key, region)
         if answer is not None:
             return self._respond(start_response, *answer)
+        if service == "s3" and operation == "PutObject" and environ.get("HTTP_IF_NONE_MATCH") == "*":
+            # S3, "How to prevent object overwrites with conditional writes": of concurrent conditional writes of
+            # one key, the first to finish succeeds and the rest get 412. moto checks, then writes, unlocked: on
+            # this threaded server two could both succeed. One at a time, moto's check is S3's.
+            with self._conditional_writes:
+                return list(self.moto(environ, start_response))
         return self.moto(environ, start_response)
 
     def _own(self, environ, service: str, target: str, operation: str, params: dict[str, str],

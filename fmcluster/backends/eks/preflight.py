@@ -5,6 +5,7 @@ clusters the Region holds already."""
 from __future__ import annotations
 
 from fmcluster.backends.eks.node_images import node_image
+from fmcluster.backends.eks.quota_check import check_quotas
 from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import BackendChecks, Context, aws_code, aws_errors, fix, guarded
 
@@ -42,7 +43,7 @@ def check_clusters(ctx: Context) -> list[CheckResult]:
 
 
 def _checks(ctx: Context, aws_answered: bool) -> list[CheckResult]:
-    return check_images(ctx) + check_clusters(ctx) if aws_answered else []
+    return check_images(ctx) + check_clusters(ctx) + check_quotas(ctx) if aws_answered else []
 
 
 CHECKS = BackendChecks(run=_checks, display="EKS", registration_service=None, unreachable_nodes="failed")

@@ -126,10 +126,12 @@ class EksSpecRules(BackendSpecRules):
     def _version(self, spec: Spec, error: Report, warn: Report) -> None:
         version = spec.kubernetes.version
         support = eks_versions.support(version)
-        offered = ", ".join((*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT))
-        if support is None:
-            error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version}: it offers {offered} "
-                  f"(the newest, {eks_versions.DEFAULT_VERSION}, is the default)")
+        offered = ", ".join(v for v in (*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT)
+                            if eks_versions.usable(v))
+        if not eks_versions.usable(version):
+            error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version} with the EKS-optimized AL2023 "
+                  f"node images fmcluster's nodes boot: it offers {offered} (the newest, "
+                  f"{eks_versions.DEFAULT_VERSION}, is the default)")
         elif support == "extended":
             warn(("kubernetes", "version"), f"Kubernetes {version} is on EKS extended support: the control plane "
                  f"costs ${eks_versions.CONTROL_PLANE_USD_PER_HOUR['extended']:.2f}/h instead of "
@@ -242,8 +244,8 @@ class EksSpecRules(BackendSpecRules):
                     ("queues", index, "nodes", "max")
                 error(path, f"{most} nodes in one managed node group: EKS's default quota is "
                       f"{limits.NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group ({limits.GUIDE_PAGE}); "
-                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (fmcluster does "
-                      "not read a raised quota yet)")
+                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (this offline "
+                      "check holds a spec to the default; preflight reads the account's own value)")
 
     def _reserved_tags(self, spec: Spec, error: Report) -> None:
         for key in spec.tags:
