@@ -97,7 +97,7 @@ def resource_label(resource: str) -> str:
     when it has one, instead of its engine key (``kube_object:CustomResourceDefinition__resourceflavors_kueue_x-k8s_io__
     apiextensions_k8s_io__v1``, or the key alone); a trailing ``.attribute`` path (drift) is kept. Anything else as
     it is. JSON output keeps the key: it is the stable identifier."""
-    from fmcluster.backends.eks.object_keys import manifest_of_key
+    from fmcluster.object_keys import manifest_of_key
 
     key, _, attribute = resource.removeprefix(f"{KUBE_OBJECT}:").partition(".")
     if "__" not in key or (":" in resource and not resource.startswith(f"{KUBE_OBJECT}:")):
@@ -303,3 +303,17 @@ class Ticker:
     def __exit__(self, *exc: object) -> None:
         if self._status is not None:
             self._status.__exit__(None, None, None)
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before a change; ``--yes`` answers for the user, and without a terminal nobody can, so that is bad input."""
+    from fmcluster.errors import Aborted, UsageError
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{question} — no terminal to ask on; re-run with --yes to go ahead")
+    import typer
+
+    if not typer.confirm(question, default=False, err=True):
+        raise Aborted("aborted; nothing changed")

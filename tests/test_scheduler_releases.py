@@ -12,10 +12,10 @@ import pytest
 
 from fmcluster.backends.eks import kube, system_nodes
 from fmcluster.backends.eks.manifests import manifests
-from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.backends.eks.releases import RELEASES, SCHEDULERS, manifest_bytes
 from fmcluster.backends.eks.scheduler_install import COMPONENT_LABEL, controllers, install_objects
 from fmcluster.graph import by_rank, in_order
+from fmcluster.object_keys import object_key
 from fmcluster.render.documents import Document
 
 try:

@@ -17,7 +17,6 @@ from typing import Any
 from fmcluster import aws, ui
 from fmcluster.capacity import asks, offerings, spec_edit, view, when
 from fmcluster.errors import FmclusterError, UsageError
-from fmcluster.lifecycle.common import confirm
 
 PLATFORM = "Linux/UNIX"  # fmcluster's nodes run Linux (Ubuntu or Amazon Linux)
 # An offering found more than this after its start is not offered any more (EC2 offers future starts and "now").
@@ -56,7 +55,7 @@ def buy(offering_id: str, dry_run: bool, yes: bool, spec: Path | None, queue: st
         if as_json:
             ui.print_json({"dry_run": True, "would_succeed": True, "offering": offer})
         return 0
-    confirm(f"Buy this Capacity Block for {view.money(offer.get('upfront_fee'), offer.get('currency'))}, "
+    ui.confirm(f"Buy this Capacity Block for {view.money(offer.get('upfront_fee'), offer.get('currency'))}, "
             "non-refundable?", yes)
     try:
         bought = ec2.purchase_capacity_block(**request)["CapacityReservation"]
@@ -156,7 +155,7 @@ def extend(reservation_id: str, hours: int | None, days: int | None, offering_id
             ui.print_json({"reservation_id": reservation_id, "dry_run": True, "would_succeed": True,
                            "offerings": rows, "chosen": chosen})
         return 0
-    confirm(f"Extend {reservation_id} for {view.money(chosen['upfront_fee'], chosen['currency'])}, non-refundable?",
+    ui.confirm(f"Extend {reservation_id} for {view.money(chosen['upfront_fee'], chosen['currency'])}, non-refundable?",
             yes)
     try:
         bought = ec2.purchase_capacity_block_extension(**request)["CapacityBlockExtensions"]

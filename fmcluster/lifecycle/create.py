@@ -13,7 +13,7 @@ from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
 from fmcluster.lifecycle import future_blocks
 from fmcluster.lifecycle.claim import claim, release_quietly
-from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
+from fmcluster.lifecycle.common import PreflightFailed, dump_json, run_engine, spec_text, what_exists
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.network import offering_zones
 from fmcluster.preflight import preflight_failed, run_preflight
@@ -23,6 +23,7 @@ from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 from fmcluster.spec.stored import record_cluster
 from fmcluster.spec.trace import locate
+from fmcluster.ui import confirm
 
 
 def preflight_results(spec: Spec) -> list:

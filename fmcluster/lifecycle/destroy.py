@@ -17,11 +17,12 @@ from fmcluster.errors import FmclusterError
 from fmcluster.graph import by_rank, wire
 from fmcluster.host_keys import forget_host_keys
 from fmcluster.lifecycle import claim as claims
-from fmcluster.lifecycle.common import ClusterNotFound, confirm, dump_json, known_clusters, run_engine, spec_of
+from fmcluster.lifecycle.common import ClusterNotFound, dump_json, known_clusters, run_engine, spec_of
 from fmcluster.lifecycle.status import check_reachable
 from fmcluster.pricing.model import usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.state import StateStore
+from fmcluster.ui import confirm
 
 # A second look after the walk catches what the first teardown uncovers (nodes that outlive their stack).
 TEARDOWN_PASSES = 2

@@ -12,8 +12,8 @@ import yaml
 from fmcluster.backends.eks import autoscaler_iam, autoscaler_install, scale_from_zero, system_nodes
 from fmcluster.backends.eks import manifests as kube_manifests
 from fmcluster.backends.eks.node_images import node_image, standard_image
-from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.catalog.hardware import hardware
+from fmcluster.object_keys import object_key
 from fmcluster.render import storage
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
