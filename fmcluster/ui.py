@@ -182,7 +182,7 @@ def status_view(report: dict | list) -> RenderableType:
             cells += [str(queue.get("nodes_ready", "")), str(queue.get("gpus", "")), str(queue.get("efa", "")),
                       ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
         queues.add_row(*map(Text, cells))
-    scheduler = _scheduler_table(report.get("scheduler"))
+    scheduler = _scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("dra_driver"), "driver")
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
     for column in ("type", "id", "status"):
         resources.add_column(column)
@@ -204,9 +204,9 @@ def status_view(report: dict | list) -> RenderableType:
     return Group(*parts, queues, *scheduler, resources, *drift_view)
 
 
-def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
-    """An EKS cluster's scheduler: its controller Deployments' available/desired replicas (``status --json``'s
-    ``scheduler``)."""
+def _scheduler_table(scheduler: dict | None, label: str = "scheduler") -> list[RenderableType]:
+    """An EKS cluster's scheduler (or ``label`` "driver": its DRA driver): its components' ready/desired replicas
+    (``status --json``'s ``scheduler``, ``dra_driver``)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -214,7 +214,7 @@ def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
         return []
     state = "ready" if scheduler["ready"] else "not ready"
     table = Table(box=None, header_style="bold", title_justify="left",
-                  title=f"scheduler {scheduler['name']} {scheduler['version']}: {state}")
+                  title=f"{label} {scheduler['name']} {scheduler['version']}: {state}")
     for column in ("kind", "namespace", "name", "available"):
         table.add_column(column)
     for component in scheduler["components"]:

@@ -17,7 +17,7 @@ from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import cluster_view, kube, scheduler_status, system_nodes
+from fmcluster.backends.eks import cluster_view, dra_driver, kube, scheduler_status, system_nodes
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
@@ -241,12 +241,15 @@ class EksBackend(Backend):
                 inside = cluster_view.read(access, session.spec.kubernetes.scheduler,
                                            [q["name"] for q in report["queues"]])
                 report["scheduler"] = scheduler_status.read(access, session.spec.kubernetes.scheduler)
+                if dra_driver.needed(session.spec):
+                    report["dra_driver"] = dra_driver.read(access)
             except FmclusterError as exc:  # a teammate without an access entry still sees what AWS holds
                 unread.append(f"the cluster's Kubernetes API was not read: {exc}")
             else:
                 for queue in report["queues"]:
                     queue.update(inside.get(queue["name"], {}))
                 unread += scheduler_status.problems(report["scheduler"])
+                unread += dra_driver.problems(report["dra_driver"]) if report.get("dra_driver") else []
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))

@@ -9,8 +9,8 @@ import json
 
 import yaml
 
+from fmcluster.backends.eks import dra_driver, system_nodes
 from fmcluster.backends.eks import manifests as kube_manifests
-from fmcluster.backends.eks import system_nodes
 from fmcluster.backends.eks.node_images import node_image, standard_image
 from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.catalog.hardware import hardware
@@ -144,6 +144,8 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
         _queue_documents(spec, queue, subnet, queue.name in placement_groups, add)
     _system_documents(spec, subnet, add)
 
+    rendered.examples += [dra_driver.example(queue, kube_manifests.WORKLOAD_NAMESPACE) for queue in spec.queues
+                          if dra_driver.serves(queue)]
     for manifest in kube_manifests.manifests(spec):
         key = object_key(manifest)
         name = manifest["metadata"]["name"].replace(".", "-")
