@@ -48,12 +48,14 @@ def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
 
 def instance_types(spec: Spec) -> list[str]:
     """The types whose nodes go in the cluster's subnet: the head (or login) node's, an EKS cluster's system node
-    group's (it shares the nodes' subnet, and EKS's control plane takes it), and the queues'."""
+    group's (it shares the nodes' subnet, and EKS's control plane takes it), and those of the queues without a
+    subnet of their own."""
     head = decisions.head_node_type(spec)
     system = backend_rules(spec.backend).system_nodes(spec)
     own = [head] if head else []
     own += [system[0]] if system else []
-    return sorted({*own, *(t for q in spec.queues for t in instance_types_of(q))})
+    # A queue in its own subnet (queues[].subnet_id, e.g. in the Local Zone that sells its type) is not placed here.
+    return sorted({*own, *(t for q in spec.queues if not q.subnet_id for t in instance_types_of(q))})
 
 
 def offering_zones(ec2: Any, instance_type: str) -> set[str]:
