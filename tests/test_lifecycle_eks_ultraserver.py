@@ -67,8 +67,9 @@ def _buy_x36_block(sandbox) -> str:
     return block["CapacityReservationId"]
 
 
-def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, monkeypatch):
+def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, monkeypatch, capsys):
     from fmcluster import aws
+    from fmcluster.connect import smoke_command
     from fmcluster.lifecycle.create import create
     from fmcluster.lifecycle.destroy import destroy
     from fmcluster.lifecycle.status import status
@@ -123,6 +124,16 @@ def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, 
     assert {(c["kind"], c["name"]): (c["ready"], c["desired"]) for c in driver["components"]} == {
         ("DaemonSet", "dra-driver-nvidia-gpu-kubelet-plugin"): (9, 9),
         ("Deployment", "dra-driver-nvidia-gpu-controller"): (1, 1)}
+
+    # smoke: the job's own ComputeDomain, each worker claiming an IMEX channel of it; the sandbox runs no pods, so the
+    # job ends at the timeout, and neither the job nor the ComputeDomain is left
+    capsys.readouterr()
+    smoked = smoke_command.run(name, None, None, None, None, None, timeout_min=0.02)
+    assert smoked["job_state"] == "TIMEOUT", smoked  # submitted: the ComputeDomain was made first, or it is REFUSED
+    said = " ".join(capsys.readouterr().err.split())
+    assert "each claiming an IMEX channel of ComputeDomain fmcluster-smoke-train-imex" in said, said
+    assert api("GET", "/apis/resource.nvidia.com/v1beta1/namespaces/default/computedomains")[1]["items"] == []
+    assert api("GET", "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs")[1]["items"] == []
 
     assert destroy(name, yes=True, keep_storage=False) == 0
     assert eks.list_clusters()["clusters"].count(name) == 0
