@@ -92,6 +92,12 @@ def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, 
     # what the account holds already (this test's network; the sandbox's NAT gateway filter is not per tag)
     before = inventory_of(sandbox.client, name)
     assert create(load_spec(path).spec, str(path), yes=True, wait=True, timeout_min=None) == 0
+    # preflight: the image's release (the sandbox's AMIs are named as AWS's, release v20260101; the P6e-GB200 page
+    # asks for v20251103 or later), and the GB200 node group in the Local Zone's subnet, the control plane in AZs
+    said = " ".join(capsys.readouterr().err.split())
+    assert "(AL2023_ARM_64_NVIDIA), ami-" in said and ", release v20260101" in said, said
+    assert f"train: its node group in {network['dallas']}, Local Zone {DALLAS}, zone group {DALLAS_GROUP} opted in" \
+        in said
     eks, ec2 = sandbox.client("eks"), sandbox.client("ec2")
     cluster = eks.describe_cluster(name=name)["cluster"]
     control = ec2.describe_subnets(SubnetIds=cluster["resourcesVpcConfig"]["subnetIds"])["Subnets"]

@@ -42,6 +42,9 @@ CHANNEL_DEVICE_CLASS = "compute-domain-default-channel.nvidia.com"
 # The first Kubernetes minor whose API serves resource.k8s.io/v1, the version the shipped DeviceClasses are
 # rendered at (Kubernetes 1.34 release: DRA GA); the driver's docs/prerequisites.md asks for v1.34.2 or later.
 FIRST_MINOR = (1, 34)
+# "Use P6e-GB200 UltraServers with Amazon EKS": the AL2023 ARM NVIDIA AMI release v20251103 or later (NVIDIA
+# driver 580 with CDMM).
+FIRST_AMI_RELEASE = "20251103"
 
 
 def needed(spec: Spec) -> bool:

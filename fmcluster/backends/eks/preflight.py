@@ -4,6 +4,8 @@ clusters the Region holds already."""
 
 from __future__ import annotations
 
+import re
+
 from fmcluster.backends.eks import dra_driver
 from fmcluster.backends.eks.node_images import node_image
 from fmcluster.checks import CheckResult
@@ -28,11 +30,37 @@ def check_images(ctx: Context) -> list[CheckResult]:
                        fix(f"use a Kubernetes version or Region for which AWS publishes {image.describe()} (EKS "
                            "guide, 'Retrieve recommended Amazon Linux AMI IDs')")]
             continue
-        passed.append(f"{queue.name} ({queue.instance_type}): {image.describe()}, {ami}")
+        release = _too_old_for_imex(ctx, queue, ami)
+        if release:
+            first = f"v{dra_driver.FIRST_AMI_RELEASE}"
+            failed += [f"{queue.name} ({queue.instance_type}): {ami} is release {release}, older than {first}",
+                       fix(f"AWS's P6e-GB200 page asks for the AL2023 ARM NVIDIA image {first} or later (NVIDIA "
+                           f"driver 580, IMEX): wait for EKS to publish it in {ctx.region}")]
+            continue
+        passed.append(f"{queue.name} ({queue.instance_type}): {image.describe()}, {ami}"
+                      + (f", release {_release(ctx, ami)}" if dra_driver.serves(queue) else ""))
     if failed:
-        return [CheckResult("eks images", "failed", f"a queue's node image is not published for Kubernetes "
-                                                    f"{version} in {ctx.region}", failed + passed)]
+        return [CheckResult("eks images", "failed", f"a queue's node image is not published (or too old) for "
+                                                    f"Kubernetes {version} in {ctx.region}", failed + passed)]
     return [CheckResult("eks images", "passed", f"every queue's node image exists for Kubernetes {version}", passed)]
+
+
+# AWS's AMI names end in the release: amazon-eks-node-al2023-arm64-nvidia-1.34-v20251103.
+_RELEASE = re.compile(r"-v(\d{8})$")
+
+
+def _release(ctx: Context, ami: str) -> str | None:
+    images = ctx.aws("ec2").describe_images(ImageIds=[ami])["Images"]
+    found = _RELEASE.search(images[0].get("Name") or "") if images else None
+    return f"v{found.group(1)}" if found else None
+
+
+def _too_old_for_imex(ctx: Context, queue: object, ami: str) -> str | None:
+    """The release of an UltraServer queue's image when it is older than the P6e-GB200 page's first, else None."""
+    if not dra_driver.serves(queue):  # type: ignore[arg-type]
+        return None
+    release = _release(ctx, ami)
+    return release if release and release[1:] < dra_driver.FIRST_AMI_RELEASE else None
 
 
 @guarded("eks clusters", "eks:ListClusters")
