@@ -1,8 +1,9 @@
 """End to end in the sandbox: a p6e-gb200 UltraServer cluster in the Dallas Local Zone, as AWS sells it.
 
 The account opts in to the Local Zone group us-east-1-dfw-2, makes a private subnet there in the VPC whose
-Availability Zone subnet holds the head and login nodes, buys a u-p6e-gb200x72 Capacity Block (18 instances)
-from DescribeCapacityBlockOfferings/PurchaseCapacityBlock, and the installed ``fmcluster`` creates the cluster,
+Availability Zone subnet holds the head and login nodes, buys an UltraServer Capacity Block (PCS: a u-p6e-gb200x36,
+9 instances; ParallelCluster: a u-p6e-gb200x72, 18) from DescribeCapacityBlockOfferings/PurchaseCapacityBlock, and
+the installed ``fmcluster`` creates the cluster,
 reports it, and destroys it. The Local Zone rules themselves are tested at the sandbox level.
 """
 
@@ -42,17 +43,18 @@ def _dallas_subnet(sandbox, network: dict[str, str], cidr_index: int = 1) -> str
     return subnet
 
 
-def _buy_x72_block(sandbox) -> str:
-    """Buy the u-p6e-gb200x72 Capacity Block offering that starts now (AWS's blocks end at 11:30 UTC)."""
+def _buy_block(sandbox, ultraserver: str = "u-p6e-gb200x72", instances: int = 18) -> str:
+    """Buy the UltraServer Capacity Block offering that starts now (AWS's blocks end at 11:30 UTC)."""
     ec2 = sandbox.client("ec2")
-    offers = ec2.describe_capacity_block_offerings(UltraserverType="u-p6e-gb200x72", UltraserverCount=1,
+    offers = ec2.describe_capacity_block_offerings(UltraserverType=ultraserver, UltraserverCount=1,
                                                    CapacityDurationHours=24)["CapacityBlockOfferings"]
     now = dt.datetime.now(dt.timezone.utc)
     offer = next(o for o in offers if o["StartDate"] <= now)
-    assert (offer["AvailabilityZone"], offer["InstanceCount"]) == (DALLAS, 18)
+    assert (offer["AvailabilityZone"], offer["InstanceCount"]) == (DALLAS, instances)
     block = ec2.purchase_capacity_block(CapacityBlockOfferingId=offer["CapacityBlockOfferingId"],
                                         InstancePlatform="Linux/UNIX")["CapacityReservation"]
-    assert (block["State"], block["ReservationType"], block["TotalInstanceCount"]) == ("active", "capacity-block", 18)
+    assert (block["State"], block["ReservationType"], block["TotalInstanceCount"]) == ("active", "capacity-block",
+                                                                                        instances)
     return block["CapacityReservationId"]
 
 
@@ -60,16 +62,17 @@ def _spec(cli, network: dict[str, str], dallas_subnet: str, reservation_id: str)
     data = {"name": cli.name, "backend": "pcs", "region": "us-east-1",
             "head_node": {"instance_type": "m7g.2xlarge"},
             "network": {"subnet_id": network["public_subnet"]},
-            "queues": [{"name": "train", "instance_type": GB200, "nodes": 18, "subnet_id": dallas_subnet,
+            "queues": [{"name": "train", "instance_type": GB200, "nodes": 9, "subnet_id": dallas_subnet,
                         "capacity": {"type": "capacity-block", "reservation_id": reservation_id,
-                                     "ultraserver": "u-p6e-gb200x72"}}]}
+                                     "ultraserver": "u-p6e-gb200x36"}}]}
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_pcs(pcs_cli, sandbox):
     network = sandbox.private_network()
     dallas = _dallas_subnet(sandbox, network)
-    _spec(pcs_cli, network, dallas, _buy_x72_block(sandbox))
+    # the smaller UltraServer (9 instances): the same checks, half the instances to launch and end
+    _spec(pcs_cli, network, dallas, _buy_block(sandbox, "u-p6e-gb200x36", 9))
 
     preflight = _ok(pcs_cli.run("preflight", str(pcs_cli.spec)))
     assert f"{dallas} in Local Zone {DALLAS} offers {GB200}" in preflight.stdout, preflight.stdout
@@ -78,16 +81,16 @@ def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_pcs(pcs_cli, sand
     status = pcs_cli.status()
     assert status["status"] == "ACTIVE", status
     train = next(q for q in status["queues"] if q["name"] == "train")
-    assert (train["instance_type"], train["min"], train["max"]) == (GB200, 18, 18)
+    assert (train["instance_type"], train["min"], train["max"]) == (GB200, 9, 9)
     ec2 = sandbox.client("ec2")
     instances = [i for r in ec2.describe_instances(Filters=[
         {"Name": "tag:fmcluster:cluster", "Values": [pcs_cli.name]},
         {"Name": "instance-type", "Values": [GB200]},
         {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"] for i in r["Instances"]]
-    assert len(instances) == 18
+    assert len(instances) == 9
     for instance in instances:
         tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-        assert tags.get("fmcluster:ultraserver") == "u-p6e-gb200x72", tags
+        assert tags.get("fmcluster:ultraserver") == "u-p6e-gb200x36", tags
         assert (instance["Placement"]["AvailabilityZone"], instance["SubnetId"]) == (DALLAS, dallas)
         efa = [nic for nic in instance["NetworkInterfaces"] if nic.get("InterfaceType") in ("efa", "efa-only")]
         assert len(efa) == 16, instance["NetworkInterfaces"]
@@ -220,7 +223,7 @@ pcluster_cli = cli_fixture(PclusterCli)
 def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_parallelcluster(pcluster_cli, sandbox):
     network = sandbox.private_network()
     dallas = _dallas_subnet(sandbox, network)
-    reservation = _buy_x72_block(sandbox)
+    reservation = _buy_block(sandbox)
     data = {"name": pcluster_cli.name, "backend": "parallelcluster", "region": "us-east-1",
             "head_node": {"instance_type": "m7g.2xlarge"},
             "network": {"subnet_id": network["private_subnet"], "head_subnet_id": network["public_subnet"]},
