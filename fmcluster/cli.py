@@ -161,8 +161,8 @@ def render(
     for note in rendered.notes:
         ui.note(note)
     if output is None:
-        for document in rendered.documents:
-            if len(rendered.documents) > 1:
+        for document in [*rendered.documents, *rendered.examples]:
+            if len(rendered.documents) + len(rendered.examples) > 1:
                 typer.echo(f"--- # {document.filename}")
             typer.echo(document.text.rstrip("\n"))
         return

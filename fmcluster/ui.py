@@ -187,7 +187,8 @@ def status_view(report: dict | list) -> RenderableType:
             cells += [str(queue.get("nodes_ready", "")), str(queue.get("gpus", "")), str(queue.get("efa", "")),
                       ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
         queues.add_row(*map(Text, cells))
-    scheduler = _scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
+    scheduler = (_scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
+                 + _scheduler_table(report.get("dra_driver"), "driver"))
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
     for column in ("type", "id", "status"):
         resources.add_column(column)
@@ -210,8 +211,8 @@ def status_view(report: dict | list) -> RenderableType:
 
 
 def _scheduler_table(scheduler: dict | None, what: str = "scheduler") -> list[RenderableType]:
-    """An EKS cluster's scheduler (or its Cluster Autoscaler, ``what``): its controller Deployments'
-    available/desired replicas (``status --json``'s ``scheduler``, ``autoscaler``)."""
+    """An EKS cluster's scheduler (or, as ``what`` says, its Cluster Autoscaler or DRA driver): its components'
+    ready/desired replicas (``status --json``'s ``scheduler``, ``autoscaler``, ``dra_driver``)."""
     from rich.table import Table
     from rich.text import Text
 

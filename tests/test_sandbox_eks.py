@@ -589,14 +589,15 @@ def test_node_group_names_roles_and_local_zones(world):
     assert world.nodegroup(cluster, template, size=0, nodegroupName="n" * 63)["status"] == "CREATING"
 
 
-def test_no_managed_node_groups_in_a_local_zone():
-    """"Create a managed node group for your cluster" (EKS guide): "You can't create managed nodes in an AWS Region
-    where you have ... AWS Local Zones enabled" -- read as: not in a Local Zone subnet (the Dallas Local Zone,
-    after the opt-in). In process, so the opt-in stays out of the session sandbox."""
+def test_local_zones_take_node_groups_not_the_control_plane():
+    """"Launch low-latency EKS clusters with AWS Local Zones" (EKS guide): EKS supports managed node groups in Local
+    Zones, but "you must not specify Local Zone subnets when you create your cluster". And a p6e-gb200 node group
+    runs only on an UltraServer Capacity Block of it ("Use P6e-GB200 UltraServers with Amazon EKS"). In process, so
+    the opt-in stays out of the session sandbox."""
     import boto3
     from moto import mock_aws
 
-    from fmcluster_sandbox import local_zones
+    from fmcluster_sandbox import capacity_reservations, local_zones
     from fmcluster_sandbox.eks import EksEmulator
     from fmcluster_sandbox.faults import Faults
 
@@ -621,12 +622,38 @@ def test_no_managed_node_groups_in_a_local_zone():
                                              "123456789012", "arn:aws:sts::123456789012:user/moto")
             return status, json.loads(out)
 
+        status, body = call("POST", "/clusters", {"name": "lz", "roleArn": cluster_role, "resourcesVpcConfig": {
+            "subnetIds": [default[0]["SubnetId"], dallas]}})
+        assert status == 400 and "Local Zone us-east-1-dfw-2a" in body["message"], body
         assert call("POST", "/clusters", {"name": "k", "roleArn": cluster_role, "resourcesVpcConfig": {
             "subnetIds": [s["SubnetId"] for s in default]}})[0] == 200
         call("GET", "/clusters/k", {})
         status, body = call("POST", "/clusters/k/node-groups", {"nodegroupName": "lz", "nodeRole": node_role,
-                                                                "subnets": [dallas]})
-        assert status == 400 and "Local Zone" in body["message"]
+                                                                "subnets": [dallas], "scalingConfig": {
+                                                                    "minSize": 0, "maxSize": 1, "desiredSize": 0}})
+        assert status == 200, body
+
+        def gb200_group(name: str, reservation: str) -> tuple[int, dict]:
+            template = ec2.create_launch_template(LaunchTemplateName=f"gb-{name}", LaunchTemplateData={
+                "InstanceType": "p6e-gb200.36xlarge", "InstanceMarketOptions": {"MarketType": "capacity-block"},
+                "CapacityReservationSpecification": {"CapacityReservationTarget": {
+                    "CapacityReservationId": reservation}}})["LaunchTemplate"]["LaunchTemplateId"]
+            return call("POST", "/clusters/k/node-groups", {
+                "nodegroupName": name, "nodeRole": node_role, "subnets": [dallas], "capacityType": "CAPACITY_BLOCK",
+                "launchTemplate": {"id": template}, "scalingConfig": {"minSize": 0, "maxSize": 9, "desiredSize": 0}})
+
+        # A plain Capacity Block of p6e-gb200 (not an UltraServer's) is refused; one bought as u-p6e-gb200x36 is not.
+        plain = capacity_reservations.REGISTRY.seed({"instance_type": "p6e-gb200.36xlarge", "count": 9,
+                                                     "availability_zone": "us-east-1-dfw-2a",
+                                                     "type": "capacity-block"}, "123456789012")["reservation_id"]
+        status, body = gb200_group("plain", plain)
+        assert status == 400 and "UltraServer" in body["message"], body
+        ultra = capacity_reservations.REGISTRY.add(capacity_reservations.Reservation(
+            capacity_reservations.new_id(), "123456789012", "us-east-1", "p6e-gb200.36xlarge", "us-east-1-dfw-2a", 9,
+            reservation_type="capacity-block", capacity_block_id=capacity_reservations.new_id("cb-"),
+            ultraserver="u-p6e-gb200x36"))
+        status, body = gb200_group("ultra", ultra.reservation_id)
+        assert status == 200, body
 
 
 def test_cluster_version_updates(world, sandbox):

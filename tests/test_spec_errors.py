@@ -256,6 +256,19 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
     ("eks-gb200-x86-image", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
      + GB200_BLOCK + "image: {ami: ami-0123456789abcdef0}\n", 8, 14, "image.ami",
      "queue train (p6e-gb200.36xlarge, arm64) boots the EKS-optimized AL2023 arm64 nvidia image"),
+    # AWS sells p6e-gb200 only as UltraServer Capacity Blocks ("Use P6e-GB200 UltraServers with Amazon EKS"), and
+    # the DRA driver v0.4.1 that gives IMEX channels needs resource.k8s.io/v1 (Kubernetes 1.34)
+    ("eks-gb200-spot", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + "    capacity: {type: spot}\n", 7, 22, "queues[0].capacity.type",
+     "EC2 sells p6e-gb200.36xlarge only inside UltraServers, bought as Capacity Blocks"),
+    ("eks-gb200-on-demand", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + "    capacity: {type: on-demand}\n", 7, 22, "queues[0].capacity.type", "not as on-demand"),
+    ("eks-gb200-k8s-1.33", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + GB200_BLOCK + "kubernetes: {version: '1.33'}\n", 8, 23, "kubernetes.version",
+     "needs the resource.k8s.io/v1 API, served from Kubernetes 1.34"),
+    ("eks-gb200-k8s-1.32", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + GB200_BLOCK + "kubernetes: {version: '1.32'}\n", 8, 23, "kubernetes.version",
+     "1.32 has no Dynamic Resource Allocation"),
     ("eks-unknown-type", EKS.replace("p5.48xlarge", "x9z.48xlarge"), 5, 20, "queues[0].instance_type",
      "unknown instance type 'x9z.48xlarge'"),
     # the system node group (kubernetes.system_nodes / system_instance_type)

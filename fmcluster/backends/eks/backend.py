@@ -21,6 +21,7 @@ from fmcluster.backends.eks import (
     autoscaler_install,
     autoscaler_status,
     cluster_view,
+    dra_driver,
     kube,
     scheduler_status,
     system_nodes,
@@ -307,6 +308,8 @@ class EksBackend(Backend):
                                            [q["name"] for q in report["queues"]])
                 report["scheduler"] = scheduler_status.read(access, session.spec.kubernetes.scheduler)
                 report["autoscaler"] = autoscaler_status.read(access, session.spec)
+                if dra_driver.needed(session.spec):
+                    report["dra_driver"] = dra_driver.read(access)
             except FmclusterError as exc:  # a teammate without an access entry still sees what AWS holds
                 unread.append(f"the cluster's Kubernetes API was not read: {exc}")
             else:
@@ -314,6 +317,7 @@ class EksBackend(Backend):
                     queue.update(inside.get(queue["name"], {}))
                 unread += scheduler_status.problems(report["scheduler"])
                 unread += autoscaler_status.problems(report["autoscaler"])
+                unread += dra_driver.problems(report["dra_driver"]) if report.get("dra_driver") else []
         # A Capacity Block group made before its block begins cannot launch yet: that is waiting, not a problem.
         waiting = queues_waiting(session.ctx, session.spec)
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"

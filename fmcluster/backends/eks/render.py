@@ -9,7 +9,7 @@ import json
 
 import yaml
 
-from fmcluster.backends.eks import autoscaler_iam, autoscaler_install, scale_from_zero, system_nodes
+from fmcluster.backends.eks import autoscaler_iam, autoscaler_install, dra_driver, scale_from_zero, system_nodes
 from fmcluster.backends.eks import manifests as kube_manifests
 from fmcluster.backends.eks.node_images import node_image, standard_image
 from fmcluster.catalog.hardware import hardware
@@ -145,6 +145,8 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
     _system_documents(spec, subnet, add)
     _autoscaler_documents(spec, add)
 
+    rendered.examples += [dra_driver.example(queue, kube_manifests.WORKLOAD_NAMESPACE) for queue in spec.queues
+                          if dra_driver.serves(queue)]
     for manifest in kube_manifests.manifests(spec):
         key = object_key(manifest)
         name = manifest["metadata"]["name"].replace(".", "-")

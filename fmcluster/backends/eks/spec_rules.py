@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import autoscaler_iam, autoscaler_install, limits, quotas, system_nodes
+from fmcluster.backends.eks import autoscaler_iam, autoscaler_install, limits, quotas, system_nodes, ultraserver_rules
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.releases import CLUSTER_AUTOSCALER
 from fmcluster.backends.eks.render import role_name
@@ -84,6 +84,7 @@ class EksSpecRules(BackendSpecRules):
         self._version(spec, error, warn)
         self._not_on_eks(spec, error)
         self._node_images(spec, error)
+        ultraserver_rules.check(spec, error)
         self._quotas(spec, error)
         self._system_group(spec, error)
         self._scaling(spec, error)
@@ -146,11 +147,6 @@ class EksSpecRules(BackendSpecRules):
             for name, why in NOT_ON_EKS_QUEUE.items():
                 if name in queue.model_fields_set:
                     error(("queues", index, name), f"not supported on eks: {why}")
-            if queue.capacity.ultraserver is not None:
-                error(("queues", index, "capacity", "ultraserver"),
-                      "not supported on eks: NVLink across an UltraServer's instances needs IMEX set up per job, which "
-                      "on Kubernetes is NVIDIA's DRA driver with ComputeDomains, and fmcluster does not install it; "
-                      "use the pcs or parallelcluster backend, which configure IMEX")
 
     def _node_images(self, spec: Spec, error: Report) -> None:
         """Every node boots the EKS-optimized AL2023 image of its hardware; an accelerated type needs the variant

@@ -4,12 +4,15 @@ UpdateNodegroupConfig, UpdateNodegroupVersion.
 Rules (EKS API reference CreateNodegroup/UpdateNodegroupConfig; EKS User Guide "Create a managed node
 group", "Customize managed nodes with launch templates", "Create a managed node group with Capacity
 Blocks"): the cluster is ACTIVE; the name (at most 63 characters, a letter or digit first) is unique in the
-cluster; the node role exists in IAM and is no cluster's role; subnets exist in the cluster's VPC and not in a
-Local Zone; ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
+cluster; the node role exists in IAM and is no cluster's role; subnets exist in the cluster's VPC (a Local Zone's
+too: "Launch low-latency EKS clusters with AWS Local Zones" lists managed node groups among what EKS supports
+there); ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
 launch template is named by id or name (not both) and exists; instance types go in the template or the
 node group, not both; ``diskSize`` and ``remoteAccess`` cannot be used with a launch template;
 ``CAPACITY_BLOCK`` needs a template with ``InstanceMarketOptions.MarketType: capacity-block`` and a
-``CapacityReservationTarget``, and such a template needs ``CAPACITY_BLOCK``. Instances launch in
+``CapacityReservationTarget``, and such a template needs ``CAPACITY_BLOCK``; an instance type sold only inside
+UltraServers (p6e-gb200.36xlarge) needs a template whose target is an UltraServer Capacity Block of that type
+("Use P6e-GB200 UltraServers with Amazon EKS"). Instances launch in
 :mod:`.nodes`.
 """
 
@@ -20,7 +23,7 @@ import re
 import uuid
 from typing import Any
 
-from fmcluster_sandbox import local_zones
+from fmcluster_sandbox import capacity_blocks, capacity_reservations
 from fmcluster_sandbox.eks import amis, catalog
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, not_found
 from fmcluster_sandbox.eks.nodes import NodeOperations
@@ -90,9 +93,6 @@ class NodegroupOperations(NodeOperations):
                 raise invalid(f"The subnet ID '{subnet_id}' does not exist", **where) from None
             if subnet.vpc_id != vpc:
                 raise invalid(f"Subnet {subnet_id} is not in the cluster's VPC {vpc}", **where)
-            if local_zones.local_zone(region, name=subnet.availability_zone) is not None:
-                raise invalid(f"Subnet {subnet_id} is in the Local Zone {subnet.availability_zone}: managed node "
-                              "groups cannot run there (use self-managed nodes)", **where)
         if not p["subnets"]:
             raise invalid("Subnets are required", **where)
         scaling = {**DEFAULT_SCALING, **(p.get("scalingConfig") or {})}
@@ -111,6 +111,7 @@ class NodegroupOperations(NodeOperations):
             raise invalid("Launch template should not specify an instance profile: EKS uses the node role", **where)
         capacity = p.get("capacityType") or "ON_DEMAND"
         self._check_capacity(capacity, data, where)
+        self._check_ultraserver(data, p.get("instanceTypes") or [], account, region, where)
         instance_types = ([data["InstanceType"]] if data.get("InstanceType")
                           else list(p.get("instanceTypes") or [DEFAULT_INSTANCE_TYPE]))
         if data.get("ImageId") and p.get("amiType"):
@@ -169,6 +170,22 @@ class NodegroupOperations(NodeOperations):
         if capacity == "SPOT" and market == "spot":
             raise invalid("Launch template InstanceMarketOptions cannot be set for a SPOT node group: EKS sets "
                           "them", **where)
+
+    @staticmethod
+    def _check_ultraserver(data: dict, instance_types: list[str], account: str, region: str,
+                           where: dict[str, str]) -> None:
+        """P6e-GB200 instances exist only inside UltraServers, sold as Capacity Blocks ("Use P6e-GB200 UltraServers
+        with Amazon EKS"): their node group runs on such a block, of its type, or not at all."""
+        wanted = [t for t in ([data["InstanceType"]] if data.get("InstanceType") else instance_types)
+                  if t in capacity_blocks.ULTRASERVER_ONLY]
+        if not wanted:
+            return
+        target = (data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}
+        block = capacity_reservations.REGISTRY.get(target.get("CapacityReservationId") or "", account, region)
+        if block is None or block.ultraserver is None or block.instance_type != wanted[0] or len(wanted) > 1:
+            raise invalid(f"{wanted[0]} is sold only inside EC2 UltraServers: its node group needs a launch template "
+                          "that names it and targets an UltraServer Capacity Block of it (CapacityReservationTarget "
+                          "CapacityReservationId)", **where)
 
     def _op_describe_nodegroup(self, p: dict, region: str, account: str, caller: str) -> dict:
         cluster = self._cluster(p["clusterName"], account, region)
