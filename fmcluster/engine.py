@@ -7,6 +7,11 @@ updates what differs, in dependency order, every resource in its own worker so i
 once (at most a few of them calling AWS at a time: :mod:`fmcluster.slots`); ``destroy`` deletes in reverse
 order. Every write is read-before-write and recorded in the state store, and every create or update carries
 an idempotency token recorded before the call, so re-running after Ctrl-C, a crash or ``kill -9`` converges.
+
+What a resource changes in place it declares (:class:`InPlace`: the attribute paths, the method that sends the
+change, the AWS page that allows it); the engine sends one kind of update at a time and waits for each to end,
+since EKS and FSx run one update of a resource at a time. What it cannot change in place (``replace_on``, with
+``replace_page``) is a replacement, and the plan says why.
 """
 
 from __future__ import annotations
@@ -74,6 +79,25 @@ class AttributeChange:
     new: Any
     # What the backend says about making this change (ParallelCluster: "All compute nodes must be stopped").
     note: str = ""
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """Attribute changes a resource makes in place with one kind of call: the paths (or their prefixes) it
+    changes, the name of the resource's method that sends it (``(ctx, observed, changes, token) -> Observed``),
+    and the AWS page that says the change can be made so. The engine sends each kind of call on its own and waits
+    for the resource to be ready before the next: EKS and FSx run one update of a resource at a time."""
+
+    paths: tuple[str, ...]
+    method: str
+    page: str = ""
+
+    def covers(self, path: str) -> bool:
+        return any(_under(path, p) for p in self.paths)
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
 
 
 @dataclass
@@ -153,6 +177,14 @@ class Resource(ABC):
     teardown_rank: ClassVar[int] = 50
     # Attribute paths (or their prefixes) AWS cannot change in place: a change there is a replacement.
     replace_on: ClassVar[tuple[str, ...]] = ()
+    # The AWS page that says what ``replace_on`` names cannot change in place (the plan names it).
+    replace_page: ClassVar[str] = ""
+    # What the resource changes in place, one kind of call at a time (in this order); a change no entry covers,
+    # and not in ``replace_on``, goes to :meth:`update`.
+    in_place: ClassVar[tuple[InPlace, ...]] = ()
+    # Outputs an update issues anew (a launch template's version): a plan that updates the resource shows them
+    # as known after apply, so that what follows them (a node group on the template) is shown changing too.
+    reissued_by_update: ClassVar[tuple[str, ...]] = ()
     # Kept by ``destroy --keep-storage``; its replacement loses data, which the plan says.
     is_storage: ClassVar[bool] = False
     # Deleted together with the resource it depends on (a ParallelCluster compute fleet with its stack).
@@ -205,11 +237,24 @@ class Resource(ABC):
 
     def replacement_reason(self, changes: list[AttributeChange]) -> str | None:
         """Why these changes need a new resource (AWS cannot make them in place), or None."""
-        fixed = [c.path for c in changes if any(c.path == p or c.path.startswith(p + ".") or
-                                                c.path.startswith(p + "[") for p in self.replace_on)]
+        fixed = [c.path for c in changes if any(_under(c.path, p) for p in self.replace_on)
+                 and not any(step.covers(c.path) for step in self.in_place)]
         if not fixed:
             return None
-        return f"AWS cannot change {', '.join(sorted(set(fixed)))} of a {self.kind.replace('_', ' ')} in place"
+        return (f"AWS cannot change {', '.join(sorted(set(fixed)))} of a {self.kind.replace('_', ' ')} in place"
+                + (f" ({self.replace_page})" if self.replace_page else ""))
+
+    def update_steps(self, changes: list[AttributeChange]) -> list[tuple[str, list[AttributeChange]]]:
+        """The calls that make ``changes`` in place, in order: (method name, the changes it makes). Each
+        :data:`in_place` entry that covers a change is one call; what none covers goes to ``update``."""
+        steps: list[tuple[str, list[AttributeChange]]] = []
+        left = list(changes)
+        for step in self.in_place:
+            mine = [c for c in left if step.covers(c.path)]
+            if mine:
+                steps.append((step.method, mine))
+                left = [c for c in left if c not in mine]
+        return steps + ([("update", left)] if left else [])
 
     def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
         raise FmclusterError(f"{self.name} cannot be updated in place")
@@ -299,6 +344,9 @@ class Engine:
                                         f"depends on {', '.join(cascaded)}, which is replaced")
             if change.action == "replace":
                 replaced.add(resource.name)
+            elif change.action == "update" and resource.reissued_by_update:
+                self.ctx.publish({f"{resource.kind}.{resource.key}.{output}": UNKNOWN
+                                  for output in resource.reissued_by_update})
             changes.append(change)
         for orphan in orphans:
             changes.append(ResourceChange(orphan.name, "delete", reason="no longer in the spec"))
@@ -440,11 +488,7 @@ class Engine:
                 if why:
                     raise EngineFailed(f"{resource.name} needs a replacement ({why}); `fmcluster diff SPEC` "
                                        "shows it and `fmcluster create SPEC` asks before doing it")
-                self._emit(Event(resource.name, "started", detail="updating: " + _describe(changes)))
-                request = {c.path: _jsonable(c.new) for c in changes}
-                observed = self._call(resource, "update", request,
-                                      lambda token: resource.update(self.ctx, observed, changes, token))
-                self._save(resource, observed)
+                observed = self._update(resource, observed, changes, wait)
             else:
                 self.store.close_intents(self.ctx.cluster, self.ctx.region, resource.name)
         else:
@@ -459,6 +503,30 @@ class Engine:
         self.ctx.publish(observed.outputs)
         self._save(resource, observed)
         self._emit(Event(resource.name, "done", observed.status, observed.id or ""))
+
+    def _update(self, resource: Resource, observed: Observed, changes: list[AttributeChange],
+                wait: bool) -> Observed:
+        """Make ``changes`` in place, one kind of call at a time (:meth:`Resource.update_steps`), each after the
+        one before is done; a step that fails stops the rest (a re-run starts again from what still differs)."""
+        steps = resource.update_steps(changes)
+        for number, (method, mine) in enumerate(steps):
+            if number:
+                if not wait:
+                    self._emit(Event(resource.name, "progress", observed.status, "not waiting (--no-wait)"))
+                    raise Stopped()
+                observed = self._wait(resource, observed, until=("ready",))
+                if observed.phase == "failed":
+                    raise EngineFailed(f"{resource.name} is {observed.status}"
+                                       + (f": {observed.detail}" if observed.detail else ""))
+            self._emit(Event(resource.name, "started", detail="updating: " + _describe(mine)
+                             + (f" (step {number + 1} of {len(steps)})" if len(steps) > 1 else "")))
+            request = {c.path: _jsonable(c.new) for c in mine}
+            current, send = observed, getattr(resource, method)
+            observed = self._call(resource, method, request,
+                                  lambda token, send=send, current=current, mine=mine: send(self.ctx, current, mine,
+                                                                                           token))
+            self._save(resource, observed)
+        return observed
 
     def _call(self, resource: Resource, operation: str, request: Any, call: Callable[[str], Observed]) -> Observed:
         """Make one create/update call under a token recorded before it: a crash between the two leaves the

@@ -11,6 +11,7 @@ from typing import Any
 
 from fmcluster.errors import AwsError, UsageError
 from fmcluster.spec import decisions
+from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.models import Spec, instance_types_of
 from fmcluster.spec.networking import creates_network
 
@@ -46,8 +47,15 @@ def vpc_cidrs(ec2: Any, vpc_id: str) -> tuple[str, ...]:
 
 
 def instance_types(spec: Spec) -> list[str]:
+    """The types whose nodes go in the cluster's subnet: the head (or login) node's, an EKS cluster's system node
+    group's (it shares the nodes' subnet, and EKS's control plane takes it), and those of the queues without a
+    subnet of their own."""
     head = decisions.head_node_type(spec)
-    return sorted({*([head] if head else []), *(t for q in spec.queues for t in instance_types_of(q))})
+    system = backend_rules(spec.backend).system_nodes(spec)
+    own = [head] if head else []
+    own += [system[0]] if system else []
+    # A queue in its own subnet (queues[].subnet_id, e.g. in the Local Zone that sells its type) is not placed here.
+    return sorted({*own, *(t for q in spec.queues if not q.subnet_id for t in instance_types_of(q))})
 
 
 def offering_zones(ec2: Any, instance_type: str) -> set[str]:

@@ -97,7 +97,7 @@ def resource_label(resource: str) -> str:
     when it has one, instead of its engine key (``kube_object:CustomResourceDefinition__resourceflavors_kueue_x-k8s_io__
     apiextensions_k8s_io__v1``, or the key alone); a trailing ``.attribute`` path (drift) is kept. Anything else as
     it is. JSON output keeps the key: it is the stable identifier."""
-    from fmcluster.backends.eks.object_keys import manifest_of_key
+    from fmcluster.object_keys import manifest_of_key
 
     key, _, attribute = resource.removeprefix(f"{KUBE_OBJECT}:").partition(".")
     if "__" not in key or (":" in resource and not resource.startswith(f"{KUBE_OBJECT}:")):
@@ -157,8 +157,13 @@ def status_view(report: dict | list) -> RenderableType:
                 "version", "error"):
         if report.get(key):
             parts.append(Text(f"  {key.replace('_', ' ')}: {report[key]}"))
+    owner = report.get("owner")
+    if owner:
+        parts.append(Text(f"  owner: {owner['owner']} (state directory {owner['state_dir']} on {owner['host']}"
+                          + (", this one)" if owner.get("yours") else ", not this one)")))
     for problem in report.get("problems") or []:
         parts.append(Text(f"  problem: {problem}", style="yellow"))
+    parts += _block_lines(report.get("capacity_blocks") or [])
     if "usd_so_far" in report:
         # usd_per_hour_max is null when no node of the spec has a price
         at_max = report.get("usd_per_hour_max")
@@ -182,7 +187,8 @@ def status_view(report: dict | list) -> RenderableType:
             cells += [str(queue.get("nodes_ready", "")), str(queue.get("gpus", "")), str(queue.get("efa", "")),
                       ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
         queues.add_row(*map(Text, cells))
-    scheduler = _scheduler_table(report.get("scheduler"))
+    scheduler = (_scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
+                 + _scheduler_table(report.get("dra_driver"), "driver"))
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
     for column in ("type", "id", "status"):
         resources.add_column(column)
@@ -204,9 +210,9 @@ def status_view(report: dict | list) -> RenderableType:
     return Group(*parts, queues, *scheduler, resources, *drift_view)
 
 
-def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
-    """An EKS cluster's scheduler: its controller Deployments' available/desired replicas (``status --json``'s
-    ``scheduler``)."""
+def _scheduler_table(scheduler: dict | None, what: str = "scheduler") -> list[RenderableType]:
+    """An EKS cluster's scheduler (or, as ``what`` says, its Cluster Autoscaler or DRA driver): its components'
+    ready/desired replicas (``status --json``'s ``scheduler``, ``autoscaler``, ``dra_driver``)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -214,7 +220,7 @@ def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
         return []
     state = "ready" if scheduler["ready"] else "not ready"
     table = Table(box=None, header_style="bold", title_justify="left",
-                  title=f"scheduler {scheduler['name']} {scheduler['version']}: {state}")
+                  title=f"{what} {scheduler['name']} {scheduler['version']}: {state}")
     for column in ("kind", "namespace", "name", "available"):
         table.add_column(column)
     for component in scheduler["components"]:
@@ -227,6 +233,22 @@ def _scheduler_table(scheduler: dict | None) -> list[RenderableType]:
         table.add_row(*map(Text, (operator["kind"], "", operator["name"],
                                   said + (f" ({operator['reason']})" if operator.get("reason") else ""))))
     return [table]
+
+
+def _block_lines(blocks: list[dict]) -> list[Any]:
+    """One line per Capacity Block the cluster uses: its countdown, use and interconnect; then its warning."""
+    from rich.text import Text
+
+    lines = []
+    for block in blocks:
+        rid = (block.get("reservation_ids") or [block.get("capacity_block_id")])[0]
+        interconnect = block.get("interconnect_status") or "not reported"
+        lines.append(Text(f"  capacity block {rid} (queue {', '.join(block.get('queues') or [])}): "
+                          f"{block['state']}, {block['countdown']}; {block.get('instances_in_use')} of "
+                          f"{block.get('instance_count')} instances in use; interconnect {interconnect}"))
+        if block.get("warning"):
+            lines.append(Text(f"  warning: {block['warning']}", style="yellow"))
+    return lines
 
 
 def print_status(report: dict | list) -> None:
@@ -282,3 +304,17 @@ class Ticker:
     def __exit__(self, *exc: object) -> None:
         if self._status is not None:
             self._status.__exit__(None, None, None)
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before a change; ``--yes`` answers for the user, and without a terminal nobody can, so that is bad input."""
+    from fmcluster.errors import Aborted, UsageError
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{question} — no terminal to ask on; re-run with --yes to go ahead")
+    import typer
+
+    if not typer.confirm(question, default=False, err=True):
+        raise Aborted("aborted; nothing changed")

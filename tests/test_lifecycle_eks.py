@@ -116,6 +116,46 @@ def _check_scheduler_installed(sandbox, cluster: dict[str, Any], scheduler: str)
         _kube_get(sandbox, cluster, f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/{name}")
 
 
+AUTOSCALER = "cluster-autoscaler-aws-cluster-autoscaler"  # the chart's Deployment and ServiceAccount name
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check_autoscaler(sandbox, name: str, cluster: dict[str, Any]) -> None:
+    """An elastic queue's cluster holds the Cluster Autoscaler's Deployment, Available on the system nodes, for this
+    cluster; its ServiceAccount's Pod Identity role can change only this cluster's Auto Scaling groups; the elastic
+    node group starts empty and carries what the autoscaler needs to scale it from zero."""
+    deployment = _kube_get(sandbox, cluster, _deployment_path("kube-system", AUTOSCALER))
+    assert deployment["status"].get("availableReplicas") == 1
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"fmcluster.io/node-role": "system"}
+    assert {"key": "CriticalAddonsOnly", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in \
+        pod["tolerations"]
+    assert f"k8s.io/cluster-autoscaler/{name}" in pod["containers"][0]["command"][3]
+    eks, iam = sandbox.client("eks", REGION), sandbox.client("iam", REGION)
+    found = eks.list_pod_identity_associations(clusterName=name, namespace="kube-system",
+                                               serviceAccount=AUTOSCALER)["associations"]
+    association = eks.describe_pod_identity_association(clusterName=name, associationId=found[0]["associationId"])
+    role = association["association"]["roleArn"].rsplit("/", 1)[1]
+    trust = iam.get_role(RoleName=role)["Role"]["AssumeRolePolicyDocument"]
+    assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    names = iam.list_role_policies(RoleName=role)["PolicyNames"]
+    assert iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"] == []
+    statements = [s for n in names for s in iam.get_role_policy(RoleName=role, PolicyName=n)["PolicyDocument"][
+        "Statement"]]
+    scaling = [s for s in statements if "autoscaling:SetDesiredCapacity" in s["Action"]]
+    assert [s["Condition"] for s in scaling] == [{"StringEquals": {"aws:ResourceTag/eks:cluster-name": name,
+                                                                   "aws:RequestedRegion": REGION}}]
+    group = eks.describe_nodegroup(clusterName=name, nodegroupName="elastic")["nodegroup"]
+    assert group["scalingConfig"] == {"minSize": 0, "maxSize": 4, "desiredSize": 0}
+    assert group["labels"]["fmcluster.io/queue"] == "elastic"
+    # AWS's EC2 instance types page: g6.12xlarge carries 4 NVIDIA L4 GPUs and one EFA interface
+    template = "k8s.io/cluster-autoscaler/node-template/resources/"
+    assert (group["tags"][f"{template}nvidia.com/gpu"], group["tags"][f"{template}vpc.amazonaws.com/efa"]) == ("4", "1")
+
+
 class EksCli(Cli):
     name_prefix = "e2e-eks"
     timeout = 300
@@ -172,7 +212,12 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     block, zone = _buy_block(sandbox, 2)
     data["name"] = cli.name
     data["queues"][0]["capacity"]["reservation_id"] = block
-    data["queues"].append({"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1})
+    # The Kueue run's second queue is elastic: it gets the Cluster Autoscaler (the others' stay fixed, so the three
+    # runs do not each pay for the same checks).
+    elastic = scheduler == "kueue"
+    extra = "elastic" if elastic else "cpu"
+    data["queues"].append({"name": extra, "instance_type": "g6.12xlarge", "nodes": {"min": 0, "max": 4}} if elastic
+                          else {"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1})
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
     created = _ok(cli.create())
@@ -182,7 +227,7 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     eks, ec2 = sandbox.client("eks", REGION), sandbox.client("ec2", REGION)
     cluster = eks.describe_cluster(name=cli.name)["cluster"]
     assert cluster["status"] == "ACTIVE" and cluster["version"] == data.get("kubernetes", {}).get("version", "1.36")
-    assert sorted(eks.list_nodegroups(clusterName=cli.name)["nodegroups"]) == ["cpu", "system", "train"]
+    assert sorted(eks.list_nodegroups(clusterName=cli.name)["nodegroups"]) == sorted([extra, "system", "train"])
     # Cluster software's own node group: On-Demand m7i.xlarge (no GPU), labelled and tainted for it alone.
     system = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="system")["nodegroup"]
     assert (system["capacityType"], system["amiType"]) == ("ON_DEMAND", "AL2023_x86_64_STANDARD")
@@ -228,22 +273,33 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     assert [n["status"]["allocatable"]["vpc.amazonaws.com/efa"] for n in listed] == ["32"] * 2
 
     _check_scheduler_installed(sandbox, cluster, scheduler)
+    if elastic:
+        _check_autoscaler(sandbox, cli.name, cluster)
     status = cli.status()
     assert (status["status"], status["drift"]) == ("ACTIVE", [])
     installed = status["scheduler"]
     assert (installed["name"], installed["ready"]) == (scheduler, True)
     assert {(c["namespace"], c["name"]): (c["ready"], c["desired"]) for c in installed["components"]} == {
         deployment: (1, 1) for deployment in [*CONTROLLERS[scheduler], MPI_OPERATOR]}
-    assert {q["name"]: q["running_instances"] for q in status["queues"]} == {"train": 2, "cpu": 1, "system": 2}
+    assert {q["name"]: q["running_instances"] for q in status["queues"]} == {"train": 2, extra: 0 if elastic else 1,
+                                                                             "system": 2}
+    if elastic:  # the cluster's software: the scheduler, and the autoscaler (v1.36.1 on the default 1.36)
+        assert (status["autoscaler"]["version"], status["autoscaler"]["ready"]) == ("v1.36.1", True)
+        assert [(c["namespace"], c["name"], c["ready"]) for c in status["autoscaler"]["components"]] == [
+            ("kube-system", AUTOSCALER, 1)]
+    else:
+        assert status["autoscaler"] is None
     train = next(q for q in status["queues"] if q["name"] == "train")
     assert (train["nodes_ready"], train["gpus"], train["efa"]) == (2, gpus, 64)  # from the cluster's API
     assert train["quota"] == quota
     assert train["unhealthy_nodes"] == []  # no node monitoring agent condition is False (cluster_view.unhealthy)
     cli.assert_plan_and_status_cost_agree()  # the control plane's fee included, in both
 
-    _ok(cli.run("scale", cli.name, "cpu=2", "system=3", "--yes"))
-    scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="cpu")["nodegroup"]["scalingConfig"]
-    assert scaled == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    _ok(cli.run("scale", cli.name, "elastic=0:2" if elastic else "cpu=2", "system=3", "--yes"))
+    scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName=extra)["nodegroup"]["scalingConfig"]
+    # an elastic group's desired size stays the autoscaler's (0 here: the sandbox runs no autoscaler)
+    assert scaled == ({"minSize": 0, "maxSize": 2, "desiredSize": 0} if elastic
+                      else {"minSize": 2, "maxSize": 2, "desiredSize": 2})
     system_scaled = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="system")["nodegroup"]
     assert system_scaled["scalingConfig"] == {"minSize": 3, "maxSize": 3, "desiredSize": 3}
     after = cli.status()
@@ -260,16 +316,24 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     controller = _deployment_path(*CONTROLLERS["kueue"][0])
     deleted, answer = cluster_api(sandbox.endpoint_url, cluster, REGION)("DELETE", controller)
     assert deleted == 200, answer
+    # ... and so is a scale-from-zero tag taken off the elastic node group (the autoscaler reads it at zero nodes)
+    efa_tag = "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"
+    elastic_arn = eks.describe_nodegroup(clusterName=cli.name, nodegroupName="elastic")["nodegroup"]["nodegroupArn"]
+    eks.untag_resource(resourceArn=elastic_arn, tagKeys=[efa_tag])
     drifted = cli.status()
     assert drifted["scheduler"]["ready"] is False
     table = _ok(cli.run("status", cli.name)).stdout
     assert "scheduler kueue v0.19.2: not ready" in table and "missing" in table, table
+    assert "autoscaler cluster-autoscaler v1.36.1: ready" in table, table
     assert [(d["expected"], d["actual"]) for d in drifted["drift"] if "kueue-controller-manager" in d["resource"]
             and "Deployment" in d["resource"]] == [("exists", "missing")], drifted["drift"]
+    assert [(d["expected"], d["actual"]) for d in drifted["drift"] if d["resource"].startswith(
+        "eks_nodegroup:elastic")] == [("1", None)], drifted["drift"]
     _ok(cli.create())
     repaired = cli.status()
     assert (repaired["drift"], repaired["scheduler"]["ready"]) == ([], True)
     assert _kube_get(sandbox, cluster, controller)["status"]["availableReplicas"] == 1
+    assert eks.list_tags_for_resource(resourceArn=elastic_arn)["tags"][efa_tag] == "1"
     # smoke through Kueue: --print shows the MPIJob for queue "train", each worker holding a p5.48xlarge's 8 GPUs
     # and 32 EFA devices; the sandbox runs no pods, so the job ends at --timeout (0.1 min) with exit 1, one line
     # (or, with --json, the JSON report), and no MPIJob is left.
@@ -305,6 +369,8 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     credential = json.loads(_ok(cli.run("kubeconfig", cli.name, "--token")).stdout)
     assert credential["status"]["token"].startswith("k8s-aws-v1.")
 
-    _ok(cli.destroy())
+    destroyed = _ok(cli.destroy())
+    if elastic:  # the autoscaler's association goes first, then its role with the others (the inventory lists roles)
+        assert f"(EKS Pod Identity association kube-system/{AUTOSCALER})" in _flat(destroyed.stderr), destroyed.stderr
     left = {kind: items for kind, items in cli.inventory().items() if items}
     assert left == {}, left

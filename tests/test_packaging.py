@@ -51,10 +51,11 @@ def test_wheel_contents(wheel: Path) -> None:
                 for p in (ROOT / "templates").rglob("*.j2")}
     assert templates == expected
     # the eks backend's pinned scheduler and MPI Operator releases are data inside the package, with their licenses
-    from fmcluster.backends.eks.releases import RELEASES
+    from fmcluster.backends.eks.releases import CLUSTER_AUTOSCALER, RELEASES
 
-    assert {f"fmcluster/backends/eks/releases/{release.path}" for release in RELEASES} <= names
-    assert {f"fmcluster/backends/eks/releases/{release.folder}/LICENSE" for release in RELEASES} <= names
+    shipped = [*RELEASES, *CLUSTER_AUTOSCALER.values()]  # and the Cluster Autoscaler's render per Kubernetes minor
+    assert {f"fmcluster/backends/eks/releases/{release.path}" for release in shipped} <= names
+    assert {f"fmcluster/backends/eks/releases/{release.folder}/LICENSE" for release in shipped} <= names
     assert "fmcluster/backends/eks/releases/kai-scheduler-v0.13.0/NOTICE" in names
     assert any(n.endswith(".dist-info/entry_points.txt") for n in names)
     entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))

@@ -312,6 +312,7 @@ def test_nodes_and_principals_for_the_kubernetes_api():
             call("POST", "/clusters/m/update-config", {"accessConfig": {"authenticationMode": mode}})
             call("GET", "/clusters/m")
         assert not emulator.principal_allowed("m", REGION, caller)
+        _pod_identity_rules(emulator, iam, cluster_role, subnets)
 
 
 def test_capacity_block_node_groups(world, sandbox):
@@ -656,14 +657,15 @@ def test_node_group_names_roles_and_local_zones(world):
     assert world.nodegroup(cluster, template, size=0, nodegroupName="n" * 63)["status"] == "CREATING"
 
 
-def test_no_managed_node_groups_in_a_local_zone():
-    """"Create a managed node group for your cluster" (EKS guide): "You can't create managed nodes in an AWS Region
-    where you have ... AWS Local Zones enabled" -- read as: not in a Local Zone subnet (the Dallas Local Zone,
-    after the opt-in). In process, so the opt-in stays out of the session sandbox."""
+def test_local_zones_take_node_groups_not_the_control_plane():
+    """"Launch low-latency EKS clusters with AWS Local Zones" (EKS guide): EKS supports managed node groups in Local
+    Zones, but "you must not specify Local Zone subnets when you create your cluster". And a p6e-gb200 node group
+    runs only on an UltraServer Capacity Block of it ("Use P6e-GB200 UltraServers with Amazon EKS"). In process, so
+    the opt-in stays out of the session sandbox."""
     import boto3
     from moto import mock_aws
 
-    from fmcluster_sandbox import local_zones
+    from fmcluster_sandbox import capacity_reservations, local_zones
     from fmcluster_sandbox.eks import EksEmulator
     from fmcluster_sandbox.faults import Faults
 
@@ -688,12 +690,38 @@ def test_no_managed_node_groups_in_a_local_zone():
                                              "123456789012", "arn:aws:sts::123456789012:user/moto")
             return status, json.loads(out)
 
+        status, body = call("POST", "/clusters", {"name": "lz", "roleArn": cluster_role, "resourcesVpcConfig": {
+            "subnetIds": [default[0]["SubnetId"], dallas]}})
+        assert status == 400 and "Local Zone us-east-1-dfw-2a" in body["message"], body
         assert call("POST", "/clusters", {"name": "k", "roleArn": cluster_role, "resourcesVpcConfig": {
             "subnetIds": [s["SubnetId"] for s in default]}})[0] == 200
         call("GET", "/clusters/k", {})
         status, body = call("POST", "/clusters/k/node-groups", {"nodegroupName": "lz", "nodeRole": node_role,
-                                                                "subnets": [dallas]})
-        assert status == 400 and "Local Zone" in body["message"]
+                                                                "subnets": [dallas], "scalingConfig": {
+                                                                    "minSize": 0, "maxSize": 1, "desiredSize": 0}})
+        assert status == 200, body
+
+        def gb200_group(name: str, reservation: str) -> tuple[int, dict]:
+            template = ec2.create_launch_template(LaunchTemplateName=f"gb-{name}", LaunchTemplateData={
+                "InstanceType": "p6e-gb200.36xlarge", "InstanceMarketOptions": {"MarketType": "capacity-block"},
+                "CapacityReservationSpecification": {"CapacityReservationTarget": {
+                    "CapacityReservationId": reservation}}})["LaunchTemplate"]["LaunchTemplateId"]
+            return call("POST", "/clusters/k/node-groups", {
+                "nodegroupName": name, "nodeRole": node_role, "subnets": [dallas], "capacityType": "CAPACITY_BLOCK",
+                "launchTemplate": {"id": template}, "scalingConfig": {"minSize": 0, "maxSize": 9, "desiredSize": 0}})
+
+        # A plain Capacity Block of p6e-gb200 (not an UltraServer's) is refused; one bought as u-p6e-gb200x36 is not.
+        plain = capacity_reservations.REGISTRY.seed({"instance_type": "p6e-gb200.36xlarge", "count": 9,
+                                                     "availability_zone": "us-east-1-dfw-2a",
+                                                     "type": "capacity-block"}, "123456789012")["reservation_id"]
+        status, body = gb200_group("plain", plain)
+        assert status == 400 and "UltraServer" in body["message"], body
+        ultra = capacity_reservations.REGISTRY.add(capacity_reservations.Reservation(
+            capacity_reservations.new_id(), "123456789012", "us-east-1", "p6e-gb200.36xlarge", "us-east-1-dfw-2a", 9,
+            reservation_type="capacity-block", capacity_block_id=capacity_reservations.new_id("cb-"),
+            ultraserver="u-p6e-gb200x36"))
+        status, body = gb200_group("ultra", ultra.reservation_id)
+        assert status == 200, body
 
 
 def test_cluster_version_updates(world, sandbox):
@@ -823,3 +851,112 @@ def test_a_failing_step_stays_with_its_resource_and_its_request(monkeypatch):
         monkeypatch.undo()
         call("DELETE", "/clusters/k/node-groups/gpu")  # DeleteNodegroup retries a DELETE_FAILED group
         assert call("GET", "/clusters/k/node-groups")["nodegroups"] == []
+
+
+def test_nodegroup_version_and_addon_updates(world, sandbox):
+    """UpdateNodegroupVersion (EKS User Guide "Update a managed node group for your cluster"): the same node group
+    rolls onto a launch template's new version and onto the cluster's Kubernetes version (never past it), its nodes
+    replaced; a template of its own AMI takes no version; the group's template only. Once the groups are at the
+    cluster's version, the next UpdateClusterVersion is accepted ("Update existing cluster to new Kubernetes
+    version"). UpdateAddon ("Update an Amazon EKS add-on"): a version offered for the cluster's Kubernetes version
+    only; DescribeUpdate follows each."""
+    cluster = world.cluster(version="1.34")
+    world.eks.describe_cluster(name=cluster)
+    made = world.ec2.create_launch_template(LaunchTemplateName=f"eks-{uuid.uuid4().hex[:10]}", LaunchTemplateData={
+        "InstanceType": "m5.large", "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 20}}]})
+    template = {"id": made["LaunchTemplate"]["LaunchTemplateId"], "version": "1"}
+    group = world.nodegroup(cluster, template, size=1, nodegroupName="workers", amiType="AL2023_x86_64_STANDARD")
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="workers")
+    (first,) = world.instances(cluster, "workers")
+    world.eks.update_cluster_version(name=cluster, version="1.35")
+    assert world.eks.describe_cluster(name=cluster)["cluster"]["version"] == "1.35"
+    # past the cluster's version, or another template: refused
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers",
+                                                                 version="1.36")) == "InvalidParameterException"
+    other = world.template(InstanceType="m5.large")
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers",
+                                                                 launchTemplate=other)) == "InvalidParameterException"
+    world.ec2.create_launch_template_version(LaunchTemplateId=template["id"], LaunchTemplateData={
+        "InstanceType": "m5.large", "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 30}}]})
+    sandbox.faults({"latency": {"eks.nodegroup": 3600}})
+    update = world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers", version="1.35",
+                                                launchTemplate={"id": template["id"], "version": "2"})["update"]
+    assert (update["type"], update["status"]) == ("VersionUpdate", "InProgress")
+    # one update at a time
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName="workers")) == \
+        "ResourceInUseException"
+    sandbox.faults({"latency": {"eks.nodegroup": 0}})
+    assert world.eks.describe_update(name=cluster, nodegroupName="workers", updateId=update["id"])["update"][
+        "status"] == "Successful"
+    after = world.eks.describe_nodegroup(clusterName=cluster, nodegroupName="workers")["nodegroup"]
+    assert (after["nodegroupArn"], after["version"], after["launchTemplate"]["version"]) == (
+        group["nodegroupArn"], "1.35", "2")
+    (second,) = world.instances(cluster, "workers")
+    assert second["InstanceId"] != first["InstanceId"]  # the node was replaced by one of the new template
+    world.eks.update_cluster_version(name=cluster, version="1.36")  # the groups caught up: accepted
+    assert world.eks.describe_cluster(name=cluster)["cluster"]["version"] == "1.36"
+
+    # a template that names its own AMI: no version
+    custom = world.nodegroup(cluster, world.template(InstanceType="m5.large"), size=0)["nodegroupName"]
+    world.eks.describe_nodegroup(clusterName=cluster, nodegroupName=custom)
+    assert world.code(lambda: world.eks.update_nodegroup_version(clusterName=cluster, nodegroupName=custom,
+                                                                 version="1.36")) == "InvalidParameterException"
+
+    # kube-proxy at its 1.36 version; a version EKS offers only for 1.34 is refused, then the add-on's
+    # configuration changes through DescribeUpdate's Successful (catalog: kube-proxy 1.34 v1.34.6-eksbuild.2)
+    world.eks.create_addon(clusterName=cluster, addonName="kube-proxy")
+    assert world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")["addon"]["status"] == "ACTIVE"
+    assert world.code(lambda: world.eks.update_addon(clusterName=cluster, addonName="kube-proxy",
+                                                     addonVersion="v1.34.6-eksbuild.2")) == "InvalidParameterException"
+    update = world.eks.update_addon(clusterName=cluster, addonName="kube-proxy", configurationValues="{}",
+                                    resolveConflicts="OVERWRITE")["update"]
+    assert world.eks.describe_update(name=cluster, addonName="kube-proxy", updateId=update["id"])["update"][
+        "status"] == "Successful"
+    assert world.eks.describe_addon(clusterName=cluster, addonName="kube-proxy")["addon"]["configurationValues"] == "{}"
+
+
+def _pod_identity_rules(emulator, iam, cluster_role: str, subnets: list[str]) -> None:
+    """EKS Pod Identity associations in the emulator, through botocore's shapes (each request and answer checked
+    against the EKS model): CreatePodIdentityAssociation needs an existing role, allows one association per
+    namespace and ServiceAccount (ResourceInUseException for a second), issues an ``a-…`` id; List filters by
+    namespace and ServiceAccount and answers summaries; Describe and Delete take the id; a deleted cluster takes its
+    associations with it (EKS API reference, CreatePodIdentityAssociation and the other Pod Identity operations)."""
+    import re
+
+    pods = iam.create_role(RoleName="pods", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
+                                                "Action": ["sts:AssumeRole", "sts:TagSession"]}]}))["Role"]["Arn"]
+
+    def call(method: str, path: str, body: dict | None = None, status: int = 200, query: str = "") -> dict:
+        code, headers, out = emulator.handle(method, path, query, json.dumps(body or {}).encode(), REGION,
+                                             "123456789012", "arn:aws:iam::123456789012:role/admin")
+        assert code == status, out
+        return json.loads(out) | ({"error": headers["x-amzn-ErrorType"]} if code != 200 else {})
+
+    call("POST", "/clusters", {"name": "p", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets}})
+    made = call("POST", "/clusters/p/pod-identity-associations",
+                {"namespace": "kube-system", "serviceAccount": "ca", "roleArn": pods, "tags": {"t": "v"}})
+    association = made["association"]
+    assert re.fullmatch(r"a-[a-z0-9]{17}", association["associationId"]), association
+    assert association["associationArn"].endswith(f":podidentityassociation/p/{association['associationId']}")
+    again = call("POST", "/clusters/p/pod-identity-associations",
+                 {"namespace": "kube-system", "serviceAccount": "ca", "roleArn": pods}, status=409)
+    assert again["error"] == "ResourceInUseException"
+    missing = call("POST", "/clusters/p/pod-identity-associations",
+                   {"namespace": "kube-system", "serviceAccount": "other", "roleArn": pods + "-gone"}, status=400)
+    assert missing["error"] == "InvalidParameterException"
+    call("POST", "/clusters/p/pod-identity-associations", {"namespace": "default", "serviceAccount": "ca",
+                                                            "roleArn": pods})
+    listed = call("GET", "/clusters/p/pod-identity-associations",
+                  query="namespace=kube-system&serviceAccount=ca")["associations"]
+    assert [(a["namespace"], a["associationId"]) for a in listed] == [("kube-system", association["associationId"])]
+    assert "roleArn" not in listed[0]  # a summary
+    path = f"/clusters/p/pod-identity-associations/{association['associationId']}"
+    described = call("GET", path)["association"]
+    assert (described["roleArn"], described["tags"]) == (pods, {"t": "v"})
+    call("DELETE", path)
+    assert call("GET", path, status=404)["error"] == "ResourceNotFoundException"
+    call("DELETE", "/clusters/p")
+    call("GET", "/clusters")  # the delete completes (no latency in process)
+    call("POST", "/clusters", {"name": "p", "roleArn": cluster_role, "resourcesVpcConfig": {"subnetIds": subnets}})
+    assert call("GET", "/clusters/p/pod-identity-associations")["associations"] == []  # gone with the cluster

@@ -19,9 +19,11 @@ def test_defaults_and_json_round_trip():
         "throttle_rate": {},
         "insufficient_capacity": [],
         "fail_status": {},
+        "capacity_block_health": {},
         "held": {},
     }
-    faults.update({"latency": {"pcs.cluster": 2}, "insufficient_capacity": ["p5.48xlarge"], "seed": 7})
+    faults.update({"latency": {"pcs.cluster": 2}, "insufficient_capacity": ["p5.48xlarge"], "seed": 7,
+                   "capacity_block_health": {"cb-0123456789abcdef0": {"interconnect_status": "impaired"}}})
     clone = Faults()
     clone.update(json.loads(json.dumps(faults.to_json())))
     assert clone.to_json() == faults.to_json()

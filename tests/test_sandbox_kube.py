@@ -585,6 +585,41 @@ def test_schemas_follow_the_cluster_kubernetes_version(server, k8s):
         kube.cluster_version = lambda cluster, region: None
 
 
+def test_dra_kinds_follow_the_cluster_kubernetes_version(server, k8s):
+    """resource.k8s.io ("Dynamic Resource Allocation"; the Kubernetes 1.33 and 1.34 release notes): v1beta1 and
+    v1beta2 on 1.33, where EKS turns DRA on ("Use P6e-GB200 UltraServers with Amazon EKS": 1.33 and above), v1 (GA)
+    from 1.34; none on 1.32, whose beta API upstream leaves off."""
+    def device_class(version: str, name: str) -> dict[str, Any]:
+        return {"apiVersion": f"resource.k8s.io/{version}", "kind": "DeviceClass", "metadata": {"name": name},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}
+
+    def served() -> list[str]:
+        groups = k8s.call("GET", "/apis")[1]["groups"]
+        return [v["version"] for g in groups if g["name"] == "resource.k8s.io" for v in g["versions"]]
+
+    kube = server["kube"]
+    try:
+        kube.cluster_version = lambda cluster, region: "1.32"
+        assert served() == []
+        assert k8s.call("POST", "/apis/resource.k8s.io/v1beta1/deviceclasses", device_class("v1beta1", "a"))[0] == 404
+        kube.cluster_version = lambda cluster, region: "1.33"
+        assert served() == ["v1beta2", "v1beta1"]
+        assert k8s.call("POST", "/apis/resource.k8s.io/v1/deviceclasses", device_class("v1", "b"))[0] == 404
+        assert k8s.call("POST", "/apis/resource.k8s.io/v1beta2/deviceclasses", device_class("v1beta2", "c"))[0] == 201
+        kube.cluster_version = lambda cluster, region: "1.34"
+        assert served() == ["v1", "v1beta2", "v1beta1"]
+        assert k8s.call("POST", "/apis/resource.k8s.io/v1/deviceclasses", device_class("v1", "d"))[0] == 201
+        names = [r["name"] for r in k8s.call("GET", "/apis/resource.k8s.io/v1")[1]["resources"]]
+        assert {"deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices"} <= set(names)
+        template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "ch"},
+                    "spec": {"spec": {"devices": {"requests": [{"name": "channel", "exactly": {
+                        "deviceClassName": "d"}}]}}}}
+        assert k8s.call("POST", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+                        template)[0] == 201
+    finally:
+        kube.cluster_version = lambda cluster, region: None
+
+
 def test_neuron_devices_and_arm64_nodes(server, k8s):
     server["eks"].instances[CLUSTER] = [
         {"name": "ip-10-0-1-1.ec2.internal", "instance_type": "trn1.32xlarge", "instance_id": "i-0aaaaaaaaaaaaaaa1",

@@ -12,10 +12,10 @@ import pytest
 
 from fmcluster.backends.eks import kube, system_nodes
 from fmcluster.backends.eks.manifests import manifests
-from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.backends.eks.releases import RELEASES, SCHEDULERS, manifest_bytes
 from fmcluster.backends.eks.scheduler_install import COMPONENT_LABEL, controllers, install_objects
 from fmcluster.graph import by_rank, in_order
+from fmcluster.object_keys import object_key
 from fmcluster.render.documents import Document
 
 try:
@@ -31,9 +31,12 @@ SHA256 = {
     "volcano": "cad1673819f1d00fcccffa548462e12c6faed8f1762ecd947e7378c9b720538b",
     "kai": "69f87493d2259a7e08014fa3654d69b35d3f0684d947d45fb2085477eaba05bf",
     "mpi-operator": "b38def13a94abe60b2a4b3485239d77f64892b8fbd202e9e435a6031b7500a8f",
+    # shared/reference/kubernetes-addons/rendered/summary.json, set "eks-computedomains" (sha256, bytes)
+    "dra-driver-nvidia-gpu": "10cd7d662adf028398b21d6c53679e1d330bc90d670726802b8df24ee109c0d0",
 }
 # Sizes from the same summary ("bytes").
-SIZES = {"kueue": 1_731_167, "volcano": 1_090_083, "kai": 769_331, "mpi-operator": 674_987}
+SIZES = {"kueue": 1_731_167, "volcano": 1_090_083, "kai": 769_331, "mpi-operator": 674_987,
+         "dra-driver-nvidia-gpu": 29_380}
 
 
 @pytest.mark.parametrize("release", RELEASES, ids=lambda r: r.name)

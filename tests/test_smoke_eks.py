@@ -203,3 +203,40 @@ def test_a_job_that_never_reached_the_cluster_says_so():
     assert (report["ok"], report["job_state"]) == (False, "NO_MPIJOB_KIND")
     assert report["error"] == ("MPIJob default/fmcluster-smoke-train not submitted: the cluster's API serves no "
                                "MPIJob (kubeflow.org/v2beta1): the MPI Operator is not installed")
+
+
+GB200_SPEC = """\
+name: gb
+backend: eks
+network: {subnet_id: subnet-0123456789abcdef0}
+queues:
+  - name: train
+    instance_type: p6e-gb200.36xlarge
+    nodes: 18
+    subnet_id: subnet-0123456789abcdef1
+    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, ultraserver: u-p6e-gb200x72}
+"""
+
+
+def test_on_an_ultraserver_queue_each_worker_claims_an_imex_channel(tmp_path):
+    """The job gets its own ComputeDomain (AWS's P6e-GB200 page: "a ComputeDomain per workload job"), and each worker
+    claims a channel from the ResourceClaimTemplate the DRA driver makes for it (the driver's docs/install.md), beside
+    its 4 GPUs from the device plugin (p6e-gb200.36xlarge: 4 Blackwell GPUs)."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(GB200_SPEC)
+    spec = load_spec(path).spec
+    expect = smoke.expectations(spec, None, None)
+    job = mpijob.smoke_job(spec, expect.queue, expect.nodes, None)
+    document = mpijob.manifest(spec, job, 600)
+    assert _schema_problems(document) == []
+    pod = _worker(document)["template"]["spec"]
+    domain = mpijob.compute_domain(spec, job)
+    assert (domain["apiVersion"], domain["kind"], domain["metadata"]["name"]) == (
+        "resource.nvidia.com/v1beta1", "ComputeDomain", "fmcluster-smoke-train-imex")
+    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    assert pod["resourceClaims"] == [{"name": "imex-channel", "resourceClaimTemplateName": template}]
+    resources = pod["containers"][0]["resources"]
+    assert resources["claims"] == [{"name": "imex-channel"}] and resources["limits"]["nvidia.com/gpu"] == 4
+    # elsewhere no channel is claimed
+    p5, _ = _job("kueue")
+    assert "resourceClaims" not in _worker(p5)["template"]["spec"]

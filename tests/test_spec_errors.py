@@ -247,9 +247,28 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "must be 'kueue', 'volcano' or 'kai', got 'slurm'"),
     ("eks-unknown-version", EKS + "kubernetes: {version: '1.20'}\n", 7, 23, "kubernetes.version",
      "EKS does not offer Kubernetes 1.20"),
+    # eks_versions.AL2023_NODE_IMAGES (EKS User Guide, "Create nodes with optimized Amazon Linux AMIs"): 1.32 to 1.36
+    ("eks-version-1.28", EKS + "kubernetes: {version: '1.28'}\n", 7, 23, "kubernetes.version",
+     "EKS does not offer Kubernetes 1.28 with the EKS-optimized AL2023 node images fmcluster's nodes boot: it offers "
+     "1.32, 1.33, 1.34, 1.35, 1.36"),
+    ("eks-version-1.40", EKS + "kubernetes: {version: '1.40'}\n", 7, 23, "kubernetes.version",
+     "EKS does not offer Kubernetes 1.40 with the EKS-optimized AL2023 node images"),
     ("eks-gb200-x86-image", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
      + GB200_BLOCK + "image: {ami: ami-0123456789abcdef0}\n", 8, 14, "image.ami",
      "queue train (p6e-gb200.36xlarge, arm64) boots the EKS-optimized AL2023 arm64 nvidia image"),
+    # AWS sells p6e-gb200 only as UltraServer Capacity Blocks ("Use P6e-GB200 UltraServers with Amazon EKS"), and
+    # the DRA driver v0.4.1 that gives IMEX channels needs resource.k8s.io/v1 (Kubernetes 1.34)
+    ("eks-gb200-spot", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + "    capacity: {type: spot}\n", 7, 22, "queues[0].capacity.type",
+     "EC2 sells p6e-gb200.36xlarge only inside UltraServers, bought as Capacity Blocks"),
+    ("eks-gb200-on-demand", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + "    capacity: {type: on-demand}\n", 7, 22, "queues[0].capacity.type", "not as on-demand"),
+    ("eks-gb200-k8s-1.33", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + GB200_BLOCK + "kubernetes: {version: '1.33'}\n", 8, 23, "kubernetes.version",
+     "needs the resource.k8s.io/v1 API, served from Kubernetes 1.34"),
+    ("eks-gb200-k8s-1.32", EKS.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("nodes: 2", "nodes: 18")
+     + GB200_BLOCK + "kubernetes: {version: '1.32'}\n", 8, 23, "kubernetes.version",
+     "1.32 has no Dynamic Resource Allocation"),
     ("eks-unknown-type", EKS.replace("p5.48xlarge", "x9z.48xlarge"), 5, 20, "queues[0].instance_type",
      "unknown instance type 'x9z.48xlarge'"),
     # the system node group (kubernetes.system_nodes / system_instance_type)
@@ -284,6 +303,11 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "500 nodes in one managed node group: EKS's default quota is 450 nodes per managed node group"),
     ("eks-range-to-451", EKS.replace("nodes: 2", "nodes: {min: 1, max: 451}"), 6, 26, "queues[0].nodes.max",
      "451 nodes in one managed node group"),
+    # An elastic queue gets the Cluster Autoscaler, shipped for Kubernetes 1.34-1.36 only (chart 9.59.0 renders;
+    # the autoscaler's README: use the release of the cluster's Kubernetes minor)
+    ("eks-elastic-on-1.33", EKS.replace("nodes: 2", "nodes: {min: 0, max: 4}") + "kubernetes: {version: '1.33'}\n",
+     6, 12, "queues[0].nodes", "needs the Cluster Autoscaler release of the cluster's Kubernetes minor, and "
+     "fmcluster ships it for Kubernetes 1.34, 1.35, 1.36, not 1.33"),
     # a queue of several types was a traceback (AttributeError in instance_mix); AWS's P5 and P4 pages:
     # p5.48xlarge 192 vCPUs, p4d.24xlarge 96
     ("pcs-mixed-p5-p4d", PCS.replace("instance_type: p5.48xlarge", "instance_type: [p5.48xlarge, p4d.24xlarge]"), 5,

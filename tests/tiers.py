@@ -54,6 +54,7 @@ LONGEST_FIRST: list[str] = [
     "test_cluster_access.py",
     "test_render.py",
     "test_eks_kube.py",
+    "test_eks_updates.py",  # one EKS cluster in-process (day2-updates: ~60-117 s under 4x load, est. 15-30 s)
     "test_network_created.py",
     "test_state_lifecycle.py",
     "test_schema_walk.py",

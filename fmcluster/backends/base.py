@@ -134,6 +134,12 @@ class Backend(ABC):
         """What applying ``changes`` needs the user to agree to beyond the plan."""
         return []
 
+    def waypoints(self, session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
+        """The specs to converge to, in order, before the spec itself, when AWS makes ``changes`` only in steps
+        (EKS: one Kubernetes minor version at a time), each with a label for the one confirmation; [] when one
+        walk reaches the spec."""
+        return []
+
     @abstractmethod
     def find_cluster_id(self, session: Session) -> str | None:
         """The ``fmcluster:cluster-id`` of the cluster's anchor (PCS cluster, ParallelCluster stack) in AWS,

@@ -225,6 +225,7 @@ class LaunchTemplate(Resource):
     kind = "launch_template"
     teardown_rank = 60
     replace_on = ("LaunchTemplateName",)
+    reissued_by_update = ("version",)  # each change is a new version
 
     def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
         self.key = key

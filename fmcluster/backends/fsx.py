@@ -1,8 +1,10 @@
 """FSx file systems fmcluster creates (Lustre for data, OpenZFS for /home) and Lustre's links to S3.
 
 A file system is found by its recorded id, else by this cluster's ``fmcluster:resource`` tag; its requests
-carry the engine's idempotency token as ``ClientRequestToken``. Replacing one loses its data, and the plan
-says so before anyone confirms.
+carry the engine's idempotency token as ``ClientRequestToken``. A Lustre file system's throughput per TiB and a
+storage increase change in place (UpdateFileSystem), followed to their end through the file system's
+``AdministrativeActions``; what FSx cannot change in place (a smaller size, the deployment type, the subnet)
+replaces it, which loses its data, and the plan says so, with the page, before anyone confirms.
 """
 
 from __future__ import annotations
@@ -15,13 +17,20 @@ from botocore.exceptions import ClientError
 from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import require_ours, tag_dict
-from fmcluster.engine import AttributeChange, Context, Observed, Resource
+from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource
 from fmcluster.render.common import RESOURCE_TAG
 from fmcluster.render.documents import Document
 
 _PHASES = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "UPDATING": "ready",
            "FAILED": "failed", "MISCONFIGURED": "failed"}
 DATA_LOSS = "; the file system's data is lost with it"
+THROUGHPUT_PAGE = "FSx for Lustre guide, 'Managing throughput capacity'"
+STORAGE_PAGE = "FSx for Lustre guide, 'Managing storage capacity'"
+# The deployment types whose throughput per TiB changes (THROUGHPUT_PAGE: "persistent SSD-based file system").
+THROUGHPUT_CHANGES = ("PERSISTENT_1", "PERSISTENT_2")
+# AdministrativeAction.Status values (FSx API reference): still running, and ended badly.
+ACTION_RUNNING = ("PENDING", "IN_PROGRESS")
+ACTION_FAILED = ("FAILED",)
 
 
 def associations(fsx: Any, file_system_id: str) -> list[dict[str, Any]]:
@@ -76,6 +85,9 @@ class FsxFileSystem(Resource):
         fs = self._find(ctx, known_id or self.known_id)
         if fs is None:
             return None
+        return self._observed(ctx, fs)
+
+    def _observed(self, ctx: Context, fs: dict[str, Any]) -> Observed:
         require_ours(f"FSx file system {fs['FileSystemId']}", tag_dict(fs.get("Tags")), ctx)
         state = fs.get("Lifecycle", "AVAILABLE")
         return Observed(fs["FileSystemId"], state, _PHASES.get(state, "pending"), self._outputs(fs),
@@ -115,6 +127,71 @@ class FsxLustre(FsxFileSystem):
     kind = "fsx_lustre"
     file_system_type = "LUSTRE"
     replace_on = ("StorageCapacity", "SubnetIds", "LustreConfiguration")
+    in_place = (InPlace(("LustreConfiguration.PerUnitStorageThroughput",), "update_throughput", THROUGHPUT_PAGE),
+                InPlace(("StorageCapacity",), "update_storage", STORAGE_PAGE))
+
+    def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
+        super().__init__(key, document, known_id)
+        # The UpdateFileSystem this walk sent and waits for: what it changes.
+        self._awaiting: str | None = None
+
+    def _observed(self, ctx: Context, fs: dict[str, Any]) -> Observed:
+        """The file system, with its latest FILE_SYSTEM_UPDATE (``AdministrativeActions``): pending while FSx runs
+        one, failed with FSx's message when the one this walk sent fails. ``UPDATED_OPTIMIZING`` is done: the new
+        size serves while FSx rebalances data for hours (STORAGE_PAGE)."""
+        observed = super()._observed(ctx, fs)
+        if observed.phase not in ("ready", "pending"):
+            return observed
+        action = _latest_update(fs.get("AdministrativeActions") or [])
+        state = (action or {}).get("Status", "")
+        target = _describe_target(action)
+        if state in ACTION_RUNNING:
+            observed.phase, observed.status = "pending", "UPDATING"
+            observed.detail = f"{target}: {state}"
+        elif state in ACTION_FAILED and self._awaiting is not None:
+            observed.phase, observed.status = "failed", "update FAILED"
+            failure = (action.get("FailureDetails") or {}).get("Message") or "FSx gave no reason"
+            observed.detail = f"{self._awaiting}: {failure}"
+        elif self._awaiting is not None and observed.phase == "ready":
+            self._awaiting = None
+        return observed
+
+    def replacement_reason(self, changes: list[AttributeChange]) -> str | None:
+        """A smaller size (STORAGE_PAGE: "you can only increase"), a throughput change on a deployment type whose
+        throughput is fixed (THROUGHPUT_PAGE), and the deployment type or subnets (UpdateFileSystem takes neither:
+        FSx API reference, UpdateFileSystemLustreConfiguration) need a new file system."""
+        reasons = []
+        deployment = (self.document.body.get("LustreConfiguration") or {}).get("DeploymentType") \
+            if self.document is not None else None
+        for change in changes:
+            if change.path == "StorageCapacity" and _numbers(change) and change.new < change.old:
+                reasons.append(f"FSx for Lustre storage only grows ({STORAGE_PAGE}): {change.old} → {change.new} GiB")
+            elif change.path == "LustreConfiguration.PerUnitStorageThroughput" and deployment not in THROUGHPUT_CHANGES:
+                reasons.append(f"the throughput of a {deployment} file system is fixed ({THROUGHPUT_PAGE})")
+        fixed = sorted({c.path for c in changes if not any(step.covers(c.path) for step in self.in_place)})
+        if fixed:
+            reasons.append(f"AWS cannot change {', '.join(fixed)} of an FSx for Lustre file system in place (FSx API "
+                           "reference, UpdateFileSystem: it takes no deployment type or subnets)")
+        return "; ".join(reasons) + DATA_LOSS if reasons else None
+
+    def update_throughput(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
+                          token: str) -> Observed:
+        (change,) = changes
+        return self._send_update(ctx, observed, token, f"throughput {change.old} → {change.new} MB/s/TiB",
+                                 LustreConfiguration={"PerUnitStorageThroughput": change.new})
+
+    def update_storage(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
+                       token: str) -> Observed:
+        (change,) = changes
+        return self._send_update(ctx, observed, token, f"storage {change.old} → {change.new} GiB",
+                                 StorageCapacity=change.new)
+
+    def _send_update(self, ctx: Context, observed: Observed, token: str, what: str, **request: Any) -> Observed:
+        """UpdateFileSystem: FSx takes one update of a file system at a time, so the engine sends each kind on its
+        own, after the one before has ended."""
+        ctx.client("fsx").update_file_system(FileSystemId=observed.id, ClientRequestToken=token[:63], **request)
+        self._awaiting = what
+        return Observed(observed.id, "UPDATING", "pending", observed.outputs, what)
 
     def _outputs(self, fs: dict[str, Any]) -> dict[str, Any]:
         lustre = fs.get("LustreConfiguration", {})
@@ -222,3 +299,24 @@ class FsxDataRepository(Resource):
         except ClientError as exc:
             if error_code(exc) != "DataRepositoryAssociationNotFound":
                 raise
+
+
+def _numbers(change: AttributeChange) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (change.old, change.new))
+
+
+def _latest_update(actions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The most recent FILE_SYSTEM_UPDATE of a file system's AdministrativeActions (FSx API reference)."""
+    updates = [a for a in actions if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE"]
+    return max(updates, key=lambda a: str(a.get("RequestTime", "")), default=None)
+
+
+def _describe_target(action: dict[str, Any] | None) -> str:
+    values = (action or {}).get("TargetFileSystemValues") or {}
+    parts = []
+    if values.get("StorageCapacity"):
+        parts.append(f"storage to {values['StorageCapacity']} GiB")
+    throughput = (values.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
+    if throughput:
+        parts.append(f"throughput to {throughput} MB/s/TiB")
+    return "FSx update " + (", ".join(parts) if parts else "")

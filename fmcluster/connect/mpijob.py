@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fmcluster.backends.eks import device_plugins, manifests, quotas
+from fmcluster.backends.eks import device_plugins, dra_driver, manifests, quotas
 from fmcluster.catalog.hardware import hardware
 from fmcluster.errors import UsageError
 from fmcluster.render.templates import render_text, render_yaml
@@ -61,6 +61,13 @@ class SmokeJob:
     gpus: int
     efa: int
     image: str
+    # On an UltraServer queue: the ComputeDomain the job's workers share (NVIDIA's DRA driver makes the
+    # ResourceClaimTemplate it names, whose claim gives each worker an IMEX channel); None elsewhere.
+    compute_domain: str | None = None
+
+    @property
+    def channel_claim_template(self) -> str:
+        return f"{self.compute_domain}-channel"
 
     @property
     def launcher_selector(self) -> str:
@@ -88,8 +95,9 @@ def smoke_job(spec: Spec, queue: Queue, nodes: int, image: str | None) -> SmokeJ
         raise UsageError(f"queue {queue.name} ({queue.instance_type}) has no NVIDIA GPUs: the EKS smoke test runs "
                          "nccl-tests, which needs them; name a GPU queue with --queue")
     node = quotas.node_resources(queue)
-    return SmokeJob(job_name(queue), manifests.WORKLOAD_NAMESPACE, queue, nodes, node.nvidia_gpus, node.efa,
-                    image or DEFAULT_IMAGE)
+    name = job_name(queue)
+    return SmokeJob(name, manifests.WORKLOAD_NAMESPACE, queue, nodes, node.nvidia_gpus, node.efa,
+                    image or DEFAULT_IMAGE, compute_domain=f"{name}-imex" if dra_driver.serves(queue) else None)
 
 
 def launcher_script(job: SmokeJob) -> str:
@@ -125,5 +133,22 @@ def manifest(spec: Spec, job: SmokeJob, timeout_s: int) -> dict[str, Any]:
         scheduler_name=SCHEDULER_NAMES.get(scheduler), volcano_queue=job.queue.name if scheduler == "volcano"
         else None, deadline_s=max(1, int(timeout_s)), slots=job.gpus, workers=job.nodes, image=job.image,
         node_selector={device_plugins.QUEUE_LABEL: job.queue.name}, resources=worker_resources,
-        script=launcher_script(job))
+        script=launcher_script(job), channel_claim_template=job.channel_claim_template if job.compute_domain
+        else None, channel_claim=CHANNEL_CLAIM)
+    return document
+
+
+CHANNEL_CLAIM = "imex-channel"
+COMPUTE_DOMAIN_API_VERSION = "resource.nvidia.com/v1beta1"
+COMPUTE_DOMAIN_KIND = "ComputeDomain"
+
+
+def compute_domain(spec: Spec, job: SmokeJob) -> dict[str, Any]:
+    """The job's own ComputeDomain ("a ComputeDomain per workload job", AWS's P6e-GB200 page), numNodes 0 (the
+    driver's DNS-named IMEX daemons: no count to wait for), one channel per worker."""
+    assert job.compute_domain is not None
+    _, document = render_yaml("eks/smoke-computedomain.yaml.j2", api_version=COMPUTE_DOMAIN_API_VERSION,
+                              kind=COMPUTE_DOMAIN_KIND, name=job.compute_domain, namespace=job.namespace,
+                              labels={**manifests.ownership_labels(spec), SMOKE_LABEL: "true"},
+                              claim_template=job.channel_claim_template)
     return document

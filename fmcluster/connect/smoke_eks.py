@@ -41,16 +41,18 @@ def run(session: Session, spec: Spec, expect: Expectations, timeout_min: float, 
     job = mpijob.smoke_job(spec, expect.queue, expect.nodes, image)
     deadline = time.monotonic() + timeout_min * 60
     manifest = mpijob.manifest(spec, job, int(timeout_min * 60))
+    domain = mpijob.compute_domain(spec, job) if job.compute_domain else None
     api = KubeApi.of(session.ctx, session.name)
     if api is None:
         outcome = Outcome("NO_API", f"the Kubernetes API of {session.name} is not up in {session.region}; "
                                     f"`fmcluster status {session.name}` shows what exists", submitted=False)
     else:
-        outcome = _submit_and_wait(api, job, manifest, deadline)
+        outcome = _submit_and_wait(api, job, manifest, deadline, domain)
     return _report(spec, expect, job, outcome)
 
 
-def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float) -> Outcome:
+def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float,
+                     domain: dict[str, Any] | None = None) -> Outcome:
     what = f"MPIJob {job.namespace}/{job.name}"
     try:
         rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND, f"submitting {what}")
@@ -63,9 +65,12 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
     try:
         _delete(api, rtype, job, wait_until=min(deadline, time.monotonic() + LEFTOVER_WAIT_S))
         ui.note(f"submitting {what} to queue {job.queue.name}: {job.nodes} worker(s) × {job.gpus} GPU(s), "
-                f"{job.efa} EFA device(s), image {job.image}")
+                f"{job.efa} EFA device(s), image {job.image}"
+                + (f", each claiming an IMEX channel of ComputeDomain {job.compute_domain}" if domain else ""))
         sent = True  # from here on it may exist (a Ctrl-C can land after the API took it): delete it at the end
         try:
+            if domain is not None:
+                _make_domain(api, job, domain)
             api.call(f"submitting {what}", lambda: api.client.create(rtype(manifest), namespace=job.namespace))
         except KubeApiError as exc:
             return Outcome("REFUSED", f"the Kubernetes API refused it: {exc.code} {exc.reason}: {exc.api_message}",
@@ -80,9 +85,13 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
         if sent:
             try:
                 _delete(api, rtype, job)
+                if domain is not None:
+                    _delete_domain(api, job)
             except FmclusterError as exc:  # the report still comes; the leftover is named
                 ui.warning(f"{what} may be left on the cluster ({str(exc).splitlines()[0]}); `fmcluster smoke` "
-                           f"deletes it on its next run, or: kubectl delete mpijob -n {job.namespace} {job.name}")
+                           f"deletes it on its next run, or: kubectl delete mpijob -n {job.namespace} {job.name}"
+                           + (f"; kubectl delete computedomain -n {job.namespace} {job.compute_domain}"
+                              if domain is not None else ""))
 
 
 def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
@@ -129,6 +138,34 @@ def _launcher_log(api: KubeApi, job: mpijob.SmokeJob) -> tuple[str, dict[str, st
     except KubeApiError:
         return "", hosts
     return "".join(lines), hosts
+
+
+def _domain_type(api: KubeApi) -> type:
+    rtype = api.resource_type(mpijob.COMPUTE_DOMAIN_API_VERSION, mpijob.COMPUTE_DOMAIN_KIND, "creating the job's "
+                              "ComputeDomain")
+    if rtype is None:
+        raise FmclusterError(f"the cluster's API serves no {mpijob.COMPUTE_DOMAIN_KIND} "
+                             f"({mpijob.COMPUTE_DOMAIN_API_VERSION}): NVIDIA's DRA driver is not installed "
+                             "(`fmcluster create SPEC` installs it for UltraServer queues)")
+    return rtype
+
+
+def _make_domain(api: KubeApi, job: mpijob.SmokeJob, domain: dict[str, Any]) -> None:
+    """The job's ComputeDomain, made anew (a leftover of a killed run is deleted first: its spec is immutable)."""
+    _delete_domain(api, job)
+    rtype = _domain_type(api)
+    api.call(f"creating ComputeDomain {job.compute_domain}",
+             lambda: api.client.create(rtype(domain), namespace=job.namespace))
+
+
+def _delete_domain(api: KubeApi, job: mpijob.SmokeJob) -> None:
+    rtype = _domain_type(api)
+    try:
+        api.call(f"deleting ComputeDomain {job.compute_domain}",
+                 lambda: api.client.delete(rtype, job.compute_domain, namespace=job.namespace))
+    except KubeApiError as exc:
+        if exc.code != 404:
+            raise
 
 
 def _delete(api: KubeApi, rtype: type, job: mpijob.SmokeJob, wait_until: float | None = None) -> None:

@@ -4,7 +4,6 @@ and saying truthfully what exists after a walk."""
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import yaml
@@ -12,7 +11,7 @@ import yaml
 from fmcluster import aws
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Engine, Resource, ResourceChange
-from fmcluster.errors import Aborted, FmclusterError, UsageError
+from fmcluster.errors import FmclusterError
 from fmcluster.progress import ProgressView
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
@@ -56,17 +55,6 @@ def open_cluster(store: StateStore, name: str) -> Session:
         raise ClusterNotFound(f"no cluster named '{name}' is known here. Known clusters: {known_clusters(store)}")
     spec, _ = spec_of(record)
     return Session.for_record(record, store, spec)
-
-
-def confirm(question: str, yes: bool) -> None:
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise UsageError(f"{question} — no terminal to ask on; re-run with --yes to go ahead")
-    import typer
-
-    if not typer.confirm(question, default=False, err=True):
-        raise Aborted("aborted; nothing changed")
 
 
 def run_engine(session: Session, title: str, action: str, resources: list[Resource], **kwargs: Any) -> None:

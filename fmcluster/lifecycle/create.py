@@ -11,7 +11,9 @@ from fmcluster import aws, catalog, reads, ui
 from fmcluster.backends import registry
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
-from fmcluster.lifecycle.common import PreflightFailed, confirm, dump_json, run_engine, spec_text, what_exists
+from fmcluster.lifecycle import future_blocks
+from fmcluster.lifecycle.claim import claim, release_quietly
+from fmcluster.lifecycle.common import PreflightFailed, dump_json, run_engine, spec_text, what_exists
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.network import offering_zones
 from fmcluster.preflight import preflight_failed, run_preflight
@@ -21,6 +23,7 @@ from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 from fmcluster.spec.stored import record_cluster
 from fmcluster.spec.trace import locate
+from fmcluster.ui import confirm
 
 
 def preflight_results(spec: Spec) -> list:
@@ -39,8 +42,9 @@ def preflight(spec: Spec, to_stdout: bool = False) -> bool:
 
 def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None,
            rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0,
-           json_output: bool = False, force_unlock: bool = False) -> int:
-    """Create the cluster, or converge an existing one to the spec."""
+           json_output: bool = False, force_unlock: bool = False, wait_for_blocks: bool = False) -> int:
+    """Create the cluster, or converge an existing one to the spec. The nodes of a Capacity Block that has not
+    begun come at its start: that is said, and ``wait_for_blocks`` waits for it."""
     session = Session.open(spec, spec_file)
     options: dict[str, Any] = {"rollback": rollback, "locate": _locator(spec_file)}
     session.backend.check_requirements()
@@ -48,40 +52,54 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
     with store.locked(spec.name, session.region, f"fmcluster create {spec_file}", force=force_unlock,
                       warn=ui.warning):
         existing = store.cluster(spec.name, session.region)
-        # The plan reads each resource once (its reads served from discovery's lists); the pass ends before
-        # anything is written, so the walk reads AWS afresh.
-        with reads.reading(session.ctx):
-            # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
-            found = existing.cluster_id if existing and existing.cluster_id else \
-                session.backend.find_cluster_id(session)
-            is_new = existing is None and found is None
-            cluster_id = found or uuid.uuid4().hex
-            session.set_cluster_id(cluster_id)
-            if is_new and not skip_preflight and not preflight(session.require_spec()):
-                raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
-                                      "`--skip-preflight` goes ahead anyway")
-            plan = make_plan(session, options)
-        print_plan(session, plan, f"Plan for {spec.name}")
-        _print_capacity(spec)
-        if plan.in_sync and existing is not None and existing.status == "ACTIVE":
-            return _done(session, plan, json_output, "already matches the spec; nothing to do")
-        questions = session.backend.questions(session, plan.changes)
-        for question in questions:
-            ui.warning(question.warning)
+        claimed_now = False
         try:
-            confirm(_question(spec, session, plan, is_new), yes)
+            # The plan reads each resource once (its reads served from discovery's lists); the pass ends before
+            # anything is written, so the walk reads AWS afresh.
+            with reads.reading(session.ctx):
+                # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
+                found = existing.cluster_id if existing and existing.cluster_id else \
+                    session.backend.find_cluster_id(session)
+                is_new = existing is None and found is None
+                cluster_id = found or uuid.uuid4().hex
+                session.set_cluster_id(cluster_id)
+                # First of all: the name is this state directory's in the account and Region, or the command stops
+                # here, naming the holder (a teammate's create from another machine passes the local lock). Before
+                # preflight and the plan, so that a second creator is told at once and spends nothing.
+                claim(spec.name, session.region, cluster_id, spec.backend)
+                claimed_now = is_new
+                if is_new and not skip_preflight and not preflight(session.require_spec()):
+                    raise PreflightFailed("preflight failed (see the fixes above); nothing was created. "
+                                          "`--skip-preflight` goes ahead anyway")
+                plan = make_plan(session, options)
+            print_plan(session, plan, f"Plan for {spec.name}")
+            _print_capacity(spec)
+            if plan.in_sync and existing is not None and existing.status == "ACTIVE":
+                future_blocks.announce(session, wait_for_blocks, timeout_min)
+                return _done(session, plan, json_output, "already matches the spec; nothing to do")
+            questions = session.backend.questions(session, plan.changes)
+            for question in questions:
+                ui.warning(question.warning)
+            waypoints = [] if is_new else session.backend.waypoints(session, plan.changes)
+            if waypoints:
+                ui.note("AWS takes this change in steps: " + "; then ".join(
+                    label for label, _ in waypoints) + f"; then the spec ({_spec_label(spec)})")
+            confirm(_question(spec, session, plan, is_new, [label for label, _ in waypoints]), yes)
             for question in questions:
                 confirm(question.question, yes)
                 options.update(question.options)
         except FmclusterError:
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)
+            if claimed_now:  # nor a claim on its name
+                release_quietly(spec.name, session.region, cluster_id)
             raise
         record_cluster(store, spec.name, session.region, spec.backend, spec_text(spec), spec_file,
                        "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())
         if options.get("stop_fleet"):  # the agreed fleet stop changes how the cluster resource updates
             plan = Plan(session.resources(options), plan.orphans, plan.changes)
         try:
+            _walk_waypoints(session, waypoints, options, timeout_min)
             _apply_with_capacity_retries(session, plan, wait, timeout_min, retry_capacity_min)
         except (Interrupted, TimedOut):
             ui.note(f"resume with: {session.hint(f'fmcluster create {spec_file} --yes')}")
@@ -91,10 +109,12 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             _report_what_exists(session)
             raise
         if not wait:
+            future_blocks.announce(session, False, None)
             ui.note(f"requests sent; re-run `{session.hint(f'fmcluster create {spec_file} --yes')}` to wait for "
                     "the rest")
             return 0
         store.set_cluster_status(spec.name, session.region, "ACTIVE")
+        future_blocks.announce(session, wait_for_blocks, timeout_min)
         problems = session.backend.describe(session).get("problems") or []
         if problems:
             raise Unhealthy(f"cluster {spec.name} was made, but AWS reports problems with it:\n"
@@ -130,12 +150,31 @@ def ready_hint(session: Session) -> str:
             "its scheduler.")
 
 
-def _question(spec: Spec, session: Session, plan: Plan, is_new: bool) -> str:
+def _question(spec: Spec, session: Session, plan: Plan, is_new: bool, steps: list[str] | None = None) -> str:
     counts = plan.counts()
     if is_new:
         return f"Create cluster {spec.name} ({spec.backend}, {session.region})?"
     risky = [f"{counts[a]} to {a}" for a in ("replace", "delete") if counts[a]]
-    return f"Apply these changes to {spec.name}" + (f" ({', '.join(risky)})" if risky else "") + "?"
+    walk = f", in {len(steps) + 1} steps: {' → '.join([*steps, _spec_label(spec)])}" if steps else ""
+    return f"Apply these changes to {spec.name}" + (f" ({', '.join(risky)})" if risky else "") + walk + "?"
+
+
+def _spec_label(spec: Spec) -> str:
+    version = getattr(getattr(spec, "kubernetes", None), "version", None)
+    return f"Kubernetes {version}" if version else "the spec"
+
+
+def _walk_waypoints(session: Session, waypoints: list, options: dict[str, Any], timeout_min: float | None) -> None:
+    """Converge to each intermediate spec in turn (waiting for each: the next step needs it done), then leave
+    the session on the spec itself."""
+    final = session.spec
+    try:
+        for number, (label, step) in enumerate(waypoints, 1):
+            session.spec = step
+            run_engine(session, f"Step {number} of {len(waypoints) + 1}: {session.name} to {label}", "apply",
+                       session.resources(options), wait=True, timeout=timeout_min * 60 if timeout_min else None)
+    finally:
+        session.spec = final
 
 
 def _report_what_exists(session: Session) -> None:

@@ -16,11 +16,13 @@ from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError
 from fmcluster.graph import by_rank, wire
 from fmcluster.host_keys import forget_host_keys
-from fmcluster.lifecycle.common import ClusterNotFound, confirm, dump_json, known_clusters, run_engine, spec_of
+from fmcluster.lifecycle import claim as claims
+from fmcluster.lifecycle.common import ClusterNotFound, dump_json, known_clusters, run_engine, spec_of
 from fmcluster.lifecycle.status import check_reachable
 from fmcluster.pricing.model import usd_per_hour_max
 from fmcluster.session import Session
 from fmcluster.state import StateStore
+from fmcluster.ui import confirm
 
 # A second look after the walk catches what the first teardown uncovers (nodes that outlive their stack).
 TEARDOWN_PASSES = 2
@@ -36,9 +38,21 @@ def destroy(name: str, yes: bool, keep_storage: bool, json_output: bool = False,
 
 
 def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_output: bool) -> int:
-    sessions = _sessions(store, name)
+    try:
+        sessions = _sessions(store, name)
+    except ClusterNotFound:
+        _release_empty_claim(name)
+        raise
     first = sessions[0]
     console = ui.err_console()
+    ids = {s.ctx.cluster_id for s in sessions}
+    holder = claims.holder(name, first.region)
+    # The name is another state directory's, for a cluster other than the one(s) found here: what else is tagged
+    # under the name is theirs, never listed for this command to delete.
+    theirs = holder is not None and not holder.mine and holder.cluster_id not in ids
+    if holder is not None and not holder.mine and not theirs:
+        ui.note(f"cluster {name} is {holder.describe()}'s, not this state directory's: destroying it deletes it for "
+                "its owner too")
     doomed: dict[str, list[Resource]] = {}
     kept: list[str] = []
     for session in sessions:
@@ -66,9 +80,11 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         found = session.backend.discover(session)
         keep = _kept_names(session, found) if keep_storage else set()
         left += [d for d in found if d.resource not in keep]
-    mine = [d for d in left if d.ours]
-    for item in (d for d in left if not d.ours):
+    mine = still_mine(left, ids, holder)
+    for item in (d for d in left if d not in mine):
         ui.note(f"not deleted, not this cluster's: {item.description}")
+    if theirs and holder is not None and len(mine) < len(left):
+        ui.note(f"the name {name} is now claimed by {holder.describe()}: what is tagged under it is theirs")
     if mine:
         if store.cluster(name, first.region) is not None:
             store.set_cluster_status(name, first.region, "DELETE_INCOMPLETE")
@@ -85,12 +101,40 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
     else:
         store.forget_cluster(name, first.region)
         forget_host_keys(name)
+        try:
+            claims.release(name, first.region, ids)  # nothing is left: the name is free for anyone again
+        except FmclusterError as exc:
+            ui.warning(f"cluster {name} is gone, but its name's claim could not be released ({exc}); re-run "
+                       f"`{first.hint(f'fmcluster destroy {name}')}` to release it")
     if json_output:
         print(dump_json(_result(name, "STORAGE_KEPT" if kept else "NOT_FOUND", kept, [])))
     else:
         ui.out_console().print(f"[green]✓[/] cluster [bold]{ui.escape(name)}[/] destroyed; "
                                + ("nothing left behind" if not kept else "only the kept storage remains"))
     return 0
+
+
+def still_mine(left: list[Discovered], ids: set[str], holder: claims.Claim | None) -> list[Discovered]:
+    """What is left after a teardown that this command should tell its user to delete by hand. When the name is
+    claimed by another state directory for a cluster other than the one(s) destroyed here, only what carries one of
+    their ids is: the rest (the holder's, and what carries no id, such as nodes EKS tags itself) is the holder's."""
+    theirs = holder is not None and not holder.mine and holder.cluster_id not in ids
+    return [d for d in left if d.ours and not (theirs and d.cluster_id not in ids)]
+
+
+def _release_empty_claim(name: str) -> None:
+    """Nothing of ``name`` exists: a claim this state directory holds on it (a create that stopped before its first
+    resource) is given back; another's stays, and is named."""
+    region = aws.region_for(None)
+    holder = claims.holder(name, region)
+    if holder is None:
+        return
+    if holder.mine:
+        claims.release(name, region, set())
+        ui.note(f"released this state directory's claim on the name {name} in {region}")
+    else:
+        ui.note(f"the name {name} is claimed by {holder.describe()}, which has made nothing yet (or is making it "
+                "now); only its owner's destroy releases it")
 
 
 def _print_billing(sessions: list[Session]) -> None:

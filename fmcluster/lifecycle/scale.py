@@ -9,7 +9,7 @@ from typing import Any
 from fmcluster import reads, ui
 from fmcluster.engine import ResourceChange
 from fmcluster.errors import SpecError, UsageError
-from fmcluster.lifecycle.common import confirm, dump_json, open_cluster, run_engine, spec_text
+from fmcluster.lifecycle.common import dump_json, open_cluster, run_engine, spec_text
 from fmcluster.lifecycle.diff import Plan, make_plan
 from fmcluster.lifecycle.status import check_reachable
 from fmcluster.preflight.capacity import check_reservations
@@ -19,6 +19,7 @@ from fmcluster.spec import load_spec, load_spec_data
 from fmcluster.spec.models import NodeRange, Spec
 from fmcluster.spec.stored import record_cluster
 from fmcluster.state import StateStore
+from fmcluster.ui import confirm
 
 
 def parse_counts(assignments: list[str]) -> dict[str, int | NodeRange]:

@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 from fmcluster import aws, reads, ui
 from fmcluster.backends import registry
 from fmcluster.backends.base import Discovered
+from fmcluster.capacity.cluster_blocks import DEFAULT_WARNING_HOURS, cluster_blocks
 from fmcluster.engine import Unknown
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
@@ -48,9 +49,11 @@ def check_reachable(record: ClusterRecord) -> None:
 
 
 @aws.read_only()
-def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, Any]]:
+def status(name: str | None, refresh: bool,
+           block_warning_hours: float = DEFAULT_WARNING_HOURS) -> dict[str, Any] | list[dict[str, Any]]:
     """Reads the state read-only unless ``refresh`` writes AWS's answer back. A record whose stored spec no
-    longer validates is shown with the reason (``problem``) instead of failing the command."""
+    longer validates is shown with the reason (``problem``) instead of failing the command. A Capacity Block with
+    fewer than ``block_warning_hours`` left gets a warning."""
     store = StateStore(readonly=not refresh)
     if name is None:
         return list_clusters(store)
@@ -61,7 +64,7 @@ def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, A
         if session is None:
             raise ClusterNotFound(f"no cluster named '{name}' is known here or tagged in {region}. Known clusters: "
                                   f"{known_clusters(store)}")
-        spec_problem = "no local record: `fmcluster create SPEC` with its spec adopts it"
+        spec_problem = "no local record: another state directory's cluster (see owner), or one whose record was lost"
     else:
         check_reachable(record)
         spec, spec_problem = spec_of(record)
@@ -69,16 +72,33 @@ def status(name: str | None, refresh: bool) -> dict[str, Any] | list[dict[str, A
     from botocore.exceptions import BotoCoreError
 
     try:
-        report = describe(session, spec_problem)
+        report = describe(session, spec_problem, block_warning_hours)
+        _owner(report, name, session.region, record)  # only once AWS has answered: a dead endpoint is said once
     except (AwsError, BotoCoreError) as exc:
         if record is None or session.spec is not None:
             raise
         why = str(exc).splitlines()[0] if isinstance(exc, AwsError) else aws.describe_error("AWS", exc).aws_message
         report = _recorded(store, record, spec_problem, why)
+    report.setdefault("owner", None)
     report["problem"] = stored_spec_problem(record.spec) if record is not None else None
     if refresh and record is not None:
         store.set_cluster_status(name, session.region, report["status"])
     return report
+
+
+def _owner(report: dict[str, Any], name: str, region: str, record: ClusterRecord | None) -> None:
+    """Whose cluster this is (the name's claim): another state directory's is shown as theirs, never as this
+    record's."""
+    from fmcluster.lifecycle.claim import holder
+
+    held = holder(name, region)
+    report["owner"] = held.as_json() if held is not None else None
+    if held is None or held.mine:
+        return
+    if record is not None and held.cluster_id != record.cluster_id:
+        report.setdefault("problems", []).append(
+            f"the name {name} is claimed by {held.describe()}: what AWS holds under it is theirs, not the cluster "
+            "this state directory recorded")
 
 
 def _recorded(store: StateStore, record: ClusterRecord, spec_problem: str, why: str) -> dict[str, Any]:
@@ -93,11 +113,14 @@ def _recorded(store: StateStore, record: ClusterRecord, spec_problem: str, why: 
             "drift": None, "drift_unknown": spec_problem}
 
 
-def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
-    """The live report of one cluster: status, queues, every resource made for it, drift, cost. AWS is read
-    once: describe, discovery and the drift's plan share one read-only pass (:mod:`fmcluster.reads`)."""
+def describe(session: Session, spec_problem: str = "",
+             block_warning_hours: float = DEFAULT_WARNING_HOURS) -> dict[str, Any]:
+    """The live report of one cluster: status, queues, its Capacity Blocks, every resource made for it, drift,
+    cost. AWS is read once: describe, the blocks, discovery and the drift's plan share one read-only pass
+    (:mod:`fmcluster.reads`)."""
     with reads.reading(session.ctx):
         report = session.backend.describe(session)
+        _add_blocks(session, report, block_warning_hours)
         found = session.backend.discover(session)
         report["resources"] = [d.as_json() | {"managed": d.handle is not None, "description": d.description}
                                for d in found]
@@ -106,6 +129,21 @@ def describe(session: Session, spec_problem: str = "") -> dict[str, Any]:
         report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"], found)
     report.update(live_cost(report, session.spec))
     return report
+
+
+def _add_blocks(session: Session, report: dict[str, Any], warning_hours: float) -> None:
+    """``capacity_blocks`` (each with its countdown and warning) and their problem lines, when the spec names
+    Capacity Blocks; a block that cannot be read is said as a problem, never a failed status."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        blocks, problems = cluster_blocks(session.ctx, session.spec, warning_hours)
+    except (BotoCoreError, ClientError) as exc:  # status still reports the cluster; say what could not be read
+        blocks, problems = [], [f"Capacity Blocks not read: {aws.describe_error('EC2', exc).aws_message}"]
+    if blocks:
+        report["capacity_blocks"] = blocks
+    if problems:
+        report["problems"] = [*(report.get("problems") or []), *problems]
 
 
 def _drift(session: Session, spec_problem: str, status: str,
@@ -180,10 +218,13 @@ def _tagged_clusters(region: str) -> list[dict[str, Any]]:
 
 
 def _row(name: str, backend: str, region: str, status: str) -> dict[str, Any]:
+    from fmcluster.lifecycle.claim import holder
+
+    held = holder(name, region)  # whose it is: a teammate's cluster is listed as theirs
     return {"name": name, "backend": backend, "region": region, "status": status, "queues": [],
             "nodes_max": None, "usd_per_hour": None, "where": where(aws.target_label()), "source": "aws",
-            "problem": None, "note": "no local record: `fmcluster status NAME` shows it; `fmcluster create SPEC` "
-            "adopts it"}
+            "owner": held.as_json() if held is not None else None,
+            "problem": None, "note": "no local record: `fmcluster status NAME` shows it and its owner"}
 
 
 def _found_in_aws(store: StateStore, name: str, region: str) -> Session | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from fmcluster import catalog
 from fmcluster.checks import CheckResult
@@ -201,6 +202,25 @@ def _when(value: dt.datetime | None) -> str:
     return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if value else "?"
 
 
+def little_time_left(spec: Any) -> dt.timedelta:
+    """Under this much time left a Capacity Block gets a preflight warning: one hour, or two checkpoint intervals
+    of ``workload.checkpoint_every_min`` when that is longer (a job started then could not save twice)."""
+    every = getattr(getattr(spec, "workload", None), "checkpoint_every_min", None)
+    return max(dt.timedelta(hours=1), dt.timedelta(minutes=2 * every) if every else dt.timedelta(0))
+
+
+def _least_why(spec: Any) -> str:
+    every = getattr(getattr(spec, "workload", None), "checkpoint_every_min", None)
+    if every and 2 * every > 60:
+        return f"two checkpoints at workload.checkpoint_every_min {every:g}"
+    return "one hour, or two checkpoint intervals when longer"
+
+
+def _span(delta: dt.timedelta) -> str:
+    minutes = delta.total_seconds() / 60
+    return f"{minutes / 60:g} h" if minutes % 60 == 0 else f"{minutes:g} min"
+
+
 def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckResult:
     """Compare one DescribeCapacityReservations entry with the queue (pure: tests feed it recorded answers)."""
     now = dt.datetime.now(dt.timezone.utc)
@@ -277,6 +297,12 @@ def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckR
     if end is not None and not expired and block:
         hours = (end - now).total_seconds() / 3600
         details.append(f"{hours:.1f} hours left; instances stop at {_when(end)}")
+        least = little_time_left(ctx.spec)
+        if hours < least.total_seconds() / 3600:
+            warnings.append(f"{rid} has {hours:.1f} h left (under {_span(least)}: {_least_why(ctx.spec)}); EC2 "
+                            "stops its instances 30 minutes before the end")
+            fixes.append(f"extend it (`fmcluster capacity extend {rid} --hours 24`) or buy the next block "
+                         "(`fmcluster capacity find`) before starting a long job")
 
     findings = failures + warnings
     details += findings[1:] + [fix(text) for text in fixes]

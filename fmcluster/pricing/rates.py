@@ -116,7 +116,13 @@ class PriceBook:
         return _bundled_price(catalog.instance(name), name, capacity_type, self.region)
 
     def queue_price(self, queue: Queue) -> QueuePrice:
-        return self.instance_price(queue.instance_type, queue.capacity.type)
+        price = self.instance_price(queue.instance_type, queue.capacity.type)
+        if queue.capacity.type == "capacity-block" and not queue.capacity.reservation_id:
+            # no block bought yet: where to find one, and how to see what EC2 asks for it now
+            return QueuePrice(price.usd_per_hour, price.basis, f"{price.note}; no block bought yet: `fmcluster "
+                              "capacity find SPEC` lists the offerings (`plan --live-prices` prices the cheapest)",
+                              price.as_of)
+        return price
 
 
 class LivePriceBook(PriceBook):

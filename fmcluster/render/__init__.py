@@ -26,7 +26,7 @@ def write_documents(rendered: RenderedDocuments, directory: Path) -> list[Path]:
     written = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for document in rendered.documents:
+        for document in [*rendered.documents, *rendered.examples]:
             path = directory / document.filename
             path.write_text(document.text)
             written.append(path)

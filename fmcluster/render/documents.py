@@ -28,6 +28,8 @@ class RenderedDocuments:
     backend: str
     documents: list[Document] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Ready-to-copy files for the user's jobs (``render`` prints and writes them); never applied or validated.
+    examples: list[Document] = field(default_factory=list)
 
     def by_kind(self, kind: str) -> list[Document]:
         return [d for d in self.documents if d.kind == kind]

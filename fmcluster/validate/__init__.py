@@ -15,6 +15,7 @@ from fmcluster.network import instance_types, resolve_placement
 from fmcluster.preflight.network import check_node_network
 from fmcluster.render import render
 from fmcluster.spec import load_spec
+from fmcluster.spec.models import instance_types_of
 
 
 def run_checks(spec_path: Path) -> list[CheckResult]:
@@ -45,7 +46,7 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
 
 
 def _instance_type_check(spec, region: str, online: bool) -> CheckResult:
-    names = instance_types(spec)
+    names = sorted({*instance_types(spec), *(t for q in spec.queues for t in instance_types_of(q))})
     if not online:
         return CheckResult("instance types", "skipped", "DescribeInstanceTypes needs an AWS endpoint")
     from botocore.exceptions import ClientError

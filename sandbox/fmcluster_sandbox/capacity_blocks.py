@@ -11,14 +11,19 @@ guide, "Find and purchase Capacity Blocks"; CapacityBlockOffering: "if a Capacit
 at 11:30, the hours field would be 6"), so each zone gets two offerings: one from the first 11:30 UTC on or after
 the requested start, of exactly the requested duration, and, when the requested start range allows it, one
 starting now (to the minute) and ending at the first 11:30 UTC after the requested duration (hours and minutes).
-Which blocks AWS offers depends on its capacity; these are the sandbox's choice. Upfront
-fees are given only where AWS's Capacity Block price is known (per accelerator-hour, from
-aws.amazon.com/ec2/capacityblocks/pricing as transcribed in instance-facts.yaml, marked secondary there).
+Which blocks AWS offers depends on its capacity; these are the sandbox's choice. An offering starts no later
+than 8 weeks from now ("You can reserve a Capacity Block with a reservation start time up to eight weeks in the
+future", EC2 user guide) and ends by ``EndDateRange`` when one is given. Upfront fees are given only where AWS's
+Capacity Block price is known (:data:`USD_PER_ACCELERATOR_HOUR`, per accelerator-hour, from
+aws.amazon.com/ec2/capacityblocks/pricing).
 
 PurchaseCapacityBlock (EC2 API reference: "You must specify the ID of the Capacity Block offering you are
 purchasing") buys an offering this sandbox made: a ``capacity-block`` reservation of the offering's type, zone,
 count and dates, held by :mod:`fmcluster_sandbox.capacity_reservations` (``scheduled`` until its start, then
-``active``). An offering id the sandbox never gave is refused with ``InvalidParameterValue``.
+``active``). An offering id the sandbox never gave is refused with ``InvalidParameterValue``, and so is an offering
+whose start has passed (more than :data:`OFFERING_GRACE` ago: one that starts "now" is good for a few minutes).
+``DryRun`` checks all of that and answers ``DryRunOperation`` ("If you have the required permissions, the error
+response is DryRunOperation", EC2 API reference), buying nothing.
 """
 
 from __future__ import annotations
@@ -36,8 +41,22 @@ from fmcluster_sandbox.ec2_query import error, ok
 ULTRASERVERS = {"u-p6e-gb200x36": ("p6e-gb200.36xlarge", 9), "u-p6e-gb200x72": ("p6e-gb200.36xlarge", 18),
                 "u-trn2x64": ("trn2u.48xlarge", 4)}
 ULTRASERVER_ONLY = {"p6e-gb200.36xlarge", "trn2u.48xlarge"}
-USD_PER_ACCELERATOR_HOUR = {"p6e-gb200.36xlarge": 10.582}
+# AWS's published Capacity Block reservation rates, USD per accelerator-hour (aws.amazon.com/ec2/capacityblocks/
+# pricing, "Effective Accelerator Hourly Rate"). p6e-gb200.36xlarge 10.582 and p5e.48xlarge 5.97: as transcribed
+# in /work/shared/reference/instance-facts.yaml (secondary; snapshot 2026-09-19). p5.48xlarge 4.916 (US East
+# (N. Virginia) and (Ohio)), p4d.24xlarge 1.844 (US East (Ohio), US West (Oregon)) and trn1.32xlarge 0.968 (Asia
+# Pacific (Melbourne)): the same page's table in a stored copy from before its 2025-01-01 update, the only
+# published figures found for them. AWS updates these rates over time; the sandbox charges each type's rate in
+# every Region it offers the type. Types not listed get offerings without an UpfrontFee.
+USD_PER_ACCELERATOR_HOUR = {"p6e-gb200.36xlarge": 10.582, "p5e.48xlarge": 5.97, "p5.48xlarge": 4.916,
+                            "p4d.24xlarge": 1.844, "trn1.32xlarge": 0.968}
 MAX_INSTANCES = 64
+# "You can reserve a Capacity Block with a reservation start time up to eight weeks in the future" (EC2 user guide,
+# "Capacity Blocks for ML").
+FURTHEST_START = dt.timedelta(weeks=8)
+# How long after its start an offering can still be bought: AWS does not publish it; the sandbox's choice, so that
+# an offering that starts "now" can be bought right after it is found.
+OFFERING_GRACE = dt.timedelta(minutes=5)
 # Zones AWS reports as ZoneType local-zone (the sandbox's Local Zones, fmcluster_sandbox.local_zones).
 LOCAL_ZONES = {zone.name for zones in local_zones.LOCAL_ZONES.values() for zone in zones}
 END_OF_BLOCK = dt.time(11, 30)
@@ -53,6 +72,7 @@ class Offering:
     instances: int
     start: dt.datetime
     end: dt.datetime
+    fee: float | None = None
 
 
 #: Offerings given out, by id, so that PurchaseCapacityBlock can buy them.
@@ -63,6 +83,32 @@ _LOCK = threading.Lock()
 def reset() -> None:
     with _LOCK:
         _OFFERED.clear()
+
+
+def offered(offering_id: str) -> Offering | None:
+    with _LOCK:
+        return _OFFERED.get(offering_id)
+
+
+def rate(instance_type: str) -> float | None:
+    return USD_PER_ACCELERATOR_HOUR.get(instance_type)
+
+
+def seed(payload: dict[str, Any]) -> dict[str, Any]:
+    """An offering as AWS could have made it earlier (control route ``POST /_fmcluster/capacity-block-offerings``):
+    ``{"region", "instance_type", "availability_zone", "count", "start", "end"}``, e.g. one whose start has passed.
+    Returns its id."""
+    try:
+        start, end = _parse(payload["start"]), _parse(payload["end"])
+        offering = Offering("cb-" + hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()[:17],
+                            str(payload.get("region", "us-east-1")), payload.get("ultraserver"),
+                            str(payload["instance_type"]), str(payload["availability_zone"]), int(payload["count"]),
+                            start, end)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"an offering needs instance_type, availability_zone, count, start and end: {exc}") from None
+    with _LOCK:
+        _OFFERED[offering.offering_id] = offering
+    return {"offering_id": offering.offering_id}
 
 
 def valid_duration(hours: int) -> bool:
@@ -100,6 +146,8 @@ def handle(params: dict[str, str], region: str) -> tuple[int, dict, bytes]:
             return error("InvalidParameterValue", f"UltraserverType {ultraserver} is not an EC2 UltraServer type")
         member, size = ULTRASERVERS[ultraserver]
         count = request.get("UltraserverCount") or 1
+        if count < 1:
+            return error("InvalidParameterValue", "UltraserverCount must be at least 1")
         if types and member not in types:
             return error("InvalidParameterCombination", f"{ultraserver} is made of {member}, not {', '.join(types)}")
         wanted = [(member, count * size, count)]
@@ -109,10 +157,12 @@ def handle(params: dict[str, str], region: str) -> tuple[int, dict, bytes]:
         instances = request.get("InstanceCount")
         if instances is None:
             return error("MissingParameter", "InstanceCount is required")
-        if instances > MAX_INSTANCES:
-            return error("InvalidParameterValue", f"A Capacity Block holds at most {MAX_INSTANCES} instances")
+        if not 1 <= instances <= MAX_INSTANCES:
+            return error("InvalidParameterValue", f"A Capacity Block holds 1 to {MAX_INSTANCES} instances")
         wanted = [(t, instances, None) for t in types if t not in ULTRASERVER_ONLY]
-    starts = _starts(request.get("StartDateRange"), hours)
+    latest_end = _parse(request["EndDateRange"]) if request.get("EndDateRange") else None
+    starts = [(start, end) for start, end in _starts(request.get("StartDateRange"), hours)
+              if latest_end is None or end <= latest_end]
     items = []
     for instance_type, instances, servers in wanted:
         facts = instance_catalog.instance_type(instance_type)
@@ -133,6 +183,8 @@ def _starts(requested: Any, hours: int) -> list[tuple[dt.datetime, dt.datetime]]
     now = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
     earliest = max(now, _parse(requested)) if requested else now
     first = _next_end_of_block(earliest)
+    if first > now + FURTHEST_START:
+        return []
     starts = [(first, first + dt.timedelta(hours=hours))]
     if earliest == now and now != first:
         starts.append((now, _next_end_of_block(now + dt.timedelta(hours=hours))))
@@ -155,15 +207,13 @@ def _item(region: str, instance_type: str, zone: str, instances: int, servers: i
     hours = minutes // 60
     digest = hashlib.sha256(f"{region}/{instance_type}/{zone}/{instances}/{start.isoformat()}/{end.isoformat()}"
                             .encode()).hexdigest()
-    offering = Offering(f"cb-{digest[:17]}", region, ultraserver, instance_type, zone, instances, start, end)
+    usd = rate(instance_type)
+    accelerators = _accelerators(facts)
+    total = round(usd * accelerators * instances * minutes / 60, 2) if usd is not None and accelerators else None
+    offering = Offering(f"cb-{digest[:17]}", region, ultraserver, instance_type, zone, instances, start, end, total)
     with _LOCK:
         _OFFERED[offering.offering_id] = offering
-    fee = ""
-    rate = USD_PER_ACCELERATOR_HOUR.get(instance_type)
-    gpus = sum(g.get("Count", 0) for g in facts.get("GpuInfo", {}).get("Gpus", []))
-    if rate is not None and gpus:
-        fee = (f"<upfrontFee>{rate * gpus * instances * minutes / 60:.2f}</upfrontFee>"
-               "<currencyCode>USD</currencyCode>")
+    fee = f"<upfrontFee>{total:.2f}</upfrontFee><currencyCode>USD</currencyCode>" if total is not None else ""
     server = (f"<ultraserverType>{ultraserver}</ultraserverType><ultraserverCount>{servers}</ultraserverCount>"
               if ultraserver else "")
     return (f"<item><capacityBlockOfferingId>{offering.offering_id}</capacityBlockOfferingId>"
@@ -175,6 +225,12 @@ def _item(region: str, instance_type: str, zone: str, instances: int, servers: i
             f"<zoneType>{'local-zone' if zone in LOCAL_ZONES else 'availability-zone'}</zoneType></item>")
 
 
+def _accelerators(facts: dict[str, Any]) -> int:
+    """GPUs or Neuron devices (Trainium chips) per instance, as DescribeInstanceTypes lists them."""
+    gpus = sum(g.get("Count", 0) for g in facts.get("GpuInfo", {}).get("Gpus", []))
+    return gpus or sum(d.get("Count", 0) for d in facts.get("NeuronInfo", {}).get("NeuronDevices", []))
+
+
 def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
     request, refused = _checked("PurchaseCapacityBlock", params)
     if refused:
@@ -184,6 +240,11 @@ def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, di
     if offering is None or offering.region != region:
         return error("InvalidParameterValue", f"The Capacity Block offering ID "
                                               f"'{escape(request['CapacityBlockOfferingId'])}' is not valid.")
+    if dt.datetime.now(dt.timezone.utc) > offering.start + OFFERING_GRACE:
+        return error("InvalidParameterValue", f"The Capacity Block offering '{offering.offering_id}' has expired: "
+                                              f"its start date {_iso(offering.start)} has passed.")
+    if request.get("DryRun"):
+        return error("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
     tags = {t["Key"]: t.get("Value", "") for spec in request.get("TagSpecifications") or []
             if spec.get("ResourceType") in (None, "capacity-reservation") for t in spec.get("Tags") or []}
     reservation = capacity_reservations.REGISTRY.add(capacity_reservations.Reservation(
@@ -193,31 +254,6 @@ def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, di
         capacity_block_id=capacity_reservations.new_id("cb-") if offering.ultraserver else None,
         ultraserver=offering.ultraserver))
     return ok("PurchaseCapacityBlockResponse", f"<capacityReservation>{reservation.to_xml()}</capacityReservation>")
-
-
-def describe_status(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
-    """DescribeCapacityBlockStatus: each UltraServer Capacity Block's interconnect status and capacity (EC2 API
-    reference, CapacityBlockStatus). The sandbox has no interconnect faults, so every block reads ``ok`` with no
-    unavailable capacity; its available capacity is what launches have left."""
-    request, unknown = model_check.from_query("ec2", "DescribeCapacityBlockStatus", params)
-    problems = unknown + model_check.check("ec2", "DescribeCapacityBlockStatus", request)
-    if problems:
-        name, message = problems[0]
-        return error("InvalidParameterValue" if name in request else "UnknownParameter", f"{name}: {message}")
-    blocks = capacity_reservations.REGISTRY.capacity_blocks(account, region)
-    wanted = request.get("CapacityBlockIds") or []
-    for block_id in wanted:
-        if block_id not in {b.capacity_block_id for b in blocks}:
-            return error("InvalidParameterValue", f"The Capacity Block ID '{escape(block_id)}' does not exist")
-    items = "".join(
-        f"<item><capacityBlockId>{b.capacity_block_id}</capacityBlockId><interconnectStatus>ok</interconnectStatus>"
-        f"<totalCapacity>{b.total}</totalCapacity><totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
-        "<totalUnavailableCapacity>0</totalUnavailableCapacity><capacityReservationStatusSet><item>"
-        f"<capacityReservationId>{b.reservation_id}</capacityReservationId><totalCapacity>{b.total}</totalCapacity>"
-        f"<totalAvailableCapacity>{b.available}</totalAvailableCapacity>"
-        "<totalUnavailableCapacity>0</totalUnavailableCapacity></item></capacityReservationStatusSet></item>"
-        for b in blocks if not wanted or b.capacity_block_id in wanted)
-    return ok("DescribeCapacityBlockStatusResponse", f"<capacityBlockStatusSet>{items}</capacityBlockStatusSet>")
 
 
 def _iso(moment: dt.datetime) -> str:

@@ -47,6 +47,15 @@ class Reservation:
     held: int = 0  # in use by instances the sandbox does not hold (a seeded busy reservation)
     capacity_block_id: str | None = None  # an UltraServer Capacity Block bought with PurchaseCapacityBlock
     ultraserver: str | None = None
+    created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+
+    @property
+    def block_id(self) -> str | None:
+        """The Capacity Block's id (DescribeCapacityBlocks): every Capacity Block has one, an instance block too
+        (see :mod:`fmcluster_sandbox.capacity_block_status`); None for an ODCR."""
+        if self.capacity_block_id:
+            return self.capacity_block_id
+        return "cb-" + self.reservation_id[3:] if self.is_capacity_block else None
 
     @property
     def available(self) -> int:
@@ -83,7 +92,7 @@ class Reservation:
             f"<state>{self.state}</state><startDate>{_iso(self.start)}</startDate>{end}"
             f"<instanceMatchCriteria>{self.match_criteria}</instanceMatchCriteria>"
             f"<createDate>{_iso(self.start)}</createDate><reservationType>{self.reservation_type}</reservationType>"
-            + (f"<capacityBlockId>{self.capacity_block_id}</capacityBlockId>" if self.capacity_block_id else "")
+            + (f"<capacityBlockId>{self.block_id}</capacityBlockId>" if self.block_id else "")
             + f"{tag_set(self.tags)}"
         )
 
@@ -137,7 +146,7 @@ class CapacityReservations:
     def capacity_blocks(self, account: str, region: str) -> list[Reservation]:
         with self._lock:
             return [r for r in self._reservations.values()
-                    if r.account == account and r.region == region and r.capacity_block_id]
+                    if r.account == account and r.region == region and r.is_capacity_block]
 
     # -- instances counted against a reservation --------------------------------------------------------
     def claim(self, reservation: Reservation, instance_ids: list[str]) -> None:

@@ -52,6 +52,9 @@ class Faults:
       rolls back, as the CreateStack asked (see :mod:`fmcluster_sandbox.pcluster_support`).
       EKS kinds, by name: ``eks_cluster`` (``CREATE_FAILED`` only: the cluster ends its create ``FAILED``),
       ``eks_nodegroup`` and ``eks_addon`` (``CREATE_FAILED`` or ``DELETE_FAILED``).
+    - ``capacity_block_health``: a Capacity Block's id (``cb-…``) or its reservation's (``cr-…``) ->
+      ``{"interconnect_status": "ok" | "impaired" | "insufficient-data", "unavailable": N}``, what
+      DescribeCapacityBlockStatus then answers for it (:mod:`fmcluster_sandbox.capacity_block_status`).
     """
 
     seed: int = 0
@@ -59,6 +62,7 @@ class Faults:
     throttle_rate: dict[str, float] = field(default_factory=dict)
     insufficient_capacity: set[str] = field(default_factory=set)
     fail_status: dict[str, str] = field(default_factory=dict)
+    capacity_block_health: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
@@ -67,6 +71,7 @@ class Faults:
         # when it has landed) instead of sleeping for a guessed part of the delay.
         self.held: dict[str, dict[str, int]] = {}
         self._check(self.latency, self.throttle_rate, self.fail_status)
+        _check_block_health(self.capacity_block_health)
         self.insufficient_capacity = set(self.insufficient_capacity)
         for kind in LATENCY_KINDS:
             self.latency.setdefault(kind, 0.0)
@@ -107,6 +112,14 @@ class Faults:
         with self._lock:
             return instance_type not in self.insufficient_capacity
 
+    def block_health(self, *ids: str) -> dict[str, Any]:
+        """The injected health of a Capacity Block known by any of ``ids``; {} when none was injected."""
+        with self._lock:
+            for ident in ids:
+                if ident in self.capacity_block_health:
+                    return dict(self.capacity_block_health[ident])
+            return {}
+
     def forced_status(self, kind: str, *names: str) -> str | None:
         """The forced status for a resource of ``kind`` known by any of ``names`` (name or id)."""
         with self._lock:
@@ -134,17 +147,21 @@ class Faults:
             "throttle_rate",
             "insufficient_capacity",
             "fail_status",
+            "capacity_block_health",
         }
         if unknown:
             raise ValueError(f"unknown fault fields: {', '.join(sorted(unknown))}")
         with self._lock:
             if changes.get("reset"):
                 seed, latency, throttle, capacity, fail = 0, _default_latency(), {}, set(), {}
+                health: dict[str, Any] = {}
             else:
                 seed = self.seed
                 latency, throttle = dict(self.latency), dict(self.throttle_rate)
                 capacity, fail = set(self.insufficient_capacity), dict(self.fail_status)
-            for name, target in (("latency", latency), ("throttle_rate", throttle), ("fail_status", fail)):
+                health = dict(self.capacity_block_health)
+            for name, target in (("latency", latency), ("throttle_rate", throttle), ("fail_status", fail),
+                                 ("capacity_block_health", health)):
                 value = changes.get(name)
                 if value is None:
                     continue
@@ -165,12 +182,14 @@ class Faults:
                     raise ValueError("seed must be an integer")
                 seed = changes["seed"]
             self._check(latency, throttle, fail)
+            _check_block_health(health)
             for kind in LATENCY_KINDS:
                 latency.setdefault(kind, 0.0)
             self.latency = {k: float(v) for k, v in latency.items()}
             self.throttle_rate = {k: float(v) for k, v in throttle.items()}
             self.insufficient_capacity = capacity
             self.fail_status = fail
+            self.capacity_block_health = health
             if changes.get("reset"):
                 self.held = {}
             if "seed" in changes or changes.get("reset"):
@@ -185,6 +204,7 @@ class Faults:
                 "throttle_rate": dict(self.throttle_rate),
                 "insufficient_capacity": sorted(self.insufficient_capacity),
                 "fail_status": dict(self.fail_status),
+                "capacity_block_health": {k: dict(v) for k, v in self.capacity_block_health.items()},
                 "held": {key: dict(counts) for key, counts in self.held.items()},
             }
 
@@ -231,3 +251,23 @@ class Faults:
                 raise ValueError(f"fail_status {key!r}: the only status for {kind} is CREATE_FAILED")
             if kind in CREATE_OR_DELETE_KINDS and value not in ("CREATE_FAILED", "DELETE_FAILED"):
                 raise ValueError(f"fail_status {key!r}: {kind} takes CREATE_FAILED or DELETE_FAILED")
+
+
+#: DescribeCapacityBlockStatus InterconnectStatus (CapacityBlockInterconnectStatus in botocore's EC2 model).
+INTERCONNECT_STATUSES = ("ok", "impaired", "insufficient-data")
+
+
+def _check_block_health(health: dict) -> None:
+    for key, value in health.items():
+        if not isinstance(key, str) or not key.startswith(("cb-", "cr-")):
+            raise ValueError(f"capacity_block_health key {key!r} must be a Capacity Block id (cb-…) or its "
+                             "reservation id (cr-…)")
+        if not isinstance(value, dict) or set(value) - {"interconnect_status", "unavailable"}:
+            raise ValueError(f"capacity_block_health {key!r} must be an object with interconnect_status and/or "
+                             "unavailable")
+        if value.get("interconnect_status", "ok") not in INTERCONNECT_STATUSES:
+            raise ValueError(f"capacity_block_health {key!r}: interconnect_status must be one of "
+                             f"{INTERCONNECT_STATUSES}")
+        unavailable = value.get("unavailable", 0)
+        if isinstance(unavailable, bool) or not isinstance(unavailable, int) or unavailable < 0:
+            raise ValueError(f"capacity_block_health {key!r}: unavailable must be a whole number >= 0")

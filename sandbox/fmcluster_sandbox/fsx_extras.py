@@ -11,7 +11,9 @@
   ``NetworkInterfaceIds``): ParallelCluster's ``ExistingFsxNetworkingValidator`` reads their rules;
 * ``DescribeVolumes`` for the root volume of each OpenZFS file system (what ParallelCluster mounts);
 * data repository associations (Lustre ↔ S3): Create/Describe/DeleteDataRepositoryAssociation, served
-  by the sandbox itself (FSx speaks awsJson1_1 under the ``AWSSimbaAPIService_v20180301`` target).
+  by the sandbox itself (FSx speaks awsJson1_1 under the ``AWSSimbaAPIService_v20180301`` target);
+* UpdateFileSystem for a Lustre file system's throughput per TiB and storage increase, followed through its
+  ``AdministrativeActions`` (:func:`update_file_system`).
 """
 
 from __future__ import annotations
@@ -55,8 +57,14 @@ def install() -> None:
         return original_describe(self, file_system_ids, *args, **kwargs)
 
     def to_dict(self: Any) -> dict[str, Any]:
+        actions = _settle_updates(self)
         result = original_to_dict(self)
         result.setdefault("Lifecycle", "AVAILABLE")
+        if actions:
+            result["AdministrativeActions"] = actions
+            if any(a["Status"] in ("PENDING", "IN_PROGRESS") and a["TargetFileSystemValues"].get("StorageCapacity")
+                   for a in actions):
+                result["Lifecycle"] = "UPDATING"  # "Managing storage capacity": UPDATING while storage scales
         network = self.__dict__.get("_fmcluster_network") or {}
         if network.get("vpc_id"):
             result.setdefault("VpcId", network["vpc_id"])
@@ -180,6 +188,108 @@ def describe_volumes(body: bytes, region: str, account: str) -> tuple[int, dict,
         if item.get("Name") == "file-system-id":
             selected = [v for v in selected if v["FileSystemId"] in item.get("Values", [])]
     return _ok({"Volumes": selected})
+
+
+# UpdateFileSystem's rules for Lustre (FSx for Lustre guide; the FSx API reference, UpdateFileSystem):
+# "Managing throughput capacity": a persistent SSD file system's throughput per unit of storage goes up or down, to
+# 50, 100 or 200 MB/s/TiB (PERSISTENT_1) or 125, 250, 500 or 1000 (PERSISTENT_2).
+THROUGHPUT_VALUES = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
+# "Managing storage capacity" / "Increasing storage capacity": only increases, for persistent SSD and SCRATCH_2 in
+# multiples of 2400 GiB (SCRATCH_1 cannot grow), and not again until 6 hours after the last increase request.
+STORAGE_STEP_GIB = {"PERSISTENT_1": 2400, "PERSISTENT_2": 2400, "SCRATCH_2": 2400}
+STORAGE_COOL_DOWN_S = 6 * 3600
+# How long an update runs in the sandbox before it completes (AWS: minutes to an hour).
+UPDATE_SECONDS = 0.5
+_update_lock = threading.Lock()
+
+
+def _settle_updates(file_system: Any) -> list[dict[str, Any]]:
+    """The file system's FILE_SYSTEM_UPDATE actions, completing those whose time has come (their target values
+    take effect then)."""
+    actions = file_system.__dict__.get("_fmcluster_actions") or []
+    now = time.monotonic()
+    with _update_lock:
+        for action in actions:
+            if action["Status"] == "IN_PROGRESS" and now - action["_started"] >= UPDATE_SECONDS:
+                target = action["TargetFileSystemValues"]
+                if target.get("StorageCapacity"):
+                    file_system.storage_capacity = target["StorageCapacity"]
+                throughput = (target.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
+                if throughput:
+                    file_system.lustre_configuration = {**(file_system.lustre_configuration or {}),
+                                                        "PerUnitStorageThroughput": throughput}
+                action["Status"] = "COMPLETED"
+    return [{k: v for k, v in a.items() if not k.startswith("_")} for a in actions]
+
+
+def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dict, bytes]:
+    """UpdateFileSystem for FSx for Lustre: throughput per TiB and storage increases, by the rules above; one
+    update of a file system at a time (UpdateFileSystem, StorageCapacity: "You can't make a storage capacity
+    increase request if there is an existing storage capacity increase request in progress"; the sandbox holds a
+    throughput change to the same rule). Other file system types' updates are not served."""
+    from moto.fsx.models import fsx_backends
+
+    try:
+        request = json.loads(body or b"{}")
+    except json.JSONDecodeError:
+        return _error("BadRequest", "the body is not JSON")
+    backend = fsx_backends[account][region]
+    file_system = backend.file_systems.get(request.get("FileSystemId", ""))
+    if file_system is None:
+        return _error("FileSystemNotFound", f"File system '{request.get('FileSystemId')}' does not exist.")
+    tokens = file_system.__dict__.setdefault("_fmcluster_update_tokens", {})
+    token = request.get("ClientRequestToken")
+    if token and token in tokens:
+        return _ok({"FileSystem": file_system.to_dict()})
+    if file_system.file_system_type != "LUSTRE":
+        return _error("BadRequest", f"The sandbox serves UpdateFileSystem for Lustre only, not "
+                                    f"{file_system.file_system_type}")
+    lustre = file_system.lustre_configuration or {}
+    deployment = lustre.get("DeploymentType", "SCRATCH_1")
+    actions = file_system.__dict__.setdefault("_fmcluster_actions", [])
+    _settle_updates(file_system)
+    if any(a["Status"] in ("PENDING", "IN_PROGRESS") for a in actions):
+        return _error("BadRequest", "Unable to perform the update: another update of this file system is in "
+                                    "progress")
+    target: dict[str, Any] = {}
+    throughput = (request.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
+    if throughput is not None:
+        allowed = THROUGHPUT_VALUES.get(deployment)
+        if allowed is None:
+            return _error("BadRequest", f"The throughput of a {deployment} file system cannot be changed")
+        if throughput not in allowed:
+            return _error("BadRequest", f"PerUnitStorageThroughput {throughput} is not valid for {deployment}: "
+                                        f"{', '.join(map(str, allowed))}")
+        if throughput == lustre.get("PerUnitStorageThroughput"):
+            return _error("BadRequest", f"The file system's throughput is already {throughput} MB/s/TiB")
+        target["LustreConfiguration"] = {"PerUnitStorageThroughput": throughput}
+    storage = request.get("StorageCapacity")
+    if storage is not None:
+        step = STORAGE_STEP_GIB.get(deployment)
+        if step is None:
+            return _error("BadRequest", f"The storage capacity of a {deployment} file system cannot be increased")
+        if storage <= file_system.storage_capacity:
+            return _error("BadRequest", f"StorageCapacity {storage} must be greater than the current "
+                                        f"{file_system.storage_capacity} GiB: storage capacity only increases")
+        if storage % step:
+            return _error("BadRequest", f"StorageCapacity {storage} must be a multiple of {step} GiB for "
+                                        f"{deployment}")
+        last = max((a["_requested"] for a in actions if a["TargetFileSystemValues"].get("StorageCapacity")),
+                   default=None)
+        if last is not None and time.time() - last < STORAGE_COOL_DOWN_S:
+            return _error("BadRequest", "The storage capacity cannot be increased again until 6 hours after the last "
+                                        "increase request")
+        target["StorageCapacity"] = storage
+    if not target:
+        return _error("BadRequest", "Nothing to update: give StorageCapacity or "
+                                    "LustreConfiguration.PerUnitStorageThroughput")
+    now = time.time()
+    actions.append({"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "Status": "IN_PROGRESS",
+                    "RequestTime": now, "TargetFileSystemValues": target, "_started": time.monotonic(),
+                    "_requested": now})
+    if token:
+        tokens[token] = True
+    return _ok({"FileSystem": file_system.to_dict()})
 
 
 class DataRepositoryAssociations:

@@ -11,7 +11,8 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   (REST-JSON), instead of moto's partial EKS; each cluster's endpoint is ``<endpoint_url>/k8s/<cluster name>``,
   answered by the ``kube`` hook (:attr:`SandboxApp.kube`, the per-cluster Kubernetes API) when one is set;
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
-  DescribeCapacityBlockOfferings and PurchaseCapacityBlock, Local Zones and their opt-in
+  DescribeCapacityBlockOfferings and PurchaseCapacityBlock, DescribeCapacityBlocks and DescribeCapacityBlockStatus
+  (:mod:`fmcluster_sandbox.capacity_block_status`), Local Zones and their opt-in
   (:mod:`fmcluster_sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
   front of moto's RunInstances (:mod:`fmcluster_sandbox.ec2_launch`);
 * Resource Groups for Capacity Reservation groups, which moto routes only in part
@@ -172,6 +173,7 @@ class SandboxApp:
         #: ``self.kube.handle(cluster_name, environ) -> (status, headers, body)``; unset, those paths are 404.
         self.kube: Any = None
         self._pcs_lock = threading.Lock()
+        self._conditional_writes = threading.Lock()
         from fmcluster_sandbox.kube import KubeApi
 
         #: the per-cluster Kubernetes API (``/k8s/<cluster name>/...``), set last so that nothing above resets it:
@@ -231,9 +233,10 @@ class SandboxApp:
         self.capacity_reservations.reset()
         self.data_repositories.reset()
         self.resource_groups.reset()
-        from fmcluster_sandbox import capacity_blocks
+        from fmcluster_sandbox import capacity_block_extensions, capacity_blocks
 
         capacity_blocks.reset()
+        capacity_block_extensions.reset()
 
     def reset_state(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
@@ -271,6 +274,10 @@ class SandboxApp:
 
                 account = str(payload.pop("account", None) or DEFAULT_ACCOUNT_ID)
                 return self._json(start_response, 200, self.capacity_reservations.seed(payload, account))
+            if path == "/_fmcluster/capacity-block-offerings" and method == "POST":
+                from fmcluster_sandbox import capacity_blocks
+
+                return self._json(start_response, 200, capacity_blocks.seed(payload))
             if path == "/_fmcluster/reset" and method == "POST":
                 self.reset_state()
                 return self._json(start_response, 200, {"ok": True})
@@ -345,6 +352,12 @@ class SandboxApp:
         answer = self._own(environ, service, target, operation, params, access_key, region)
         if answer is not None:
             return self._respond(start_response, *answer)
+        if service == "s3" and operation == "PutObject" and environ.get("HTTP_IF_NONE_MATCH") == "*":
+            # S3, "How to prevent object overwrites with conditional writes": of concurrent conditional writes of
+            # one key, the first to finish succeeds and the rest get 412. moto checks, then writes, unlocked: on
+            # this threaded server two could both succeed. One at a time, moto's check is S3's.
+            with self._conditional_writes:
+                return list(self.moto(environ, start_response))
         return self.moto(environ, start_response)
 
     def _own(self, environ, service: str, target: str, operation: str, params: dict[str, str],
@@ -369,9 +382,21 @@ class SandboxApp:
 
             return capacity_blocks.purchase(params, region, self._account(environ, access_key))
         if service == "ec2" and operation == "DescribeCapacityBlockStatus":
-            from fmcluster_sandbox import capacity_blocks
+            from fmcluster_sandbox import capacity_block_status
 
-            return capacity_blocks.describe_status(params, region, self._account(environ, access_key))
+            return capacity_block_status.describe_status(params, region, self._account(environ, access_key),
+                                                         self.faults)
+        if service == "ec2" and operation == "DescribeCapacityBlocks":
+            from fmcluster_sandbox import capacity_block_status
+
+            return capacity_block_status.describe_blocks(params, region, self._account(environ, access_key))
+        if service == "ec2" and operation in ("DescribeCapacityBlockExtensionOfferings",
+                                              "PurchaseCapacityBlockExtension"):
+            from fmcluster_sandbox import capacity_block_extensions
+
+            serve = (capacity_block_extensions.describe if operation.startswith("Describe")
+                     else capacity_block_extensions.purchase)
+            return serve(params, region, self._account(environ, access_key))
         if service == "ec2" and operation in LOCAL_ZONE_ACTIONS:
             from fmcluster_sandbox import local_zones
 
@@ -379,6 +404,10 @@ class SandboxApp:
         if target.startswith(FSX_TARGET_PREFIX) and operation in FSX_DRA_OPERATIONS:
             return self.data_repositories.handle(operation, protocols.read_body(environ), region,
                                                  self._account(environ, access_key))
+        if target.startswith(FSX_TARGET_PREFIX) and operation == "UpdateFileSystem":  # moto has no UpdateFileSystem
+            from fmcluster_sandbox.fsx_extras import update_file_system
+
+            return update_file_system(protocols.read_body(environ), region, self._account(environ, access_key))
         if target.startswith(FSX_TARGET_PREFIX) and operation == "DescribeVolumes":  # moto has no FSx volumes
             from fmcluster_sandbox.fsx_extras import describe_volumes
 

@@ -4,7 +4,8 @@ the PCS Clusters quota the PCS emulator enforces.
 moto's Service Quotas knows only ``vpc`` quotas and lacks ListServiceQuotas and GetAWSDefaultServiceQuota.
 The sandbox answers for the quotas below. EC2's start generous, so preflight fails only when a test lowers
 one; PCS's start at AWS's default ("Endpoints and service quotas for AWS PCS": Clusters, 5 per Region,
-adjustable, ``L-0ADE95E3``). Tests and demos change them through ``POST /_fmcluster/quotas``.
+adjustable, ``L-0ADE95E3``), and EKS's node-group quotas at AWS's defaults too. Tests and demos change
+them through ``POST /_fmcluster/quotas``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,13 @@ DEFAULT_QUOTAS: dict[str, dict[str, tuple[str, float]]] = {
         "L-34B43A08": ("All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests", 100000.0),
     },
     "pcs": {"L-0ADE95E3": ("Clusters", 5.0)},
+    # AWS's defaults: "Amazon EKS endpoints and quotas" (AWS General Reference, docs.aws.amazon.com/general/latest/
+    # gr/eks.html) and the EKS User Guide's "Amazon EKS service quotas": 30 and 450, both adjustable.
+    "eks": {"L-6D54EA21": ("Managed node groups per cluster", 30.0),
+            "L-BD136A63": ("Nodes per managed node group", 450.0)},
 }
-SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)", "pcs": "AWS Parallel Computing Service"}
+SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)", "pcs": "AWS Parallel Computing Service",
+                 "eks": "Amazon Elastic Kubernetes Service (Amazon EKS)"}
 
 
 def _quota_dict(account: str, region: str, service_code: str, code: str, name: str, value: float):

@@ -17,8 +17,18 @@ from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import cluster_view, kube, scheduler_status, system_nodes
+from fmcluster.backends.eks import (
+    autoscaler_install,
+    autoscaler_status,
+    cluster_view,
+    dra_driver,
+    kube,
+    scheduler_status,
+    system_nodes,
+)
+from fmcluster.backends.eks.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
+from fmcluster.backends.eks.pod_identity import PodIdentityAssociation
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
 from fmcluster.backends.eks.render import render as render_eks
@@ -27,17 +37,20 @@ from fmcluster.backends.existing_storage import ExistingFsxLustre
 from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
 from fmcluster.backends.iam import IamRole
 from fmcluster.backends.ownership import is_ours
+from fmcluster.capacity.cluster_blocks import queues_waiting
 from fmcluster.catalog import eks_versions
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.network import Placement
-from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
+from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.spec.networking import creates_network
 
 if TYPE_CHECKING:
+    from fmcluster.engine import ResourceChange
     from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
 
-ROLES = ("cluster", "nodes")
+ROLES = ("cluster", "nodes", AUTOSCALER_ROLE)
 
 
 class EksBackend(Backend):
@@ -88,8 +101,11 @@ class EksBackend(Backend):
                                   "iam_role": IamRole, "fsx_lustre": FsxLustre,
                                   "fsx_data_repository": FsxDataRepository, "existing_fsx_lustre": ExistingFsxLustre,
                                   "eks_cluster": EksCluster}) | {
-            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster),
+            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster,
+                                                   kubernetes_version=spec.kubernetes.version),
             "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster),
+            "eks_pod_identity_association": lambda document: PodIdentityAssociation(document.key, document,
+                                                                                    cluster=cluster),
             "kube_object": lambda document: kube.KubeObject(document.key, document, cluster=cluster)}
         resources = build(rendered.documents, makers, PROFILE.display)
         groups = tuple(r.name for r in resources if r.kind == "eks_nodegroup")
@@ -98,6 +114,11 @@ class EksBackend(Backend):
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
         kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
         return resources
+
+    def waypoints(self, session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
+        from fmcluster.backends.eks import upgrades
+
+        return upgrades.waypoints(session, changes)
 
     # What a node count changes: the node group's scaling, and the quota of the queue's scheduler objects (sized
     # at its most nodes): a Kueue ClusterQueue's resourceGroups, a Volcano Queue's capability, a KAI Queue's
@@ -108,15 +129,31 @@ class EksBackend(Backend):
         return path.startswith(self.SCALED_PATHS)
 
     def scale_own_group(self, data: dict[str, Any], name: str, count: Any) -> bool:
-        """``scale NAME system=N`` sizes the system node group (kubernetes.system_nodes): a fixed count, since no
-        autoscaler runs there, of at least 1 (the spec's rule)."""
+        """``scale NAME system=N`` sizes the system node group (kubernetes.system_nodes): a fixed count (the Cluster
+        Autoscaler sizes only elastic queues), of at least 1 (the spec's rule)."""
         if name != system_nodes.NODEGROUP_NAME:
             return False
         if not isinstance(count, int):
             raise UsageError(f"{name}={count.min}:{count.max}: the {name} node group runs a fixed number of nodes "
-                             f"(no autoscaler sizes it); write {name}=N")
+                             f"(the Cluster Autoscaler sizes only queues); write {name}=N")
         data.setdefault("kubernetes", {})["system_nodes"] = count
         return True
+
+    def scaled(self, old: Spec, new: Spec) -> Spec:
+        """A count change that makes the cluster gain or lose its Cluster Autoscaler (a queue turning elastic, or
+        the last elastic queue turning fixed) installs or removes software, which ``scale`` does not do: refused
+        with the way to do it. Within an elastic queue, ``scale`` sets min and max; the autoscaler keeps the
+        desired size."""
+        before, after = autoscaler_install.wanted(old), autoscaler_install.wanted(new)
+        if (before is None) != (after is None):
+            turned = [q.name for q in new.queues if q.name in {o.name for o in old.queues}
+                      and autoscaler_install.is_elastic(q) != autoscaler_install.is_elastic(
+                          next(o for o in old.queues if o.name == q.name))]
+            what = "gains" if after is not None else "loses"
+            raise UsageError(f"with {', '.join(turned)} {'elastic' if after is not None else 'fixed'}, the cluster "
+                             f"{what} the Cluster Autoscaler (it runs while a queue is elastic), which `scale` does "
+                             "not install or remove: write the new nodes in the spec and run `fmcluster create SPEC`")
+        return new
 
     # -- what AWS holds -----------------------------------------------------------------------------
     def _cluster(self, session: Session) -> dict[str, Any] | None:
@@ -193,6 +230,7 @@ class EksBackend(Backend):
                                         f"EKS {'node group' if kind == 'nodegroup' else 'add-on'} {key} "
                                         f"({item['status']})", mine, make(key, cluster=name) if mine else None,
                                         item_tags.get(CLUSTER_ID_TAG, "")))
+        found += self._discover_associations(session, name)
         access = kube.KubeAccess.of(ctx, name)
         if access is not None and ours:
             for manifest in kube.owned_objects(access, MANAGED_KINDS):
@@ -202,11 +240,39 @@ class EksBackend(Backend):
                                         ctx.cluster_id))
         return found
 
+    def _discover_associations(self, session: Session, cluster: str) -> list[Discovered]:
+        """The cluster's EKS Pod Identity associations that fmcluster made (the Cluster Autoscaler's), by their tags."""
+        ctx = session.ctx
+        eks = ctx.client("eks")
+        found = []
+        for page in eks.get_paginator("list_pod_identity_associations").paginate(clusterName=cluster):
+            for summary in page["associations"]:
+                try:
+                    association = eks.describe_pod_identity_association(
+                        clusterName=cluster, associationId=summary["associationId"])["association"]
+                except ClientError as exc:
+                    if error_code(exc) == "ResourceNotFoundException":
+                        continue
+                    raise
+                tags = association.get("tags") or {}
+                if tags.get(CLUSTER_TAG) != session.name:
+                    continue  # someone else's association: not fmcluster's to report or delete
+                mine = is_ours(tags, ctx)
+                key = tags.get(RESOURCE_TAG, "").partition(":")[2] or association["associationId"]
+                handle = PodIdentityAssociation(key, cluster=cluster, namespace=association["namespace"],
+                                                service_account=association["serviceAccount"]) if mine else None
+                found.append(Discovered(f"{PodIdentityAssociation.kind}:{key}", association["associationArn"],
+                                        "ACTIVE", f"EKS Pod Identity association {association['namespace']}/"
+                                        f"{association['serviceAccount']}", mine, handle,
+                                        tags.get(CLUSTER_ID_TAG, "")))
+        return found
+
     def describe(self, session: Session) -> dict[str, Any]:
         report: dict[str, Any] = {"name": session.name, "backend": PROFILE.name, "region": session.region,
                                   "status": "NOT_FOUND", "backend_status": None, "queues": [],
                                   "slurm_endpoint": None, "kubernetes_endpoint": None, "kubernetes_version": None,
-                                  "instances": [], "problems": [], "scheduler": None}
+                                  "instances": [], "problems": [], "scheduler": None,
+                                  "autoscaler": None}
         cluster = self._cluster(session)
         if cluster is None:
             return report
@@ -241,6 +307,9 @@ class EksBackend(Backend):
                 inside = cluster_view.read(access, session.spec.kubernetes.scheduler,
                                            [q["name"] for q in report["queues"]])
                 report["scheduler"] = scheduler_status.read(access, session.spec.kubernetes.scheduler)
+                report["autoscaler"] = autoscaler_status.read(access, session.spec)
+                if dra_driver.needed(session.spec):
+                    report["dra_driver"] = dra_driver.read(access)
             except FmclusterError as exc:  # a teammate without an access entry still sees what AWS holds
                 unread.append(f"the cluster's Kubernetes API was not read: {exc}")
             else:
@@ -250,10 +319,16 @@ class EksBackend(Backend):
                                f"({u['reason'] or 'no reason'}), from the EKS node monitoring agent: node auto repair "
                                "acts on it after the condition's wait" for u in queue.get("unhealthy_nodes") or []]
                 unread += scheduler_status.problems(report["scheduler"])
+                unread += autoscaler_status.problems(report["autoscaler"])
+                unread += dra_driver.problems(report["dra_driver"]) if report.get("dra_driver") else []
+        # A Capacity Block group made before its block begins cannot launch yet: that is waiting, not a problem.
+        waiting = queues_waiting(session.ctx, session.spec)
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))
-                              for item in items if health_issues(item)]
+                              for item in items if health_issues(item) and not (
+                                  what == "node group" and item[name] in waiting
+                                  and item.get("capacityType") == "CAPACITY_BLOCK")]
         report["status"] = PROFILE.overall_status(cluster["status"],
                                                   [g["status"] for g in groups] + [a["status"] for a in addons])
         return report

@@ -5,7 +5,7 @@ the cluster is gone), ``create`` and ``update`` are one server-side apply (field
 ``delete`` is a DELETE. Ownership is two labels, the Kubernetes form of fmcluster's tags: an object of the name
 fmcluster would use without them is someone else's (:class:`~fmcluster.engine.ForeignResource`).
 
-Keys are :mod:`fmcluster.backends.eks.object_keys`: kind, name, group, version and namespace, so an object is
+Keys are :mod:`fmcluster.object_keys`: kind, name, group, version and namespace, so an object is
 known from its key alone (``destroy`` from a state record).
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi, KubeApiError
-from fmcluster.backends.eks.object_keys import manifest_of_key, object_key
 from fmcluster.engine import UNKNOWN, AttributeChange, Context, ForeignResource, Observed, Resource, flatten
+from fmcluster.object_keys import manifest_of_key, object_key
 from fmcluster.render.documents import Document
 from fmcluster.waiting import growing, pause
 

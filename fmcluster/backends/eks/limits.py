@@ -2,8 +2,9 @@
 
 Amazon EKS User Guide, "Amazon EKS service quotas" (docs.aws.amazon.com/eks/latest/userguide/service-quotas.html):
 "Managed node groups per cluster: 30" and "Nodes per managed node group: 450". Both are adjustable through
-Service Quotas; fmcluster checks the defaults only (reading the account's own values in preflight is a follow-up,
-and until then a raised quota is still refused here).
+Service Quotas. Offline (``plan``, ``validate``, load) fmcluster holds a spec to these defaults; preflight reads the
+account's applied values (:mod:`fmcluster.backends.eks.quota_check`), so a lowered quota is refused there. A raised
+quota is still refused here: the offline check cannot know it.
 """
 
 from __future__ import annotations

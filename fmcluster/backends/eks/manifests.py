@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.backends.eks import device_plugins, quotas, releases, scheduler_install
+from fmcluster.backends.eks import autoscaler_install, device_plugins, dra_driver, quotas, releases, scheduler_install
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
@@ -53,6 +53,8 @@ def node_labels(queue: Queue) -> dict[str, str]:
         labels[device_plugins.NEURON_LABEL] = "true"
     if quotas.efa_interfaces(queue):
         labels[device_plugins.EFA_LABEL] = "true"
+    if dra_driver.serves(queue):  # where the DRA driver's kubelet plugin runs (its node affinity)
+        labels[dra_driver.GPU_PRESENT_LABEL] = "true"
     return labels
 
 
@@ -61,7 +63,10 @@ def manifests(spec: Spec) -> list[dict[str, Any]]:
     first: their kinds must exist before their objects), then device plugins, storage, and the scheduler's queues.
     The engine orders them by :func:`fmcluster.backends.eks.kube.wire`; this order is the one a reader follows."""
     objects: list[dict[str, Any]] = scheduler_install.manifests(spec.kubernetes.scheduler)
+    objects += autoscaler_install.manifests(spec)  # the Cluster Autoscaler, when a queue is elastic
     objects += _device_plugins(spec)
+    if dra_driver.needed(spec):
+        objects += dra_driver.manifests()
     if spec.storage.lustre is not None:
         objects += _lustre(spec)
     objects += _scheduler_queues(spec)

@@ -9,11 +9,19 @@ import json
 
 import yaml
 
-from fmcluster.backends.eks import local_storage, node_repair, system_nodes
+from fmcluster.backends.eks import (
+    autoscaler_iam,
+    autoscaler_install,
+    dra_driver,
+    local_storage,
+    node_repair,
+    scale_from_zero,
+    system_nodes,
+)
 from fmcluster.backends.eks import manifests as kube_manifests
 from fmcluster.backends.eks.node_images import node_image, standard_image
-from fmcluster.backends.eks.object_keys import object_key
 from fmcluster.catalog.hardware import hardware
+from fmcluster.object_keys import object_key
 from fmcluster.render import storage
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
@@ -151,7 +159,10 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
         if scratch:
             rendered.notes.append(scratch)
     _system_documents(spec, subnet, add)
+    _autoscaler_documents(spec, add)
 
+    rendered.examples += [dra_driver.example(queue, kube_manifests.WORKLOAD_NAMESPACE) for queue in spec.queues
+                          if dra_driver.serves(queue)]
     for manifest in kube_manifests.manifests(spec):
         key = object_key(manifest)
         name = manifest["metadata"]["name"].replace(".", "-")
@@ -185,12 +196,42 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
         node_config=local_storage.node_config(queue), scratch_path=local_storage.scratch_path(queue))
     add(f"eks-nodegroup-{queue.name}.yaml", "eks_nodegroup", queue.name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=queue.name, purpose=f'queue "{queue.name}"',
+        kubernetes_version=spec.kubernetes.version,
         instance_types=list(types), taints=[],
         instance_type_in_template=in_template, min_size=min_nodes(queue), max_size=max_nodes(queue),
-        # No cluster autoscaler: the nodes that run are the ones asked for, which `scale` changes.
+        # A fixed queue runs its count; an elastic one starts at its min, and from then on the Cluster Autoscaler
+        # sets the desired size (fmcluster compares and changes only min and max of such a group).
         desired_size=min_nodes(queue), subnet_id=queue.subnet_id or subnet, ami_type=node_image(queue).ami_type,
         capacity_type=CAPACITY_TYPES[capacity.type], labels=kube_manifests.node_labels(queue),
-        node_repair=node_repair.node_repair_config(queue), node_repair_note=node_repair.plan_note(queue) or "off")
+        node_repair=node_repair.node_repair_config(queue), node_repair_note=node_repair.plan_note(queue) or "off",
+        **_elastic_tags(spec, queue))
+
+
+def _elastic_tags(spec: Spec, queue: Queue) -> dict[str, dict[str, str]]:
+    """An elastic queue's node group also carries what the Cluster Autoscaler needs to scale it from zero."""
+    if not autoscaler_install.is_elastic(queue):
+        return {}
+    return {"tags": {**resource_tags(spec, f"eks_nodegroup:{queue.name}"), **scale_from_zero.nodegroup_tags(queue)}}
+
+
+def _autoscaler_documents(spec: Spec, add: object) -> None:
+    """With an elastic queue: the Cluster Autoscaler's IAM role and the EKS Pod Identity association that hands it
+    to the autoscaler's ServiceAccount (its Kubernetes objects are among the manifests)."""
+    if autoscaler_install.wanted(spec) is None:
+        return
+    name = role_name(spec.name, spec.region, autoscaler_iam.ROLE_PURPOSE)
+    add("iam-role-autoscaler.yaml", "iam_role", autoscaler_iam.ROLE_PURPOSE, "iam",
+        {"role": "CreateRole", "inline_policy": "PutRolePolicy"}, "eks/pod_identity_role.yaml.j2", cluster=spec.name,
+        role_name=name, purpose="Cluster Autoscaler role (EKS Pod Identity)",
+        assume_role_policy=json.dumps(autoscaler_iam.trust_policy()), policy_name=autoscaler_iam.POLICY_NAME,
+        policy=json.dumps(autoscaler_iam.permissions_policy(spec)),
+        policy_note="Describe calls on *, which AWS scopes no further; DescribeNodegroup on this cluster's node "
+                    "groups; SetDesiredCapacity and TerminateInstanceInAutoScalingGroup only on Auto Scaling groups "
+                    f"tagged {autoscaler_iam.CLUSTER_NAME_TAG}={spec.name} in {spec.region}")
+    add("eks-pod-identity-autoscaler.yaml", "eks_pod_identity_association", autoscaler_iam.ROLE_PURPOSE, "eks",
+        {"": "CreatePodIdentityAssociation"}, "eks/pod_identity_association.yaml.j2", cluster=spec.name,
+        purpose="the Cluster Autoscaler's AWS credentials", namespace=autoscaler_install.NAMESPACE,
+        service_account=autoscaler_install.SERVICE_ACCOUNT, role_key=autoscaler_iam.ROLE_PURPOSE)
 
 
 def _system_documents(spec: Spec, subnet: str, add: object) -> None:
@@ -210,6 +251,7 @@ def _system_documents(spec: Spec, subnet: str, add: object) -> None:
         scratch_path=None)
     add(f"eks-nodegroup-{name}.yaml", "eks_nodegroup", name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=name, purpose="cluster software (the system node group)",
+        kubernetes_version=spec.kubernetes.version,
         instance_types=[instance_type], instance_type_in_template=True, min_size=count, max_size=count,
         desired_size=count, subnet_id=subnet,
         ami_type=standard_image(hardware(instance_type).architecture or "x86_64").ami_type,

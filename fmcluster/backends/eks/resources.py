@@ -1,9 +1,13 @@
 """The EKS cluster, its managed add-ons and its managed node groups, as engine resources.
 
 EKS answers every ``Describe…`` with the resource's tags, so ownership is read in the same call. What EKS can
-change in place: a node group's scaling and labels (UpdateNodegroupConfig), a cluster's Kubernetes version
-(UpdateClusterVersion, one minor version at a time). Everything else a document sets is fixed at creation and
-changes only by replacing the resource, which the plan says.
+change in place (each resource's ``in_place``): a cluster's Kubernetes version (UpdateClusterVersion, one minor
+version at a time) and endpoint access (UpdateClusterConfig); a node group's Kubernetes version and launch-template
+version (UpdateNodegroupVersion), its scaling, labels and taints (UpdateNodegroupConfig) and its scale-from-zero
+tags (TagResource, UntagResource); an add-on's version and
+configuration (UpdateAddon). Each update EKS starts is followed to its end with DescribeUpdate: one that ends
+``Failed`` or ``Cancelled`` fails the step with EKS's errors. Everything else a document sets is fixed at creation
+and changes only by replacing the resource, which the plan says with the page that says so.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from botocore.exceptions import ClientError
 from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import require_ours
-from fmcluster.engine import AttributeChange, Context, Observed, Resource, flatten
+from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource, flatten
 from fmcluster.errors import UsageError
 from fmcluster.render.documents import Document
 
@@ -25,6 +29,12 @@ PHASES = {
     "ACTIVE": "ready", "DEGRADED": "ready", "FAILED": "failed", "CREATE_FAILED": "failed",
     "DELETE_FAILED": "failed", "UPDATE_FAILED": "failed",
 }
+# EKS User Guide pages that say what changes in place, and how.
+CLUSTER_VERSION_PAGE = "EKS User Guide, 'Update existing cluster to new Kubernetes version'"
+NODEGROUP_UPDATE_PAGE = "EKS User Guide, 'Update a managed node group for your cluster'"
+ADDON_UPDATE_PAGE = "EKS User Guide, 'Update an Amazon EKS add-on'"
+# DescribeUpdate's status values (EKS API, Update.status).
+UPDATE_ENDED_BADLY = ("Failed", "Cancelled")
 # Members that say which resource a request is about, or how to send it, not what it should be.
 _NOT_ATTRIBUTES = {"name", "clusterName", "nodegroupName", "addonName", "tags", "clientRequestToken",
                    "resolveConflicts"}
@@ -47,6 +57,38 @@ class EksResource(Resource):
         self.key = key
         self.document = document
         self.cluster = cluster or key
+        # The EKS update this walk started and waits for (DescribeUpdate), with what it changes.
+        self._update: tuple[str, str] | None = None
+
+    def _update_target(self) -> dict[str, str]:
+        """DescribeUpdate's members naming this resource."""
+        return {"name": self.cluster}
+
+    def _started(self, answer: dict[str, Any], what: str) -> None:
+        update = answer.get("update") or {}
+        if update.get("id"):
+            self._update = (update["id"], what)
+
+    def _follow_update(self, ctx: Context, observed: Observed) -> Observed:
+        """The resource as the update this walk started leaves it: pending while EKS runs it, failed with EKS's
+        errors when it ends Failed or Cancelled (the resource itself stays ACTIVE on the old version)."""
+        if self._update is None or observed.phase == "gone":
+            return observed
+        update_id, what = self._update
+        update = ctx.client("eks").describe_update(updateId=update_id, **self._update_target())["update"]
+        state = update.get("status", "")
+        if state == "Successful":
+            self._update = None
+            return observed
+        if state in UPDATE_ENDED_BADLY:
+            errors = "; ".join(f"{e.get('errorCode', '')}: {e.get('errorMessage', '')}"
+                               for e in update.get("errors") or [])
+            observed.phase, observed.status = "failed", f"update {state}"
+            observed.detail = f"{what} ({update.get('type', '')} {update_id}): {errors or 'EKS gave no reason'}"
+            return observed
+        observed.phase, observed.status = "pending", observed.status if observed.status != "ACTIVE" else "UPDATING"
+        observed.detail = f"{what}: {state}"
+        return observed
 
     @abstractmethod
     def _describe(self, ctx: Context) -> dict[str, Any]:
@@ -72,8 +114,9 @@ class EksResource(Resource):
         require_ours(f"EKS {self.what} {self.key}", item.get("tags") or {}, ctx)
         status = item.get("status", "")
         detail = health_issues(item)
-        return Observed(item.get("arn") or item.get("nodegroupArn") or item.get("addonArn"), status,
-                        PHASES.get(status, "pending"), self._outputs(item), detail, attributes=self._live(item))
+        observed = Observed(item.get("arn") or item.get("nodegroupArn") or item.get("addonArn"), status,
+                            PHASES.get(status, "pending"), self._outputs(item), detail, attributes=self._live(item))
+        return self._follow_update(ctx, observed)
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         body = ctx.resolve(self.document.body, partial=True)
@@ -103,6 +146,11 @@ class EksCluster(EksResource):
     # What UpdateClusterConfig cannot change for fmcluster: the role, the subnets, and the access mode it was made
     # with (EKS moves that one way only).
     replace_on = ("roleArn", "resourcesVpcConfig", "accessConfig")
+    replace_page = "EKS API reference, UpdateClusterConfig: it takes no roleArn or subnetIds, and moves " \
+                   "authenticationMode one way only"
+    in_place = (InPlace(("version",), "update_version", CLUSTER_VERSION_PAGE),
+                InPlace(("resourcesVpcConfig.endpointPublicAccess", "resourcesVpcConfig.endpointPrivateAccess"),
+                        "update_endpoint", "EKS User Guide, 'Cluster API server endpoint'"))
 
     def _describe(self, ctx: Context) -> dict[str, Any]:
         return ctx.client("eks").describe_cluster(name=self.key)["cluster"]
@@ -142,17 +190,34 @@ class EksCluster(EksResource):
         return Observed(cluster.get("arn"), cluster["status"], PHASES.get(cluster["status"], "pending"),
                         self._outputs(cluster))
 
-    def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
-        eks = ctx.client("eks")
-        body = ctx.resolve(self.document.body)
-        paths = {c.path for c in changes}
-        if "version" in paths:
-            eks.update_cluster_version(name=self.key, version=body["version"], clientRequestToken=token)
-        endpoint = {k: body["resourcesVpcConfig"][k] for k in ("endpointPublicAccess", "endpointPrivateAccess")}
-        if paths & {f"resourcesVpcConfig.{k}" for k in endpoint}:
-            eks.update_cluster_config(name=self.key, resourcesVpcConfig=endpoint,
-                                      clientRequestToken=f"{token}-endpoint"[:64])
-        return Observed(observed.id, "UPDATING", "pending")
+    def changes(self, ctx: Context, observed: Observed) -> list[AttributeChange]:
+        found = super().changes(ctx, observed)
+        return [AttributeChange(c.path, c.old, c.new, upgrade_note(c.old, c.new)) if c.path == "version" else c
+                for c in found]
+
+    def update_version(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
+                       token: str) -> Observed:
+        """UpdateClusterVersion moves the control plane one minor version up; its node groups must be at its
+        version first (CLUSTER_VERSION_PAGE). A longer way is walked one minor version at a time by the
+        lifecycle (:func:`fmcluster.backends.eks.upgrades.steps`)."""
+        wanted = ctx.resolve(self.document.body)["version"]
+        current = str(observed.attributes.get("version") or "")
+        if current and minor(wanted) != minor(current) + 1:
+            raise UsageError(f"EKS cluster {self.key} is at Kubernetes {current}: EKS moves a cluster one minor "
+                             f"version at a time ({CLUSTER_VERSION_PAGE}), so {wanted} is reached through "
+                             f"{', '.join(versions_between(current, wanted))}; `fmcluster create SPEC` walks them")
+        answer = ctx.client("eks").update_cluster_version(name=self.key, version=wanted, clientRequestToken=token)
+        self._started(answer, f"Kubernetes {current} → {wanted}")
+        return Observed(observed.id, "UPDATING", "pending", observed.outputs)
+
+    def update_endpoint(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
+                        token: str) -> Observed:
+        vpc = ctx.resolve(self.document.body)["resourcesVpcConfig"]
+        endpoint = {k: vpc[k] for k in ("endpointPublicAccess", "endpointPrivateAccess")}
+        answer = ctx.client("eks").update_cluster_config(name=self.key, resourcesVpcConfig=endpoint,
+                                                         clientRequestToken=token)
+        self._started(answer, "endpoint access")
+        return Observed(observed.id, "UPDATING", "pending", observed.outputs)
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_cluster(name=self.key)
@@ -163,9 +228,16 @@ class EksNodegroup(EksResource):
     what = "node group"
     snapshot_kind = "eks.Nodegroup"
     teardown_rank = 30
-    # UpdateNodegroupConfig changes scaling, labels, taints and nodeRepairConfig; the rest of a managed node group
-    # is fixed at creation.
+    # UpdateNodegroupVersion changes the Kubernetes version and the launch template's version, UpdateNodegroupConfig
+    # scaling, labels, taints and nodeRepairConfig; the rest of a managed node group is fixed at creation.
     replace_on = ("launchTemplate", "capacityType", "amiType", "subnets", "nodeRole", "instanceTypes")
+    replace_page = "EKS API reference, UpdateNodegroupConfig and UpdateNodegroupVersion: neither takes these, " \
+                   "and a node group keeps the launch template it was created with"
+    in_place = (InPlace(("version", "launchTemplate.version"), "update_version", NODEGROUP_UPDATE_PAGE),
+                InPlace(("scalingConfig", "labels", "taints"), "update", "EKS API reference, UpdateNodegroupConfig"))
+
+    def _update_target(self) -> dict[str, str]:
+        return {"name": self.cluster, "nodegroupName": self.key}
 
     def _describe(self, ctx: Context) -> dict[str, Any]:
         return ctx.client("eks").describe_nodegroup(clusterName=self.cluster, nodegroupName=self.key)["nodegroup"]
@@ -182,10 +254,16 @@ class EksNodegroup(EksResource):
         labels = item.get("labels") or {}
         live = {k: v for k, v in live.items() if not k.startswith("labels.")}
         live.update({f"labels.{k}": v for k, v in labels.items()})
+        live.update(_template_tags(item.get("tags") or {}))
         return live
 
     def desired(self, ctx: Context) -> dict[str, Any]:
-        return {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        desired = {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        desired.update(_template_tags(self.document.body.get("tags") or {}))
+        if _elastic(desired):
+            # The Cluster Autoscaler sets an elastic group's desired size: it is neither drift nor fmcluster's.
+            desired.pop("scalingConfig.desiredSize", None)
+        return desired
 
     def create(self, ctx: Context, token: str) -> Observed:
         group = ctx.client("eks").create_nodegroup(clientRequestToken=token,
@@ -193,12 +271,36 @@ class EksNodegroup(EksResource):
         return Observed(group.get("nodegroupArn"), group["status"], PHASES.get(group["status"], "pending"),
                         self._outputs(group))
 
+    def update_version(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
+                       token: str) -> Observed:
+        """UpdateNodegroupVersion (NODEGROUP_UPDATE_PAGE): the nodes roll onto the cluster's Kubernetes version
+        (the newest EKS-optimized image release of the node group's amiType for it) and the launch template's new
+        version, in one rolling update of the same node group. A launch template that names its own image takes no
+        ``version`` (the image carries it)."""
+        body = ctx.resolve(self.document.body)
+        paths = {c.path for c in changes}
+        request: dict[str, Any] = {}
+        if "launchTemplate.version" in paths:
+            request["launchTemplate"] = {"id": body["launchTemplate"]["id"],
+                                         "version": str(body["launchTemplate"]["version"])}
+        if "version" in paths and body.get("amiType", "CUSTOM") != "CUSTOM":
+            request["version"] = body["version"]
+        try:
+            answer = ctx.client("eks").update_nodegroup_version(clusterName=self.cluster, nodegroupName=self.key,
+                                                                clientRequestToken=token, **request)
+        except ClientError as exc:
+            if error_code(exc) != "ResourceInUseException":  # see update
+                raise
+            answer = {}
+        self._started(answer, _describe_version_change(changes))
+        return Observed(observed.id, "UPDATING", "pending", observed.outputs)
+
     def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
         body = ctx.resolve(self.document.body)
         paths = {c.path for c in changes}
         request: dict[str, Any] = {}
         if any(p.startswith("scalingConfig.") for p in paths):
-            request["scalingConfig"] = body["scalingConfig"]
+            request["scalingConfig"] = _scaling(body["scalingConfig"], observed.attributes or {})
         label_changes = [p.removeprefix("labels.") for p in paths if p.startswith("labels.")]
         if label_changes:
             wanted = body.get("labels") or {}
@@ -215,19 +317,64 @@ class EksNodegroup(EksResource):
         if any(p.startswith("nodeRepairConfig.") for p in paths):
             # UpdateNodegroupConfig takes the whole nodeRepairConfig (botocore's EKS model).
             request["nodeRepairConfig"] = body.get("nodeRepairConfig") or {"enabled": False}
+        if any(p.startswith(TAGS_PATH) for p in paths):
+            self._retag(ctx, observed, body.get("tags") or {})
+            if not request:
+                return self.read(ctx, observed.id) or observed
         if not request:
             raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of node group {self.key} in place")
         try:
-            ctx.client("eks").update_nodegroup_config(clusterName=self.cluster, nodegroupName=self.key,
-                                                      clientRequestToken=token, **request)
+            answer = ctx.client("eks").update_nodegroup_config(clusterName=self.cluster, nodegroupName=self.key,
+                                                               clientRequestToken=token, **request)
         except ClientError as exc:
             # A re-run after a kill: the update with this token was sent; EKS may still be applying it.
             if error_code(exc) != "ResourceInUseException":
                 raise
+            answer = {}
+        self._started(answer, "scaling, labels or taints")
         return Observed(observed.id, "UPDATING", "pending")
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_nodegroup(clusterName=self.cluster, nodegroupName=self.key)
+
+    def _retag(self, ctx: Context, observed: Observed, tags: dict[str, str]) -> None:
+        """TagResource and UntagResource: the node group's scale-from-zero tags as the document has them."""
+        eks = ctx.client("eks")
+        wanted = {k: v for k, v in tags.items() if k.startswith(TEMPLATE_TAG_PREFIX)}
+        live = {path.removeprefix(TAGS_PATH): v for path, v in (observed.attributes or {}).items()
+                if path.startswith(TAGS_PATH)}
+        if any(live.get(k) != v for k, v in wanted.items()):
+            eks.tag_resource(resourceArn=observed.id, tags=wanted)
+        gone = sorted(set(live) - set(wanted))
+        if gone:
+            eks.untag_resource(resourceArn=observed.id, tagKeys=gone)
+
+
+# The Cluster Autoscaler's scale-from-zero tags (fmcluster.backends.eks.scale_from_zero): the only node group tags
+# fmcluster compares, since the autoscaler reads them (through DescribeNodegroup) while the group has no node.
+TEMPLATE_TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
+TAGS_PATH = "tags."
+
+
+def _template_tags(tags: dict[str, Any]) -> dict[str, Any]:
+    return {f"{TAGS_PATH}{k}": v for k, v in tags.items() if k.startswith(TEMPLATE_TAG_PREFIX)}
+
+
+def _elastic(flat: dict[str, Any]) -> bool:
+    low, high = flat.get("scalingConfig.minSize"), flat.get("scalingConfig.maxSize")
+    return isinstance(low, int) and isinstance(high, int) and low < high
+
+
+def _scaling(wanted: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The UpdateNodegroupConfig scaling of a change: a fixed group's whole; an elastic group's min and max, with
+    the desired size the autoscaler chose kept, moved only into the new range (EKS refuses a desired size outside
+    min..max)."""
+    if wanted["minSize"] >= wanted["maxSize"]:
+        return dict(wanted)
+    current = live.get("scalingConfig.desiredSize")
+    current = wanted["minSize"] if not isinstance(current, int) else current
+    return {"minSize": wanted["minSize"], "maxSize": wanted["maxSize"],
+            "desiredSize": min(max(current, wanted["minSize"]), wanted["maxSize"])}
 
 
 class EksAddon(EksResource):
@@ -235,7 +382,33 @@ class EksAddon(EksResource):
     what = "add-on"
     snapshot_kind = "eks.Addon"
     teardown_rank = 35
-    replace_on = ("addonVersion", "serviceAccountRoleArn")
+    # UpdateAddon changes the version, configuration and service-account role of an add-on: nothing of one needs
+    # a new add-on.
+    in_place = (InPlace(("addonVersion", "configurationValues", "serviceAccountRoleArn"), "update",
+                        ADDON_UPDATE_PAGE),)
+
+    def __init__(self, key: str, document: Document | None = None, cluster: str | None = None,
+                 kubernetes_version: str | None = None):
+        super().__init__(key, document, cluster)
+        # The Kubernetes version the spec asks for: the add-on's version must be one EKS offers for it.
+        self.kubernetes_version = kubernetes_version
+
+    def _update_target(self) -> dict[str, str]:
+        return {"name": self.cluster, "addonName": self.key}
+
+    def changes(self, ctx: Context, observed: Observed) -> list[AttributeChange]:
+        """What the document sets, and the add-on's version when EKS does not list it as compatible with the
+        spec's Kubernetes version (DescribeAddonVersions): it moves to EKS's default version for that Kubernetes
+        version, as ADDON_UPDATE_PAGE does after a cluster update. A version still offered stays (no churn)."""
+        found = super().changes(ctx, observed)
+        live = observed.attributes.get("addonVersion")
+        if self.document is None or not self.kubernetes_version or not live:
+            return found
+        offered, default = addon_versions(ctx, self.key, self.kubernetes_version)
+        if offered and live not in offered and default:
+            found.append(AttributeChange("addonVersion", live, default,
+                                         f"EKS offers {live} no longer for Kubernetes {self.kubernetes_version}"))
+        return found
 
     def _describe(self, ctx: Context) -> dict[str, Any]:
         return ctx.client("eks").describe_addon(clusterName=self.cluster, addonName=self.key)["addon"]
@@ -245,16 +418,68 @@ class EksAddon(EksResource):
         return Observed(addon.get("addonArn"), addon["status"], PHASES.get(addon["status"], "pending"))
 
     def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
-        """UpdateAddon changes an add-on's configurationValues in place (where its pods run); an empty string
-        takes them back to the add-on's defaults."""
-        paths = {c.path for c in changes}
-        if paths != {"configurationValues"}:
-            raise UsageError(f"EKS cannot change {', '.join(sorted(paths))} of add-on {self.key} in place")
+        """UpdateAddon (ADDON_UPDATE_PAGE) changes an add-on's version and configurationValues in place (where its
+        pods run); an empty string takes the configuration back to the add-on's defaults."""
+        wanted = {c.path: c.new for c in changes}
         body = ctx.resolve(self.document.body)
-        ctx.client("eks").update_addon(clusterName=self.cluster, addonName=self.key, clientRequestToken=token,
-                                       configurationValues=body.get("configurationValues") or "",
-                                       resolveConflicts="OVERWRITE")
+        request: dict[str, Any] = {}
+        if "addonVersion" in wanted:
+            request["addonVersion"] = wanted["addonVersion"]
+        if "configurationValues" in wanted:
+            request["configurationValues"] = body.get("configurationValues") or ""
+        if "serviceAccountRoleArn" in wanted:
+            request["serviceAccountRoleArn"] = body.get("serviceAccountRoleArn") or ""
+        answer = ctx.client("eks").update_addon(clusterName=self.cluster, addonName=self.key,
+                                                clientRequestToken=token, resolveConflicts="OVERWRITE", **request)
+        self._started(answer, ", ".join(f"{c.path} → {c.new}" for c in changes if c.path != "configurationValues")
+                      or "configuration")
         return Observed(observed.id, "UPDATING", "pending")
 
     def _send_delete(self, ctx: Context) -> None:
         ctx.client("eks").delete_addon(clusterName=self.cluster, addonName=self.key)
+
+
+def minor(version: str) -> int:
+    """The minor number of a Kubernetes version ("1.35" → 35)."""
+    return int(str(version).split(".")[1])
+
+
+def versions_between(current: str, wanted: str) -> list[str]:
+    """Each minor version from the one after ``current`` up to ``wanted``: the way EKS takes a cluster."""
+    major = str(wanted).split(".")[0]
+    return [f"{major}.{m}" for m in range(minor(current) + 1, minor(wanted) + 1)]
+
+
+def upgrade_note(old: Any, new: Any) -> str:
+    """What a Kubernetes version change does, for the plan (CLUSTER_VERSION_PAGE)."""
+    if not isinstance(old, str) or not isinstance(new, str) or "." not in old or "." not in new:
+        return ""
+    if minor(new) < minor(old):
+        return f"EKS cannot downgrade a cluster ({CLUSTER_VERSION_PAGE})"
+    steps = versions_between(old, new)
+    return ("one minor version at a time: " + " → ".join([old, *steps]) + "; control plane, then node groups, "
+            "then add-ons, at each") if len(steps) > 1 else ""
+
+
+def _describe_version_change(changes: list[AttributeChange]) -> str:
+    return ", ".join(f"{'Kubernetes' if c.path == 'version' else 'launch template version'} {c.old} → {c.new}"
+                     for c in changes)
+
+
+def addon_versions(ctx: Context, addon: str, kubernetes_version: str) -> tuple[list[str], str | None]:
+    """The add-on versions EKS offers for a Kubernetes version, and its default one (DescribeAddonVersions); a
+    read-only pass reads them once."""
+    def fetch() -> tuple[list[str], str | None]:
+        offered: list[str] = []
+        default = None
+        for page in ctx.client("eks").get_paginator("describe_addon_versions").paginate(
+                addonName=addon, kubernetesVersion=kubernetes_version):
+            for info in page.get("addons") or []:
+                for version in info.get("addonVersions") or []:
+                    offered.append(version["addonVersion"])
+                    if any(c.get("defaultVersion") and c.get("clusterVersion") == kubernetes_version
+                           for c in version.get("compatibilities") or []):
+                        default = version["addonVersion"]
+        return offered, default or (offered[0] if offered else None)
+
+    return reads.once(ctx, "eks.AddonVersions", f"{addon}:{kubernetes_version}", fetch)

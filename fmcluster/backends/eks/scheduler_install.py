@@ -34,7 +34,8 @@ WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration
 # Built-in kinds that are cluster-scoped (Kubernetes API reference); a custom kind's scope is its CRD's.
 CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
                             "PriorityClass", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-                            "APIService", "RuntimeClass", "StorageClass", "PersistentVolume", "CSIDriver"})
+                            "APIService", "RuntimeClass", "StorageClass", "PersistentVolume", "CSIDriver",
+                            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "DeviceClass"})
 # Components whose objects wait until the scheduler's webhooks answer: Kueue's fail-closed webhooks intercept
 # Deployments in every namespace but kube-system and kueue-system (reference README, "Kueue v0.19.2"), the MPI
 # Operator's among them.
@@ -82,7 +83,8 @@ def install_objects(release: Release) -> list[dict[str, Any]]:
             # cluster-scoped object, so fmcluster does too (else the object's key and its live form would differ).
             metadata.pop("namespace", None)
         metadata["labels"] = {**(metadata.get("labels") or {}), COMPONENT_LABEL: release.name}
-        _place_on_system_nodes(obj)
+        if not (release.node_agents and obj["kind"] == "DaemonSet"):  # a node agent stays on the nodes it serves
+            _place_on_system_nodes(obj)
     return ordered
 
 

@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import limits, node_repair, quotas, system_nodes
+from fmcluster.backends.eks import (
+    autoscaler_iam,
+    autoscaler_install,
+    limits,
+    node_repair,
+    quotas,
+    system_nodes,
+    ultraserver_rules,
+)
 from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
+from fmcluster.backends.eks.releases import CLUSTER_AUTOSCALER
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions, names
 from fmcluster.catalog.hardware import hardware
@@ -85,9 +94,10 @@ class EksSpecRules(BackendSpecRules):
         self._version(spec, error, warn)
         self._not_on_eks(spec, error)
         self._node_images(spec, error)
+        ultraserver_rules.check(spec, error)
         self._quotas(spec, error)
         self._system_group(spec, error)
-        self._scaling(spec, warn)
+        self._scaling(spec, error)
         self._reserved_tags(spec, error)
         self._service_quotas(spec, error)
 
@@ -108,11 +118,15 @@ class EksSpecRules(BackendSpecRules):
         if not EKS_CLUSTER_NAME.match(spec.name):
             error(("name",), f"'{spec.name}': EKS cluster names start with a letter or digit and hold only letters, "
                              "digits, hyphens and underscores")
-        longest = max(len(role_name(spec.name, spec.region, purpose)) for purpose in ("cluster", "nodes"))
+        purposes = ["cluster", "nodes"]
+        if any(autoscaler_install.is_elastic(queue) for queue in spec.queues):
+            purposes.append(autoscaler_iam.ROLE_PURPOSE)  # the Cluster Autoscaler's role
+        longest_name = max((role_name(spec.name, spec.region, purpose) for purpose in purposes), key=len)
+        longest = len(longest_name)
         if longest > IAM_ROLE_NAME_MAX:
             most = len(spec.name) - (longest - IAM_ROLE_NAME_MAX)
             error(("name",), f"'{spec.name}' is {len(spec.name)} characters; its IAM role names "
-                             f"({role_name(spec.name, spec.region, 'cluster')}) pass IAM's {IAM_ROLE_NAME_MAX}: "
+                             f"({longest_name}) pass IAM's {IAM_ROLE_NAME_MAX}: "
                              f"in {spec.region} use at most {most}")
         for index, queue in enumerate(spec.queues):
             if len(queue.name) > KUBERNETES_NAME_MAX or not KUBERNETES_NAME.match(queue.name):
@@ -123,10 +137,12 @@ class EksSpecRules(BackendSpecRules):
     def _version(self, spec: Spec, error: Report, warn: Report) -> None:
         version = spec.kubernetes.version
         support = eks_versions.support(version)
-        offered = ", ".join((*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT))
-        if support is None:
-            error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version}: it offers {offered} "
-                  f"(the newest, {eks_versions.DEFAULT_VERSION}, is the default)")
+        offered = ", ".join(v for v in (*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT)
+                            if eks_versions.usable(v))
+        if not eks_versions.usable(version):
+            error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version} with the EKS-optimized AL2023 "
+                  f"node images fmcluster's nodes boot: it offers {offered} (the newest, "
+                  f"{eks_versions.DEFAULT_VERSION}, is the default)")
         elif support == "extended":
             warn(("kubernetes", "version"), f"Kubernetes {version} is on EKS extended support: the control plane "
                  f"costs ${eks_versions.CONTROL_PLANE_USD_PER_HOUR['extended']:.2f}/h instead of "
@@ -141,11 +157,6 @@ class EksSpecRules(BackendSpecRules):
             for name, why in NOT_ON_EKS_QUEUE.items():
                 if name in queue.model_fields_set:
                     error(("queues", index, name), f"not supported on eks: {why}")
-            if queue.capacity.ultraserver is not None:
-                error(("queues", index, "capacity", "ultraserver"),
-                      "not supported on eks: NVLink across an UltraServer's instances needs IMEX set up per job, which "
-                      "on Kubernetes is NVIDIA's DRA driver with ComputeDomains, and fmcluster does not install it; "
-                      "use the pcs or parallelcluster backend, which configure IMEX")
 
     def _node_images(self, spec: Spec, error: Report) -> None:
         """Every node boots the EKS-optimized AL2023 image of its hardware; an accelerated type needs the variant
@@ -207,12 +218,21 @@ class EksSpecRules(BackendSpecRules):
                   "the system node group must outlive any Capacity Block or Spot reclaim: use a type sold On-Demand "
                   "such as m7i.xlarge (the default)")
 
-    def _scaling(self, spec: Spec, warn: Report) -> None:
-        ranged = [(index, q) for index, q in enumerate(spec.queues) if not isinstance(q.nodes, int)]
-        for index, queue in ranged:
-            warn(("queues", index, "nodes"), f"on eks, {queue.name} runs its min of {queue.nodes.min} nodes: fmcluster "
-                 "installs no cluster autoscaler, so the node group grows only when `fmcluster scale` asks "
-                 f"(up to its max of {queue.nodes.max})")
+    def _scaling(self, spec: Spec, error: Report) -> None:
+        """An elastic queue gets the Cluster Autoscaler, whose release must match the cluster's Kubernetes minor
+        (its README: use the release "that corresponds to the minor version of Kubernetes" the cluster runs);
+        fmcluster ships one per minor it has a render for."""
+        elastic = [(index, q) for index, q in enumerate(spec.queues) if autoscaler_install.is_elastic(q)]
+        version = spec.kubernetes.version
+        if not elastic or autoscaler_install.release_for(version) is not None \
+                or eks_versions.support(version) is None:  # an unknown version is refused already
+            return
+        index, queue = elastic[0]
+        shipped = ", ".join(sorted(CLUSTER_AUTOSCALER))
+        error(("queues", index, "nodes"), f"queue {queue.name} is elastic ({queue.nodes.min} to {queue.nodes.max} "
+              f"nodes), which on eks needs the Cluster Autoscaler release of the cluster's Kubernetes minor, and "
+              f"fmcluster ships it for Kubernetes {shipped}, not {version}: set kubernetes.version to one of them, "
+              f"or give the queue a fixed node count")
 
     def _service_quotas(self, spec: Spec, error: Report) -> None:
         """EKS's default quotas: every queue is one managed node group and the system group one more; each group's
@@ -230,8 +250,8 @@ class EksSpecRules(BackendSpecRules):
                     ("queues", index, "nodes", "max")
                 error(path, f"{most} nodes in one managed node group: EKS's default quota is "
                       f"{limits.NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group ({limits.GUIDE_PAGE}); "
-                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (fmcluster does "
-                      "not read a raised quota yet)")
+                      f"split the queue into queues of at most {limits.NODES_PER_MANAGED_NODE_GROUP} (this offline "
+                      "check holds a spec to the default; preflight reads the account's own value)")
 
     def _reserved_tags(self, spec: Spec, error: Report) -> None:
         for key in spec.tags:

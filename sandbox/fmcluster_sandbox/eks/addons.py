@@ -64,6 +64,45 @@ class AddonOperations:
         self._start(addon, "DELETING")
         return {"addon": self._addon_view(addon)}
 
+    def _op_update_addon(self, p: dict, region: str, account: str, caller: str) -> dict:
+        """UpdateAddon (EKS API; EKS User Guide "Update an Amazon EKS add-on"): the cluster ACTIVE, the add-on
+        ACTIVE or DEGRADED; a version offered for the cluster's Kubernetes version; a service-account role that
+        exists. The add-on is UPDATING for the latency ``eks.addon``; the new values show once it ends.
+        ``configurationValues`` are stored unchecked (the add-ons' schemas are not in the sandbox)."""
+        cluster = self._active_cluster(p["clusterName"], account, region)
+        addon = self._addon(cluster, p["addonName"])
+        where = {"clusterName": cluster.name, "addonName": addon.name}
+        if addon.status not in ("ACTIVE", "DEGRADED"):
+            raise in_use(f"Addon {addon.name} is {addon.status}; an update cannot start now.", **where)
+        kube = cluster.spec["version"]
+        params: list[dict[str, str]] = []
+        pending: dict[str, Any] = {}
+        if p.get("addonVersion"):
+            if p["addonVersion"] not in catalog.addon_versions(addon.name, kube):
+                raise invalid(f"Addon version specified is not supported: {addon.name} {p['addonVersion']} on "
+                              f"Kubernetes {kube}", **where)
+            pending["addonVersion"] = p["addonVersion"]
+            params.append({"type": "AddonVersion", "value": p["addonVersion"]})
+        if "serviceAccountRoleArn" in p:
+            role = p["serviceAccountRoleArn"]
+            if role and self._role(role, account) is None:
+                raise invalid(f"Role with arn: {role}, does not exist", **where)
+            pending["serviceAccountRoleArn"] = role or None
+            params.append({"type": "ServiceAccountRoleArn", "value": role})
+        if "configurationValues" in p:
+            pending["configurationValues"] = p["configurationValues"] or None
+            params.append({"type": "ConfigurationValues", "value": p["configurationValues"]})
+        if p.get("resolveConflicts"):
+            params.append({"type": "ResolveConflicts", "value": p["resolveConflicts"]})
+        addon.spec["_pending"] = pending
+        update = self._new_update(addon, "AddonUpdate", params)
+        self._start(addon, "UPDATING")
+        return {"update": dict(update)}
+
+    @staticmethod
+    def _addon_updated(addon: Any) -> None:
+        addon.spec.update(addon.spec.pop("_pending", None) or {})
+
     def _op_describe_addon_versions(self, p: dict, region: str, account: str, caller: str) -> dict:
         kube = p.get("kubernetesVersion")
         names = [p["addonName"]] if p.get("addonName") else sorted(catalog.ADDON_VERSIONS)

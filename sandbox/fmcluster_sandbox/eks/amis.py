@@ -4,7 +4,7 @@
 /aws/service/eks/optimized-ami/<kubernetes-version>/<ami-type>/recommended/image_id`` with the AL2023 types
 ``amazon-linux-2023/x86_64/standard``, ``amazon-linux-2023/arm64/standard``, ``amazon-linux-2023/x86_64/nvidia``,
 ``amazon-linux-2023/arm64/nvidia`` and ``amazon-linux-2023/x86_64/neuron``. The sandbox seeds one AMI per
-Region, Kubernetes version (:mod:`.catalog`) and type, owned by ``amazon``, and answers those parameters with
+Region, Kubernetes version (:data:`IMAGE_VERSIONS`) and type, owned by ``amazon``, and answers those parameters with
 its id; a managed node group without an ``ImageId`` in its launch template launches the AMI of its
 ``amiType`` (``AL2023_x86_64_NVIDIA`` …) for the cluster's version.
 
@@ -27,6 +27,11 @@ VARIANTS = (("x86_64", "standard"), ("arm64", "standard"), ("x86_64", "nvidia"),
 AMI_TYPES = {"AL2023_x86_64_STANDARD": ("x86_64", "standard"), "AL2023_ARM_64_STANDARD": ("arm64", "standard"),
              "AL2023_x86_64_NVIDIA": ("x86_64", "nvidia"), "AL2023_ARM_64_NVIDIA": ("arm64", "nvidia"),
              "AL2023_x86_64_NEURON": ("x86_64", "neuron")}
+# Every version the sandbox serves clusters for, and the two on extended support: AWS publishes AL2023 node images
+# for 1.32 and 1.33 too (EKS User Guide, "Create nodes with optimized Amazon Linux AMIs": from 1.33 onwards EKS
+# releases AL2023 and Bottlerocket AMIs, 1.32 being the last with AL2 as well; the amazon-eks-ami releases list
+# AL2023 builds for both).
+IMAGE_VERSIONS = tuple(dict.fromkeys(("1.32", "1.33", *catalog.KUBERNETES_VERSIONS)))
 BUILD_DATE = "20260101"  # the sandbox's own build label (AWS's release dates are not in the guide)
 PARAMETER_PREFIX = "/aws/service/eks/optimized-ami/"
 OWNER_ALIAS = "amazon"
@@ -44,7 +49,7 @@ def image_id(region: str, kubernetes: str, arch: str, variant: str) -> str:
 def for_ami_type(region: str, kubernetes: str, ami_type: str) -> str | None:
     """The AMI a node group of ``ami_type`` launches, or None for a type the sandbox does not seed."""
     found = AMI_TYPES.get(ami_type)
-    if found is None or kubernetes not in catalog.KUBERNETES_VERSIONS:
+    if found is None or kubernetes not in IMAGE_VERSIONS:
         return None
     return image_id(region, kubernetes, *found)
 
@@ -52,7 +57,7 @@ def for_ami_type(region: str, kubernetes: str, ami_type: str) -> str | None:
 def parameters(region: str) -> dict[str, str]:
     return {f"{PARAMETER_PREFIX}{kube}/amazon-linux-2023/{arch}/{variant}/recommended/image_id":
             image_id(region, kube, arch, variant)
-            for kube in catalog.KUBERNETES_VERSIONS for arch, variant in VARIANTS}
+            for kube in IMAGE_VERSIONS for arch, variant in VARIANTS}
 
 
 def seed(ami_backend: Any) -> None:
@@ -60,7 +65,7 @@ def seed(ami_backend: Any) -> None:
 
     region = ami_backend.region_name
     created = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-    for kube in catalog.KUBERNETES_VERSIONS:
+    for kube in IMAGE_VERSIONS:
         for arch, variant in VARIANTS:
             ami_id = image_id(region, kube, arch, variant)
             if ami_id in ami_backend.amis:

@@ -19,6 +19,7 @@ import random
 import uuid
 from typing import Any
 
+from fmcluster_sandbox import local_zones
 from fmcluster_sandbox.eks import catalog
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid
 
@@ -79,6 +80,13 @@ class ClusterOperations:
         vpcs = {s.vpc_id for s in subnets}
         if len(vpcs) > 1:
             raise invalid("Subnets specified must be in the same VPC", clusterName=name)
+        for subnet in subnets:
+            # "Launch low-latency EKS clusters with AWS Local Zones": EKS cannot place the control plane's network
+            # interfaces in a Local Zone subnet, "you must not specify Local Zone subnets when you create your
+            # cluster".
+            if local_zones.local_zone(region, name=subnet.availability_zone) is not None:
+                raise invalid(f"Subnet {subnet.id} is in the Local Zone {subnet.availability_zone}: a cluster's "
+                              "subnets must be in Availability Zones of the Region", clusterName=name)
         zones = {s.availability_zone for s in subnets}
         if len(zones) < 2:
             raise invalid("Subnets specified must be in at least two different AZs", clusterName=name)
@@ -108,7 +116,7 @@ class ClusterOperations:
 
     def _drop_cluster_resources(self, cluster: Any) -> None:
         self.on_cluster_deleted(cluster.name, cluster.region)
-        for kind in ("addon", "access_entry"):
+        for kind in ("addon", "access_entry", "pod_identity"):  # a cluster's associations go with it
             for res in self._all(kind, cluster.account, cluster.region, cluster.name):
                 self._resources.pop(self._key(res), None)
         group_id = cluster.spec["resourcesVpcConfig"].get("clusterSecurityGroupId")

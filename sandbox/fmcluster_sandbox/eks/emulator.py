@@ -5,8 +5,8 @@ Every request is routed by botocore's EKS model (:mod:`.routing`) and checked ag
 with ``InvalidParameterException`` naming every field. Resources follow EKS's state machines with lazy,
 clock-driven transitions: a resource stays CREATING/UPDATING/DELETING for the fault latency of its kind
 (``eks.cluster``, ``eks.nodegroup``, ``eks.addon``) and moves on at the first request after that.
-The operations live in :mod:`.clusters`, :mod:`.nodegroups`, :mod:`.addons` and :mod:`.access`; node
-instances in :mod:`.nodes`.
+The operations live in :mod:`.clusters`, :mod:`.nodegroups`, :mod:`.addons`, :mod:`.access` and
+:mod:`.pod_identity`; node instances in :mod:`.nodes`.
 
 Three functions serve the sandbox's Kubernetes API (the ``kube`` hook of the server): :meth:`EksEmulator.nodes`,
 :meth:`EksEmulator.principal_allowed` and :meth:`EksEmulator.cluster_version`.
@@ -31,6 +31,7 @@ from fmcluster_sandbox.eks.addons import AddonOperations
 from fmcluster_sandbox.eks.clusters import ClusterOperations
 from fmcluster_sandbox.eks.errors import EksError, invalid
 from fmcluster_sandbox.eks.nodegroups import NodegroupOperations
+from fmcluster_sandbox.eks.pod_identity import PodIdentityOperations
 from fmcluster_sandbox.faults import Faults
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ DEFAULT_PAGE_SIZE = 100
 
 @dataclass
 class Resource:
-    kind: str  # cluster | nodegroup | addon | access_entry
+    kind: str  # cluster | nodegroup | addon | access_entry | pod_identity
     name: str  # cluster name, node group name, add-on name or principal ARN
     arn: str
     account: str
@@ -62,7 +63,7 @@ class Resource:
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)  # access entries: policy ARN -> association
 
 
-class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, AccessOperations):
+class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, AccessOperations, PodIdentityOperations):
     """EKS for the sandbox. ``endpoint_url`` and ``ca_pem`` give the sandbox's own URL and TLS certificate
     (read when a cluster is described: the server knows them only once it listens)."""
 
@@ -254,6 +255,7 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
             self._resources.pop(self._key(res), None)
             return
         if res.kind == "nodegroup":
+            self._nodegroup_updated(res)
             code = self._reconcile(res)
             if code is None or self._waits_for_its_block(res, code):
                 res.status = "ACTIVE"
@@ -262,6 +264,8 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
         else:
             if res.kind == "cluster":
                 self._cluster_updated(res)
+            elif res.kind == "addon":
+                self._addon_updated(res)
             res.status = "ACTIVE"
         for update in res.updates:
             if update["status"] == "InProgress":

@@ -1,15 +1,18 @@
 """EKS managed node groups: CreateNodegroup, DescribeNodegroup, ListNodegroups, DeleteNodegroup,
-UpdateNodegroupConfig.
+UpdateNodegroupConfig, UpdateNodegroupVersion.
 
 Rules (EKS API reference CreateNodegroup/UpdateNodegroupConfig; EKS User Guide "Create a managed node
 group", "Customize managed nodes with launch templates", "Create a managed node group with Capacity
 Blocks"): the cluster is ACTIVE; the name (at most 63 characters, a letter or digit first) is unique in the
-cluster; the node role exists in IAM and is no cluster's role; subnets exist in the cluster's VPC and not in a
-Local Zone; ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
+cluster; the node role exists in IAM and is no cluster's role; subnets exist in the cluster's VPC (a Local Zone's
+too: "Launch low-latency EKS clusters with AWS Local Zones" lists managed node groups among what EKS supports
+there); ``minSize <= desiredSize <= maxSize`` (the model gives ``maxSize >= 1``); a
 launch template is named by id or name (not both) and exists; instance types go in the template or the
 node group, not both; ``diskSize`` and ``remoteAccess`` cannot be used with a launch template;
 ``CAPACITY_BLOCK`` needs a template with ``InstanceMarketOptions.MarketType: capacity-block`` and a
-``CapacityReservationTarget``, and such a template needs ``CAPACITY_BLOCK``. Instances launch in
+``CapacityReservationTarget``, and such a template needs ``CAPACITY_BLOCK``; an instance type sold only inside
+UltraServers (p6e-gb200.36xlarge) needs a template whose target is an UltraServer Capacity Block of that type
+("Use P6e-GB200 UltraServers with Amazon EKS"). Instances launch in
 :mod:`.nodes`; node auto repair (``nodeRepairConfig``) is checked in :mod:`.node_repair`.
 """
 
@@ -20,8 +23,8 @@ import re
 import uuid
 from typing import Any
 
-from fmcluster_sandbox import local_zones
-from fmcluster_sandbox.eks import launch_user_data, node_repair
+from fmcluster_sandbox import capacity_blocks, capacity_reservations
+from fmcluster_sandbox.eks import amis, catalog, launch_user_data, node_repair
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, not_found
 from fmcluster_sandbox.eks.nodes import NodeOperations
 
@@ -90,9 +93,6 @@ class NodegroupOperations(NodeOperations):
                 raise invalid(f"The subnet ID '{subnet_id}' does not exist", **where) from None
             if subnet.vpc_id != vpc:
                 raise invalid(f"Subnet {subnet_id} is not in the cluster's VPC {vpc}", **where)
-            if local_zones.local_zone(region, name=subnet.availability_zone) is not None:
-                raise invalid(f"Subnet {subnet_id} is in the Local Zone {subnet.availability_zone}: managed node "
-                              "groups cannot run there (use self-managed nodes)", **where)
         if not p["subnets"]:
             raise invalid("Subnets are required", **where)
         scaling = {**DEFAULT_SCALING, **(p.get("scalingConfig") or {})}
@@ -114,6 +114,7 @@ class NodegroupOperations(NodeOperations):
             raise invalid("Launch template should not specify an instance profile: EKS uses the node role", **where)
         capacity = p.get("capacityType") or "ON_DEMAND"
         self._check_capacity(capacity, data, where)
+        self._check_ultraserver(data, p.get("instanceTypes") or [], account, region, where)
         instance_types = ([data["InstanceType"]] if data.get("InstanceType")
                           else list(p.get("instanceTypes") or [DEFAULT_INSTANCE_TYPE]))
         if data.get("ImageId") and p.get("amiType"):
@@ -175,6 +176,22 @@ class NodegroupOperations(NodeOperations):
         if capacity == "SPOT" and market == "spot":
             raise invalid("Launch template InstanceMarketOptions cannot be set for a SPOT node group: EKS sets "
                           "them", **where)
+
+    @staticmethod
+    def _check_ultraserver(data: dict, instance_types: list[str], account: str, region: str,
+                           where: dict[str, str]) -> None:
+        """P6e-GB200 instances exist only inside UltraServers, sold as Capacity Blocks ("Use P6e-GB200 UltraServers
+        with Amazon EKS"): their node group runs on such a block, of its type, or not at all."""
+        wanted = [t for t in ([data["InstanceType"]] if data.get("InstanceType") else instance_types)
+                  if t in capacity_blocks.ULTRASERVER_ONLY]
+        if not wanted:
+            return
+        target = (data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}
+        block = capacity_reservations.REGISTRY.get(target.get("CapacityReservationId") or "", account, region)
+        if block is None or block.ultraserver is None or block.instance_type != wanted[0] or len(wanted) > 1:
+            raise invalid(f"{wanted[0]} is sold only inside EC2 UltraServers: its node group needs a launch template "
+                          "that names it and targets an UltraServer Capacity Block of it (CapacityReservationTarget "
+                          "CapacityReservationId)", **where)
 
     def _op_describe_nodegroup(self, p: dict, region: str, account: str, caller: str) -> dict:
         cluster = self._cluster(p["clusterName"], account, region)
@@ -240,6 +257,65 @@ class NodegroupOperations(NodeOperations):
         self._start(ng, "UPDATING")
         return {"update": dict(update)}
 
+    def _op_update_nodegroup_version(self, p: dict, region: str, account: str, caller: str) -> dict:
+        """UpdateNodegroupVersion (EKS API; EKS User Guide "Update a managed node group for your cluster"): from
+        ACTIVE or DEGRADED; the Kubernetes version at most the cluster's (the default is the cluster's); a
+        launch template only for a group created with one, the same template by id or name, at a version that
+        exists; no ``version`` or ``releaseVersion`` with a template that names its own AMI. The group is UPDATING
+        for the latency ``eks.nodegroup``, then its nodes are replaced by nodes of the new image and template
+        (a rolling update: the same node group, its ARN unchanged)."""
+        cluster = self._cluster(p["clusterName"], account, region)
+        ng = self._nodegroup(cluster, p["nodegroupName"])
+        where = {"clusterName": cluster.name, "nodegroupName": ng.name}
+        if ng.status not in ("ACTIVE", "DEGRADED"):
+            raise in_use(f"Nodegroup {ng.name} is {ng.status}; an update cannot start now.", **where)
+        params: list[dict[str, str]] = []
+        template = None
+        if p.get("launchTemplate"):
+            current = ng.spec.get("launchTemplate")
+            if not current:
+                raise invalid("A launch template can only be given for a node group created with one", **where)
+            wanted = p["launchTemplate"]
+            if (wanted.get("id") and wanted["id"] != current["id"]) or \
+                    (wanted.get("name") and wanted["name"] != current["name"]):
+                raise invalid(f"The launch template must be the one the node group was created with "
+                              f"({current['id']})", **where)
+            template = self._template_data(wanted, account, region, cluster.name, ng.name)
+            params.append({"type": "LaunchTemplateName", "value": template["name"]})
+            params.append({"type": "LaunchTemplateVersion", "value": template["version"]})
+        data = (template or {}).get("data") or {}
+        custom = bool(data.get("ImageId")) or ng.spec["amiType"] == "CUSTOM"
+        if custom and (p.get("version") or p.get("releaseVersion")):
+            raise invalid("version and releaseVersion cannot be given for a node group whose launch template names "
+                          "a custom AMI", **where)
+        version = p.get("version") or (ng.spec["version"] if custom else cluster.spec["version"])
+        if _minor(version) > _minor(cluster.spec["version"]):
+            raise invalid(f"Nodegroup version {version} cannot be newer than the cluster's {cluster.spec['version']}",
+                          **where)
+        if not custom and amis.for_ami_type(region, version, ng.spec["amiType"]) is None:
+            raise invalid(f"Requested Nodegroup release version for {version} is invalid. Allowed release version "
+                          f"are for {', '.join(catalog.KUBERNETES_VERSIONS)}", **where)
+        params.insert(0, {"type": "Version", "value": version})
+        if p.get("releaseVersion"):
+            params.append({"type": "ReleaseVersion", "value": p["releaseVersion"]})
+        ng.spec["_pending"] = {"version": version,
+                               "launchTemplate": {k: template[k] for k in ("id", "name", "version")} if template
+                               else None}
+        update = self._new_update(ng, "VersionUpdate", params)
+        self._start(ng, "UPDATING")
+        return {"update": dict(update)}
+
+    def _nodegroup_updated(self, ng: Any) -> None:
+        """The end of a version update: the new version and template take effect, and every node is replaced by
+        one launched from them (EKS drains and replaces the nodes of a managed node group)."""
+        pending = ng.spec.pop("_pending", None)
+        if not pending:
+            return
+        ng.spec["version"] = pending["version"]
+        if pending["launchTemplate"]:
+            ng.spec["launchTemplate"] = pending["launchTemplate"]
+        self._terminate(ng, list(ng.instances))
+
     def _nodegroup_view(self, ng: Any) -> dict[str, Any]:
         spec = ng.spec
         out: dict[str, Any] = {
@@ -259,6 +335,10 @@ class NodegroupOperations(NodeOperations):
         if "nodeRepairConfig" in spec:
             out["nodeRepairConfig"] = copy.deepcopy(spec["nodeRepairConfig"])
         return out
+
+
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
 
 
 def _default_ami_type(instance_type: str) -> str:

@@ -116,6 +116,7 @@ class KubeApi:
         query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True).items()}
         store = self._store(cluster, identity.region)
         version = self.cluster_version(cluster, identity.region) or DEFAULT_VERSION
+        store.kubernetes_version = version
         policies = self.access_policies(cluster, identity.region, identity.arn)
         request = Request(self.nodes, cluster, identity, store, version, environ, method, query, policies)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType
+from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType, dra_types
 from fmcluster_sandbox.kube.store import ClusterStore
 
 
@@ -21,7 +21,7 @@ def version_key(version: str) -> tuple[int, int, int]:
 
 
 def all_types(store: ClusterStore) -> list[ResourceType]:
-    return list(BUILTIN) + list(store.custom_types.values())
+    return list(BUILTIN) + dra_types(store.kubernetes_version) + list(store.custom_types.values())
 
 
 def types(store: ClusterStore, group: str, version: str) -> dict[str, ResourceType]:

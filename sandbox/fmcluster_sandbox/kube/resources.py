@@ -64,6 +64,8 @@ BUILTIN: list[ResourceType] = [
     _t("apps", "v1", "deployments", "Deployment", True, "deploy"),
     _t("apps", "v1", "statefulsets", "StatefulSet", True, "sts"),
     _t("batch", "v1", "jobs", "Job", True),
+    # The Cluster Autoscaler's chart makes one ("PodDisruptionBudget", policy/v1: stored; no eviction happens here).
+    _t("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "pdb"),
     _t("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, "sc"),
     _t("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     _t("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
@@ -78,7 +80,33 @@ BUILTIN: list[ResourceType] = [
     # Stored and reported; the sandbox aggregates no API servers (docs/sandbox-fidelity.md).
     _t("apiregistration.k8s.io", "v1", "apiservices", "APIService", False),
     _t("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, "crd", "crds"),
+    # GA in Kubernetes 1.30 ("Validating Admission Policy"): stored, never evaluated (docs/sandbox-fidelity.md).
+    _t("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False),
+    _t("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding",
+       False),
 ]
+
+# Dynamic Resource Allocation's kinds ("Dynamic Resource Allocation" concept page; Kubernetes 1.32, 1.33 and 1.34
+# release notes): resource.k8s.io/v1beta1 from 1.32, v1beta2 from 1.33, v1 (GA) from 1.34. Upstream turns the beta
+# APIs off by default; EKS turns DRA on from 1.33 ("Use P6e-GB200 UltraServers with Amazon EKS": "supports P6e-GB200
+# UltraServers for Kubernetes versions 1.33 and above", DRA "enabled by default in EKS"), so 1.32 serves none.
+DRA_KINDS = (("deviceclasses", "DeviceClass", False), ("resourceclaims", "ResourceClaim", True),
+             ("resourceclaimtemplates", "ResourceClaimTemplate", True), ("resourceslices", "ResourceSlice", False))
+DRA_VERSIONS = {(1, 33): ("v1beta1", "v1beta2"), (1, 34): ("v1", "v1beta1", "v1beta2")}
+
+
+def dra_types(kubernetes_version: str) -> list[ResourceType]:
+    """The resource.k8s.io types a cluster of ``kubernetes_version`` ("1.34") serves."""
+    try:
+        minor = tuple(int(part) for part in kubernetes_version.split(".")[:2])
+    except ValueError:
+        return []
+    versions: tuple[str, ...] = ()
+    for first, served in sorted(DRA_VERSIONS.items()):
+        if minor >= first:
+            versions = served
+    return [_t("resource.k8s.io", version, plural, kind, namespaced) for version in versions
+            for plural, kind, namespaced in DRA_KINDS]
 
 # Namespaces every EKS cluster has from the start ("Namespaces" concept page: default, kube-node-lease,
 # kube-public, kube-system).

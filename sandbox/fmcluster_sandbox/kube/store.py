@@ -24,6 +24,7 @@ class ClusterStore:
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
     custom_types: dict[tuple[str, str, str], ResourceType] = field(default_factory=dict)  # (group, version, plural)
     revision: int = 0
+    kubernetes_version: str = ""  # the cluster's, set by the API on each request (the built-in types depend on it)
 
     def __post_init__(self) -> None:
         for name in INITIAL_NAMESPACES:

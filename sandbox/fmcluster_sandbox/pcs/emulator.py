@@ -62,6 +62,7 @@ class Resource:
     error_info: list[dict[str, str]] = field(default_factory=list)
     instances: list[str] = field(default_factory=list)
     replace_instances: bool = False  # an update changed what PCS launches: replace the running nodes
+    waiting_for_block: bool = False  # a CAPACITY_BLOCK group made before its block began (see NodeOperations)
 
 
 def _new_id() -> str:
@@ -151,6 +152,8 @@ class PcsEmulator(ClusterOperations, NodeGroupOperations, QueueOperations, NodeO
         for res in sorted(self._resources.values(), key=lambda r: r.seq):
             if res.status in TRANSITIONAL and now - res.since >= self.faults.transition_latency(res.kind):
                 self._finish(res)
+            elif res.waiting_for_block and res.status == "ACTIVE":
+                self._launch_when_block_begins(res)
 
     def _finish(self, res: Resource) -> None:
         step = TRANSITIONAL[res.status]
@@ -170,6 +173,8 @@ class PcsEmulator(ClusterOperations, NodeGroupOperations, QueueOperations, NodeO
         res.error_info = []
         if res.kind == "compute_node_group":
             failure = self._reconcile(res)
+            if self._waits_for_its_block(res, failure):
+                failure = None
             if failure and failure.get("fatal"):
                 res.status, res.error_info = f"{step}_FAILED", [{k: failure[k] for k in ("code", "message")}]
                 return

@@ -4,7 +4,8 @@ At the end of each create/update the group holds ``minInstanceCount`` running in
 ``aws:pcs:compute-node-group-id`` / ``aws:pcs:cluster-id``. They launch as PCS launches them: the node
 group's launch template (its network interfaces, placement group, Capacity Reservation), with ``amiId``
 overriding the template's image, so EC2's RunInstances rules (:mod:`fmcluster_sandbox.ec2_launch`) decide
-whether they can. A launch EC2 refuses fails the create/update with EC2's error in ``errorInfo``. Nodes that
+whether they can. A launch EC2 refuses fails the create/update with EC2's error in ``errorInfo``, except into a
+Capacity Block that has not begun: PCS takes a ``scheduled`` block, and the nodes launch when it begins. Nodes that
 launch but cannot reach the PCS API (:mod:`.reachability`) never register: the group still becomes ACTIVE
 (its "provisioning status doesn't indicate the overall health of the compute node group", botocore PCS
 model) and ``errorInfo`` says why.
@@ -20,6 +21,7 @@ from fmcluster_sandbox.pcs import reachability
 NODE_GROUP_TAG = "aws:pcs:compute-node-group-id"
 CLUSTER_TAG = "aws:pcs:cluster-id"
 REGISTRATION_FAILED = "NodeRegistrationFailed"  # errorInfo code chosen by the sandbox: AWS documents none
+BLOCK_NOT_ACTIVE = "InvalidCapacityReservationId.Unavailable"  # EC2's code for a block not active (ec2_launch)
 
 
 class NodeOperations:
@@ -88,6 +90,19 @@ class NodeOperations:
             return {"fatal": True, "code": str(code),
                     "message": f"RunInstances failed: {getattr(exc, 'message', None) or exc}"}
         return None
+
+    def _waits_for_its_block(self, ng: Any, failure: dict[str, Any] | None) -> bool:
+        """AWS PCS takes a Capacity Block that is ``scheduled`` or ``active`` ("Using Amazon EC2 Capacity Blocks for
+        ML with AWS PCS", Limitations): a CAPACITY_BLOCK group made before its block begins is not failed; its
+        static nodes launch once the block is active (:meth:`_launch_when_block_begins`)."""
+        ng.waiting_for_block = bool(failure) and ng.spec.get("purchaseOption") == "CAPACITY_BLOCK" and \
+            failure.get("code") == BLOCK_NOT_ACTIVE
+        return ng.waiting_for_block
+
+    def _launch_when_block_begins(self, ng: Any) -> None:
+        failure = self._reconcile(ng)
+        if not self._waits_for_its_block(ng, failure) and failure:
+            ng.error_info = [{k: failure[k] for k in ("code", "message")}]
 
     def _registration(self, ng: Any) -> dict[str, Any] | None:
         ec2 = self._ec2(ng.account, ng.region)

@@ -1,5 +1,6 @@
-"""The upstream releases fmcluster installs on an EKS cluster: the batch scheduler a spec names and the MPI Operator,
-each pinned to one release whose manifests ship next to this module, unchanged (gzip-compressed; see README.md).
+"""The upstream releases fmcluster installs on an EKS cluster: the batch scheduler a spec names, the MPI Operator,
+and (for UltraServer queues) NVIDIA's DRA driver, each pinned to one release whose manifests ship next to this
+module, unchanged (gzip-compressed; see README.md).
 
 Nothing here edits an object: :mod:`fmcluster.backends.eks.scheduler_install` makes what fmcluster applies of them.
 """
@@ -31,6 +32,9 @@ class Release:
     # `--create-namespace` does it for a chart; a rendered chart holds none).
     namespace: str
     creates_namespace: bool
+    # Whether its DaemonSets run on the nodes they serve (a node agent such as the DRA driver's kubelet plugin),
+    # instead of on the `system` node group with its controllers.
+    node_agents: bool = False
 
     @property
     def path(self) -> str:
@@ -46,7 +50,21 @@ SCHEDULERS: dict[str, Release] = {
 }
 MPI_OPERATOR = Release("mpi-operator", "v0.8.0", "mpi-operator-v0.8.0", "mpi-operator.yaml.gz", "the MPI Operator",
                        "mpi-operator", True)
-RELEASES: tuple[Release, ...] = (*SCHEDULERS.values(), MPI_OPERATOR)
+# The Cluster Autoscaler (chart 9.59.0), one render per Kubernetes minor: each carries the newest autoscaler release of
+# that minor, as its README asks ("use the latest Cluster Autoscaler release that corresponds to the minor version of
+# Kubernetes that their cluster is running"). Its namespace, kube-system, exists on every cluster: fmcluster makes
+# (and deletes) no Namespace for it. :mod:`fmcluster.backends.eks.autoscaler_install` applies it.
+CLUSTER_AUTOSCALER: dict[str, Release] = {
+    minor: Release("cluster-autoscaler", tag, "cluster-autoscaler-chart-9.59.0",
+                   f"cluster-autoscaler-chart-9.59.0-eks-{minor}.yaml.gz", "the Cluster Autoscaler", "kube-system",
+                   True)
+    for minor, tag in (("1.34", "v1.34.5"), ("1.35", "v1.35.2"), ("1.36", "v1.36.1"))}
+# NVIDIA's DRA driver for GPUs, rendered with the values of AWS's P6e-GB200 procedure (ComputeDomains on, DRA GPUs
+# off: the device plugin keeps serving nvidia.com/gpu). Installed on clusters with an UltraServer queue only.
+DRA_DRIVER = Release("dra-driver-nvidia-gpu", "v0.4.1", "dra-driver-nvidia-gpu-v0.4.1",
+                     "dra-driver-nvidia-gpu-v0.4.1-eks-computedomains.yaml.gz", "NVIDIA's DRA driver for GPUs",
+                     "dra-driver-nvidia-gpu", False, node_agents=True)
+RELEASES: tuple[Release, ...] = (*SCHEDULERS.values(), MPI_OPERATOR, DRA_DRIVER)
 
 
 def manifest_bytes(release: Release) -> bytes:
@@ -77,7 +95,7 @@ def all_crds() -> list[dict[str, Any]]:
 def kinds() -> list[tuple[str, str]]:
     """Every ``(apiVersion, kind)`` the shipped releases hold, in first-seen order."""
     seen: dict[tuple[str, str], None] = {}
-    for release in RELEASES:
+    for release in (*RELEASES, *CLUSTER_AUTOSCALER.values()):
         for obj in _parsed(release):
             seen.setdefault((obj["apiVersion"], obj["kind"]), None)
     return list(seen)

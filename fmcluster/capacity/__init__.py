@@ -1,0 +1,1 @@
+"""`fmcluster capacity`: find, buy, list and extend EC2 Capacity Blocks for ML."""
