@@ -79,12 +79,13 @@ XID79_REBOOT = {"nodeMonitoringCondition": "AcceleratedHardwareReady", "nodeUnhe
 
 
 def _check_repair_and_scratch(eks, name: str, group: dict[str, Any], template_data: dict[str, Any]) -> None:
-    """auto_repair's default on the p5 queue: node auto repair on, rebooting on its Capacity Block, the node
-    monitoring agent add-on ACTIVE, the CPU queue's repair off; scratch_mount's default on p5: nodeadm's RAID 0."""
+    """auto_repair's default on GPU queues: node auto repair on, rebooting on the p5 queue's Capacity Block and with
+    EKS's own actions on the On-Demand g6 queue; the node monitoring agent add-on ACTIVE; scratch_mount's default
+    on p5: nodeadm's RAID 0."""
     repair = group["nodeRepairConfig"]
     assert repair["enabled"] is True and XID79_REBOOT in repair["nodeRepairConfigOverrides"]
-    cpu = eks.describe_nodegroup(clusterName=name, nodegroupName="cpu")["nodegroup"]
-    assert cpu["nodeRepairConfig"] == {"enabled": False}
+    on_demand = eks.describe_nodegroup(clusterName=name, nodegroupName="elastic")["nodegroup"]
+    assert on_demand["nodeRepairConfig"] == {"enabled": True}
     agent = eks.describe_addon(clusterName=name, addonName="eks-node-monitoring-agent")["addon"]
     assert agent["status"] == "ACTIVE"
     user_data = base64.b64decode(template_data["UserData"]).decode()
