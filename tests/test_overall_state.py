@@ -129,6 +129,9 @@ def test_a_create_stopped_after_its_network_is_incomplete_and_billing_then_a_sto
             report["problems"]
 
         session.store.set_cluster_status(spec.name, session.region, "DELETING")  # what a killed destroy leaves
-        assert status(spec.name, refresh=False)["status"] == "DELETING"
+        stopped = status(spec.name, refresh=False)
+        assert stopped["status"] == "DELETING", stopped
+        assert f"a destroy started and did not finish: `fmcluster destroy {spec.name}` finishes it" in \
+            stopped["problems"], stopped["problems"]
     finally:
         assert destroy(spec.name, yes=True, keep_storage=False) == 0

@@ -148,9 +148,13 @@ def _whole(session: Session, report: dict[str, Any], found: list[Discovered]) ->
     report["missing"] = missing
     problems = report.setdefault("problems", [])
     if report["status"] == "INCOMPLETE" and missing:
-        problems.append(f"missing from the spec: {whole.name_missing(missing)}; `fmcluster create SPEC` makes them")
+        create = session.hint(f"fmcluster create {session.spec_file}")
+        problems.append(f"missing from the spec: {whole.name_missing(missing)}; `{create}` makes them")
     elif report["status"] == "INCOMPLETE":
         problems.append(f"incomplete: {report['state_reason']}")
+    elif report["status"] == "DELETING" and not holder and facts.anchor != "DELETING":  # a destroy that stopped
+        problems.append(f"a destroy started and did not finish: `{session.hint(f'fmcluster destroy {session.name}')}` "
+                        "finishes it")
     if report["status"] in ("INCOMPLETE", "DELETING", "STORAGE_KEPT", "FAILED"):
         billing = whole.billing_line(report)
         if billing:
