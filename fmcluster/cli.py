@@ -318,10 +318,10 @@ def status(
         help="Warn when a Capacity Block the cluster uses has fewer than H hours left (default 24)."),
 ) -> None:
     """Show what exists: every cluster (local records and those tagged in AWS), or one cluster live from AWS:
-    status (CREATING, ACTIVE, UPDATING, DELETING, FAILED, NOT_FOUND), queues and node counts, every resource
-    made for it, drift from the spec, and cost (so far, per hour now, per hour at the maximum). On EKS also what
-    its Kubernetes API sees: nodes Ready, GPUs and EFA devices, each queue's quota; Kubernetes objects show as
-    Kind/name (namespace), as kubectl names them.
+    the state of the whole (CREATING, ACTIVE, UPDATING, DELETING, FAILED, INCOMPLETE, STORAGE_KEPT, NOT_FOUND),
+    queues and node counts, every resource made for it, drift from the spec, and cost (so far, per hour now, per
+    hour at the maximum). On EKS also what its Kubernetes API sees: nodes Ready, GPUs and EFA devices, each
+    queue's quota; Kubernetes objects show as Kind/name (namespace), as kubectl names them.
 
     Example: fmcluster status quickstart-pcs --json   ·   fmcluster status quickstart-pcs --watch
     """

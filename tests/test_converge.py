@@ -62,10 +62,15 @@ def test_a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli):
         if not [q for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"] if q["name"] == "burst"]:
             break
         time.sleep(0.1)
-    drift = cli.status()["drift"]
+    drifted = cli.status()
+    drift = drifted["drift"]
     assert {"resource": "queue:burst", "expected": "exists", "actual": "missing"} in drift, drift
+    # a part of the spec missing: the cluster is not ACTIVE but INCOMPLETE, and says which part (README's table)
+    assert (drifted["status"], drifted["backend_status"]) == ("INCOMPLETE", "ACTIVE"), drifted
+    assert "queue:burst" in drifted["missing"], drifted["missing"]
     text = _ok(cli.run("status", cli.name)).stdout
     assert "drift from the spec" in text and "queue:burst" in text
+    assert "INCOMPLETE" in text and "missing from the spec: queue: burst" in text, text
 
     assert _changes(_diff(cli))["queue:burst"]["action"] == "create"
     _ok(cli.create())

@@ -370,7 +370,21 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     credential = json.loads(_ok(cli.run("kubeconfig", cli.name, "--token")).stdout)
     assert credential["status"]["token"].startswith("k8s-aws-v1.")
 
+    # The caller's access entry deleted (revoked, or a teammate's): the Kubernetes API refuses it. `status` still shows
+    # what AWS holds, with the refusal as a problem line, and `destroy` says so in one line and deletes AWS's side
+    # regardless (the Kubernetes objects go with the cluster). The other schedulers' runs destroy through the API.
+    caller = sandbox.client("sts", REGION).get_caller_identity()["Arn"]
+    principal = caller.replace(":sts::", ":iam::")  # moto's caller user/moto; EKS keys its entry by the IAM ARN
+    assert principal in eks.list_access_entries(clusterName=cli.name)["accessEntries"]
+    eks.delete_access_entry(clusterName=cli.name, principalArn=principal)
+    refused = cli.status()  # exits 0 with JSON
+    assert (refused["status"], refused["backend_status"]) == ("ACTIVE", "ACTIVE"), refused
+    assert {q["name"] for q in refused["queues"]} == {"train", extra, "system"}
+    kube_problems = [p for p in refused["problems"] if "Kubernetes API" in p]
+    assert len(kube_problems) == 1 and "401" in kube_problems[0], refused["problems"]
     destroyed = _ok(cli.destroy())
+    said = [line for line in destroyed.stderr.splitlines() if "Kubernetes API was not read" in line]
+    assert len(said) == 1 and "destroy skips them" in said[0], destroyed.stderr
     if elastic:  # the autoscaler's association goes first, then its role with the others (the inventory lists roles)
         assert f"(EKS Pod Identity association kube-system/{AUTOSCALER})" in _flat(destroyed.stderr), destroyed.stderr
     left = {kind: items for kind, items in cli.inventory().items() if items}

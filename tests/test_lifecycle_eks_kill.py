@@ -140,8 +140,18 @@ def test_a_kill_during_create_then_during_destroy_each_rerun_converges(cli, sche
     eks = cli.sandbox.client("eks")
     if call == "CreateCluster":  # the request landed after its client died: the re-run must take it up, not redo it
         assert eks.describe_cluster(name=cli.name)["cluster"]["status"] in ("CREATING", "ACTIVE")
+        assert eks.list_nodegroups(clusterName=cli.name)["nodegroups"] == []
     elif call == "CreateNodegroup":
         assert "train" in eks.list_nodegroups(clusterName=cli.name)["nodegroups"]
+    if call:  # half made, and no create running: status says INCOMPLETE and names what is missing, not ACTIVE
+        half = cli.status()
+        assert half["status"] == "INCOMPLETE", (half["status"], half.get("state_reason"), half["drift_unknown"])
+        if call == "CreateCluster":  # no node group yet: the spec's three (two queues and system) are missing
+            assert {"eks_nodegroup:train", "eks_nodegroup:burst", "eks_nodegroup:system"} <= set(half["missing"])
+            named = next(p for p in half["problems"] if p.startswith("missing from the spec: "))
+            assert "eks_nodegroup: burst, system, train" in named, named
+        else:  # the node groups landed; what comes after them (the scheduler's objects) did not
+            assert half["missing"] and not any(m.startswith("eks_nodegroup:") for m in half["missing"]), half
     _ok(cli.create())
     cli.assert_converged()
 

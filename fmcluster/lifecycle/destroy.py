@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster import aws, ui
-from fmcluster.backends import registry
+from fmcluster.backends import registry, unread
 from fmcluster.backends.base import Discovered
 from fmcluster.engine import Resource
 from fmcluster.errors import FmclusterError
@@ -66,6 +66,11 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
                               f"[dim]({ui.escape(item.description)})[/]")
     for description in kept:
         console.print(f"  [cyan]= keep[/]   {ui.escape(description)} (--keep-storage)")
+    for session in sessions:
+        for part, why in unread.unread(session.ctx).items():
+            # e.g. the caller's EKS access entry deleted: the objects in the cluster die with it; AWS must still go
+            ui.warning(f"the cluster's {part.capitalize()} API was not read ({why.split('; ')[0]}): its objects go "
+                       f"with the cluster, so destroy skips them and deletes what AWS holds regardless")
     if not any(doomed.values()):
         ui.note(f"nothing of {name} exists in AWS")
     else:

@@ -7,13 +7,13 @@ import time
 from typing import Any
 from urllib.parse import urlparse
 
-from fmcluster import aws, reads, ui
+from fmcluster import aws, locks, reads, ui
 from fmcluster.backends import registry
 from fmcluster.backends.base import Discovered
 from fmcluster.capacity.cluster_blocks import DEFAULT_WARNING_HOURS, cluster_blocks
 from fmcluster.engine import Unknown
 from fmcluster.errors import AwsError, FmclusterError
-from fmcluster.lifecycle.common import ClusterNotFound, known_clusters, spec_of
+from fmcluster.lifecycle.common import PSEUDO_KINDS, ClusterNotFound, known_clusters, spec_of
 from fmcluster.lifecycle.diff import make_plan
 from fmcluster.pricing.model import live_cost, usd_per_hour_max
 from fmcluster.session import Session
@@ -128,7 +128,41 @@ def describe(session: Session, spec_problem: str = "",
             report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
         report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"], found)
     report.update(live_cost(report, session.spec))
+    _whole(session, report, found)
     return report
+
+
+def _whole(session: Session, report: dict[str, Any], found: list[Discovered]) -> None:
+    """The state of the whole cluster over the backend's word on its anchor (:mod:`overall_state`'s rule), what
+    of the spec is missing, what still bills, queues short of nodes, and what could not be read."""
+    from fmcluster.backends import unread
+    from fmcluster.lifecycle import overall_state as whole
+
+    record = session.record
+    missing = whole.missing_parts(report.get("drift"), PSEUDO_KINDS)
+    holder = locks.describe_holder(locks.lock_path(session.store.path.parent / "locks", session.name,
+                                                   session.region)) or {}
+    facts = whole.Facts(report["status"], sum(1 for d in found if d.ours), missing,
+                        record.status if record is not None else None, holder.get("command"))
+    report["status"], report["state_reason"] = whole.overall(facts)
+    report["missing"] = missing
+    problems = report.setdefault("problems", [])
+    if report["status"] == "INCOMPLETE" and missing:
+        create = session.hint(f"fmcluster create {session.spec_file}")
+        problems.append(f"missing from the spec: {whole.name_missing(missing)}; `{create}` makes them")
+    elif report["status"] == "INCOMPLETE":
+        problems.append(f"incomplete: {report['state_reason']}")
+    elif report["status"] == "DELETING" and not holder and facts.anchor != "DELETING":  # a destroy that stopped
+        problems.append(f"a destroy started and did not finish: `{session.hint(f'fmcluster destroy {session.name}')}` "
+                        "finishes it")
+    if report["status"] in ("INCOMPLETE", "DELETING", "STORAGE_KEPT", "FAILED"):
+        billing = whole.billing_line(report)
+        if billing:
+            problems.append(billing)
+    problems += whole.shortfalls(report.get("queues") or [], report.get("instances") or [])
+    for part, why in unread.unread(session.ctx).items():
+        if not any(part in p.lower() for p in problems):  # the backend may have said it already
+            problems.append(f"the cluster's {part.capitalize()} API was not read: {why}")
 
 
 def _add_blocks(session: Session, report: dict[str, Any], warning_hours: float) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from fmcluster import reads
+from fmcluster.backends import unread
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
 from fmcluster.backends.build import SHARED, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
@@ -233,7 +234,12 @@ class EksBackend(Backend):
         found += self._discover_associations(session, name)
         access = kube.KubeAccess.of(ctx, name)
         if access is not None and ours:
-            for manifest in kube.owned_objects(access, MANAGED_KINDS):
+            try:
+                objects = kube.owned_objects(access, MANAGED_KINDS)
+            except FmclusterError as exc:  # a caller without Kubernetes access still sees (and deletes) AWS's side
+                unread.note(ctx, "kubernetes", str(exc).replace("\n  → ", "; "))
+                objects = []
+            for manifest in objects:
                 key = kube.object_key(manifest)
                 found.append(Discovered(f"kube_object:{key}", key, "present", f"Kubernetes {kube.describe(manifest)}",
                                         True, kube.KubeObject(key, None, cluster=name, manifest=manifest),
