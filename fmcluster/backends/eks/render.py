@@ -193,7 +193,8 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
         resource_group_arn=capacity.resource_group_arn, capacity_block=capacity.type == "capacity-block",
         placement_group=queue.name if placement_group else None, network_interfaces=interfaces,
         efa=decisions.efa_enabled(queue), extra_security_groups=spec.network.additional_security_groups,
-        node_config=local_storage.node_config(queue), scratch_path=local_storage.scratch_path(queue))
+        node_config=local_storage.node_config(queue), scratch_path=local_storage.scratch_path(queue),
+        ultraserver=capacity.ultraserver)
     add(f"eks-nodegroup-{queue.name}.yaml", "eks_nodegroup", queue.name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=queue.name, purpose=f'queue "{queue.name}"',
         kubernetes_version=spec.kubernetes.version,
@@ -248,7 +249,7 @@ def _system_documents(spec: Spec, subnet: str, add: object) -> None:
         root_volume_gib=SYSTEM_ROOT_VOLUME_GIB, reservation_id=None, resource_group_arn=None, capacity_block=False,
         placement_group=None, network_interfaces=[{"card": 0, "device": 0, "efa": False, "efa_only": False}],
         efa=False, extra_security_groups=spec.network.additional_security_groups, node_config=None,
-        scratch_path=None)
+        scratch_path=None, ultraserver=None)
     add(f"eks-nodegroup-{name}.yaml", "eks_nodegroup", name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=name, purpose="cluster software (the system node group)",
         kubernetes_version=spec.kubernetes.version,
