@@ -67,6 +67,8 @@ def test_a_queue_at_rest_short_of_nodes_with_none_launching_is_a_problem():
     # a replacement pending, or the group changing: something is bringing the node back
     assert shortfalls([eks], [{"queue": "train", "state": "running"}, {"queue": "train", "state": "pending"}]) == []
     assert shortfalls([eks | {"status": "UPDATING", "node_group_status": "UPDATING"}], []) == []
+    # a queue whose Capacity Block has not begun has no nodes yet by design (they come at the block's start)
+    assert shortfalls([eks | {"running_instances": 0}], [], waiting={"train"}) == []
     # PCS: the minimum is the floor (a queue of {min: 0, max: 2} at 0 is fine); ParallelCluster: fleet RUNNING
     pcs = {"name": "gpu", "min": 1, "max": 1, "running_instances": 0, "status": "ACTIVE",
            "node_group_status": "ACTIVE"}

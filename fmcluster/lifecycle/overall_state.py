@@ -93,11 +93,15 @@ def name_missing(missing: list[str]) -> str:
     return "; ".join(parts)
 
 
-def shortfalls(queues: list[dict[str, Any]], instances: list[dict[str, Any]]) -> list[str]:
+def shortfalls(queues: list[dict[str, Any]], instances: list[dict[str, Any]],
+               waiting: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """A problem line for each queue (node group) at rest that runs fewer nodes than it should (EKS's desired size,
-    else its minimum) with none pending to replace them: a node terminated out of band that nothing brings back."""
+    else its minimum) with none pending to replace them: a node terminated out of band that nothing brings back.
+    A queue in ``waiting`` (its Capacity Block has not begun) has no nodes yet by design: not a problem."""
     lines = []
     for queue in queues:
+        if queue["name"] in waiting:
+            continue
         wanted = queue["desired"] if queue.get("desired") is not None else queue.get("min")
         running = queue.get("running_instances")
         if not isinstance(wanted, int) or not isinstance(running, int) or running >= wanted:

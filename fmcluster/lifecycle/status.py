@@ -159,7 +159,10 @@ def _whole(session: Session, report: dict[str, Any], found: list[Discovered]) ->
         billing = whole.billing_line(report)
         if billing:
             problems.append(billing)
-    problems += whole.shortfalls(report.get("queues") or [], report.get("instances") or [])
+    # Queues on a Capacity Block that has not begun (as _add_blocks read them) have no nodes yet by design.
+    waiting = {queue for block in report.get("capacity_blocks") or [] if block.get("hours_until_start") is not None
+               for queue in block.get("queues") or []}
+    problems += whole.shortfalls(report.get("queues") or [], report.get("instances") or [], waiting)
     for part, why in unread.unread(session.ctx).items():
         if not any(part in p.lower() for p in problems):  # the backend may have said it already
             problems.append(f"the cluster's {part.capitalize()} API was not read: {why}")
