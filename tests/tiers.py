@@ -39,37 +39,36 @@ SLOW_TESTS: dict[str, str] = {
 
 # The files that take longest (the end-to-end ones first), handed out first so that the two workers finish together
 # instead of one starting a long file at the end.
-# How it was ordered (2026-12-05, issue 28): `bench/suite_durations.py REPORT.xml` on the JUnit report of a full
-# clean-clone `.ci/run` at 7546ff3 on the 2-core machine (`PYTEST_ADDOPTS=--junitxml=REPORT.xml`): 2,386 s of worker
-# time, pytest 1,215 s; the longest, test_lifecycle_eks 232 s, test_lifecycle_pcs 212 s,
-# test_lifecycle_parallelcluster 171 s, test_converge 165 s, test_ownership 133 s. Re-measure the same way when
-# files grow.
+# How it was ordered (2026-12-05, issues 29-31): `bench/suite_durations.py REPORT.xml` on the JUnit report of a full
+# clean-clone `.ci/run` at 8b140b0 on the 2-core machine (`PYTEST_ADDOPTS=--junitxml=REPORT.xml`): 2,426 s of worker
+# time, pytest 1,232 s; the longest, test_lifecycle_eks 234 s, test_lifecycle_pcs 213 s,
+# test_lifecycle_parallelcluster 172 s, test_lifecycle_eks_kill 160 s, test_converge 159 s. Re-measure the same way
+# when files grow.
 LONGEST_FIRST: list[str] = [
     "test_lifecycle_eks.py",
     "test_lifecycle_pcs.py",
     "test_lifecycle_parallelcluster.py",
+    "test_lifecycle_eks_kill.py",
     "test_converge.py",
     "test_ownership.py",
-    "test_lifecycle_eks_kill.py",
     "test_cluster_access.py",
-    "test_render.py",
-    "test_eks_kube.py",
-    "test_eks_updates.py",  # one EKS cluster in-process (day2-updates: ~60-117 s under 4x load, est. 15-30 s)
-    "test_network_created.py",
-    "test_state_lifecycle.py",
     "test_schema_walk.py",
+    "test_eks_kube.py",
     "test_lifecycle_hardware.py",
-    "test_lifecycle_ultraserver.py",
+    "test_state_lifecycle.py",
     "test_lifecycle_reservation_group.py",
-    "test_smoke_slurm.py",
+    "test_network_created.py",
+    "test_lifecycle_ultraserver.py",
     "test_state_file.py",
-    "test_sandbox_pcluster.py",
-    "test_openzfs_home.py",
+    "test_smoke_slurm.py",
     "test_throttle_visible.py",
+    "test_sandbox_pcluster.py",
+    "test_sandbox_eks.py",
+    "test_openzfs_home.py",
+    "test_packaging.py",
     "test_spec_errors.py",
     "test_hostile_files.py",
-    "test_packaging.py",
-    "test_sandbox_eks.py",
+    "test_eks_updates.py",
     "test_cli_offline.py",
 ]
 
