@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from fmcluster_sandbox import capacity_blocks, capacity_reservations, instance_catalog, model_check
+from fmcluster_sandbox import capacity_blocks, capacity_reservations, instance_catalog
 from fmcluster_sandbox.ec2_query import error, ok
 
 EXTENDABLE_STATES = ("active", "scheduled")
@@ -48,17 +48,6 @@ def reset() -> None:
         _OFFERED.clear()
 
 
-def _checked(operation: str, params: dict[str, str]) -> tuple[dict, tuple[int, dict, bytes] | None]:
-    request, unknown = model_check.from_query("ec2", operation, params)
-    problems = unknown + model_check.check("ec2", operation, request)
-    if not problems:
-        return request, None
-    name, message = problems[0]
-    code = "MissingParameter" if message == "is required" else (
-        "InvalidParameterValue" if name in request else "UnknownParameter")
-    return request, error(code, f"{name}: {message}")
-
-
 def _extendable(reservation_id: str, region: str, account: str
                 ) -> tuple[capacity_reservations.Reservation | None, tuple[int, dict, bytes] | None]:
     block = capacity_reservations.REGISTRY.get(reservation_id, account, region)
@@ -79,7 +68,7 @@ def _extendable(reservation_id: str, region: str, account: str
 
 
 def describe(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
-    request, refused = _checked("DescribeCapacityBlockExtensionOfferings", params)
+    request, refused = capacity_blocks.checked("DescribeCapacityBlockExtensionOfferings", params)
     if refused:
         return refused
     hours = request["CapacityBlockExtensionDurationHours"]
@@ -116,7 +105,7 @@ def describe(params: dict[str, str], region: str, account: str) -> tuple[int, di
 
 
 def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
-    request, refused = _checked("PurchaseCapacityBlockExtension", params)
+    request, refused = capacity_blocks.checked("PurchaseCapacityBlockExtension", params)
     if refused:
         return refused
     offering_id = request["CapacityBlockExtensionOfferingId"]

@@ -118,7 +118,7 @@ def valid_duration(hours: int) -> bool:
     return 1 <= days <= 14 or (14 < days <= 182 and days % 7 == 0)
 
 
-def _checked(operation: str, params: dict[str, str]) -> tuple[dict, tuple[int, dict, bytes] | None]:
+def checked(operation: str, params: dict[str, str]) -> tuple[dict, tuple[int, dict, bytes] | None]:
     """The request as botocore's EC2 model reads it, or the error EC2 gives for the first problem in it."""
     request, unknown = model_check.from_query("ec2", operation, params)
     problems = unknown + model_check.check("ec2", operation, request)
@@ -131,7 +131,7 @@ def _checked(operation: str, params: dict[str, str]) -> tuple[dict, tuple[int, d
 
 
 def handle(params: dict[str, str], region: str) -> tuple[int, dict, bytes]:
-    request, refused = _checked("DescribeCapacityBlockOfferings", params)
+    request, refused = checked("DescribeCapacityBlockOfferings", params)
     if refused:
         return refused
     hours = request["CapacityDurationHours"]
@@ -232,7 +232,7 @@ def _accelerators(facts: dict[str, Any]) -> int:
 
 
 def purchase(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
-    request, refused = _checked("PurchaseCapacityBlock", params)
+    request, refused = checked("PurchaseCapacityBlock", params)
     if refused:
         return refused
     with _LOCK:
