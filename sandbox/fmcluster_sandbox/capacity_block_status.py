@@ -37,7 +37,7 @@ import datetime as dt
 from typing import Any
 from xml.sax.saxutils import escape
 
-from fmcluster_sandbox import model_check
+from fmcluster_sandbox import capacity_blocks
 from fmcluster_sandbox.capacity_reservations import REGISTRY, Reservation
 from fmcluster_sandbox.ec2_query import error, ok, tag_set
 from fmcluster_sandbox.faults import Faults
@@ -45,15 +45,6 @@ from fmcluster_sandbox.faults import Faults
 #: A reservation's state as its Capacity Block's (CapacityBlockResourceState has no ``pending``/``assessing``…).
 _BLOCK_STATES = {"active", "expired", "unavailable", "cancelled", "failed", "scheduled", "payment-pending",
                  "payment-failed"}
-
-
-def _request(operation: str, params: dict[str, str]) -> tuple[dict[str, Any], tuple[int, dict, bytes] | None]:
-    request, unknown = model_check.from_query("ec2", operation, params)
-    problems = unknown + model_check.check("ec2", operation, request)
-    if problems:
-        name, message = problems[0]
-        return request, error("InvalidParameterValue" if name in request else "UnknownParameter", f"{name}: {message}")
-    return request, None
 
 
 def _blocks(request: dict[str, Any], account: str, region: str) -> tuple[list[Reservation], tuple | None]:
@@ -95,7 +86,7 @@ def _matches(block: Reservation, filters: list[dict[str, Any]]) -> tuple[bool, s
 
 def describe_blocks(params: dict[str, str], region: str, account: str) -> tuple[int, dict, bytes]:
     """DescribeCapacityBlocks."""
-    request, refused = _request("DescribeCapacityBlocks", params)
+    request, refused = capacity_blocks.checked("DescribeCapacityBlocks", params)
     if refused:
         return refused
     blocks, refused = _blocks(request, account, region)
@@ -121,7 +112,7 @@ def describe_blocks(params: dict[str, str], region: str, account: str) -> tuple[
 
 def describe_status(params: dict[str, str], region: str, account: str, faults: Faults) -> tuple[int, dict, bytes]:
     """DescribeCapacityBlockStatus."""
-    request, refused = _request("DescribeCapacityBlockStatus", params)
+    request, refused = capacity_blocks.checked("DescribeCapacityBlockStatus", params)
     if refused:
         return refused
     blocks, refused = _blocks(request, account, region)
