@@ -19,6 +19,7 @@ from fmcluster.backends.eks.kube_validate import _closed
 from fmcluster.connect import mpijob, smoke, smoke_eks
 from fmcluster.errors import UsageError
 from fmcluster.spec import load_spec
+from tests.test_eks_ultraserver import SPEC as GB200_SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -205,17 +206,6 @@ def test_a_job_that_never_reached_the_cluster_says_so():
                                "MPIJob (kubeflow.org/v2beta1): the MPI Operator is not installed")
 
 
-GB200_SPEC = """\
-name: gb
-backend: eks
-network: {subnet_id: subnet-0123456789abcdef0}
-queues:
-  - name: train
-    instance_type: p6e-gb200.36xlarge
-    nodes: 18
-    subnet_id: subnet-0123456789abcdef1
-    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, ultraserver: u-p6e-gb200x72}
-"""
 
 
 def test_on_an_ultraserver_queue_each_worker_claims_an_imex_channel(tmp_path):
