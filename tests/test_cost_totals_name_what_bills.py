@@ -187,3 +187,28 @@ def test_the_cluster_list_names_what_its_figure_leaves_out(tmp_path: Path):
     assert rows[0]["usd_unpriced"] == ["FSx for Lustre"]
     table = _run(tmp_path, "status").stdout
     assert "not priced" in table and "FSx for Lustre" in table
+
+
+def test_create_and_destroy_say_what_their_figure_leaves_out(monkeypatch: pytest.MonkeyPatch):
+    """``create`` and ``destroy`` print the same figure as ``plan``; it names FSx beside it too."""
+    import importlib
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from fmcluster import ui
+
+    # the modules, not the functions of the same name that fmcluster.lifecycle exports
+    create = importlib.import_module("fmcluster.lifecycle.create")
+    destroy = importlib.import_module("fmcluster.lifecycle.destroy")
+
+    out = io.StringIO()
+    monkeypatch.setattr(ui, "err_console", lambda: Console(file=out, width=400, no_color=True))
+    spec = _spec()
+    create._print_capacity(spec)
+    destroy._print_billing([SimpleNamespace(spec=spec)])
+    text = out.getvalue()
+    total = 2 * P5_48XL_BLOCK + 2 * M7I_XLARGE + EKS_STANDARD + NAT_AND_IPV4
+    assert f"${total:,.2f}/hour" in text and "not counting FSx for Lustre (no bundled price)" in text
+    assert f"stops billing of up to ~${total:,.2f}/hour at the queues' maximum, plus FSx for Lustre" in text
