@@ -208,7 +208,7 @@ def live_cost(report: dict[str, Any], spec: Spec | None = None, now: dt.datetime
             "cost_basis": f"bundled prices as of {prices.as_of} (Capacity Block queues at their block rate, or "
                           "unpriced where none is bundled; the rest On-Demand), from instance launch times (a "
                           f"created NAT gateway's and a control plane's from their creation); {at_max}"
-                          + (f"; not in these figures (no bundled price): {', '.join(sorted(unpriced))}"
+                          + (f"; no price for {', '.join(sorted(unpriced))} (left out of these figures)"
                              if unpriced else "")}
 
 
