@@ -142,12 +142,15 @@ def status_view(report: dict | list) -> RenderableType:
             return Text("no clusters yet: `fmcluster create SPEC` makes one")
         table = Table(box=None, header_style="bold")
         table.add_column("name", no_wrap=True)
-        for column in ("backend", "region", "status", "where", "queues", "max nodes", "$/hour"):
+        for column in ("backend", "region", "status", "where", "queues", "max nodes", "$/hour", "not priced"):
             table.add_column(column, no_wrap=column in ("status", "$/hour"))
         for row in report:
             cost = f"{row['usd_per_hour']:,.2f}" if row.get("usd_per_hour") else "n/a"
+            # what bills with no bundled price is named beside the figure it is left out of
+            unpriced = ", ".join(row.get("usd_unpriced") or []) or "—"
             table.add_row(*map(Text, (row["name"], row["backend"], row["region"], row["status"], row.get("where", ""),
-                                      ", ".join(row["queues"]) or "—", str(row["nodes_max"] or "—"), cost)))
+                                      ", ".join(row["queues"]) or "—", str(row["nodes_max"] or "—"), cost,
+                                      unpriced)))
         return table
     raw = f" ({report['backend_status']})" if report.get("backend_status") not in (None, report["status"]) else ""
     parts: list[RenderableType] = [Text.from_markup(

@@ -387,13 +387,17 @@ def test_capacity_block_price_comes_from_ec2_offerings(tmp_path: Path, home: Pat
     assert plan_report(spec, PriceBook("us-east-1")).queues[0].price_note.startswith("Capacity Block price")
 
 
-def test_capacity_block_queue_without_a_bundled_block_rate_states_the_on_demand_basis(tmp_path: Path,
-                                                                                      home: Path) -> None:
+def test_capacity_block_queue_without_a_bundled_block_rate_is_unpriced_not_on_demand(tmp_path: Path,
+                                                                                     home: Path) -> None:
+    """A block bills its own rate (issue 35): p5en.48xlarge has an On-Demand rate but no bundled block rate, so
+    the queue is unpriced and said, never shown at On-Demand."""
     from fmcluster.plan.figures import plan_report
     from fmcluster.pricing.rates import PriceBook
 
-    text = ("name: p5cb\nqueues:\n  - name: train\n    instance_type: p5.48xlarge\n    nodes: 2\n"
+    text = ("name: p5cb\nqueues:\n  - name: train\n    instance_type: p5en.48xlarge\n    nodes: 2\n"
             "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n")
-    queue = plan_report(load_spec(_write(tmp_path, text)).spec, PriceBook("us-east-1")).queues[0]
-    assert queue.price_basis == "on-demand"
-    assert "Capacity Block price is not bundled" in queue.price_note
+    report = plan_report(load_spec(_write(tmp_path, text)).spec, PriceBook("us-east-1"))
+    queue = report.queues[0]
+    assert (queue.price_basis, queue.usd_per_hour) == (None, None)
+    assert "Capacity Block rate is not bundled" in queue.price_note
+    assert "queue train (p5en.48xlarge)" in report.cost.unknown

@@ -112,6 +112,8 @@ class Price(_Frozen):
     source: str = ""
     capacity_block_usd_per_accelerator_hour: float | None = None
     capacity_block_usd_per_hour: float | None = None
+    # The AWS page the Capacity Block rate comes from, where it differs from ``source``.
+    capacity_block_source: str = ""
 
 
 class UltraServerType(_Frozen):

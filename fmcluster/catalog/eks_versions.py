@@ -9,7 +9,12 @@ STANDARD_SUPPORT: tuple[str, ...] = ("1.34", "1.35", "1.36")
 EXTENDED_SUPPORT: tuple[str, ...] = ("1.32", "1.33")
 # The newest standard-support version fmcluster knows: what a spec without kubernetes.version gets.
 DEFAULT_VERSION = STANDARD_SUPPORT[-1]
+# Amazon EKS pricing (aws.amazon.com/eks/pricing), as the AWS Containers blog "Amazon EKS extended support for
+# Kubernetes versions pricing" states it: "$0.60 per cluster per hour" in extended support, "$0.10 per cluster per
+# hour" in standard support.
 CONTROL_PLANE_USD_PER_HOUR = {"standard": 0.10, "extended": 0.60}
+PRICING_NOTE = ("$0.10 per cluster-hour on standard support, $0.60 on extended (Amazon EKS pricing, "
+                "aws.amazon.com/eks/pricing)")
 
 
 # The versions for which AWS publishes the EKS-optimized Amazon Linux 2023 node images (standard, NVIDIA and Neuron)

@@ -17,7 +17,7 @@ from fmcluster.lifecycle.common import PreflightFailed, dump_json, run_engine, s
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
 from fmcluster.network import offering_zones
 from fmcluster.preflight import preflight_failed, run_preflight
-from fmcluster.pricing.model import usd_per_hour_max
+from fmcluster.pricing.model import spec_cost
 from fmcluster.session import Session
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
@@ -196,10 +196,12 @@ def _print_capacity(spec: Spec) -> None:
     for queue in spec.queues:
         console.print(f"  queue [bold]{ui.escape(queue.name)}[/]: {queue.instance_type} × "
                       f"{min_nodes(queue)}..{max_nodes(queue)} ({queue.capacity.type})")
-    cost = usd_per_hour_max(spec)
+    priced = spec_cost(spec)
+    cost = priced.usd_per_hour
     if cost:
+        besides = f"; not counting {', '.join(priced.unknown)} (no bundled price)" if priced.unknown else ""
         console.print(f"  at the queues' maximum: [bold]${cost:,.2f}/hour[/] (as `plan` computes it; bundled "
-                      f"prices as of {catalog.price_as_of()})")
+                      f"prices as of {catalog.price_as_of()}{ui.escape(besides)})")
 
 
 def _apply_with_capacity_retries(session: Session, plan: Plan, wait: bool, timeout_min: float | None,

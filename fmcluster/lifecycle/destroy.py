@@ -19,7 +19,7 @@ from fmcluster.host_keys import forget_host_keys
 from fmcluster.lifecycle import claim as claims
 from fmcluster.lifecycle.common import ClusterNotFound, dump_json, known_clusters, run_engine, spec_of
 from fmcluster.lifecycle.status import check_reachable
-from fmcluster.pricing.model import usd_per_hour_max
+from fmcluster.pricing.model import spec_cost
 from fmcluster.session import Session
 from fmcluster.state import StateStore
 from fmcluster.ui import confirm
@@ -148,11 +148,14 @@ def _print_billing(sessions: list[Session]) -> None:
     specs = [s.spec for s in sessions]
     if any(spec is None for spec in specs):
         return
-    costs = [usd_per_hour_max(spec) for spec in specs]
+    priced = [spec_cost(spec) for spec in specs if spec is not None]
+    costs = [cost.usd_per_hour for cost in priced]
     if any(cost is None for cost in costs):
         return
-    ui.err_console().print(f"  destroying stops billing of up to ~${sum(costs):,.2f}/hour at the queues' maximum "
-                           "(as `plan` computes it)")
+    unknown = sorted({part for cost in priced for part in cost.unknown})
+    besides = f", plus {', '.join(unknown)} (no bundled price)" if unknown else ""
+    ui.err_console().print(f"  destroying stops billing of up to ~${sum(c or 0.0 for c in costs):,.2f}/hour at the "
+                           f"queues' maximum{ui.escape(besides)} (as `plan` computes it)")
 
 
 def _result(name: str, status: str, kept: list[str], left: list[Discovered]) -> dict[str, Any]:

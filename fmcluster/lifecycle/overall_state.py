@@ -122,9 +122,12 @@ def billing_line(report: dict[str, Any]) -> str | None:
     with the resources that bill by the hour on their own; None when nothing bills."""
     per_hour = report.get("usd_per_hour_now") or 0.0
     billing = [f"{r['type']} {r['id']}" for r in report.get("resources") or [] if _bills(r)]
-    if not per_hour and not billing:
+    unpriced = report.get("cost_unpriced_now") or []
+    if not per_hour and not billing and not unpriced:
         return None
-    return (f"still billing: ${per_hour:,.4f}/hour now" + (f" ({', '.join(billing)})" if billing else "")
+    # What bills with no bundled price is named beside the figure, never silently left out of it.
+    besides = f", plus {', '.join(unpriced)} (no bundled price)" if unpriced else ""
+    return (f"still billing: ${per_hour:,.4f}/hour now{besides}" + (f" ({', '.join(billing)})" if billing else "")
             + "; `fmcluster destroy` stops it")
 
 
@@ -136,4 +139,4 @@ def _bills(resource: dict[str, Any]) -> bool:
         return state in ("pending", "available")
     if kind == "instance":
         return state in ("pending", "running")
-    return kind in ("fsx_lustre", "fsx_openzfs", "eks_cluster")
+    return kind in ("fsx_lustre", "fsx_openzfs", "efs", "eks_cluster")

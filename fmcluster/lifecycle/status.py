@@ -15,7 +15,7 @@ from fmcluster.engine import Unknown
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.lifecycle.common import PSEUDO_KINDS, ClusterNotFound, known_clusters, spec_of
 from fmcluster.lifecycle.diff import make_plan
-from fmcluster.pricing.model import live_cost, usd_per_hour_max
+from fmcluster.pricing.model import live_cost, spec_cost
 from fmcluster.session import Session
 from fmcluster.spec.models import max_nodes
 from fmcluster.spec.stored import stored_spec_problem
@@ -225,11 +225,14 @@ def list_clusters(store: StateStore) -> list[dict[str, Any]]:
     rows = []
     for record in store.clusters():
         spec, problem = spec_of(record)
+        cost = spec_cost(spec) if spec else None
         rows.append({"name": record.name, "backend": record.backend, "region": record.region,
                      "status": record.status if spec else f"{record.status} (spec unreadable)",
                      "queues": [q.name for q in spec.queues] if spec else [],
                      "nodes_max": sum(max_nodes(q) for q in spec.queues) if spec else None,
-                     "usd_per_hour": usd_per_hour_max(spec) if spec else None,
+                     "usd_per_hour": cost.usd_per_hour if cost else None,
+                     # the parts that bill but have no bundled price, left out of usd_per_hour
+                     "usd_unpriced": cost.unknown if cost else [],
                      "where": where(record.endpoint_url),
                      "source": "local", "problem": problem or None})
     region = aws.region_for(None)
@@ -259,7 +262,8 @@ def _row(name: str, backend: str, region: str, status: str) -> dict[str, Any]:
 
     held = holder(name, region)  # whose it is: a teammate's cluster is listed as theirs
     return {"name": name, "backend": backend, "region": region, "status": status, "queues": [],
-            "nodes_max": None, "usd_per_hour": None, "where": where(aws.target_label()), "source": "aws",
+            "nodes_max": None, "usd_per_hour": None, "usd_unpriced": [], "where": where(aws.target_label()),
+            "source": "aws",
             "owner": held.as_json() if held is not None else None,
             "problem": None, "note": "no local record: `fmcluster status NAME` shows it and its owner"}
 

@@ -39,6 +39,7 @@ def cost_figures(cost: SpecCost) -> CostFigures:
         storage_usd_per_hour=cost.storage_usd_per_hour,
         unknown=cost.unknown,
         network_usd_per_hour=cost.network_usd_per_hour,
+        parts=[part.as_json() for part in cost.parts],
     )
 
 

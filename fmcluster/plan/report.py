@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fmcluster.plan.chart import chart_for, render_terminal
-from fmcluster.plan.report_model import PlanReport, QueueFigures
+from fmcluster.plan.report_model import CostFigures, PlanReport, QueueFigures
 
 NA = "n/a"
 
@@ -217,19 +217,20 @@ def cost_table(report: PlanReport) -> Table:
         table.add_row(name, _usd(per_hour), _usd(per_hour * 24 if per_hour is not None else None))
 
     row("compute (queues at max)", cost.compute_usd_per_hour)
-    if cost.head_node_instance_type is not None:
-        row(f"head node ({cost.head_node_instance_type})", cost.head_node_usd_per_hour)
-    if cost.control_plane_usd_per_hour:
-        row("control plane (EKS)", cost.control_plane_usd_per_hour)
-    if cost.system_nodes_instance_type is not None:
-        row(f"system nodes ({cost.system_nodes} × {cost.system_nodes_instance_type}, On-Demand)",
-            cost.system_nodes_usd_per_hour)
-    row("storage (FSx)", cost.storage_usd_per_hour)
-    if cost.network_usd_per_hour != 0.0:
-        row("network (NAT gateway + public IPv4; traffic extra)", cost.network_usd_per_hour)
+    for part in cost.parts:  # each billed part, priced or "n/a", so that the total names all of them
+        row(part["name"], part["usd_per_hour"])
     known = " (known parts)" if cost.unknown else ""
     table.add_row(f"total{known}", _usd(report.usd_per_hour), _usd(report.usd_per_day), style="bold")
+    if cost.unknown:
+        table.caption = f"not in the total (no bundled price): {'; '.join(_unknown_reasons(cost))}"
+        table.caption_justify = "left"
     return table
+
+
+def _unknown_reasons(cost: CostFigures) -> list[str]:
+    """Each unpriced part with why, from its note where it has one."""
+    notes = {part["name"]: part["note"] for part in cost.parts}
+    return [f"{name}: {notes[name]}" if name in notes else name for name in cost.unknown]
 
 
 def verdict_text(report: PlanReport) -> Group:

@@ -133,6 +133,9 @@ class CostFigures:
     system_nodes_usd_per_node_hour: float | None = None
     system_nodes_usd_per_hour: float | None = None
     system_nodes_price_note: str | None = None
+    # Every part besides the queues ({name, usd_per_hour, note}): head or login node, system nodes, managed
+    # controller, file systems, created network; usd_per_hour null = no bundled price (named in ``unknown``).
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -2,27 +2,32 @@
 and ``status`` all read :func:`spec_cost`), and what the instances AWS runs now cost (``status``).
 
 Each queue is priced at its capacity type's rate (:mod:`fmcluster.pricing.rates`: a Capacity Block at its own
-rate, an ODCR, Spot or On-Demand queue at the On-Demand rate), the head or login node at On-Demand, and the
-network fmcluster creates at its NAT gateway and public IPv4 address (:mod:`fmcluster.pricing.network`). FSx
-has no bundled price and is listed as unknown. Every dollar figure is rounded once, by :func:`round_usd`.
+rate, never On-Demand; an ODCR, Spot or On-Demand queue at the On-Demand rate), the head or login node and the
+system nodes at On-Demand, a managed controller at its fee (EKS) or as unknown (PCS), the file systems fmcluster
+creates (:mod:`fmcluster.pricing.parts`: FSx and EFS, unknown) and the network fmcluster creates at its NAT gateway
+and public IPv4 address (:mod:`fmcluster.pricing.network`). A part with no price is named in ``unknown``, never
+dropped. Every dollar figure is rounded once, by :func:`round_usd`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, get_args
 
-from fmcluster.pricing.network import nat_gateway_usd_per_hour, network_usd_per_hour
+from fmcluster.pricing.network import NETWORK_NOTE, nat_gateway_usd_per_hour, network_usd_per_hour
+from fmcluster.pricing.parts import UNPRICED_RESOURCES, CostPart, storage_parts
 from fmcluster.pricing.rates import PriceBook, QueuePrice
 from fmcluster.spec import decisions
 from fmcluster.spec.backend_rules import backend_rules
-from fmcluster.spec.models import Spec, max_nodes
+from fmcluster.spec.models import Backend, Spec, max_nodes
+from fmcluster.spec.networking import creates_network
 
 #: Decimal places of every dollar figure, so that plan and status agree to the cent and beyond.
 USD_DECIMALS = 4
 # The instances' queue names for the head node (ParallelCluster) and the login node (PCS): On-Demand.
 HEAD_QUEUES = ("(head node)", "login")
+BACKENDS = get_args(Backend)
 # The name the cost model gives the nodes a backend runs for cluster software (EKS's system node group).
 SYSTEM_NODES = "system"
 
@@ -56,6 +61,8 @@ class SpecCost:
     control_plane_usd_per_hour: float = 0.0
     # The nodes the backend runs for cluster software (EKS's system node group, On-Demand); None where none.
     system_nodes: QueueCost | None = None
+    # Every part besides the queues, priced or not, each with its rate's source or why it has none.
+    parts: list[CostPart] = field(default_factory=list)
 
 
 def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
@@ -71,7 +78,8 @@ def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
     head_type = decisions.head_node_type(spec)
     head = prices.instance_price(head_type) if head_type else None
     rules = backend_rules(spec.backend)
-    control_plane = rules.control_plane_usd_per_hour(spec)
+    controller = rules.controller(spec)
+    control_plane = (controller.usd_per_hour or 0.0) if controller is not None else 0.0
     system = None
     if (system_group := rules.system_nodes(spec)) is not None:
         system_type, count = system_group
@@ -83,21 +91,42 @@ def spec_cost(spec: Spec, prices: PriceBook | None = None) -> SpecCost:
         unknown.append(f"head node ({head_type})")
     if system is not None and system.usd_per_hour is None:
         unknown.append(f"system nodes ({system.instance_type})")
-    if spec.storage.lustre is not None:
-        unknown.append("FSx for Lustre")
-    if spec.storage.home is not None:
-        unknown.append("FSx for OpenZFS /home" if spec.storage.home.type == "openzfs" else "EFS /home")
+    if controller is not None and controller.usd_per_hour is None:
+        unknown.append(controller.name)
+    stored = storage_parts(spec)
+    unknown += [part.name for part in stored if part.usd_per_hour is None]
     network = network_usd_per_hour(spec)
     if network is None:
         unknown.append(f"NAT gateway of the created network (no bundled price for {spec.region})")
     known = [q.usd_per_hour for q in queues if q.usd_per_hour is not None]
     compute = round_usd(sum(known)) if known else None
-    storage = None  # FSx prices are not bundled
+    priced_storage = [part.usd_per_hour for part in stored if part.usd_per_hour is not None]
+    storage = round_usd(sum(priced_storage)) if priced_storage else None
     nodes = [p for p in (compute, head.usd_per_hour if head else None, storage,
                          system.usd_per_hour if system else None) if p is not None]
     # The network and the control plane alone are no total: with no node priced, the total stays unknown.
     total = round_usd(sum(nodes) + (network or 0.0) + control_plane) if nodes else None
-    return SpecCost(queues, head_type, head, compute, storage, network, unknown, total, control_plane, system)
+    parts = _parts(spec, head_type, head, system, controller, stored, network)
+    return SpecCost(queues, head_type, head, compute, storage, network, unknown, total, control_plane, system, parts)
+
+
+def _parts(spec: Spec, head_type: str | None, head: QueuePrice | None, system: QueueCost | None,
+           controller: CostPart | None, stored: list[CostPart], network: float | None) -> list[CostPart]:
+    """The breakdown besides the queues, in the order the plan's table shows it."""
+    parts = []
+    if head_type is not None and head is not None:
+        parts.append(CostPart(f"head node ({head_type})", head.usd_per_hour, head.note))
+    if system is not None:
+        parts.append(CostPart(f"system nodes ({system.nodes} × {system.instance_type})", system.usd_per_hour,
+                              system.price.note))
+    if controller is not None:
+        parts.append(controller)
+    parts += stored
+    if creates_network(spec):
+        parts.append(CostPart("NAT gateway + public IPv4", network,
+                              NETWORK_NOTE if network is not None else
+                              f"no bundled NAT gateway price for {spec.region} (Amazon VPC pricing)"))
+    return parts
 
 
 def usd_per_hour_max(spec: Spec) -> float | None:
@@ -160,10 +189,13 @@ def live_cost(report: dict[str, Any], spec: Spec | None = None, now: dt.datetime
     if control_plane:
         so_far += control_plane * _hours(report.get("created"), now)
         per_hour_now += control_plane
+    billing_unpriced = unpriced_billing(report, spec)
+    unpriced.update(billing_unpriced)
     if spec is not None:
         cost = spec_cost(spec, prices)
         per_hour_max = cost.usd_per_hour
-        unpriced.update(cost.unknown)
+        # a part the live list already names with its id is not named twice
+        unpriced.update(u for u in cost.unknown if not any(b.startswith(u) for b in billing_unpriced))
         at_max = "at the maximum as `plan` computes it from the spec"
     else:
         per_hour_max = _reported_max(report, prices, unpriced) + (nat or 0.0) * len(gateways)
@@ -171,10 +203,26 @@ def live_cost(report: dict[str, Any], spec: Spec | None = None, now: dt.datetime
     return {"usd_so_far": round_usd(so_far), "usd_per_hour_now": round_usd(per_hour_now),
             "usd_per_hour_max": round_usd(per_hour_max) if per_hour_max is not None else None,
             "cost_by_queue": {q: {k: round_usd(v) for k, v in c.items()} for q, c in sorted(per_queue.items())},
-            "cost_basis": f"bundled prices as of {prices.as_of} (Capacity Block queues at their block rate, the "
-                          "rest On-Demand), from instance launch times (a created NAT gateway's and a "
-                          f"control plane's from their creation); {at_max}"
-                          + (f"; no price for {', '.join(sorted(unpriced))}" if unpriced else "")}
+            "cost_unpriced_now": billing_unpriced,
+            "cost_unpriced": sorted(unpriced),
+            "cost_basis": f"bundled prices as of {prices.as_of} (Capacity Block queues at their block rate, or "
+                          "unpriced where none is bundled; the rest On-Demand), from instance launch times (a "
+                          f"created NAT gateway's and a control plane's from their creation); {at_max}"
+                          + (f"; no price for {', '.join(sorted(unpriced))} (left out of these figures)"
+                             if unpriced else "")}
+
+
+def unpriced_billing(report: dict[str, Any], spec: Spec | None) -> list[str]:
+    """What exists in AWS now and bills by the hour with no bundled price: the file systems made for the cluster,
+    and a managed controller without a bundled rate (PCS) while the cluster is there."""
+    found = [r for r in report.get("resources") or [] if str(r.get("status") or "").lower() != "deleted"]
+    items = [f"{UNPRICED_RESOURCES[r['type']]} {r.get('id')}" for r in found if r.get("type") in UNPRICED_RESOURCES]
+    backend = spec.backend if spec is not None else report.get("backend")
+    if backend in BACKENDS and any(r.get("type") == "cluster" for r in found):
+        controller = backend_rules(backend).controller(spec)
+        if controller is not None and controller.usd_per_hour is None:
+            items.append(controller.name)
+    return items
 
 
 def _reported_max(report: dict[str, Any], prices: PriceBook, unpriced: set[str]) -> float:

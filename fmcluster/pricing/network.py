@@ -15,6 +15,9 @@ NAT_GATEWAY_PRICED_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
 # Every public IPv4 address is billed per hour since February 2024 (Amazon VPC pricing, "Public IPv4
 # address"): the NAT gateway's Elastic IP.
 PUBLIC_IPV4_USD_PER_HOUR = 0.005
+NETWORK_NOTE = (f"${NAT_GATEWAY_USD_PER_HOUR} per NAT gateway-hour plus ${NAT_GATEWAY_USD_PER_GB}/GB processed, and "
+                f"${PUBLIC_IPV4_USD_PER_HOUR} per public IPv4 address-hour (Amazon VPC pricing, "
+                "aws.amazon.com/vpc/pricing); traffic extra")
 
 
 def nat_gateway_usd_per_hour(region: str | None) -> float | None:

@@ -1,9 +1,10 @@
 """Per instance-hour rates by capacity type: the bundled catalog (default) or the AWS Pricing API.
 
 On-Demand and Spot queues are priced at the On-Demand rate (Spot is not bundled, so that is its ceiling);
-an On-Demand Capacity Reservation bills at the On-Demand rate; a Capacity Block at its own rate. Prices are
-never guessed. A type the catalog has no price for stays ``None`` and the report shows "n/a"; a fallback
-(a Capacity Block rate instead of On-Demand) is always labelled as such.
+an On-Demand Capacity Reservation bills at the On-Demand rate; a Capacity Block at its own rate, never at
+On-Demand. Prices are never guessed. A type the catalog has no price for (or a Capacity Block queue whose type
+has no bundled block rate) stays ``None`` and the report shows "n/a"; a fallback (a Capacity Block rate instead
+of On-Demand, for a type with no On-Demand price) is always labelled as such.
 """
 
 from __future__ import annotations
@@ -79,23 +80,32 @@ def _bundled_price(facts: InstanceFacts | None, name: str, capacity_type: str, r
             f"Capacity Block price (${price.capacity_block_usd_per_accelerator_hour}/accelerator-h x "
             f"{facts.accelerators})"
         )
-    if capacity_type == "capacity-block" and block is not None:
-        return QueuePrice(block, "capacity-block", block_note + where, price.as_of)
+    block_as_of = price.as_of
+    if price.capacity_block_source and block is not None:
+        # a rate from its own page carries that page's date in the note, not the catalog's
+        block_note, block_as_of = f"{block_note}: {price.capacity_block_source}", None
+    if capacity_type == "capacity-block":
+        if block is not None:
+            return QueuePrice(block, "capacity-block", block_note + where, block_as_of)
+        # A block bills its own upfront rate, not On-Demand: with none bundled the queue's price is unknown, said
+        # and left out of the total rather than shown at another rate.
+        on_demand = f" (On-Demand would be ${price.usd_per_hour:,.4f}/h, but a block bills its own rate)" \
+            if price.usd_per_hour is not None else ""
+        return QueuePrice(None, None, f"{name}'s Capacity Block rate is not bundled: price unknown{on_demand}; "
+                          "`plan --live-prices` reads EC2's offering", price.as_of)
     if price.usd_per_hour is not None:
         note = "On-Demand"
         if capacity_type == "spot":
             note += " (Spot costs less; Spot prices are not bundled)"
         elif capacity_type == "reservation":
             note += " (an On-Demand Capacity Reservation bills at the On-Demand rate)"
-        elif capacity_type == "capacity-block":
-            note += " (this type's Capacity Block price is not bundled)"
         return QueuePrice(price.usd_per_hour, "on-demand", note + where, price.as_of)
     if block is not None:
         return QueuePrice(
             block,
             "capacity-block",
             f"no On-Demand price in the catalog; {block_note} shown" + where,
-            price.as_of,
+            block_as_of,
         )
     return QueuePrice(None, None, "no On-Demand or Capacity Block price in the catalog", price.as_of)
 
@@ -156,6 +166,8 @@ class LivePriceBook(PriceBook):
     def instance_price(self, name: str, capacity_type: str = "on-demand") -> QueuePrice:
         bundled = super().instance_price(name, capacity_type)
         live = self.on_demand.get(name)
+        if capacity_type == "capacity-block" and bundled.basis != "capacity-block":
+            return bundled  # the Pricing API has On-Demand rates only: a block's stays unknown
         if capacity_type == "capacity-block" and bundled.basis == "capacity-block":
             return QueuePrice(
                 bundled.usd_per_hour,

@@ -18,6 +18,7 @@ from fmcluster.spec.positions import Path_
 if TYPE_CHECKING:
     import ipaddress
 
+    from fmcluster.pricing.parts import CostPart
     from fmcluster.spec.models import Queue, Spec
 
 Report = Callable[[Path_, str], None]
@@ -47,6 +48,12 @@ class BackendSpecRules(ABC):
     def control_plane_usd_per_hour(self, spec: Spec) -> float:
         """What AWS charges by the hour for the cluster's managed control plane (0 where it bills nothing)."""
         return 0.0
+
+    def controller(self, spec: Spec | None) -> CostPart | None:
+        """The managed controller AWS bills by the hour while the cluster exists (EKS's control plane, PCS's
+        controller), with its rate or why it has none; None where the scheduler runs on a node of the cluster.
+        ``spec`` is None for a cluster found in AWS without one."""
+        return None
 
     def system_nodes(self, spec: Spec) -> tuple[str, int] | None:
         """The instance type and count of the nodes the backend runs for cluster software besides the queues

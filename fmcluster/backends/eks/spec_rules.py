@@ -20,6 +20,7 @@ from fmcluster.backends.eks.releases import CLUSTER_AUTOSCALER
 from fmcluster.backends.eks.render import role_name
 from fmcluster.catalog import eks_versions, names
 from fmcluster.catalog.hardware import hardware
+from fmcluster.pricing.parts import CostPart
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
@@ -79,6 +80,14 @@ class EksSpecRules(BackendSpecRules):
 
     def control_plane_usd_per_hour(self, spec: Spec) -> float:
         return eks_versions.control_plane_usd_per_hour(spec.kubernetes.version)
+
+    def controller(self, spec: Spec | None) -> CostPart | None:
+        if spec is None:
+            return None  # status reads the fee from the cluster's own version (control_plane_usd_per_hour)
+        version = spec.kubernetes.version
+        return CostPart("EKS control plane", self.control_plane_usd_per_hour(spec),
+                        f"Kubernetes {version} on {eks_versions.support(version) or 'standard'} support: "
+                        f"{eks_versions.PRICING_NOTE}")
 
     def compute_resource_name(self, queue: Queue) -> str:
         return queue.name

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from fmcluster.catalog.hardware import hardware
+from fmcluster.pricing.parts import CostPart
 from fmcluster.spec import auto_repair, decisions, slurm_settings
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Slurm, Spec
@@ -32,6 +33,13 @@ def pcs_health_checks_supported(spec: Spec) -> bool:
 class PcsSpecRules(BackendSpecRules):
     default_os = decisions.PCS_SAMPLE_AMI_OS
     stock_images = "AWS's PCS sample AMIs"
+
+    def controller(self, spec: Spec | None) -> CostPart | None:
+        size = f" ({decisions.pcs_size(spec)})" if spec is not None else ""
+        return CostPart(f"PCS controller{size}", None,
+                        "AWS PCS bills each cluster's controller by the hour, by its size (SMALL, MEDIUM, LARGE), "
+                        "while the cluster exists; no bundled rate: the AWS PCS pricing page "
+                        "(aws.amazon.com/pcs/pricing) is not among the AWS pages fmcluster's prices come from")
 
     def compute_resource_name(self, queue: Queue) -> str:
         return queue.compute_resource or queue.name
