@@ -237,6 +237,12 @@ def create(
     force_unlock: bool = ForceUnlockOption,
     wait_for_blocks: bool = typer.Option(
         False, "--wait", help="Also wait for each Capacity Block that has not begun to start (its nodes come then)."),
+    allow_data_loss: bool = typer.Option(
+        False, "--allow-data-loss",
+        help="Allow a plan that deletes or replaces stored data (a file system, fmcluster's bucket): without it such "
+        "a plan is refused, even with --yes. FSx file systems are backed up first (CreateBackup) where FSx can."),
+    no_backup: bool = typer.Option(
+        False, "--no-backup", help="With --allow-data-loss: do not back up the FSx file systems that go."),
 ) -> None:
     """Create the cluster, or converge an existing one to the spec: preflight (new clusters), the plan read
     from AWS (create / update / replace / delete per resource), a confirmation, then the walk with live
@@ -244,6 +250,8 @@ def create(
 
     Re-running resumes and converges: what exists is adopted, what differs is updated (or replaced, when AWS
     cannot change it in place), queues removed from the spec are deleted — each shown and confirmed first.
+    A plan that deletes or replaces stored data (an FSx shrink, a file system or bucket that left the spec) is
+    refused unless --allow-data-loss, which backs FSx up first (--no-backup skips that).
     Ctrl-C stops waiting (exit 130) and everything made so far stays recorded.
 
     Example: fmcluster --sandbox create configs/quickstart-pcs.yaml --yes
@@ -256,7 +264,8 @@ def create(
     raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback,
                                       skip_preflight=skip_preflight, retry_capacity_min=retry_capacity,
                                       json_output=as_json, force_unlock=force_unlock,
-                                      wait_for_blocks=wait_for_blocks))
+                                      wait_for_blocks=wait_for_blocks, allow_data_loss=allow_data_loss,
+                                      backup=not no_backup))
 
 
 @app.command()

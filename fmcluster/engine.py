@@ -187,6 +187,9 @@ class Resource(ABC):
     reissued_by_update: ClassVar[tuple[str, ...]] = ()
     # Kept by ``destroy --keep-storage``; its replacement loses data, which the plan says.
     is_storage: ClassVar[bool] = False
+    # What users store in it, lost when a plan deletes or replaces it (None: nothing of theirs): ``create``
+    # refuses such a plan without ``--allow-data-loss`` (:mod:`fmcluster.lifecycle.data_loss`) and names this.
+    stored_data: ClassVar[str | None] = None
     # Deleted together with the resource it depends on (a ParallelCluster compute fleet with its stack).
     owned_by_parent: ClassVar[bool] = False
     # AWS refuses to delete what is still being created or updated; a resource whose service deletes in any state
@@ -262,6 +265,18 @@ class Resource(ABC):
     @abstractmethod
     def delete(self, ctx: Context, observed: Observed) -> None:
         """Start deleting it; safe to repeat."""
+
+    def why_no_backup(self, ctx: Context, observed: Observed) -> str:
+        """Why fmcluster cannot back up ``stored_data`` before a plan deletes it ("" when :meth:`back_up` can)."""
+        return f"AWS has no backup call fmcluster makes for a {self.kind.replace('_', ' ')}"
+
+    def back_up(self, ctx: Context, observed: Observed, token: str) -> str:
+        """Start a backup of it (:meth:`why_no_backup` said it can); the backup's id."""
+        raise FmclusterError(f"{self.name} cannot be backed up: {self.why_no_backup(ctx, observed)}")
+
+    def backup_phase(self, ctx: Context, backup_id: str) -> tuple[Phase, str]:
+        """Where the backup :meth:`back_up` started is: ("ready" | "pending" | "failed", AWS's detail)."""
+        raise FmclusterError(f"{self.name} makes no backups")
 
 
 def _same(live: Any, wanted: Any) -> bool:

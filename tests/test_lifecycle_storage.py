@@ -1,6 +1,8 @@
 """End-to-end, PCS with FSx for Lustre: the file system and its S3 link are created before the nodes,
-the nodes' user data mounts the real file system, and ``destroy --keep-storage`` keeps exactly the
-storage (a later plain ``destroy`` removes it)."""
+the nodes' user data mounts the real file system, a shrink (which replaces it: FSx for Lustre storage only grows,
+FSx for Lustre guide "Managing storage capacity") is refused with only ``--yes`` and goes ahead with
+``--allow-data-loss``, without a backup (FSx backs up no Lustre file system linked to S3: FSx API reference,
+CreateBackup), and ``destroy --keep-storage`` keeps exactly the storage (a later plain ``destroy`` removes it)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def cli(sandbox, tmp_path):
     cli = Cli(sandbox, tmp_path)
     data = yaml.safe_load(cli.spec.read_text())
     data["queues"] = [{"name": "gpu", "instance_type": "p5.4xlarge", "nodes": 1}]
-    data["storage"] = {"lustre": {"capacity_gib": 1200, "throughput_per_tib": 250,
+    data["storage"] = {"lustre": {"capacity_gib": 2400, "throughput_per_tib": 250,
                                   "s3_import": "s3://training-data/tokens"}}
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
     yield cli
@@ -53,6 +55,23 @@ def test_lustre_is_linked_mounted_and_kept_on_request(cli, sandbox):
     mount = file_system["LustreConfiguration"]["MountName"]
     assert f"/opt/fmcluster/mount_storage.sh lustre {file_system['DNSName']} {mount} /fsx" in user_data
     assert "${" not in user_data
+
+    # A shrink replaces the file system: refused with only --yes, nothing changed; the flag that allows it named.
+    data = yaml.safe_load(cli.spec.read_text())
+    data["storage"]["lustre"]["capacity_gib"] = 1200
+    cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    refused = cli.create()
+    flat = " ".join(refused.stderr.split())
+    assert refused.returncode == 2 and "--allow-data-loss allows" in flat, refused.stderr
+    assert f"replace fsx_lustre:lustre ({file_system['FileSystemId']}) loses every file" in flat
+    [kept] = _lustre(sandbox, cli.name)
+    assert (kept["FileSystemId"], kept["StorageCapacity"]) == (file_system["FileSystemId"], 2400)
+    shrunk = _ok(cli.create("--allow-data-loss"))
+    assert "no backup is possible" in " ".join(shrunk.stderr.split())
+    [file_system] = _lustre(sandbox, cli.name)
+    assert file_system["StorageCapacity"] == 1200
+    backups = sandbox.client("fsx").describe_backups()["Backups"]
+    assert kept["FileSystemId"] not in [b["FileSystem"]["FileSystemId"] for b in backups]
 
     kept = _ok(cli.run("destroy", cli.name, "--yes", "--keep-storage"))
     assert "keep" in kept.stderr

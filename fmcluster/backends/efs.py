@@ -30,7 +30,11 @@ class EfsFileSystem(Resource):
     kind = "efs"
     teardown_rank = 80
     is_storage = True
+    stored_data = "every file on the file system"
     replace_on = ("PerformanceMode", "Encrypted", "SubnetId")
+
+    def why_no_backup(self, ctx: Context, observed: Observed) -> str:
+        return "EFS is backed up by AWS Backup (a backup vault and plan), which fmcluster does not manage"
 
     def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
         self.key = key

@@ -4,7 +4,8 @@ A file system is found by its recorded id, else by this cluster's ``fmcluster:re
 carry the engine's idempotency token as ``ClientRequestToken``. A Lustre file system's throughput per TiB and a
 storage increase change in place (UpdateFileSystem), followed to their end through the file system's
 ``AdministrativeActions``; what FSx cannot change in place (a smaller size, the deployment type, the subnet)
-replaces it, which loses its data, and the plan says so, with the page, before anyone confirms.
+replaces it, which loses its data, and the plan says so, with the page, before anyone confirms; ``create`` then
+needs ``--allow-data-loss``, and backs the file system up first (CreateBackup) where FSx can.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ THROUGHPUT_CHANGES = ("PERSISTENT_1", "PERSISTENT_2")
 # AdministrativeAction.Status values (FSx API reference): still running, and ended badly.
 ACTION_RUNNING = ("PENDING", "IN_PROGRESS")
 ACTION_FAILED = ("FAILED",)
+# Backup.Lifecycle (FSx API reference, Backup): AVAILABLE is usable; FAILED and DELETED will never be.
+BACKUP_PHASES = {"AVAILABLE": "ready", "FAILED": "failed", "DELETED": "failed"}
+BACKUP_PAGE = "FSx API reference, CreateBackup"
 
 
 def associations(fsx: Any, file_system_id: str) -> list[dict[str, Any]]:
@@ -50,6 +54,7 @@ class FsxFileSystem(Resource):
     file_system_type = ""
     teardown_rank = 80
     is_storage = True
+    stored_data = "every file on the file system"
 
     def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
         self.key = key
@@ -115,6 +120,26 @@ class FsxFileSystem(Resource):
     def _delete_options(self) -> dict[str, Any]:
         return {}
 
+    def why_no_backup(self, ctx: Context, observed: Observed) -> str:
+        if observed.status != "AVAILABLE":  # Backup.Lifecycle needs a working file system to copy from
+            return f"FSx backs up an AVAILABLE file system, and this one is {observed.status}"
+        return ""
+
+    def back_up(self, ctx: Context, observed: Observed, token: str) -> str:
+        """CreateBackup (FSx API reference): a user-initiated backup, kept after the file system is deleted (and
+        billed until someone deletes it); tagged with what it backs up, not as the cluster's (destroy leaves it)."""
+        backup = ctx.client("fsx").create_backup(
+            FileSystemId=observed.id, ClientRequestToken=token[:63],
+            Tags=[{"Key": "fmcluster:backup-of", "Value": f"{ctx.cluster} {self.name} {observed.id}"}])["Backup"]
+        return backup["BackupId"]
+
+    def backup_phase(self, ctx: Context, backup_id: str) -> tuple[Any, str]:
+        found = ctx.client("fsx").describe_backups(BackupIds=[backup_id])["Backups"]
+        backup = found[0] if found else {}
+        state = backup.get("Lifecycle", "DELETED")
+        detail = (backup.get("FailureDetails") or {}).get("Message", "")
+        return BACKUP_PHASES.get(state, "pending"), f"{state}{': ' + detail if detail else ''}"
+
     def delete(self, ctx: Context, observed: Observed) -> None:
         try:
             ctx.client("fsx").delete_file_system(FileSystemId=observed.id, **self._delete_options())
@@ -173,6 +198,19 @@ class FsxLustre(FsxFileSystem):
             reasons.append(f"AWS cannot change {', '.join(fixed)} of an FSx for Lustre file system in place (FSx API "
                            "reference, UpdateFileSystem: it takes no deployment type or subnets)")
         return "; ".join(reasons) + DATA_LOSS if reasons else None
+
+    def why_no_backup(self, ctx: Context, observed: Observed) -> str:
+        """FSx backs up only a persistent Lustre file system that is not linked to a data repository
+        (BACKUP_PAGE)."""
+        unavailable = super().why_no_backup(ctx, observed)
+        if unavailable:
+            return unavailable
+        deployment = observed.attributes.get("LustreConfiguration.DeploymentType") or ""
+        if not deployment.startswith("PERSISTENT"):
+            return f"FSx backs up only persistent Lustre file systems, and this one is {deployment} ({BACKUP_PAGE})"
+        if associations(ctx.client("fsx"), observed.id):
+            return f"FSx does not back up a Lustre file system linked to a data repository (S3) ({BACKUP_PAGE})"
+        return ""
 
     def update_throughput(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
                           token: str) -> Observed:

@@ -27,6 +27,7 @@ _GONE = ("404", "NoSuchBucket", "NotFound")
 class ScriptsBucket(Resource):
     kind = "bucket"
     teardown_rank = 60
+    stored_data = "every object in the bucket (the nodes' scripts, and what ParallelCluster keeps there)"
 
     def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
         self.key = key

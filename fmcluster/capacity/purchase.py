@@ -4,7 +4,8 @@ what it charges, then confirmed, then bought.
 
 Nothing is bought on bad input: the offering id's form, an offering ``capacity find`` did not list (EC2 has no call
 that describes an offering by id, so fmcluster could not say its price), one whose start has passed, and a spec
-queue that is missing or not ``capacity-block`` are refused before any AWS call. EC2's own refusals (an offering
+the block does not fit or that cannot take its id (:mod:`fmcluster.capacity.spec_fit`) are refused before any AWS
+call. EC2's own refusals (an offering
 that lapsed or sold out, a limit) are named as EC2's answer, with what to do next.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster import aws, ui
-from fmcluster.capacity import asks, offerings, spec_edit, view, when
+from fmcluster.capacity import asks, offerings, spec_edit, spec_fit, view, when
 from fmcluster.errors import FmclusterError, UsageError
 
 PLATFORM = "Linux/UNIX"  # fmcluster's nodes run Linux (Ubuntu or Amazon Linux)
@@ -85,16 +86,7 @@ def buy(offering_id: str, dry_run: bool, yes: bool, spec: Path | None, queue: st
 
 def _check_spec(spec: Path, queue: str, offer: dict[str, Any]) -> None:
     """Before buying: the queue can take the block, and the block is where the spec's nodes will be."""
-    from fmcluster.spec.loader import parse_spec
-
-    problem = spec_edit.queue_problem(spec, queue)
-    if problem:
-        raise UsageError(problem)
-    parsed, _ = parse_spec(spec)
-    found = next(q for q in parsed.queues if q.name == queue)
-    if found.instance_type != offer["instance_type"]:
-        raise UsageError(f"{spec}: queue {queue!r} runs {found.instance_type}, but offering {offer['offering_id']} "
-                         f"is for {offer['instance_type']}")
+    parsed, found = spec_fit.check(spec, queue, offer)
     region = aws.region_for(parsed.region)
     if region != offer["region"]:
         raise UsageError(f"{spec}: the cluster is in {region}, but offering {offer['offering_id']} is in "

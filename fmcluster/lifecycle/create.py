@@ -11,7 +11,7 @@ from fmcluster import aws, catalog, reads, ui
 from fmcluster.backends import registry
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut
 from fmcluster.errors import FmclusterError
-from fmcluster.lifecycle import future_blocks
+from fmcluster.lifecycle import data_loss, future_blocks
 from fmcluster.lifecycle.claim import claim, release_quietly
 from fmcluster.lifecycle.common import PreflightFailed, dump_json, run_engine, spec_text, what_exists
 from fmcluster.lifecycle.diff import Plan, as_json, make_plan, print_plan
@@ -42,9 +42,11 @@ def preflight(spec: Spec, to_stdout: bool = False) -> bool:
 
 def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float | None,
            rollback: bool = True, skip_preflight: bool = False, retry_capacity_min: float = 0,
-           json_output: bool = False, force_unlock: bool = False, wait_for_blocks: bool = False) -> int:
+           json_output: bool = False, force_unlock: bool = False, wait_for_blocks: bool = False,
+           allow_data_loss: bool = False, backup: bool = True) -> int:
     """Create the cluster, or converge an existing one to the spec. The nodes of a Capacity Block that has not
-    begun come at its start: that is said, and ``wait_for_blocks`` waits for it."""
+    begun come at its start: that is said, and ``wait_for_blocks`` waits for it. A plan that deletes or replaces
+    stored data needs ``allow_data_loss`` (and backs it up first unless not ``backup``): :mod:`.data_loss`."""
     session = Session.open(spec, spec_file)
     options: dict[str, Any] = {"rollback": rollback, "locate": _locator(spec_file)}
     session.backend.check_requirements()
@@ -77,6 +79,8 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             if plan.in_sync and existing is not None and existing.status == "ACTIVE":
                 future_blocks.announce(session, wait_for_blocks, timeout_min)
                 return _done(session, plan, json_output, "already matches the spec; nothing to do")
+            # Before any question or AWS write: refused here, nothing changes (and --yes does not reach it).
+            losses = data_loss.guard(session, plan, allow_data_loss, backup)
             questions = session.backend.questions(session, plan.changes)
             for question in questions:
                 ui.warning(question.warning)
@@ -88,6 +92,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             for question in questions:
                 confirm(question.question, yes)
                 options.update(question.options)
+            data_loss.back_up(session, losses, backup)  # every backup usable before the walk deletes anything
         except FmclusterError:
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)

@@ -13,7 +13,11 @@
 * data repository associations (Lustre ↔ S3): Create/Describe/DeleteDataRepositoryAssociation, served
   by the sandbox itself (FSx speaks awsJson1_1 under the ``AWSSimbaAPIService_v20180301`` target);
 * UpdateFileSystem for a Lustre file system's throughput per TiB and storage increase, followed through its
-  ``AdministrativeActions`` (:func:`update_file_system`).
+  ``AdministrativeActions`` (:func:`update_file_system`);
+* CreateBackup as the FSx API reference has it: a Lustre file system is backed up only when persistent and not
+  linked to a data repository, an unknown file system is ``FileSystemNotFound``, ``ClientRequestToken`` is
+  idempotent, and a backup goes CREATING → AVAILABLE (moto's stays CREATING, accepts any file system, and
+  answers ``ResourceNotFoundException``) (:func:`_install_backups`).
 """
 
 from __future__ import annotations
@@ -107,6 +111,64 @@ def install() -> None:
     models.FSxBackend.describe_file_systems = describe_file_systems
     models.FSxBackend.create_file_system = create_file_system
     models.FSxBackend.delete_file_system = delete_file_system
+    _install_backups(models)
+
+
+# How long a backup is CREATING in the sandbox before it is AVAILABLE (AWS: minutes, longer for a first backup).
+BACKUP_SECONDS = 0.5
+
+
+def _install_backups(models: Any) -> None:
+    from moto.core.exceptions import JsonRESTError
+    from moto.fsx.exceptions import FileSystemNotFound
+
+    original_create = models.FSxBackend.create_backup
+    original_to_dict = models.Backup.to_dict
+
+    def create_backup(self: Any, file_system_id: str, client_request_token: str | None, volume_id: str | None,
+                      tags: list[dict[str, str]] | None) -> Any:
+        file_system = self.file_systems.get(file_system_id)
+        if file_system is None:
+            raise FileSystemNotFound(file_system_id)
+        for backup in self.backups.values():  # the same token is the same request
+            if client_request_token and backup.client_request_token == client_request_token:
+                if backup.file_system_id != file_system_id:
+                    raise JsonRESTError("IncompatibleParameterError", "A backup with this ClientRequestToken "
+                                        "exists for another file system.")
+                return backup
+        if file_system.file_system_type == "LUSTRE":
+            lustre = file_system.lustre_configuration or {}
+            deployment = lustre.get("DeploymentType", "SCRATCH_1")
+            if not deployment.startswith("PERSISTENT"):
+                raise JsonRESTError("BadRequest", f"Backups are not supported for {deployment} file systems.")
+            linked = lustre.get("ImportPath") or any(
+                a["FileSystemId"] == file_system_id for a in REGISTRY._associations.values())
+            if linked:
+                raise JsonRESTError("BadRequest", "Backups are not supported for file systems linked to a data "
+                                    "repository.")
+        backup = original_create(self, file_system_id, client_request_token, volume_id, tags)
+        backup._fmcluster_created = time.monotonic()
+        # Backup.FileSystem: the file system as it was backed up (it may be deleted since)
+        backup._fmcluster_file_system = {"FileSystemId": file_system_id,
+                                         "FileSystemType": file_system.file_system_type,
+                                         "StorageCapacity": file_system.storage_capacity}
+        return backup
+
+    def to_dict(self: Any) -> dict[str, Any]:
+        created = self.__dict__.get("_fmcluster_created")
+        if created is not None and self.lifecycle == "CREATING" and time.monotonic() - created >= BACKUP_SECONDS:
+            self.lifecycle = "AVAILABLE"
+        answer = original_to_dict(self)
+        answer["Type"] = "USER_INITIATED"
+        if not answer.get("Tags"):  # the model's Tags has at least one tag: FSx leaves it out
+            answer.pop("Tags", None)
+        if self.__dict__.get("_fmcluster_file_system"):
+            answer["FileSystem"] = self._fmcluster_file_system
+        answer["ProgressPercent"] = 100 if self.lifecycle == "AVAILABLE" else 0
+        return answer
+
+    models.FSxBackend.create_backup = create_backup
+    models.Backup.to_dict = to_dict
 
 
 def _ec2(fsx_backend: Any) -> Any:
@@ -375,6 +437,22 @@ class DataRepositoryAssociations:
         view = {k: v for k, v in association.items() if not k.startswith("_")}
         view["Lifecycle"] = "AVAILABLE" if settled else "CREATING"
         return view
+
+
+def check_request(operation: str, body: bytes) -> tuple[int, dict, bytes] | None:
+    """FSx's refusal of a request botocore's FSx model does not accept (None: it does, and moto answers it).
+    FSx names no validation error of its own for these operations: ``BadRequest`` is the sandbox's choice."""
+    from fmcluster_sandbox import model_check
+
+    try:
+        request = json.loads(body or b"{}")
+    except json.JSONDecodeError:
+        return _error("BadRequest", "the body is not JSON")
+    problems = model_check.check("fsx", operation, request)
+    if not problems:
+        return None
+    name, message = problems[0]
+    return _error("BadRequest", f"{name}: {message}")
 
 
 def _ok(payload: dict[str, Any]) -> tuple[int, dict, bytes]:

@@ -101,6 +101,7 @@ PLACEMENT_GROUP_ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "D
 CAPACITY_RESERVATION_ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations",
                                 "CancelCapacityReservation")
 LOCAL_ZONE_ACTIONS = ("DescribeAvailabilityZones", "ModifyAvailabilityZoneGroup")
+FSX_BACKUP_OPERATIONS = ("CreateBackup", "DescribeBackups", "DeleteBackup")
 FSX_DRA_OPERATIONS = ("CreateDataRepositoryAssociation", "DescribeDataRepositoryAssociations",
                       "DeleteDataRepositoryAssociation")
 
@@ -408,6 +409,10 @@ class SandboxApp:
             from fmcluster_sandbox.fsx_extras import update_file_system
 
             return update_file_system(protocols.read_body(environ), region, self._account(environ, access_key))
+        if target.startswith(FSX_TARGET_PREFIX) and operation in FSX_BACKUP_OPERATIONS:  # moto serves them unchecked
+            from fmcluster_sandbox.fsx_extras import check_request
+
+            return check_request(operation, protocols.read_body(environ))  # None: moto answers
         if target.startswith(FSX_TARGET_PREFIX) and operation == "DescribeVolumes":  # moto has no FSx volumes
             from fmcluster_sandbox.fsx_extras import describe_volumes
 
