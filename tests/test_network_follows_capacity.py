@@ -1,0 +1,136 @@
+"""The network fmcluster creates follows the spec's Capacity Block (issue 35): `capacity find SPEC` →
+`capacity buy --spec --queue` → preflight of an EKS and a PCS spec without a subnet, for a block in an AZ that
+offers every type the cluster runs and for one in an AZ that offers the GPU type but not the system/login type.
+The AZs are chosen by what EC2 offers in them (DescribeInstanceTypeOfferings, the sandbox's copy of AWS's
+data), never by list position or the time of day. And `capacity buy --spec` refuses, before paying, a block in
+an AZ the spec's named subnet is not in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fmcluster.preflight import run_preflight
+from fmcluster.spec import load_spec
+
+try:
+    from test_capacity import fm
+except ImportError:  # tests/ imported as a package
+    from tests.test_capacity import fm
+
+REGION = "us-east-1"
+GPU, SYSTEM = "p5.48xlarge", "m7i.xlarge"  # configs/p5-kueue-eks.yaml's queue and system node types
+EKS = f"""name: follow-eks
+region: {REGION}
+backend: eks
+kubernetes: {{scheduler: kueue, system_nodes: 2, system_instance_type: {SYSTEM}}}
+queues:
+  - name: train
+    instance_type: {GPU}
+    nodes: 2
+    capacity: {{type: capacity-block, reservation_id: cr-0123456789abcdef0}}
+"""
+PCS = f"""name: follow-pcs
+region: {REGION}
+backend: pcs
+head_node: {{instance_type: {SYSTEM}}}
+queues:
+  - name: train
+    instance_type: {GPU}
+    nodes: 2
+    capacity: {{type: capacity-block, reservation_id: cr-0123456789abcdef0}}
+"""
+
+
+@pytest.fixture
+def run(sandbox_env, capsys, monkeypatch):
+    return lambda *args: fm(capsys, monkeypatch, *args)
+
+
+def _offered(ec2, instance_type: str) -> set[str]:
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [instance_type]}])
+    return {o["Location"] for page in pages for o in page["InstanceTypeOfferings"]}
+
+
+def _zones(sandbox) -> dict[str, str]:
+    """An AZ of each kind: one that offers both types, one that offers only the GPU type."""
+    ec2 = sandbox.client("ec2", REGION)
+    regular = {z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]
+               if z.get("ZoneType", "availability-zone") == "availability-zone"}
+    gpu, system = _offered(ec2, GPU) & regular, _offered(ec2, SYSTEM) & regular
+    assert gpu - system, f"the flow needs an AZ that offers {GPU} but not {SYSTEM}"
+    return {"every type": sorted(gpu & system)[0], "gpu only": sorted(gpu - system)[0]}
+
+
+def _reservations(sandbox) -> list[str]:
+    return sorted(r["CapacityReservationId"] for r in
+                  sandbox.client("ec2", REGION).describe_capacity_reservations()["CapacityReservations"])
+
+
+@pytest.mark.parametrize("text", [EKS, PCS], ids=["eks", "pcs"])
+@pytest.mark.parametrize("kind", ["every type", "gpu only"])
+def test_find_buy_and_preflight_put_the_compute_nodes_in_the_blocks_az(run, sandbox, tmp_path, text, kind):
+    zone = _zones(sandbox)[kind]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    code, out, err = run("capacity", "find", str(spec), "--days", "1", "--json")
+    assert code == 0, err
+    offers = [o for o in json.loads(out)["offerings"] if o["availability_zone"] == zone]
+    assert offers and all(o["unusable"] is None for o in offers), offers
+    offer = min(offers, key=lambda o: o["start"])
+    code, out, err = run("capacity", "buy", offer["offering_id"], "--yes", "--spec", str(spec), "--queue", "train",
+                         "--json")
+    assert code == 0, err
+    assert json.loads(out)["availability_zone"] == zone
+
+    results = run_preflight(load_spec(spec).spec, REGION, lambda service: sandbox.client(service, REGION))
+    assert [r for r in results if r.status == "failed"] == []
+    subnet = next(r for r in results if r.name == "subnet")
+    if kind == "every type":
+        assert f"with its subnets in {zone}" in subnet.summary
+    else:
+        assert f"with its compute subnet in {zone} and its public subnet in " in subnet.summary
+        head_zone = subnet.summary.rsplit(" ", 1)[-1]
+        assert head_zone in _offered(sandbox.client("ec2", REGION), SYSTEM)
+    assert "${" not in " ".join([subnet.summary, *subnet.details])
+
+
+def test_eks_system_nodes_leave_an_az_without_their_type_for_the_routed_second_subnet(tmp_path):
+    from fmcluster.backends.eks.render import render
+    from fmcluster.validate.requests import check_document
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(EKS)
+    documents = {f"{d.kind}:{d.key}": d for d in render(load_spec(path).spec, system_apart=True).documents}
+    assert documents["eks_nodegroup:system"].body["subnets"] == ["${subnet.control.id}"]
+    assert documents["eks_nodegroup:train"].body["subnets"] == ["${subnet.compute.id}"]
+    routes = documents["route_table:control"]
+    assert routes.body["route"]["NatGatewayId"] == "${nat_gateway.cluster.id}"
+    assert routes.body["associate"]["SubnetId"] == "${subnet.control.id}"
+    assert check_document(routes) == []
+    assert documents["subnet:public"].body["create"]["AvailabilityZone"] == "${network.head_availability_zone}"
+
+
+def test_find_marks_and_buy_refuses_an_az_the_specs_subnet_is_not_in(run, sandbox, tmp_path):
+    zones = _zones(sandbox)
+    ec2 = sandbox.client("ec2", REGION)
+    subnet = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
+                                           {"Name": "availability-zone", "Values": [zones["every type"]]}])
+    subnet_id = subnet["Subnets"][0]["SubnetId"]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(PCS.replace("backend: pcs\n", f"backend: pcs\nnetwork: {{subnet_id: {subnet_id}}}\n"))
+    code, out, err = run("capacity", "find", str(spec), "--days", "1", "--json")
+    assert code == 0, err
+    offers = json.loads(out)["offerings"]
+    elsewhere = next(o for o in offers if o["availability_zone"] == zones["gpu only"])
+    assert f"subnet {subnet_id} is in {zones['every type']}" in elsewhere["unusable"]
+    assert all(o["unusable"] is None for o in offers if o["availability_zone"] == zones["every type"])
+
+    before = _reservations(sandbox)
+    code, _, err = run("capacity", "buy", elsewhere["offering_id"], "--yes", "--spec", str(spec), "--queue", "train")
+    assert code == 2
+    assert f"is in {zones['gpu only']}, where the spec could not use it" in " ".join(err.split())
+    assert _reservations(sandbox) == before
+    assert "cr-0123456789abcdef0" in spec.read_text()
