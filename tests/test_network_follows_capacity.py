@@ -134,3 +134,20 @@ def test_find_marks_and_buy_refuses_an_az_the_specs_subnet_is_not_in(run, sandbo
     assert f"is in {zones['gpu only']}, where the spec could not use it" in " ".join(err.split())
     assert _reservations(sandbox) == before
     assert "cr-0123456789abcdef0" in spec.read_text()
+
+
+def test_the_sandbox_offers_blocks_only_where_ec2_sells_the_type(sandbox):
+    import urllib.error
+
+    ec2 = sandbox.client("ec2", REGION)
+    offered = _offered(ec2, GPU)
+    answer = ec2.describe_capacity_block_offerings(InstanceType=GPU, InstanceCount=2, CapacityDurationHours=24)
+    assert {o["AvailabilityZone"] for o in answer["CapacityBlockOfferings"]} == offered
+    # an offering seeded through the control route too (p5en.48xlarge is not sold in us-east-1b: moto's copy of
+    # AWS's DescribeInstanceTypeOfferings)
+    assert "us-east-1b" not in _offered(ec2, "p5en.48xlarge")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        sandbox.control("POST", "/_fmcluster/capacity-block-offerings", {
+            "region": REGION, "instance_type": "p5en.48xlarge", "availability_zone": "us-east-1b", "count": 1,
+            "start": "2030-01-01T11:30:00+00:00", "end": "2030-01-02T11:30:00+00:00"})
+    assert refused.value.code == 400
