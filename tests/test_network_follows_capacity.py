@@ -94,7 +94,8 @@ def test_find_buy_and_preflight_put_the_compute_nodes_in_the_blocks_az(run, sand
         assert f"with its compute subnet in {zone} and its public subnet in " in subnet.summary
         head_zone = subnet.summary.rsplit(" ", 1)[-1]
         assert head_zone in _offered(sandbox.client("ec2", REGION), SYSTEM)
-    assert "${" not in " ".join([subnet.summary, *subnet.details])
+    said = [text for r in results for text in (r.summary, *r.details)]
+    assert [text for text in said if "${" in text] == []  # every reference rendered
 
 
 def test_eks_system_nodes_leave_an_az_without_their_type_for_the_routed_second_subnet(tmp_path):
