@@ -267,9 +267,28 @@ def zone_problem(spec: Spec, ec2: Any, zone: str, queue: str) -> str | None:
                     f"choose an offering in {where}")
         return None
     if creates_network(spec):
-        return layout_problem(spec, ec2, zone)
+        return _other_reservations_problem(spec, ec2, zone, queue) or layout_problem(spec, ec2, zone)
     missing = [t for t in instance_types(spec) if zone not in offering_zones(ec2, t)]
     if missing:
         return (f"the default VPC's subnet in {zone} would take every node, and {zone} does not offer "
                 f"{', '.join(missing)}")
+    return None
+
+
+def _other_reservations_problem(spec: Spec, ec2: Any, zone: str, queue: str) -> str | None:
+    """A created network has one compute subnet: the other queues' reservations must be in ``zone`` too."""
+    from botocore.exceptions import ClientError
+
+    others = {q.capacity.reservation_id: q.name for q in spec.queues
+              if q.name != queue and not q.subnet_id and q.capacity.reservation_id}
+    for rid, name in sorted(others.items()):
+        try:
+            found = ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"]
+        except ClientError:  # a placeholder or unknown id: preflight reports it
+            continue
+        where = found[0].get("AvailabilityZone") if found else None
+        if where and where != zone:
+            return (f"queue {name}'s reservation {rid} is in {where}, and the network fmcluster creates has one "
+                    f"compute subnet: choose an offering in {where}, or give the queues subnets of their own "
+                    "(network.subnet_id, queues[].subnet_id)")
     return None

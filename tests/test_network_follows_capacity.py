@@ -152,3 +152,26 @@ def test_the_sandbox_offers_blocks_only_where_ec2_sells_the_type(sandbox):
             "region": REGION, "instance_type": "p5en.48xlarge", "availability_zone": "us-east-1b", "count": 1,
             "start": "2030-01-01T11:30:00+00:00", "end": "2030-01-02T11:30:00+00:00"})
     assert refused.value.code == 400
+
+
+def test_buy_refuses_an_az_other_than_the_other_queues_reservations_in_a_created_network(run, sandbox, tmp_path):
+    zones = _zones(sandbox)
+    held = sandbox.control("POST", "/_fmcluster/capacity-reservations", {
+        "instance_type": GPU, "availability_zone": zones["every type"], "count": 1, "type": "capacity-block",
+        "start": "2020-01-01T11:30:00+00:00", "end": "2040-01-01T11:30:00+00:00", "region": REGION,
+        "reservation_id": "cr-" + "a" * 17})["reservation_id"]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(PCS + f"""  - name: held
+    instance_type: {GPU}
+    nodes: 1
+    capacity: {{type: capacity-block, reservation_id: {held}}}
+""")
+    code, out, err = run("capacity", "find", str(spec), "--days", "1", "--json")
+    assert code == 0, err
+    offers = [o for o in json.loads(out)["offerings"] if o["queue"] == "train"]
+    elsewhere = next(o for o in offers if o["availability_zone"] == zones["gpu only"])
+    assert f"queue held's reservation {held} is in {zones['every type']}" in elsewhere["unusable"]
+    before = _reservations(sandbox)
+    code, _, err = run("capacity", "buy", elsewhere["offering_id"], "--yes", "--spec", str(spec), "--queue", "train")
+    assert code == 2 and "nothing was bought" in " ".join(err.split()), err
+    assert _reservations(sandbox) == before
