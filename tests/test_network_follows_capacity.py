@@ -175,3 +175,29 @@ def test_buy_refuses_an_az_other_than_the_other_queues_reservations_in_a_created
     code, _, err = run("capacity", "buy", elsewhere["offering_id"], "--yes", "--spec", str(spec), "--queue", "train")
     assert code == 2 and "nothing was bought" in " ".join(err.split()), err
     assert _reservations(sandbox) == before
+
+
+def test_preflight_of_reservations_in_two_azs_names_the_created_subnet_by_its_az(sandbox):
+    from fmcluster.spec.models import Spec
+
+    zones = _zones(sandbox)
+
+    def seed(zone: str) -> str:
+        return sandbox.control("POST", "/_fmcluster/capacity-reservations", {
+            "instance_type": GPU, "availability_zone": zone, "count": 2, "type": "capacity-block",
+            "start": "2020-01-01T11:30:00+00:00", "end": "2040-01-01T11:30:00+00:00", "region": REGION,
+            "reservation_id": "cr-" + zone[-1] * 17})["reservation_id"]
+
+    held = {kind: seed(zone) for kind, zone in zones.items()}
+    spec = Spec.model_validate({"name": "two-azs", "region": REGION, "backend": "pcs",
+                                "head_node": {"instance_type": SYSTEM},
+                                "queues": [{"name": f"q{i}", "instance_type": GPU, "nodes": 2,
+                                            "capacity": {"type": "capacity-block", "reservation_id": rid}}
+                                           for i, rid in enumerate(held.values())]})
+    results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION))
+    failed = [r for r in results if r.status == "failed"]
+    assert failed, results
+    said = " ".join(text for r in failed for text in (r.summary, *r.details))
+    assert "the compute subnet fmcluster will create in " in said
+    assert "put every queue's reservation in one AZ" in said
+    assert "${" not in said
