@@ -201,3 +201,18 @@ def test_preflight_of_reservations_in_two_azs_names_the_created_subnet_by_its_az
     assert "the compute subnet fmcluster will create in " in said
     assert "put every queue's reservation in one AZ" in said
     assert "${" not in said
+
+
+OWN_SUBNET = "network: {subnet_id: subnet-0123456789abcdef0}\n"
+
+
+@pytest.mark.parametrize("text", [EKS, PCS, PCS.replace("backend: pcs", "backend: parallelcluster"),
+                                  EKS.replace("backend: eks\n", "backend: eks\n" + OWN_SUBNET)],
+                         ids=["eks", "pcs", "parallelcluster", "eks-own-subnet"])
+def test_render_notes_carry_no_unrendered_reference(tmp_path, text):
+    from fmcluster.render import render
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    notes = render(load_spec(path).spec).notes
+    assert notes and [note for note in notes if "${" in note] == []

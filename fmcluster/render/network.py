@@ -81,8 +81,8 @@ def render_network(spec: Spec) -> NetworkDocuments | None:
 
 def network_note(network: NetworkDocuments, public_subnet_for: str = "the head/login node") -> str:
     return (f"network: fmcluster creates a VPC ({network.cidr}) with a private compute subnet behind a NAT gateway "
-            f"and a public subnet for {public_subnet_for}, in the AZ chosen at create time "
-            f"(${{network.availability_zone}}; the public subnet in another AZ when the capacity's AZ does not offer "
-            f"the other nodes' type); the NAT gateway costs ${NAT_GATEWAY_USD_PER_HOUR}/h plus "
+            f"and a public subnet for {public_subnet_for}, in the AZ chosen at create time (the reservations' AZ, "
+            f"else the first that offers every type; the public subnet in another AZ when the reservations' AZ does "
+            f"not offer the other nodes' type); the NAT gateway costs ${NAT_GATEWAY_USD_PER_HOUR}/h plus "
             f"${NAT_GATEWAY_USD_PER_GB}/GB processed (us-east-1) and its public IPv4 address "
             f"${PUBLIC_IPV4_USD_PER_HOUR}/h while the cluster exists")

@@ -100,11 +100,11 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
         subnet = network.compute_subnet_id
         rendered.documents.extend(network.documents)
         rendered.notes.append(network_note(network, "the NAT gateway") + "; EKS's control plane also takes a "
-                              f"subnet in a second Availability Zone ({SECOND_ZONE_REFERENCE})")
+                              "subnet in a second Availability Zone, chosen at create time")
     else:
         subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
         rendered.notes.append("EKS's control plane takes subnets in two Availability Zones: the nodes' subnet and one "
-                              f"of the same VPC in another zone, picked at create time ({CONTROL_SUBNET_REFERENCE})")
+                              "of the same VPC in another zone, picked at create time")
 
     def add(filename: str, kind: str, key: str, service: str, operations: dict[str, str], template: str,
             **context: object) -> None:
