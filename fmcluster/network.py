@@ -25,15 +25,26 @@ class Placement:
     vpc_cidrs: tuple[str, ...] = ()
     # A network fmcluster creates (fmcluster.backends.vpc): its ids are references filled at create time.
     created: bool = False
+    # A created network's AZ for the nodes that are not compute nodes (head/login node, EKS system nodes) when
+    # the compute AZ (a reservation's) does not offer their types; None: the compute AZ.
+    head_zone: str | None = None
+
+    @property
+    def head_availability_zone(self) -> str:
+        return self.head_zone or self.availability_zone
 
     def values(self) -> dict[str, Any]:
         """What documents refer to as ``${network.…}``."""
         return {"network.vpc_id": self.vpc_id, "network.subnet_id": self.subnet_id,
                 "network.availability_zone": self.availability_zone,
+                "network.head_availability_zone": self.head_availability_zone,
                 "network.vpc_ip_ranges": [{"CidrIp": block, "Description": "clients in the VPC"}
                                           for block in self.vpc_cidrs]}
 
     def describe(self) -> str:
+        if self.created and self.head_zone:
+            return (f"a new VPC ({', '.join(self.vpc_cidrs)}) with its compute subnet in {self.availability_zone} "
+                    f"and its public subnet in {self.head_zone}")
         if self.created:
             return f"a new VPC ({', '.join(self.vpc_cidrs)}) with its subnets in {self.availability_zone}"
         return f"{self.subnet_id} in {self.availability_zone} ({self.vpc_id})"
@@ -50,12 +61,29 @@ def instance_types(spec: Spec) -> list[str]:
     """The types whose nodes go in the cluster's subnet: the head (or login) node's, an EKS cluster's system node
     group's (it shares the nodes' subnet, and EKS's control plane takes it), and those of the queues without a
     subnet of their own."""
+    return sorted({*head_types(spec), *compute_types(spec)})
+
+
+def head_types(spec: Spec) -> list[str]:
+    """The types of the cluster's own nodes besides the queues': the head (or login) node's, an EKS cluster's
+    system node group's. In a network fmcluster creates they may go to a subnet in another AZ of the VPC."""
     head = decisions.head_node_type(spec)
     system = backend_rules(spec.backend).system_nodes(spec)
-    own = [head] if head else []
-    own += [system[0]] if system else []
+    return sorted({*([head] if head else []), *([system[0]] if system else [])})
+
+
+def compute_types(spec: Spec) -> list[str]:
     # A queue in its own subnet (queues[].subnet_id, e.g. in the Local Zone that sells its type) is not placed here.
-    return sorted({*own, *(t for q in spec.queues if not q.subnet_id for t in instance_types_of(q))})
+    return sorted({t for q in spec.queues if not q.subnet_id for t in instance_types_of(q)})
+
+
+def _common_zones(ec2: Any, types: list[str]) -> set[str] | None:
+    """The zones that offer every one of ``types``; None for no types."""
+    zones: set[str] | None = None
+    for instance_type in types:
+        offered = offering_zones(ec2, instance_type)
+        zones = offered if zones is None else zones & offered
+    return zones
 
 
 def offering_zones(ec2: Any, instance_type: str) -> set[str]:
@@ -164,16 +192,103 @@ def resolve_placement(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = N
 
 
 def _created_network_placement(spec: Spec, ec2: Any, groups: Callable[[], Any] | None = None) -> Placement:
-    """The AZ of the network fmcluster creates: that of the spec's reservations when it offers every type,
-    else the first AZ (by name) that does. Its ids are references to the resources that make it."""
+    """The AZs of the network fmcluster creates. Its compute subnet goes to the AZ of the spec's reservations
+    (reserved capacity is usable only there), else to the first AZ (by name) that offers every type. The public
+    subnet, where the head/login node (or EKS's system nodes, beside the control plane's second subnet) go, is
+    in the same AZ when it offers their types, else in the first AZ that does: a VPC's subnets may be in
+    different AZs, and each backend lets those nodes live in a subnet of their own (ParallelCluster
+    HeadNode.Networking.SubnetId, the PCS login node group's subnetIds, an EKS node group's subnets). Its ids are
+    references to the resources that make it."""
     from fmcluster.render.network import COMPUTE_SUBNET_REF, VPC_REF
 
-    zones: set[str] | None = None
-    for instance_type in instance_types(spec):
-        offered = offering_zones(ec2, instance_type)
-        zones = offered if zones is None else zones & offered
-    if not zones:
-        raise UsageError(no_common_zone(spec, ec2, ""))
+    compute = _common_zones(ec2, compute_types(spec)) or set()
+    head = _common_zones(ec2, head_types(spec))
+    everything = compute & head if head is not None else compute
     reserved = reservation_zone(spec, ec2, groups)
-    zone = reserved if reserved in zones else sorted(zones)[0]
-    return Placement(COMPUTE_SUBNET_REF, VPC_REF, zone, (spec.network.vpc_cidr,), created=True)
+    if reserved is None or reserved in everything:
+        # Without reservations the AZ is free: one that offers every type keeps the cluster in one AZ.
+        if not everything:
+            raise UsageError(no_common_zone(spec, ec2, ""))
+        zone = reserved or sorted(everything)[0]
+        return Placement(COMPUTE_SUBNET_REF, VPC_REF, zone, (spec.network.vpc_cidr,), created=True)
+    problem = layout_problem(spec, ec2, reserved)
+    if problem:
+        raise UsageError(problem)
+    return Placement(COMPUTE_SUBNET_REF, VPC_REF, reserved, (spec.network.vpc_cidr,), created=True,
+                     head_zone=sorted(head_zones(spec, ec2))[0])
+
+
+def head_zones(spec: Spec, ec2: Any) -> set[str]:
+    """The Availability Zones (not Local Zones: a created network's public subnet and NAT gateway, and EKS's
+    second control-plane subnet, go to an AZ) that offer every head type of the spec."""
+    head = _common_zones(ec2, head_types(spec))
+    if head is None:
+        return set()
+    regular = {z["ZoneName"] for z in ec2.describe_availability_zones(Filters=[
+        {"Name": "zone-type", "Values": ["availability-zone"]}, {"Name": "state", "Values": ["available"]}],
+    )["AvailabilityZones"]}
+    return head & regular
+
+
+def layout_problem(spec: Spec, ec2: Any, zone: str) -> str | None:
+    """Why no network fmcluster creates can put the spec's compute nodes in ``zone`` (a reservation's AZ), or
+    None when one can: the compute subnet there, the head/login (or EKS system) nodes in an AZ that offers
+    their types. A Local Zone takes only a subnet the user made (after opting in to its zone group)."""
+    missing = [t for t in compute_types(spec) if zone not in offering_zones(ec2, t)]
+    if missing:
+        places = "; ".join(f"{t} in {', '.join(sorted(offering_zones(ec2, t))) or 'no zone of ' + spec.region}"
+                           for t in missing)
+        return (f"the spec's capacity reservations are in {zone}, which does not offer {', '.join(missing)} "
+                f"({places}): give each queue a reservation in an AZ that offers its type")
+    if zone_label(ec2, zone) != zone:
+        return no_common_zone(spec, ec2, "")
+    if head_types(spec) and not head_zones(spec, ec2):
+        return no_common_zone(spec, ec2, "")
+    return None
+
+
+def zone_problem(spec: Spec, ec2: Any, zone: str, queue: str) -> str | None:
+    """Why a Capacity Block in ``zone`` could not serve ``queue`` of the spec, or None when the spec's network
+    can put the queue's nodes there: a named subnet must be in that AZ; a created network must have a layout
+    with the compute subnet there (:func:`layout_problem`); the default VPC's subnet must offer every type."""
+    from botocore.exceptions import ClientError
+
+    found = next(q for q in spec.queues if q.name == queue)
+    subnet = found.subnet_id or spec.network.subnet_id
+    if subnet:
+        try:
+            subnets = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"]
+        except ClientError:  # an unknown subnet is the spec's own problem, which preflight reports
+            return None
+        where = subnets[0]["AvailabilityZone"] if subnets else None
+        if where and where != zone:
+            field = "queues[].subnet_id" if found.subnet_id else "network.subnet_id"
+            return (f"the queue's subnet {subnet} is in {where}: point {field} at a subnet in {zone} first, or "
+                    f"choose an offering in {where}")
+        return None
+    if creates_network(spec):
+        return _other_reservations_problem(spec, ec2, zone, queue) or layout_problem(spec, ec2, zone)
+    missing = [t for t in instance_types(spec) if zone not in offering_zones(ec2, t)]
+    if missing:
+        return (f"the default VPC's subnet in {zone} would take every node, and {zone} does not offer "
+                f"{', '.join(missing)}")
+    return None
+
+
+def _other_reservations_problem(spec: Spec, ec2: Any, zone: str, queue: str) -> str | None:
+    """A created network has one compute subnet: the other queues' reservations must be in ``zone`` too."""
+    from botocore.exceptions import ClientError
+
+    others = {q.capacity.reservation_id: q.name for q in spec.queues
+              if q.name != queue and not q.subnet_id and q.capacity.reservation_id}
+    for rid, name in sorted(others.items()):
+        try:
+            found = ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"]
+        except ClientError:  # a placeholder or unknown id: preflight reports it
+            continue
+        where = found[0].get("AvailabilityZone") if found else None
+        if where and where != zone:
+            return (f"queue {name}'s reservation {rid} is in {where}, and the network fmcluster creates has one "
+                    f"compute subnet: choose an offering in {where}, or give the queues subnets of their own "
+                    "(network.subnet_id, queues[].subnet_id)")
+    return None

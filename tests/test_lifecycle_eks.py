@@ -187,13 +187,30 @@ class EksCli(Cli):
 cli = cli_fixture(EksCli)
 
 
-def _buy_block(sandbox, instances: int) -> tuple[str, str]:
-    """A p5.48xlarge Capacity Block that starts now: its id and Availability Zone."""
+def _block_zone(sandbox, *instance_types: str) -> str:
+    """The first AZ (by name) that offers every one of the types: the block's AZ chosen by what EC2 offers there,
+    not by the offerings' order, which follows the time of day. (An AZ that offers only the GPU type is
+    tests/test_network_follows_capacity.py's and .ci/lowest-versions' case: these specs' second queue runs a
+    type that such an AZ does not offer either.)"""
+    ec2 = sandbox.client("ec2", REGION)
+    regular = {z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]
+               if z.get("ZoneType", "availability-zone") == "availability-zone"}
+
+    def offered(instance_type: str) -> set[str]:
+        return regular & {o["Location"] for o in ec2.describe_instance_type_offerings(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+        )["InstanceTypeOfferings"]}
+
+    return min(set.intersection(*(offered(t) for t in instance_types)))
+
+
+def _buy_block(sandbox, instances: int, zone: str) -> tuple[str, str]:
+    """A p5.48xlarge Capacity Block in ``zone`` that starts now: its id and Availability Zone."""
     ec2 = sandbox.client("ec2", REGION)
     offers = ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=instances,
                                                    CapacityDurationHours=24)["CapacityBlockOfferings"]
     now = dt.datetime.now(dt.timezone.utc)
-    offer = next(o for o in offers if o["StartDate"] <= now)
+    offer = next(o for o in offers if o["StartDate"] <= now and o["AvailabilityZone"] == zone)
     block = ec2.purchase_capacity_block(CapacityBlockOfferingId=offer["CapacityBlockOfferingId"],
                                         InstancePlatform="Linux/UNIX")["CapacityReservation"]
     assert block["State"] == "active", block
@@ -210,15 +227,16 @@ def _kube_get(sandbox, cluster: dict[str, Any], path: str) -> dict[str, Any]:
 @pytest.mark.parametrize("scheduler", sorted(QUEUE_OBJECTS))
 def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler):
     data = yaml.safe_load((CONFIGS / f"p5-{scheduler}-eks.yaml").read_text())
-    block, zone = _buy_block(sandbox, 2)
-    data["name"] = cli.name
-    data["queues"][0]["capacity"]["reservation_id"] = block
     # The Kueue run's second queue is elastic: it gets the Cluster Autoscaler (the others' stay fixed, so the three
     # runs do not each pay for the same checks).
     elastic = scheduler == "kueue"
     extra = "elastic" if elastic else "cpu"
     data["queues"].append({"name": extra, "instance_type": "g6.12xlarge", "nodes": {"min": 0, "max": 4}} if elastic
                           else {"name": "cpu", "instance_type": "m7i.2xlarge", "nodes": 1})
+    zone = _block_zone(sandbox, "p5.48xlarge", data["queues"][-1]["instance_type"], "m7i.xlarge")
+    block, zone = _buy_block(sandbox, 2, zone)
+    data["name"] = cli.name
+    data["queues"][0]["capacity"]["reservation_id"] = block
     cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
 
     created = _ok(cli.create())

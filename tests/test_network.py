@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from fmcluster.errors import UsageError
 from fmcluster.network import reservation_zone, resolve_placement
 from fmcluster.preflight import preflight_failed, run_preflight
 from fmcluster.spec.models import Spec
@@ -93,14 +94,18 @@ def test_reservations_in_different_zones_fall_back_to_the_first_zone(sandbox, se
     assert resolve_placement(spec, ec2).availability_zone == "us-east-1a"
 
 
-def test_a_zone_that_does_not_offer_the_types_is_not_chosen(sandbox, seed):
-    # p5en.48xlarge is not offered in us-east-1b: placement keeps the first zone, preflight names the mismatch.
+def test_a_reservation_in_a_zone_that_does_not_offer_its_type_is_refused_naming_the_zones(sandbox, seed):
+    # p5en.48xlarge is not offered in us-east-1b (seeded there as AWS would not sell it): no network can use it,
+    # and the refusal names the reservation's AZ and where the type is offered (moto's copy of AWS's
+    # DescribeInstanceTypeOfferings: p5en.48xlarge in us-east-1a and us-east-1c).
     spec = _spec(("p5en.48xlarge", seed("us-east-1b")))
-    assert resolve_placement(spec, sandbox.client("ec2", REGION)).availability_zone == "us-east-1a"
+    with pytest.raises(UsageError, match=r"in us-east-1b, which does not offer p5en.48xlarge \(p5en.48xlarge in "
+                                         r"us-east-1a, us-east-1c\)"):
+        resolve_placement(spec, sandbox.client("ec2", REGION))
     results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION))
-    check = next(r for r in results if r.name == "reservation q0")
+    check = next(r for r in results if r.name == "subnet")
     assert check.status == "failed"
-    assert "is in us-east-1b, but the subnet" in check.summary
+    assert "which does not offer p5en.48xlarge" in check.summary and "${" not in check.summary
 
 
 def test_an_unknown_reservation_falls_back_quietly(sandbox):

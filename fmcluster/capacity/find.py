@@ -59,6 +59,28 @@ def searches_from_spec(spec_path: Path, hours: int, start: dt.datetime | None,
     return searches, spec.region
 
 
+def mark_usable(spec_path: Path, rows: list[dict]) -> None:
+    """Give each offering ``unusable``: why the spec could not use a block there (None when it can). A Capacity
+    Block serves only its AZ, and the spec's network must be able to put the queue's nodes in it."""
+    from fmcluster.network import zone_problem
+    from fmcluster.spec.loader import parse_spec
+
+    spec, _ = parse_spec(spec_path)
+    region = aws.region_for(spec.region)
+    judged: dict[tuple[str, str], str | None] = {}
+    for row in rows:
+        if row["region"] != region:
+            row["unusable"] = f"the cluster is in {region}"
+            continue
+        where = (str(row["availability_zone"]), str(row["queue"]))
+        if where not in judged:
+            judged[where] = zone_problem(spec, aws.client("ec2", region, aws.READING), *where)
+        row["unusable"] = judged[where]
+    for (zone, queue), problem in sorted(judged.items()):
+        if problem:
+            ui.warning(f"offerings in {zone} cannot serve queue {queue} of {spec_path}: {problem}")
+
+
 def regions_from(option: str | None, default: str) -> list[str]:
     from fmcluster.regions import region_problem
 
@@ -90,6 +112,8 @@ def run(spec: Path | None, instance_type: str | None, count: int | None, ultrase
         searches = searches_from_options(instance_type, count, ultraserver_type, ultraservers, length, start, end)
         where = regions_from(regions, aws.region_for(None))
     found = offerings.find(searches, where, now)
+    if spec is not None:
+        mark_usable(spec, found.rows)
     searched = searched_summary(searches, where, start, end)
     if as_json:
         ui.print_json({"searched": searched, "offerings": found.rows, "errors": found.errors})

@@ -86,28 +86,23 @@ def buy(offering_id: str, dry_run: bool, yes: bool, spec: Path | None, queue: st
 
 def _check_spec(spec: Path, queue: str, offer: dict[str, Any]) -> None:
     """Before buying: the queue can take the block, and the block is where the spec's nodes will be."""
-    parsed, found = spec_fit.check(spec, queue, offer)
+    parsed, _queue = spec_fit.check(spec, queue, offer)
     region = aws.region_for(parsed.region)
     if region != offer["region"]:
         raise UsageError(f"{spec}: the cluster is in {region}, but offering {offer['offering_id']} is in "
                          f"{offer['region']}; a Capacity Block serves only its own Availability Zone")
-    subnet = found.subnet_id or parsed.network.subnet_id
-    if subnet:
-        zone = _subnet_zone(subnet, region)
-        if zone and zone != offer["availability_zone"]:
-            ui.warning(f"the offering is in {offer['availability_zone']}, but {spec}'s subnet {subnet} is in {zone}: "
-                       f"the queue's nodes could not launch into this block; after buying, point the queue at a "
-                       f"subnet in {offer['availability_zone']} (queues[].subnet_id or network.subnet_id)")
+    _refuse_unusable_zone(parsed, queue, offer, region)
 
 
-def _subnet_zone(subnet: str, region: str) -> str | None:
-    try:
-        found = aws.client("ec2", region, aws.READING).describe_subnets(SubnetIds=[subnet])["Subnets"]
-    except Exception as exc:  # the purchase does not depend on it; say why the check was skipped
-        ui.warning(f"could not read subnet {subnet} to compare its Availability Zone: "
-                   f"{aws.describe_error('EC2 DescribeSubnets', exc)}")
-        return None
-    return found[0].get("AvailabilityZone") if found else None
+def _refuse_unusable_zone(parsed: Any, queue: str, offer: dict[str, Any], region: str) -> None:
+    """Before paying: refuse a block in an AZ where the spec's network could not put the queue's nodes (a named
+    subnet in another AZ, or no layout of a created network: fmcluster.network.zone_problem)."""
+    from fmcluster.network import zone_problem
+
+    problem = zone_problem(parsed, aws.client("ec2", region, aws.READING), offer["availability_zone"], queue)
+    if problem:
+        raise UsageError(f"offering {offer['offering_id']} is in {offer['availability_zone']}, where the spec "
+                         f"could not use it ({problem}); nothing was bought")
 
 
 def extend(reservation_id: str, hours: int | None, days: int | None, offering_id: str | None, dry_run: bool,

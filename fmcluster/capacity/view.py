@@ -37,7 +37,8 @@ def print_offerings(rows: list[dict[str, Any]]) -> None:
         table.add_row(
             f"{row['offering_id']}\n[dim]{ui.escape(shape)}" + (f" · queue {ui.escape(row['queue'])}"
                                                                  if row.get("queue") else "") + "[/]",
-            f"{row['region']}\n{row['availability_zone']}",
+            f"{row['region']}\n{row['availability_zone']}"
+            + ("\n[red]not usable by the spec[/]" if row.get("unusable") else ""),
             f"{when.utc(start)}\n{when.local(start)} · {row['starts_in']}",
             when.utc(end),
             f"{row['duration_hours']} h" + (f" {row['duration_minutes']} min" if row["duration_minutes"] else ""),

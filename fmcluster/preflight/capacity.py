@@ -284,9 +284,15 @@ def _judge(ctx: Context, queue: Queue, cr: dict, name: str, what: str) -> CheckR
     if placement is None:
         details.append("the subnet's AZ is unknown (see the subnet check), so the AZ was not compared")
     elif zone and zone != placement[1]:
-        failures.append(f"{rid} is in {zone}, but the subnet {placement[0]} is in {placement[1]}")
+        failures.append(f"{rid} is in {zone}, but the subnet {placement[0]} is in {placement[1]}"
+                        if placement[0].startswith("subnet-") else
+                        f"{rid} is in {zone}, but the compute subnet {placement[0]}")
         field = f"queues[{index}].subnet_id" if queue.subnet_id else "network.subnet_id"
-        fixes.append(f"set {field} to a subnet in {zone}: reserved capacity is usable only in its zone")
+        if placement[0].startswith("subnet-"):
+            fixes.append(f"set {field} to a subnet in {zone}: reserved capacity is usable only in its zone")
+        else:  # the created network's one compute subnet follows the reservations only when they share an AZ
+            fixes.append(f"put every queue's reservation in one AZ (the network fmcluster creates has one compute "
+                         f"subnet), or set network.subnet_id and queues[{index}].subnet_id to a subnet in {zone}")
 
     if total < nodes:
         failures.append(f"{rid} holds {total} instances, queue {queue.name} goes up to {nodes}")

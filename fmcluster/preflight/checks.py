@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError, UsageError
-from fmcluster.network import offering_zones, resolve_placement
+from fmcluster.network import head_types, offering_zones, resolve_placement
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
 from fmcluster.spec import decisions
@@ -44,11 +44,14 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
     except aws_errors() as exc:  # from the default-VPC lookup
         return [aws_failure("subnet", "default VPC", exc)]
     ctx.placement = placement
-    ctx.head_zone = placement.availability_zone
+    ctx.head_zone = placement.head_availability_zone
     if placement.created:
+        offers = (f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity reservations, when they "
+                  "share one AZ)") if not placement.head_zone else (
+                  f"{placement.availability_zone} holds the spec's capacity reservations but does not offer "
+                  f"{', '.join(head_types(spec))}, which go to {placement.head_zone}")
         return [CheckResult("subnet", "passed", f"no subnet in the spec: fmcluster creates {placement.describe()}",
-                            [f"its AZ offers {', '.join(_types(ctx))} (and holds the spec's capacity reservations, "
-                             "when they share one AZ); compute nodes go to its private subnet behind a NAT gateway"]),
+                            [f"{offers}; compute nodes go to its private subnet behind a NAT gateway"]),
                 *guarded("iam policies")(lambda ctx: check_access(ctx.spec, ec2, ctx.aws("iam"), ""))(ctx)]
     subnet = ec2.describe_subnets(SubnetIds=[placement.subnet_id])["Subnets"][0]
     where = f"{placement.subnet_id} in {placement.availability_zone} ({placement.vpc_id})"

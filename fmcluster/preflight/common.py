@@ -59,10 +59,15 @@ class Context:
         return self._clients[service]
 
     def compute_placement(self, queue: Any) -> tuple[str, str] | None:
-        """(subnet id, zone) where a queue's nodes launch: its own subnet's, else network.subnet_id's; None when
-        that subnet cannot be read (its own check reports why)."""
+        """(subnet, zone) where a queue's nodes launch: its own subnet's, else network.subnet_id's; None when
+        that subnet cannot be read (its own check reports why). The subnet is its id, or for a network fmcluster
+        creates the words that name it (its id does not exist before create)."""
         if not queue.subnet_id:
-            return (self.placement.subnet_id, self.placement.availability_zone) if self.placement else None
+            if self.placement is None:
+                return None
+            subnet = (f"fmcluster will create in {self.placement.availability_zone}" if self.placement.created
+                      else self.placement.subnet_id)
+            return subnet, self.placement.availability_zone
         try:
             subnets = self.aws("ec2").describe_subnets(SubnetIds=[queue.subnet_id])["Subnets"]
         except aws_errors():

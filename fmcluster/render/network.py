@@ -1,10 +1,11 @@
 """Spec → the request documents of the network fmcluster creates when the spec names no subnet.
 
-The network: a VPC; a private compute subnet and a public head/login subnet, both in the Availability Zone
-chosen at create time (``${network.availability_zone}``: the one that offers the types or holds the
-reservation); an internet gateway; a NAT gateway with its Elastic IP in the public subnet; a route table per
-subnet; and an S3 gateway endpoint. Everything that launches into a subnet refers to it by
-``${subnet.<key>.id}``, which is what orders the graph.
+The network: a VPC; a private compute subnet in the Availability Zone chosen at create time
+(``${network.availability_zone}``: the one that offers the types or holds the reservation) and a public
+head/login subnet in ``${network.head_availability_zone}`` (the same AZ, unless the reservation's AZ does not
+offer the head/login type: then one that does); an internet gateway; a NAT gateway with its Elastic IP in the
+public subnet; a route table per subnet; and an S3 gateway endpoint. Everything that launches into a subnet refers
+to it by ``${subnet.<key>.id}``, which is what orders the graph.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ VPC_KEY = "cluster"
 COMPUTE_SUBNET = "compute"
 PUBLIC_SUBNET = "public"
 COMPUTE_SUBNET_REF = f"${{subnet.{COMPUTE_SUBNET}.id}}"
+HEAD_ZONE_REF = "${network.head_availability_zone}"
 PUBLIC_SUBNET_REF = f"${{subnet.{PUBLIC_SUBNET}.id}}"
 VPC_REF = f"${{vpc.{VPC_KEY}.id}}"
 # Route tables whose routes must exist before anything launches into the subnets (nodes register at boot).
@@ -56,7 +58,7 @@ def render_network(spec: Spec) -> NetworkDocuments | None:
         purpose="private subnet for compute nodes (no public addresses; out through the NAT gateway)")
     add("subnet-public.yaml", "subnet", PUBLIC_SUBNET,
         {"create": "CreateSubnet", "public_ips": "ModifySubnetAttribute"}, "subnet.yaml.j2",
-        vpc_key=VPC_KEY, cidr=public_cidr, public=True,
+        vpc_key=VPC_KEY, cidr=public_cidr, public=True, availability_zone=HEAD_ZONE_REF,
         purpose="public subnet for the head/login node and the NAT gateway")
     add("internet-gateway.yaml", "internet_gateway", VPC_KEY,
         {"create": "CreateInternetGateway", "attach": "AttachInternetGateway"}, "internet_gateway.yaml.j2",
@@ -79,7 +81,8 @@ def render_network(spec: Spec) -> NetworkDocuments | None:
 
 def network_note(network: NetworkDocuments, public_subnet_for: str = "the head/login node") -> str:
     return (f"network: fmcluster creates a VPC ({network.cidr}) with a private compute subnet behind a NAT gateway "
-            f"and a public subnet for {public_subnet_for}, in the AZ chosen at create time "
-            f"(${{network.availability_zone}}); the NAT gateway costs ${NAT_GATEWAY_USD_PER_HOUR}/h plus "
+            f"and a public subnet for {public_subnet_for}, in the AZ chosen at create time (the reservations' AZ, "
+            f"else the first that offers every type; the public subnet in another AZ when the reservations' AZ does "
+            f"not offer the other nodes' type); the NAT gateway costs ${NAT_GATEWAY_USD_PER_HOUR}/h plus "
             f"${NAT_GATEWAY_USD_PER_GB}/GB processed (us-east-1) and its public IPv4 address "
             f"${PUBLIC_IPV4_USD_PER_HOUR}/h while the cluster exists")

@@ -20,6 +20,7 @@ _STAND_INS = {
     "fmcluster.cluster_id": "0123456789abcdef0123456789abcdef",
     "network.availability_zone": "us-east-1a",
     "network.second_availability_zone": "us-east-1b",
+    "network.head_availability_zone": "us-east-1a",
     "network.control_subnet_id": "subnet-0123456789abcdef2",
 }
 # By (kind, attribute): references name a resource by kind and key, ``${kind.key.attribute}``.

@@ -97,7 +97,8 @@ def rate(instance_type: str) -> float | None:
 def seed(payload: dict[str, Any]) -> dict[str, Any]:
     """An offering as AWS could have made it earlier (control route ``POST /_fmcluster/capacity-block-offerings``):
     ``{"region", "instance_type", "availability_zone", "count", "start", "end"}``, e.g. one whose start has passed.
-    Returns its id."""
+    Returns its id. Like the offerings the sandbox makes, it must be in a zone that sells the type (AWS sells a
+    Capacity Block only where EC2 offers its instance type)."""
     try:
         start, end = _parse(payload["start"]), _parse(payload["end"])
         offering = Offering("cb-" + hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()[:17],
@@ -106,6 +107,11 @@ def seed(payload: dict[str, Any]) -> dict[str, Any]:
                             start, end)
     except (KeyError, ValueError, TypeError) as exc:
         raise ValueError(f"an offering needs instance_type, availability_zone, count, start and end: {exc}") from None
+    sold = instance_catalog.offered_zones(offering.region, offering.instance_type)
+    if offering.zone not in sold:
+        raise ValueError(f"{offering.instance_type} is not sold in {offering.zone} (EC2 offers it in "
+                         f"{', '.join(sorted(sold)) or 'no zone of ' + offering.region}): AWS would offer no "
+                         "Capacity Block there")
     with _LOCK:
         _OFFERED[offering.offering_id] = offering
     return {"offering_id": offering.offering_id}

@@ -77,7 +77,8 @@ class EksBackend(Backend):
             if not zones:
                 raise UsageError(f"EKS needs subnets in two Availability Zones, and {session.region} offers only "
                                  f"{placement.availability_zone}")
-            values = {"network.second_availability_zone": zones[0]}
+            # The other nodes' AZ when the capacity's AZ does not offer their type (fmcluster.network)
+            values = {"network.second_availability_zone": placement.head_zone or zones[0]}
         else:
             subnets = sorted((s["AvailabilityZone"], s["SubnetId"]) for page in ec2.get_paginator(
                 "describe_subnets").paginate(Filters=[{"Name": "vpc-id", "Values": [placement.vpc_id]}])
@@ -96,7 +97,8 @@ class EksBackend(Backend):
         spec = session.require_spec()
         placement = session.placement()
         session.ctx.publish(self._control_plane_network(session, placement))
-        rendered = render_eks(spec, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id)
+        rendered = render_eks(spec, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
+                              system_apart=placement.created and placement.head_zone is not None)
         cluster = spec.name
         makers = SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
                                   "iam_role": IamRole, "fsx_lustre": FsxLustre,
@@ -114,6 +116,11 @@ class EksBackend(Backend):
             if resource.kind == "eks_addon" and resource.key in ADDONS_ON_NODES:
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
         kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
+        control_routes = "route_table:control"
+        if any(r.name == control_routes for r in resources):  # nodes in the second subnet boot with its route
+            for resource in resources:
+                if resource.kind == "eks_nodegroup" and "subnet.control.id" in resource.references():
+                    resource.extra_edges = tuple(sorted({*resource.extra_edges, control_routes}))
         return resources
 
     def waypoints(self, session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:

@@ -88,8 +88,10 @@ def control_subnet_cidr(vpc_cidr: str) -> str:
 
 
 def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = None,
-           vpc_id: str | None = None) -> RenderedDocuments:
-    """``spec_file`` is what the Slurm backends name in node scripts; EKS nodes run none of fmcluster's."""
+           vpc_id: str | None = None, system_apart: bool = False) -> RenderedDocuments:
+    """``spec_file`` is what the Slurm backends name in node scripts; EKS nodes run none of fmcluster's.
+    ``system_apart``: the created network's compute AZ (a Capacity Block's) does not offer the system nodes'
+    type, so they go to the control plane's second subnet (in an AZ that does), routed through the NAT gateway."""
     rendered = RenderedDocuments(backend="eks")
     instance_tags = resource_tags(spec)
     network = render_network(spec)
@@ -98,11 +100,11 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
         subnet = network.compute_subnet_id
         rendered.documents.extend(network.documents)
         rendered.notes.append(network_note(network, "the NAT gateway") + "; EKS's control plane also takes a "
-                              f"subnet in a second Availability Zone ({SECOND_ZONE_REFERENCE})")
+                              "subnet in a second Availability Zone, chosen at create time")
     else:
         subnet = spec.network.subnet_id or subnet_id or SUBNET_TO_RESOLVE
         rendered.notes.append("EKS's control plane takes subnets in two Availability Zones: the nodes' subnet and one "
-                              f"of the same VPC in another zone, picked at create time ({CONTROL_SUBNET_REFERENCE})")
+                              "of the same VPC in another zone, picked at create time")
 
     def add(filename: str, kind: str, key: str, service: str, operations: dict[str, str], template: str,
             **context: object) -> None:
@@ -117,6 +119,15 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
             tags={**resource_tags(spec, f"subnet:{CONTROL_SUBNET}"), "Name": f"{spec.name}-{CONTROL_SUBNET}"},
             purpose="subnet in a second Availability Zone for the EKS control plane (EKS requires two)")
         control_subnet = f"${{subnet.{CONTROL_SUBNET}.id}}"
+        if system_apart:
+            text, body = render_yaml(
+                "network/route_table.yaml.j2", key=CONTROL_SUBNET, vpc_key=VPC_KEY, subnet_key=CONTROL_SUBNET,
+                nat_key=VPC_KEY, igw_key=None,
+                tags={**resource_tags(spec, f"route_table:{CONTROL_SUBNET}"), "Name": f"{spec.name}-{CONTROL_SUBNET}"},
+                purpose="second subnet's routes (the system nodes there): the internet through the NAT gateway")
+            rendered.documents.append(Document("route-table-control.yaml", "route_table", CONTROL_SUBNET, "ec2",
+                                               {"create": "CreateRouteTable", "route": "CreateRoute",
+                                                "associate": "AssociateRouteTable"}, text, body))
     else:
         control_subnet = CONTROL_SUBNET_REFERENCE
 
@@ -158,7 +169,7 @@ def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = Non
         scratch = local_storage.note(queue)
         if scratch:
             rendered.notes.append(scratch)
-    _system_documents(spec, subnet, add)
+    _system_documents(spec, control_subnet if network is not None and system_apart else subnet, add)
     _autoscaler_documents(spec, add)
 
     rendered.examples += [dra_driver.example(queue, kube_manifests.WORKLOAD_NAMESPACE) for queue in spec.queues
@@ -238,7 +249,8 @@ def _autoscaler_documents(spec: Spec, add: object) -> None:
 def _system_documents(spec: Spec, subnet: str, add: object) -> None:
     """The ``system`` node group (:mod:`fmcluster.backends.eks.system_nodes`): On-Demand, no EFA and no placement
     group (its pods talk to the API server, not to each other), labelled and tainted so that only cluster software
-    lands there, in the nodes' private subnet (whose route reaches the registries and the EKS API). Its launch
+    lands there, in the nodes' private subnet (whose route reaches the registries and the EKS API), or in the
+    second private subnet when the nodes' AZ does not offer its type. Its launch
     template does for it what the queues' do: IMDSv2, an encrypted root volume, the cluster's security groups."""
     name = system_nodes.NODEGROUP_NAME
     instance_type = spec.kubernetes.system_instance_type
