@@ -133,6 +133,34 @@ def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     return True
 
 
+_ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+
+
+def env_causes(pod: dict[str, Any], path: str) -> list[tuple[str, str, str]]:
+    """Mutually exclusive fields of a container's ``env`` (kubernetes ``pkg/apis/core/validation``
+    ``validateEnvVarValueFrom``; EnvVar API reference: ``valueFrom`` "Cannot be used if value is not empty"): a
+    ``valueFrom`` needs exactly one source, and none beside a non-empty ``value``."""
+    causes = []
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(pod.get(group) or []):
+            for j, env in enumerate((container or {}).get("env") or []):
+                source = (env or {}).get("valueFrom")
+                if not isinstance(source, dict):
+                    continue
+                where = f"{path}.{group}[{i}].env[{j}].valueFrom"
+                count = sum(1 for key in _ENV_SOURCES if source.get(key) is not None)
+                if count == 0:
+                    message = "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"
+                elif env.get("value"):
+                    message = "may not be specified when `value` is not empty"
+                elif count > 1:
+                    message = "may not have more than one field specified at a time"
+                else:
+                    continue
+                causes.append(("FieldValueInvalid", where, f'Invalid value: "": {message}'))
+    return causes
+
+
 def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     """Controllers' own validation (``pkg/apis/apps/validation``, ``pkg/apis/batch/validation``), after defaults:
 
@@ -140,6 +168,7 @@ def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
       template's ``restartPolicy`` is ``Always``.
     * Job: the template's ``restartPolicy`` is ``OnFailure`` or ``Never`` ("Jobs": "Pod Template"); a selector
       given at creation (``own_job_selector``) needs ``manualSelector: true``.
+    * Every kind: the pod template's containers' ``env`` (:func:`env_causes`).
     """
     kind, spec = obj.get("kind"), obj.get("spec")
     if kind not in ("Deployment", "DaemonSet", "StatefulSet", "Job") or not isinstance(spec, dict):
@@ -149,7 +178,7 @@ def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     labels = (template.get("metadata") or {}).get("labels") or {}
     name = obj["metadata"]["name"]
     group = obj["apiVersion"].split("/")[0]
-    causes = []
+    causes = env_causes(pod, "spec.template.spec")
     if kind in ("Deployment", "DaemonSet", "StatefulSet"):
         selector = spec.get("selector") or {}
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):
