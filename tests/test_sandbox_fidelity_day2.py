@@ -31,9 +31,13 @@ def _ec2_code(call) -> str:
 
 def test_capacity_blocks_cannot_be_modified_or_cancelled_and_odcrs_only_in_their_states(sandbox):
     """EC2 API CancelCapacityReservation and EC2 guide "Cancel a Capacity Reservation": "You can't modify or cancel a
-    Capacity Block"; an ODCR is cancelled while "assessing" or "active". "Modify an active Capacity Reservation":
-    "expired, cancelled, unsupported, or failed state — You can't modify the Capacity Reservation in any way"; "To
-    change the instance eligibility, the Capacity Reservation must be completely idle (zero usage)"."""
+    Capacity Block"; an ODCR is cancelled while "assessing" or "active". "View Capacity Blocks": "Before a Capacity
+    Block reservation begins, the available capacity appears as zero. You can see how many instances will be
+    available in your Capacity Block by the tag value for the tag key
+    aws:ec2capacityreservation:incrementalRequestedQuantity".
+    "Modify an active Capacity Reservation": "expired, cancelled, unsupported, or failed state — You can't modify the
+    Capacity Reservation in any way"; "To change the instance eligibility, the Capacity Reservation must be completely
+    idle (zero usage)"."""
     ec2 = sandbox.client("ec2", "us-east-1")
     now = dt.datetime.now(dt.timezone.utc)
     for start, end in ((now - dt.timedelta(hours=1), now + dt.timedelta(days=1)),  # active
@@ -47,6 +51,12 @@ def test_capacity_blocks_cannot_be_modified_or_cancelled_and_odcrs_only_in_their
             == "UnsupportedOperation"
         (held,) = ec2.describe_capacity_reservations(CapacityReservationIds=[block])["CapacityReservations"]
         assert held["State"] in ("active", "scheduled") and held["TotalInstanceCount"] == 2
+        if held["State"] == "scheduled":  # "View Capacity Blocks": zero available before it begins, its size in a tag
+            tags = {t["Key"]: t["Value"] for t in held.get("Tags") or []}
+            assert (held["AvailableInstanceCount"], tags.get(
+                "aws:ec2capacityreservation:incrementalRequestedQuantity")) == (0, "2")
+        else:
+            assert held["AvailableInstanceCount"] == 2
 
     odcr = ec2.create_capacity_reservation(InstanceType="m5.large", InstancePlatform="Linux/UNIX",
                                            AvailabilityZone="us-east-1a", InstanceCount=2)["CapacityReservation"]

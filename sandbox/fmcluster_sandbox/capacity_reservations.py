@@ -17,6 +17,11 @@ Reservation" allows by state: ``assessing``/``scheduled`` tags only, ``pending``
 ``unsupported``/``failed`` not at all; its instance eligibility changes only while no instance uses it. AWS
 publishes no error code for these refusals: ``UnsupportedOperation`` and ``IncorrectState`` (EC2 API "Error codes",
 common client errors) are the sandbox's choice.
+
+Before a Capacity Block begins (EC2 guide "View Capacity Blocks"): "the available capacity appears as zero. You can see
+how many instances will be available in your Capacity Block by the tag value for the tag key
+``aws:ec2capacityreservation:incrementalRequestedQuantity``" (:meth:`Reservation.shown_available`,
+:meth:`Reservation.shown_tags`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations", "ModifyC
 # States in which "Modify an active Capacity Reservation" allows a change beyond tags (active), or any at all.
 _MODIFIABLE = ("active",)
 _CANCELLABLE = ("assessing", "active")
+REQUESTED_QUANTITY_TAG = "aws:ec2capacityreservation:incrementalRequestedQuantity"
 
 
 @dataclass
@@ -74,6 +80,18 @@ class Reservation:
         return max(self.total - self.held - len(self.instances), 0)
 
     @property
+    def shown_available(self) -> int:
+        """What DescribeCapacityReservations answers as available: zero for a Capacity Block before its start."""
+        return 0 if self.is_capacity_block and self.state == "scheduled" else self.available
+
+    @property
+    def shown_tags(self) -> dict[str, str]:
+        """The reservation's tags; a scheduled Capacity Block's include the size it will have."""
+        if self.is_capacity_block and self.state == "scheduled":
+            return {**self.tags, REQUESTED_QUANTITY_TAG: str(self.total)}
+        return self.tags
+
+    @property
     def is_capacity_block(self) -> bool:
         return self.reservation_type == "capacity-block"
 
@@ -100,12 +118,13 @@ class Reservation:
             f"<instancePlatform>{escape(self.platform)}</instancePlatform>"
             f"<availabilityZone>{escape(self.availability_zone)}</availabilityZone>"
             f"<tenancy>{self.tenancy}</tenancy><totalInstanceCount>{self.total}</totalInstanceCount>"
-            f"<availableInstanceCount>{self.available}</availableInstanceCount><ebsOptimized>true</ebsOptimized>"
+            f"<availableInstanceCount>{self.shown_available}</availableInstanceCount>"
+            "<ebsOptimized>true</ebsOptimized>"
             f"<state>{self.state}</state><startDate>{_iso(self.start)}</startDate>{end}"
             f"<instanceMatchCriteria>{self.match_criteria}</instanceMatchCriteria>"
             f"<createDate>{_iso(self.start)}</createDate><reservationType>{self.reservation_type}</reservationType>"
             + (f"<capacityBlockId>{self.block_id}</capacityBlockId>" if self.block_id else "")
-            + f"{tag_set(self.tags)}"
+            + f"{tag_set(self.shown_tags)}"
         )
 
 
