@@ -44,7 +44,8 @@ RELEASE_CALENDAR: dict[str, tuple[dt.date | None, dt.date | None]] = {
     "1.35": (None, None),
     "1.36": (None, None),
 }
-# The versions the sandbox holds node images and add-on versions for: the ones EKS can still create clusters at.
+# The versions the sandbox holds node images and add-on versions for: the ones EKS can still create clusters at on
+# the sandbox's date (1.29 to 1.31 are in the calendar only, so that their end of extended support refuses them).
 KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
 
@@ -52,7 +53,7 @@ DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
 def support_on(version: str, today: dt.date | None = None) -> str | None:
     """``STANDARD_SUPPORT``, ``EXTENDED_SUPPORT``, or None when EKS no longer creates (or never offered) the version
     on ``today`` (the sandbox's clock when None)."""
-    if version not in RELEASE_CALENDAR or version not in KUBERNETES_VERSIONS:
+    if version not in RELEASE_CALENDAR:
         return None
     today = today or dt.datetime.now(dt.timezone.utc).date()
     end_standard, end_extended = RELEASE_CALENDAR[version]
