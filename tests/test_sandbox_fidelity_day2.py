@@ -275,3 +275,17 @@ def test_env_value_and_value_from_are_mutually_exclusive(k8s):  # noqa: F811
         **source, "secretKeyRef": {"name": "s", "key": "k"}}}])
     assert k8s.call("POST", path, two)[0] == 422
     assert k8s.call("POST", path, daemonset("one", "busybox", env=[{"name": "NODE", "valueFrom": source}]))[0] == 201
+
+
+def test_a_pod_volume_names_exactly_one_source(k8s):  # noqa: F811
+    """kubernetes ``pkg/apis/core/validation`` validateVolumeSource: "may not specify more than 1 volume type" (422
+    Forbidden); Volume API reference ("Volume represents a named volume in a pod": one VolumeSource)."""
+    path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+    two = daemonset("two-sources", "busybox")
+    two["spec"]["template"]["spec"]["volumes"] = [{"name": "data", "emptyDir": {}, "hostPath": {"path": "/data"}}]
+    status, answer, _ = k8s.call("POST", path, two)
+    assert status == 422 and answer["details"]["causes"][0]["message"] == \
+        "Forbidden: may not specify more than 1 volume type"
+    one = daemonset("one-source", "busybox")
+    one["spec"]["template"]["spec"]["volumes"] = [{"name": "data", "hostPath": {"path": "/data"}}]
+    assert k8s.call("POST", path, one)[0] == 201

@@ -161,6 +161,21 @@ def env_causes(pod: dict[str, Any], path: str) -> list[tuple[str, str, str]]:
     return causes
 
 
+def volume_causes(pod: dict[str, Any], path: str) -> list[tuple[str, str, str]]:
+    """A pod volume names exactly one source (kubernetes ``pkg/apis/core/validation`` ``validateVolumeSource``: "may
+    not specify more than 1 volume type", "must specify a volume type"). The API server puts the cause on the second
+    source in its own order of the sources; the sandbox puts it on the volume."""
+    causes = []
+    for i, volume in enumerate(pod.get("volumes") or []):
+        sources = [k for k, v in (volume or {}).items() if k != "name" and v is not None]
+        if len(sources) > 1:
+            causes.append(("FieldValueForbidden", f"{path}.volumes[{i}]",
+                           "Forbidden: may not specify more than 1 volume type"))
+        elif not sources:
+            causes.append(("FieldValueRequired", f"{path}.volumes[{i}]", "Required value: must specify a volume type"))
+    return causes
+
+
 def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     """Controllers' own validation (``pkg/apis/apps/validation``, ``pkg/apis/batch/validation``), after defaults:
 
@@ -168,7 +183,7 @@ def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
       template's ``restartPolicy`` is ``Always``.
     * Job: the template's ``restartPolicy`` is ``OnFailure`` or ``Never`` ("Jobs": "Pod Template"); a selector
       given at creation (``own_job_selector``) needs ``manualSelector: true``.
-    * Every kind: the pod template's containers' ``env`` (:func:`env_causes`).
+    * Every kind: the pod template's containers' ``env`` (:func:`env_causes`) and volumes (:func:`volume_causes`).
     """
     kind, spec = obj.get("kind"), obj.get("spec")
     if kind not in ("Deployment", "DaemonSet", "StatefulSet", "Job") or not isinstance(spec, dict):
@@ -178,7 +193,7 @@ def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     labels = (template.get("metadata") or {}).get("labels") or {}
     name = obj["metadata"]["name"]
     group = obj["apiVersion"].split("/")[0]
-    causes = env_causes(pod, "spec.template.spec")
+    causes = env_causes(pod, "spec.template.spec") + volume_causes(pod, "spec.template.spec")
     if kind in ("Deployment", "DaemonSet", "StatefulSet"):
         selector = spec.get("selector") or {}
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):
