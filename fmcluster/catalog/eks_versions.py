@@ -11,18 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-KNOWN: tuple[str, ...] = ("1.32", "1.33", "1.34", "1.35", "1.36")
-# version -> (end of standard support, end of extended support), UTC dates from the release calendar; None where the
-# calendar gives no date yet.
-RELEASE_CALENDAR: dict[str, tuple[dt.date | None, dt.date | None]] = {
-    "1.32": (dt.date(2026, 3, 23), dt.date(2027, 3, 23)),
-    "1.33": (dt.date(2026, 7, 29), dt.date(2027, 7, 29)),
-    "1.34": (dt.date(2026, 12, 2), dt.date(2027, 12, 2)),
-    "1.35": (None, None),
-    "1.36": (None, None),
-}
+STANDARD_SUPPORT: tuple[str, ...] = ("1.34", "1.35", "1.36")
+EXTENDED_SUPPORT: tuple[str, ...] = ("1.32", "1.33")
 # The newest standard-support version fmcluster knows: what a spec without kubernetes.version gets.
-DEFAULT_VERSION = KNOWN[-1]
+DEFAULT_VERSION = STANDARD_SUPPORT[-1]
 CONTROL_PLANE_USD_PER_HOUR = {"standard": 0.10, "extended": 0.60}
 
 
@@ -35,6 +27,18 @@ CONTROL_PLANE_USD_PER_HOUR = {"standard": 0.10, "extended": 0.60}
 # (github.com/awslabs/amazon-eks-ami/releases) list AL2023 builds for 1.32 and 1.33 beside 1.34 to 1.36. A version
 # outside this list has no image under /aws/service/eks/optimized-ami/<version>/amazon-linux-2023/.
 AL2023_NODE_IMAGES: tuple[str, ...] = ("1.32", "1.33", "1.34", "1.35", "1.36")
+
+# The versions the two release-notes pages list; which support each is on today follows RELEASE_CALENDAR.
+KNOWN: tuple[str, ...] = (*EXTENDED_SUPPORT, *STANDARD_SUPPORT)
+# version -> (end of standard support, end of extended support), UTC dates from the release calendar; None where the
+# calendar gives no date yet.
+RELEASE_CALENDAR: dict[str, tuple[dt.date | None, dt.date | None]] = {
+    "1.32": (dt.date(2026, 3, 23), dt.date(2027, 3, 23)),
+    "1.33": (dt.date(2026, 7, 29), dt.date(2027, 7, 29)),
+    "1.34": (dt.date(2026, 12, 2), dt.date(2027, 12, 2)),
+    "1.35": (None, None),
+    "1.36": (None, None),
+}
 
 
 def usable(version: str) -> bool:
