@@ -129,6 +129,8 @@ def test_capacity_list_json_shows_each_block_its_hours_and_the_cluster_using_it(
     assert row["clusters"] == [cluster]
     ahead = rows[later["CapacityReservationId"]]
     assert ahead["state"] == "scheduled" and ahead["hours_left"] is None and ahead["hours_until_start"] > 0
+    # "View Capacity Blocks": before it begins a block's available capacity appears as zero; nothing runs in it
+    assert (ahead["instances_in_use"], ahead["instances_free"]) == (0, 0)
     assert ahead["clusters"] == []
 
 

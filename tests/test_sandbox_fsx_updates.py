@@ -44,7 +44,7 @@ def test_lustre_throughput_and_storage_updates(sandbox):
         "BadRequest"
     answer = update(FileSystemId=fs_id, LustreConfiguration={"PerUnitStorageThroughput": 500})["FileSystem"]
     (action,) = answer["AdministrativeActions"]
-    assert (action["AdministrativeActionType"], action["Status"]) == ("FILE_SYSTEM_UPDATE", "IN_PROGRESS")
+    assert (action["AdministrativeActionType"], action["Status"]) == ("FILE_SYSTEM_UPDATE", "PENDING")
     # one update at a time (UpdateFileSystem, StorageCapacity)
     assert _code(lambda: update(FileSystemId=fs_id, StorageCapacity=2400)) == "BadRequest"
     done = _settled(fsx, fs_id)

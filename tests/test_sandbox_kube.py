@@ -523,7 +523,7 @@ def test_apply_json_patch_status_and_generation(k8s):
                 "  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n"
                 "    spec:\n      containers:\n      - {name: web, image: nginx}\n")
     status, body, _ = k8s.call("PATCH", f"{path}/web", manifest.encode(), "application/apply-patch+yaml")
-    assert (status, body["reason"]) == (400, "BadRequest")  # server-side apply needs a fieldManager
+    assert (status, body["reason"]) == (422, "Invalid")  # server-side apply needs a fieldManager (PatchOptions)
     status, created, _ = k8s.call("PATCH", f"{path}/web?fieldManager=fmcluster", manifest.encode(),
                                   "application/apply-patch+yaml")
     assert status == 201 and created["metadata"]["generation"] == 1 and "status" not in created

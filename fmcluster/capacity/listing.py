@@ -107,7 +107,9 @@ def block_facts(reservations: list[dict[str, Any]], block: dict[str, Any] | None
         "hours_left": round((end - now).total_seconds() / 3600, 2) if end is not None and begun and not over
         else (0.0 if over else None),
         "hours_until_start": None if begun else round((start - now).total_seconds() / 3600, 2),
-        "instances_in_use": total - free if reservations else None,
+        # before its start a block's available capacity "appears as zero" (EC2 guide "View Capacity Blocks"): no
+        # instance runs in it then, so none is in use
+        "instances_in_use": (total - free if begun else 0) if reservations else None,
         "instances_free": free if reservations else None,
         "instances_unavailable": int(status["TotalUnavailableCapacity"]) if status and
         status.get("TotalUnavailableCapacity") is not None else None,

@@ -1,7 +1,7 @@
 """EC2 capacity reservations (ODCRs) and Capacity Blocks, which moto 5.2.5 does not implement.
 
-Speaks the EC2 query protocol for CreateCapacityReservation, DescribeCapacityReservations and
-CancelCapacityReservation. Capacity Blocks are bought with PurchaseCapacityBlock
+Speaks the EC2 query protocol for CreateCapacityReservation, DescribeCapacityReservations,
+ModifyCapacityReservation and CancelCapacityReservation. Capacity Blocks are bought with PurchaseCapacityBlock
 (:mod:`fmcluster_sandbox.capacity_blocks`), or seeded as AWS would hold them (a busy one, an expired one)
 through the control route ``POST /_fmcluster/capacity-reservations`` (see :meth:`CapacityReservations.seed`).
 
@@ -9,6 +9,19 @@ Instances launched into a reservation count against it (``availableInstanceCount
 when they terminate), as the EC2 user guide describes for targeted ODCRs and Capacity Blocks. A Capacity
 Block's state follows its dates unless the seed says otherwise: ``scheduled`` before its start, ``active``
 until its end, ``expired`` after ("Capacity Blocks for ML", EC2 user guide).
+
+What may be modified or cancelled, and when (:func:`modify_refusal`, :func:`cancel_refusal`): "You can't modify or
+cancel a Capacity Block" (EC2 API CancelCapacityReservation; EC2 guide "Cancel a Capacity Reservation"); an ODCR is
+cancelled only while ``assessing`` or ``active`` (the same pages), and modified as "Modify an active Capacity
+Reservation" allows by state: ``assessing``/``scheduled`` tags only, ``pending`` and ``expired``/``cancelled``/
+``unsupported``/``failed`` not at all; its instance eligibility changes only while no instance uses it. AWS
+publishes no error code for these refusals: ``UnsupportedOperation`` and ``IncorrectState`` (EC2 API "Error codes",
+common client errors) are the sandbox's choice.
+
+Before a Capacity Block begins (EC2 guide "View Capacity Blocks"): "the available capacity appears as zero. You can see
+how many instances will be available in your Capacity Block by the tag value for the tag key
+``aws:ec2capacityreservation:incrementalRequestedQuantity``" (:meth:`Reservation.shown_available`,
+:meth:`Reservation.shown_tags`).
 """
 
 from __future__ import annotations
@@ -24,7 +37,12 @@ from xml.sax.saxutils import escape
 from fmcluster_sandbox import model_check
 from fmcluster_sandbox.ec2_query import error, ok, tag_set
 
-ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations", "CancelCapacityReservation")
+ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations", "ModifyCapacityReservation",
+           "CancelCapacityReservation")
+# States in which "Modify an active Capacity Reservation" allows a change beyond tags (active), or any at all.
+_MODIFIABLE = ("active",)
+_CANCELLABLE = ("assessing", "active")
+REQUESTED_QUANTITY_TAG = "aws:ec2capacityreservation:incrementalRequestedQuantity"
 
 
 @dataclass
@@ -62,6 +80,18 @@ class Reservation:
         return max(self.total - self.held - len(self.instances), 0)
 
     @property
+    def shown_available(self) -> int:
+        """What DescribeCapacityReservations answers as available: zero for a Capacity Block before its start."""
+        return 0 if self.is_capacity_block and self.state == "scheduled" else self.available
+
+    @property
+    def shown_tags(self) -> dict[str, str]:
+        """The reservation's tags; a scheduled Capacity Block's include the size it will have."""
+        if self.is_capacity_block and self.state == "scheduled":
+            return {**self.tags, REQUESTED_QUANTITY_TAG: str(self.total)}
+        return self.tags
+
+    @property
     def is_capacity_block(self) -> bool:
         return self.reservation_type == "capacity-block"
 
@@ -88,12 +118,13 @@ class Reservation:
             f"<instancePlatform>{escape(self.platform)}</instancePlatform>"
             f"<availabilityZone>{escape(self.availability_zone)}</availabilityZone>"
             f"<tenancy>{self.tenancy}</tenancy><totalInstanceCount>{self.total}</totalInstanceCount>"
-            f"<availableInstanceCount>{self.available}</availableInstanceCount><ebsOptimized>true</ebsOptimized>"
+            f"<availableInstanceCount>{self.shown_available}</availableInstanceCount>"
+            "<ebsOptimized>true</ebsOptimized>"
             f"<state>{self.state}</state><startDate>{_iso(self.start)}</startDate>{end}"
             f"<instanceMatchCriteria>{self.match_criteria}</instanceMatchCriteria>"
             f"<createDate>{_iso(self.start)}</createDate><reservationType>{self.reservation_type}</reservationType>"
             + (f"<capacityBlockId>{self.block_id}</capacityBlockId>" if self.block_id else "")
-            + f"{tag_set(self.tags)}"
+            + f"{tag_set(self.shown_tags)}"
         )
 
 
@@ -170,6 +201,8 @@ class CapacityReservations:
                 return self._create(request, region, account)
             if action == "DescribeCapacityReservations":
                 return self._describe(request, region, account)
+            if action == "ModifyCapacityReservation":
+                return self._modify(request, region, account)
             return self._cancel(request, region, account)
 
     def _create(self, request: dict[str, Any], region: str, account: str):
@@ -196,13 +229,61 @@ class CapacityReservations:
         items = "".join(f"<item>{r.to_xml()}</item>" for r in selected)
         return ok("DescribeCapacityReservationsResponse", f"<capacityReservationSet>{items}</capacityReservationSet>")
 
+    def _modify(self, request: dict[str, Any], region: str, account: str):
+        reservation = self.get(request.get("CapacityReservationId", ""), account, region)
+        if reservation is None:
+            return error("InvalidCapacityReservationId.NotFound",
+                         f"The capacity reservation ID '{request.get('CapacityReservationId')}' does not exist")
+        refusal = modify_refusal(reservation, request)
+        if refusal:
+            return error(*refusal)
+        if "InstanceCount" in request:
+            reservation.total = int(request["InstanceCount"])
+        if request.get("EndDateType") == "unlimited":
+            reservation.end = None
+        elif request.get("EndDate"):
+            reservation.end = _parse(request["EndDate"])
+        if request.get("InstanceMatchCriteria"):
+            reservation.match_criteria = request["InstanceMatchCriteria"]
+        return ok("ModifyCapacityReservationResponse", "<return>true</return>")
+
     def _cancel(self, request: dict[str, Any], region: str, account: str):
         reservation = self.get(request.get("CapacityReservationId", ""), account, region)
         if reservation is None:
             return error("InvalidCapacityReservationId.NotFound",
                          f"The capacity reservation ID '{request.get('CapacityReservationId')}' does not exist")
+        refusal = cancel_refusal(reservation)
+        if refusal:
+            return error(*refusal)
         reservation.explicit_state = "cancelled"
         return ok("CancelCapacityReservationResponse", "<return>true</return>")
+
+
+def cancel_refusal(reservation: Reservation) -> tuple[str, str] | None:
+    """Why EC2 refuses to cancel the reservation: a Capacity Block never, an ODCR only while assessing or active."""
+    if reservation.is_capacity_block:
+        return ("UnsupportedOperation", f"You can't modify or cancel a Capacity Block: "
+                                        f"{reservation.reservation_id} is one")
+    if reservation.state not in _CANCELLABLE:
+        return ("IncorrectState", f"Capacity Reservation {reservation.reservation_id} is {reservation.state}: only an "
+                                  f"assessing or active Capacity Reservation can be cancelled")
+    return None
+
+
+def modify_refusal(reservation: Reservation, request: dict[str, Any]) -> tuple[str, str] | None:
+    """Why EC2 refuses the modification: any of a Capacity Block; of an ODCR, any outside ``active`` (tags are
+    changed with CreateTags, not here); its eligibility while instances use it."""
+    if reservation.is_capacity_block:
+        return ("UnsupportedOperation", f"You can't modify or cancel a Capacity Block: "
+                                        f"{reservation.reservation_id} is one")
+    if reservation.state not in _MODIFIABLE:
+        return ("IncorrectState", f"Capacity Reservation {reservation.reservation_id} is {reservation.state}: only "
+                                  f"its tags can change now")
+    if request.get("InstanceMatchCriteria") and request["InstanceMatchCriteria"] != reservation.match_criteria \
+            and (reservation.instances or reservation.held):
+        return ("IncorrectState", "To change the instance eligibility, the Capacity Reservation must be completely "
+                                  "idle (zero usage)")
+    return None
 
 
 #: The sandbox's one store: the HTTP actions above and RunInstances (``ec2_launch``) share it.

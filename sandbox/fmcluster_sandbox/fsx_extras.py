@@ -66,8 +66,8 @@ def install() -> None:
         result.setdefault("Lifecycle", "AVAILABLE")
         if actions:
             result["AdministrativeActions"] = actions
-            if any(a["Status"] in ("PENDING", "IN_PROGRESS") and a["TargetFileSystemValues"].get("StorageCapacity")
-                   for a in actions):
+            if any(a["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE" and a["Status"] in ("PENDING", "IN_PROGRESS")
+                   and a["TargetFileSystemValues"].get("StorageCapacity") for a in actions):
                 result["Lifecycle"] = "UPDATING"  # "Managing storage capacity": UPDATING while storage scales
         network = self.__dict__.get("_fmcluster_network") or {}
         if network.get("vpc_id"):
@@ -260,28 +260,66 @@ THROUGHPUT_VALUES = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 
 # multiples of 2400 GiB (SCRATCH_1 cannot grow), and not again until 6 hours after the last increase request.
 STORAGE_STEP_GIB = {"PERSISTENT_1": 2400, "PERSISTENT_2": 2400, "SCRATCH_2": 2400}
 STORAGE_COOL_DOWN_S = 6 * 3600
-# How long an update runs in the sandbox before it completes (AWS: minutes to an hour).
+# How long each phase of an update lasts in the sandbox (AWS: minutes to an hour; storage optimization hours to days).
 UPDATE_SECONDS = 0.5
 _update_lock = threading.Lock()
+# A FILE_SYSTEM_UPDATE still under way (AdministrativeAction.Status, FSx API reference): a storage increase is not
+# done while its storage optimization rebalances data (UPDATED_OPTIMIZING).
+RUNNING = ("PENDING", "IN_PROGRESS", "UPDATED_OPTIMIZING")
+
+
+def _next_phase(action: dict[str, Any], elapsed: float) -> str:
+    """The phase a FILE_SYSTEM_UPDATE is in ``elapsed`` seconds after its request ("Monitoring storage capacity
+    increases", FSx for Lustre guide: Pending, In progress, Updated; Optimizing, Completed): PENDING until the
+    sandbox's next look at it, IN_PROGRESS for UPDATE_SECONDS, then a storage increase is UPDATED_OPTIMIZING for
+    UPDATE_SECONDS more before COMPLETED; a throughput change goes straight to COMPLETED."""
+    if action["Status"] == "PENDING":
+        return "IN_PROGRESS" if action["_shown"] else "PENDING"
+    if action["Status"] == "IN_PROGRESS" and elapsed >= UPDATE_SECONDS:
+        return "UPDATED_OPTIMIZING" if action["TargetFileSystemValues"].get("StorageCapacity") else "COMPLETED"
+    if action["Status"] == "UPDATED_OPTIMIZING" and elapsed >= 2 * UPDATE_SECONDS:
+        return "COMPLETED"
+    return action["Status"]
 
 
 def _settle_updates(file_system: Any) -> list[dict[str, Any]]:
-    """The file system's FILE_SYSTEM_UPDATE actions, completing those whose time has come (their target values
-    take effect then)."""
+    """The file system's AdministrativeActions, each moved on to its phase by now. The new values take effect when
+    the FILE_SYSTEM_UPDATE leaves IN_PROGRESS; a storage increase then starts a STORAGE_OPTIMIZATION action
+    (IN_PROGRESS with ``ProgressPercent``), whose completion completes its parent (AdministrativeAction:
+    "When STORAGE_OPTIMIZATION has been completed successfully, the parent FILE_SYSTEM_UPDATE action status changes
+    to COMPLETED")."""
     actions = file_system.__dict__.get("_fmcluster_actions") or []
     now = time.monotonic()
     with _update_lock:
-        for action in actions:
-            if action["Status"] == "IN_PROGRESS" and now - action["_started"] >= UPDATE_SECONDS:
-                target = action["TargetFileSystemValues"]
-                if target.get("StorageCapacity"):
-                    file_system.storage_capacity = target["StorageCapacity"]
-                throughput = (target.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
-                if throughput:
-                    file_system.lustre_configuration = {**(file_system.lustre_configuration or {}),
-                                                        "PerUnitStorageThroughput": throughput}
-                action["Status"] = "COMPLETED"
+        for action in list(actions):
+            if action["AdministrativeActionType"] != "FILE_SYSTEM_UPDATE" or action["Status"] not in RUNNING:
+                continue
+            elapsed = now - action["_started"]
+            was, action["Status"] = action["Status"], _next_phase(action, elapsed)
+            action["_shown"] = True
+            if was == "IN_PROGRESS" and action["Status"] != "IN_PROGRESS":
+                _take_effect(file_system, action["TargetFileSystemValues"])
+                if action["Status"] == "UPDATED_OPTIMIZING":
+                    actions.append({"AdministrativeActionType": "STORAGE_OPTIMIZATION", "Status": "IN_PROGRESS",
+                                    "ProgressPercent": 0, "RequestTime": time.time(),
+                                    "TargetFileSystemValues": dict(action["TargetFileSystemValues"]),
+                                    "_parent": action})
+            optimization = next((a for a in actions if a.get("_parent") is action), None)
+            if optimization is not None:
+                done = action["Status"] == "COMPLETED"
+                optimization["Status"] = "COMPLETED" if done else "IN_PROGRESS"
+                optimization["ProgressPercent"] = 100 if done else min(
+                    99, int(100 * (elapsed - UPDATE_SECONDS) / UPDATE_SECONDS))
     return [{k: v for k, v in a.items() if not k.startswith("_")} for a in actions]
+
+
+def _take_effect(file_system: Any, target: dict[str, Any]) -> None:
+    if target.get("StorageCapacity"):
+        file_system.storage_capacity = target["StorageCapacity"]
+    throughput = (target.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
+    if throughput:
+        file_system.lustre_configuration = {**(file_system.lustre_configuration or {}),
+                                            "PerUnitStorageThroughput": throughput}
 
 
 def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dict, bytes]:
@@ -310,7 +348,7 @@ def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dic
     deployment = lustre.get("DeploymentType", "SCRATCH_1")
     actions = file_system.__dict__.setdefault("_fmcluster_actions", [])
     _settle_updates(file_system)
-    if any(a["Status"] in ("PENDING", "IN_PROGRESS") for a in actions):
+    if any(a["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE" and a["Status"] in RUNNING for a in actions):
         return _error("BadRequest", "Unable to perform the update: another update of this file system is in "
                                     "progress")
     target: dict[str, Any] = {}
@@ -336,7 +374,8 @@ def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dic
         if storage % step:
             return _error("BadRequest", f"StorageCapacity {storage} must be a multiple of {step} GiB for "
                                         f"{deployment}")
-        last = max((a["_requested"] for a in actions if a["TargetFileSystemValues"].get("StorageCapacity")),
+        last = max((a["_requested"] for a in actions if a["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE"
+                    and a["TargetFileSystemValues"].get("StorageCapacity")),
                    default=None)
         if last is not None and time.time() - last < STORAGE_COOL_DOWN_S:
             return _error("BadRequest", "The storage capacity cannot be increased again until 6 hours after the last "
@@ -346,9 +385,9 @@ def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dic
         return _error("BadRequest", "Nothing to update: give StorageCapacity or "
                                     "LustreConfiguration.PerUnitStorageThroughput")
     now = time.time()
-    actions.append({"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "Status": "IN_PROGRESS",
+    actions.append({"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "Status": "PENDING",
                     "RequestTime": now, "TargetFileSystemValues": target, "_started": time.monotonic(),
-                    "_requested": now})
+                    "_requested": now, "_shown": False})
     if token:
         tokens[token] = True
     return _ok({"FileSystem": file_system.to_dict()})

@@ -99,7 +99,7 @@ _PREWARM_REGIONS = ["us-east-1", "us-west-2"]
 # EC2 actions moto 5.2.5 does not implement, served by the sandbox's own modules.
 PLACEMENT_GROUP_ACTIONS = ("CreatePlacementGroup", "DescribePlacementGroups", "DeletePlacementGroup")
 CAPACITY_RESERVATION_ACTIONS = ("CreateCapacityReservation", "DescribeCapacityReservations",
-                                "CancelCapacityReservation")
+                                "ModifyCapacityReservation", "CancelCapacityReservation")
 LOCAL_ZONE_ACTIONS = ("DescribeAvailabilityZones", "ModifyAvailabilityZoneGroup")
 FSX_BACKUP_OPERATIONS = ("CreateBackup", "DescribeBackups", "DeleteBackup")
 FSX_DRA_OPERATIONS = ("CreateDataRepositoryAssociation", "DescribeDataRepositoryAssociations",

@@ -146,8 +146,7 @@ class EksSpecRules(BackendSpecRules):
     def _version(self, spec: Spec, error: Report, warn: Report) -> None:
         version = spec.kubernetes.version
         support = eks_versions.support(version)
-        offered = ", ".join(v for v in (*eks_versions.EXTENDED_SUPPORT, *eks_versions.STANDARD_SUPPORT)
-                            if eks_versions.usable(v))
+        offered = ", ".join(v for v in eks_versions.offered() if eks_versions.usable(v))
         if not eks_versions.usable(version):
             error(("kubernetes", "version"), f"EKS does not offer Kubernetes {version} with the EKS-optimized AL2023 "
                   f"node images fmcluster's nodes boot: it offers {offered} (the newest, "

@@ -7,6 +7,12 @@ must be ``API`` or ``API_AND_CONFIG_MAP``; the principal is an IAM role or user 
 (or the caller itself); one entry per principal; ``STANDARD`` is the default type; access policies are
 the ones EKS publishes (``arn:aws:eks::aws:cluster-access-policy/...``), scoped to the cluster or to named
 namespaces.
+
+Types, principals and user names (:func:`entry_problem`): ``type`` is one of the seven the CreateAccessEntry
+reference lists; the node types (``EC2``, ``EC2_LINUX``, ``EC2_WINDOWS``, ``FARGATE_LINUX``, ``HYBRID_LINUX``)
+take only IAM roles ("For nodes ..., the only valid ARN is IAM roles"), no ``kubernetesGroups`` and no
+``username``; a custom user name "can't start with ``system:``, ``eks:``, ``aws:``, ``amazon:``, or ``iam:``"
+(EKS guide "Set a custom username for EKS access entries").
 """
 
 from __future__ import annotations
@@ -20,6 +26,26 @@ from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, invalid_requ
 
 _ASSUMED = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/.+$")
 _STS_USER = re.compile(r"^arn:(aws[a-z-]*):sts::(\d{12}):user/(.+)$")
+_ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$")
+ENTRY_TYPES = ("STANDARD", "FARGATE_LINUX", "EC2_LINUX", "EC2_WINDOWS", "EC2", "HYBRID_LINUX", "HYPERPOD_LINUX")
+NODE_TYPES = ("EC2", "EC2_LINUX", "EC2_WINDOWS", "FARGATE_LINUX", "HYBRID_LINUX")
+RESERVED_USERNAME_PREFIXES = ("system:", "eks:", "aws:", "amazon:", "iam:")
+
+
+def entry_problem(kind: str, principal: str, groups: list[str], username: str | None) -> str | None:
+    """What EKS refuses in an access entry's type, principal, groups and user name (None when it takes it)."""
+    if kind not in ENTRY_TYPES:
+        return f"The access entry type {kind} is not valid: valid types are {', '.join(ENTRY_TYPES)}"
+    if kind in NODE_TYPES and not _ROLE.match(principal):
+        return f"The principalArn of an access entry of type {kind} must be an IAM role: {principal}"
+    if kind != "STANDARD" and (groups or username):
+        return f"kubernetesGroups and username cannot be set for an access entry of type {kind}"
+    if username and username.startswith(RESERVED_USERNAME_PREFIXES):
+        return (f"The username {username} is not valid: a username can't start with "
+                f"{', '.join(RESERVED_USERNAME_PREFIXES)}")
+    if any(g.startswith("system:") for g in groups):
+        return "kubernetesGroups cannot start with system:"
+    return None
 
 
 def normalise_principal(arn: str) -> str:
@@ -83,11 +109,9 @@ class AccessOperations:
                          clusterName=cluster.name)
         kind = p.get("type") or "STANDARD"
         groups = p.get("kubernetesGroups") or []
-        if kind != "STANDARD" and (groups or p.get("username")):
-            raise invalid(f"kubernetesGroups and username cannot be set for an access entry of type {kind}",
-                          clusterName=cluster.name)
-        if any(g.startswith("system:") for g in groups):
-            raise invalid("kubernetesGroups cannot start with system:", clusterName=cluster.name)
+        problem = entry_problem(kind, principal, groups, p.get("username"))
+        if problem:
+            raise invalid(problem, clusterName=cluster.name)
         self._check_tags(p.get("tags"))
         entry = self._new_entry(cluster, principal, kind, groups, p.get("username"), p.get("tags"))
         return {"accessEntry": self._entry_view(entry)}

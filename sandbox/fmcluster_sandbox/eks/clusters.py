@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime as dt
 import random
 import uuid
 from typing import Any
@@ -30,8 +31,9 @@ class ClusterOperations:
         if self._get("cluster", account, region, None, name) is not None:
             raise in_use(f"Cluster already exists with name: {name}", clusterName=name)
         version = p.get("version") or catalog.DEFAULT_KUBERNETES_VERSION
-        if version not in catalog.KUBERNETES_VERSIONS:
-            raise invalid(f"unsupported Kubernetes version {version}", clusterName=name)
+        if catalog.support_on(version) is None:
+            raise invalid(f"unsupported Kubernetes version {version}: EKS creates clusters at "
+                          f"{', '.join(catalog.creatable())}", clusterName=name)
         if self._role(p["roleArn"], account) is None:
             raise invalid(f"Role with arn: {p['roleArn']}, does not exist", clusterName=name)
         self._check_tags(p.get("tags"))
@@ -127,21 +129,30 @@ class ClusterOperations:
                 pass
 
     def _op_describe_cluster_versions(self, p: dict, region: str, account: str, caller: str) -> dict:
-        """DescribeClusterVersions: the Kubernetes versions the sandbox offers, all on standard support (the
-        guide's list); release and support dates are left out (not all are published in one place)."""
+        """DescribeClusterVersions: the Kubernetes versions EKS still creates clusters at on the sandbox's date,
+        each on standard or extended support by the release calendar, with its support end dates where the
+        calendar gives them."""
         wanted = set(p.get("clusterVersions") or [])
         if p.get("clusterType") not in (None, "eks"):
             return {"clusterVersions": []}
-        status = p.get("versionStatus") or {"standard-support": "STANDARD_SUPPORT"}.get(p.get("status") or "")
+        status = p.get("versionStatus") or {"standard-support": "STANDARD_SUPPORT",
+                                            "extended-support": "EXTENDED_SUPPORT"}.get(p.get("status") or "")
         rows = []
-        for version in catalog.KUBERNETES_VERSIONS:
+        for version in catalog.creatable():
             default = version == catalog.DEFAULT_KUBERNETES_VERSION
+            support = catalog.support_on(version)
             if (wanted and version not in wanted) or (p.get("defaultOnly") and not default) or \
-                    (status and status != "STANDARD_SUPPORT"):
+                    (status and status != support):
                 continue
-            rows.append({"clusterVersion": version, "clusterType": "eks",
-                         "defaultPlatformVersion": catalog.PLATFORM_VERSION, "defaultVersion": default,
-                         "status": "standard-support", "versionStatus": "STANDARD_SUPPORT"})
+            row = {"clusterVersion": version, "clusterType": "eks",
+                   "defaultPlatformVersion": catalog.PLATFORM_VERSION, "defaultVersion": default,
+                   "status": support.lower().replace("_", "-"), "versionStatus": support}
+            end_standard, end_extended = catalog.RELEASE_CALENDAR[version]
+            if end_standard:
+                row["endOfStandardSupportDate"] = _epoch(end_standard)
+            if end_extended:
+                row["endOfExtendedSupportDate"] = _epoch(end_extended)
+            rows.append(row)
         return self._page(list(reversed(rows)), p, "clusterVersions")
 
     def _op_describe_cluster(self, p: dict, region: str, account: str, caller: str) -> dict:
@@ -269,6 +280,10 @@ class ClusterOperations:
         entry.policies[catalog.CLUSTER_ADMIN_POLICY] = {
             "policyArn": catalog.CLUSTER_ADMIN_POLICY, "accessScope": {"type": "cluster", "namespaces": []},
             "associatedAt": self.wall(), "modifiedAt": self.wall()}
+
+
+def _epoch(day: dt.date) -> float:
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp()
 
 
 def _minor(version: str) -> int:

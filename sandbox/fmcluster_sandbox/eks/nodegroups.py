@@ -14,6 +14,14 @@ node group, not both; ``diskSize`` and ``remoteAccess`` cannot be used with a la
 UltraServers (p6e-gb200.36xlarge) needs a template whose target is an UltraServer Capacity Block of that type
 ("Use P6e-GB200 UltraServers with Amazon EKS"). Instances launch in
 :mod:`.nodes`; node auto repair (``nodeRepairConfig``) is checked in :mod:`.node_repair`.
+
+Service quotas at the call (:func:`quota_problem`): CreateNodegroup beyond "Managed node groups per cluster"
+(``L-6D54EA21``) and a ``maxSize`` beyond "Nodes per managed node group" (``L-BD136A63``, on create and on
+UpdateNodegroupConfig) are refused with ``ResourceLimitExceededException`` ("You have encountered a service limit
+on the specified resource", EKS API CreateNodegroup errors; "Amazon EKS service quotas"), read from the Service
+Quotas values the sandbox serves (lowered through ``POST /_fmcluster/quotas``). UpdateNodegroupVersion never goes
+backwards: "You cannot roll back a node group to an earlier Kubernetes version or AMI version" (EKS API
+UpdateNodegroupVersion).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import re
 import uuid
 from typing import Any
 
-from fmcluster_sandbox import capacity_blocks, capacity_reservations
+from fmcluster_sandbox import capacity_blocks, capacity_reservations, service_quotas
 from fmcluster_sandbox.eks import amis, catalog, launch_user_data, node_repair
 from fmcluster_sandbox.eks.errors import EksError, in_use, invalid, not_found
 from fmcluster_sandbox.eks.nodes import NodeOperations
@@ -33,6 +41,28 @@ from fmcluster_sandbox.eks.nodes import NodeOperations
 NODEGROUP_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,62}")
 DEFAULT_INSTANCE_TYPE = "t3.medium"  # CreateNodegroup instanceTypes: "the default is t3.medium"
 DEFAULT_SCALING = {"minSize": 1, "maxSize": 2, "desiredSize": 2}  # the API's defaults for scalingConfig
+GROUPS_PER_CLUSTER = "L-6D54EA21"  # Managed node groups per cluster
+NODES_PER_GROUP = "L-BD136A63"  # Nodes per managed node group
+
+
+def quota_problem(groups_in_cluster: int | None, max_size: int, account: str, region: str) -> str | None:
+    """Which EKS quota the call would exceed (None when it fits): one more node group in a cluster that holds
+    ``groups_in_cluster`` (None: not a create), or a group of ``max_size`` nodes."""
+    if groups_in_cluster is not None:
+        allowed = service_quotas.quota_value("eks", GROUPS_PER_CLUSTER, account, region)
+        if groups_in_cluster + 1 > allowed:
+            return (f"The cluster already has {groups_in_cluster} managed node groups: the quota Managed node groups "
+                    f"per cluster ({GROUPS_PER_CLUSTER}) is {allowed:g}")
+    allowed = service_quotas.quota_value("eks", NODES_PER_GROUP, account, region)
+    if max_size > allowed:
+        return (f"maxSize {max_size} exceeds the quota Nodes per managed node group ({NODES_PER_GROUP}), "
+                f"{allowed:g}")
+    return None
+
+
+def version_backwards(current: str, wanted: str) -> bool:
+    """Whether moving a node group from ``current`` to ``wanted`` would roll it back to an earlier minor."""
+    return _minor(wanted) < _minor(current)
 
 
 class NodegroupOperations(NodeOperations):
@@ -99,6 +129,10 @@ class NodegroupOperations(NodeOperations):
         if "scalingConfig" in p and "desiredSize" not in p["scalingConfig"]:
             scaling["desiredSize"] = scaling["minSize"]
         self._check_scaling(scaling, cluster.name, name)
+        limit = quota_problem(len(self._all("nodegroup", account, region, cluster.name)), scaling["maxSize"],
+                              account, region)
+        if limit:
+            raise EksError("ResourceLimitExceededException", limit, **where)
         template = self._template_data(p.get("launchTemplate"), account, region, cluster.name, name)
         data = (template or {}).get("data") or {}
         if template and (p.get("diskSize") is not None or p.get("remoteAccess")):
@@ -223,6 +257,9 @@ class NodegroupOperations(NodeOperations):
                 scaling[key] = p["scalingConfig"][key]
                 params.append({"type": kind, "value": str(scaling[key])})
         self._check_scaling(scaling, cluster.name, ng.name)
+        limit = quota_problem(None, scaling["maxSize"], account, region)
+        if limit:
+            raise EksError("ResourceLimitExceededException", limit, **where)
         labels = dict(ng.spec["labels"])
         change = p.get("labels") or {}
         labels.update(change.get("addOrUpdateLabels") or {})
@@ -292,6 +329,9 @@ class NodegroupOperations(NodeOperations):
         if _minor(version) > _minor(cluster.spec["version"]):
             raise invalid(f"Nodegroup version {version} cannot be newer than the cluster's {cluster.spec['version']}",
                           **where)
+        if version_backwards(ng.spec["version"], version):
+            raise invalid(f"Nodegroup version {version} is earlier than its current {ng.spec['version']}: a node "
+                          "group cannot be rolled back to an earlier Kubernetes version", **where)
         if not custom and amis.for_ami_type(region, version, ng.spec["amiType"]) is None:
             raise invalid(f"Requested Nodegroup release version for {version} is invalid. Allowed release version "
                           f"are for {', '.join(catalog.KUBERNETES_VERSIONS)}", **where)

@@ -133,6 +133,49 @@ def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     return True
 
 
+_ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+
+
+def env_causes(pod: dict[str, Any], path: str) -> list[tuple[str, str, str]]:
+    """Mutually exclusive fields of a container's ``env`` (kubernetes ``pkg/apis/core/validation``
+    ``validateEnvVarValueFrom``; EnvVar API reference: ``valueFrom`` "Cannot be used if value is not empty"): a
+    ``valueFrom`` needs exactly one source, and none beside a non-empty ``value``."""
+    causes = []
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(pod.get(group) or []):
+            for j, env in enumerate((container or {}).get("env") or []):
+                source = (env or {}).get("valueFrom")
+                if not isinstance(source, dict):
+                    continue
+                where = f"{path}.{group}[{i}].env[{j}].valueFrom"
+                count = sum(1 for key in _ENV_SOURCES if source.get(key) is not None)
+                if count == 0:
+                    message = "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"
+                elif env.get("value"):
+                    message = "may not be specified when `value` is not empty"
+                elif count > 1:
+                    message = "may not have more than one field specified at a time"
+                else:
+                    continue
+                causes.append(("FieldValueInvalid", where, f'Invalid value: "": {message}'))
+    return causes
+
+
+def volume_causes(pod: dict[str, Any], path: str) -> list[tuple[str, str, str]]:
+    """A pod volume names exactly one source (kubernetes ``pkg/apis/core/validation`` ``validateVolumeSource``: "may
+    not specify more than 1 volume type", "must specify a volume type"). The API server puts the cause on the second
+    source in its own order of the sources; the sandbox puts it on the volume."""
+    causes = []
+    for i, volume in enumerate(pod.get("volumes") or []):
+        sources = [k for k, v in (volume or {}).items() if k != "name" and v is not None]
+        if len(sources) > 1:
+            causes.append(("FieldValueForbidden", f"{path}.volumes[{i}]",
+                           "Forbidden: may not specify more than 1 volume type"))
+        elif not sources:
+            causes.append(("FieldValueRequired", f"{path}.volumes[{i}]", "Required value: must specify a volume type"))
+    return causes
+
+
 def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     """Controllers' own validation (``pkg/apis/apps/validation``, ``pkg/apis/batch/validation``), after defaults:
 
@@ -140,6 +183,7 @@ def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
       template's ``restartPolicy`` is ``Always``.
     * Job: the template's ``restartPolicy`` is ``OnFailure`` or ``Never`` ("Jobs": "Pod Template"); a selector
       given at creation (``own_job_selector``) needs ``manualSelector: true``.
+    * Every kind: the pod template's containers' ``env`` (:func:`env_causes`) and volumes (:func:`volume_causes`).
     """
     kind, spec = obj.get("kind"), obj.get("spec")
     if kind not in ("Deployment", "DaemonSet", "StatefulSet", "Job") or not isinstance(spec, dict):
@@ -149,7 +193,7 @@ def check_workload(obj: dict[str, Any], own_job_selector: bool = False) -> None:
     labels = (template.get("metadata") or {}).get("labels") or {}
     name = obj["metadata"]["name"]
     group = obj["apiVersion"].split("/")[0]
-    causes = []
+    causes = env_causes(pod, "spec.template.spec") + volume_causes(pod, "spec.template.spec")
     if kind in ("Deployment", "DaemonSet", "StatefulSet"):
         selector = spec.get("selector") or {}
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):

@@ -7,6 +7,11 @@ and ``$patch``/``$retainKeys`` directives are refused with 400 (not emulated). S
 (``application/apply-patch+yaml``) needs ``fieldManager``; it creates the object when absent, otherwise merges the
 applied configuration into it like a merge patch. Field ownership (``managedFields``), apply conflicts and the
 removal of fields a manager stopped applying are not emulated.
+
+Request parameters that apply to some patch types only (:func:`patch_options_causes`, apimachinery
+``pkg/apis/meta/v1/validation`` ``ValidatePatchOptions``, checked before the object is looked up): ``force`` "may not be
+specified for non-apply patch", ``fieldManager`` "is required for apply patch", and a ``fieldManager`` is at most 128
+characters ("Server-Side Apply": field management); a violation is 422 Invalid of kind ``PatchOptions.meta.k8s.io``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,23 @@ JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
 APPLY_CBOR = "application/apply-patch+cbor"
 SUPPORTED = (MERGE, STRATEGIC, JSON_PATCH, APPLY)
+
+
+FIELD_MANAGER_MAX_LENGTH = 128
+
+
+def patch_options_causes(content_type: str, query: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The PatchOptions causes the API server refuses for a PATCH of ``content_type`` with ``query`` (none: valid)."""
+    causes = []
+    if content_type != APPLY:
+        if "force" in query:
+            causes.append(("FieldValueForbidden", "force", "Forbidden: may not be specified for non-apply patch"))
+    elif not query.get("fieldManager"):
+        causes.append(("FieldValueRequired", "fieldManager", "Required value: is required for apply patch"))
+    if len(query.get("fieldManager") or "") > FIELD_MANAGER_MAX_LENGTH:
+        causes.append(("FieldValueTooLong", "fieldManager",
+                       f"Too long: may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes"))
+    return causes
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

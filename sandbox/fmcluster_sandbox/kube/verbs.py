@@ -341,10 +341,11 @@ class Request:
 
     def _patch(self, rtype: ResourceType, namespace: str | None, name: str, sub: str | None) -> tuple[int, Any]:
         content_type, patch = self._body()
+        option_causes = patches.patch_options_causes(content_type, self.query)
+        if option_causes:
+            raise invalid("PatchOptions", "", option_causes, "meta.k8s.io")
         existing = self.store.get(self._key(rtype, namespace, name))
         if content_type == patches.APPLY:
-            if not self.query.get("fieldManager"):
-                raise bad_request("PATCH, fieldManager: Required value: is required for apply patch")
             if self.query.get("force") not in (None, "", "true", "false"):
                 raise bad_request(f"invalid force value {self.query['force']!r}")
             self.applying = True
