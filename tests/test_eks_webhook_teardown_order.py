@@ -34,8 +34,9 @@ pytest.importorskip("fmcluster_sandbox.eks")
 # Each scheduler's objects are made at once, then destroyed in one drawn order, made again in another and destroyed
 # in a third.
 SEEDS = ((None, 1), (2, 3))
-# No webhook of the three releases intercepts RBAC objects, and the sandbox's pods need none: left out, as is what
-# is not the scheduler's (device plugins, storage, the MPI Operator), they keep the one-at-a-time walks short.
+# No webhook of the three releases intercepts RBAC objects, and the sandbox's pods need none: left out, as are what
+# is not the scheduler's (device plugins, storage, the MPI Operator) and the CRDs of kinds no object here is of (Kueue's
+# Workload CRD alone is 670 kB), they keep the one-at-a-time walks short.
 LEFT_OUT = frozenset({"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"})
 
 
@@ -55,8 +56,11 @@ def _plan(cluster: str, scheduler: str) -> list[KubeObject]:
     release = SCHEDULERS[scheduler].name
     groups = {m["spec"]["group"] for m in rendered
               if m["kind"] == "CustomResourceDefinition" and m["metadata"]["labels"].get(COMPONENT_LABEL) == release}
-    objects = [_object(cluster, m) for m in rendered if m["kind"] not in LEFT_OUT and (
+    kept = [m for m in rendered if m["kind"] not in LEFT_OUT and (
         m["metadata"]["labels"].get(COMPONENT_LABEL) == release or m["apiVersion"].rpartition("/")[0] in groups)]
+    made = {(m["apiVersion"].rpartition("/")[0], m["kind"]) for m in kept}
+    objects = [_object(cluster, m) for m in kept if m["kind"] != "CustomResourceDefinition"
+               or (m["spec"]["group"], m["spec"]["names"]["kind"]) in made]
     wire(objects)
     return graph.wire(objects)
 
