@@ -1,12 +1,15 @@
-"""Destroy deletes what an admission webhook guards before the webhook's server, for Kueue, Volcano and KAI, in
-every order the engine may take (issue 35, part 0).
+"""Destroy deletes what an admission webhook guards before the webhook's server, for Kueue, Volcano and KAI,
+whatever order the engine's independent deletes (and creates) take (issue 35, part 0).
 
 The sandbox's Kubernetes API calls webhooks as the API server does (failurePolicy Fail: a request the webhook's
 Service cannot answer is refused with 500 "failed calling webhook"). Each scheduler's rendered objects are made
 and destroyed by the engine in orders drawn from a seed (``Engine(order=…)``: one resource at a time, each drawn
-from those whose dependencies are done), so an order the graph does not enforce fails here every time rather than
-by luck of timing, as Volcano's Queue once did (destroy deleted ``volcano-admission-service`` first, and
-``validatequeue.volcano.sh`` refused the Queue's DELETE).
+from those whose dependencies are done). A seed draws the same order on every run, so an order the graph fails to
+enforce fails here deterministically, not by luck of timing as Volcano's Queue once did (destroy deleted
+``volcano-admission-service`` first, and ``validatequeue.volcano.sh`` refused the Queue's DELETE). Without the
+webhook edges, seed 1's destroy fails so for Volcano and seed 2's create waits for ever for Kueue's Service.
+KAI's operator, which makes KAI's webhooks, does not run in the sandbox: for KAI this shows only that every drawn
+walk completes.
 """
 
 from __future__ import annotations
