@@ -7,7 +7,8 @@ and destroyed by the engine in orders drawn from a seed (``Engine(order=…)``: 
 from those whose dependencies are done). A seed draws the same order on every run, so an order the graph fails to
 enforce fails here deterministically, not by luck of timing as Volcano's Queue once did (destroy deleted
 ``volcano-admission-service`` first, and ``validatequeue.volcano.sh`` refused the Queue's DELETE). Without the
-webhook edges, seed 1's destroy fails so for Volcano and seed 2's create waits for ever for Kueue's Service.
+webhook edges, a drawn destroy fails so for Volcano, and a drawn create of Kueue's queue objects waits for ever
+for Kueue's Service.
 KAI's operator, which makes KAI's webhooks, does not run in the sandbox: for KAI this shows only that every drawn
 walk completes.
 """
