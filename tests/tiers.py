@@ -64,6 +64,7 @@ LONGEST_FIRST: list[str] = [
     "test_throttle_visible.py",
     "test_sandbox_pcluster.py",
     "test_sandbox_eks.py",
+    "test_eks_webhook_teardown_order.py",
     "test_openzfs_home.py",
     "test_packaging.py",
     "test_spec_errors.py",

@@ -277,10 +277,14 @@ def wire(objects: Iterable[KubeObject], cluster_resource: str = "") -> None:
     release needs: its ``pre-install`` hooks after its CRDs and after the hooks of a lower weight, the rest of the
     release after its hooks; a custom resource of the release's kinds (a queue object) after the Deployments that
     serve the release's webhooks are Available, and so are the objects of the components that must wait for the
-    scheduler's webhooks (the MPI Operator)."""
+    scheduler's webhooks (the MPI Operator). An object an admission webhook of the plan intercepts comes after the
+    webhook's configuration, its Service and the Deployments serving it (:mod:`~fmcluster.backends.eks.webhook_order`),
+    so that ``destroy``, walking back, deletes it while the webhook can still answer."""
     from fmcluster.backends.eks import scheduler_install as install
+    from fmcluster.backends.eks.webhook_order import guard_edges
 
     objects = list(objects)
+    guarded = guard_edges(objects)
     namespaces = {o.object_name: o.name for o in objects if o.object_kind == "Namespace" and o.api_version == "v1"}
     crds: dict[tuple[str, str], KubeObject] = {}
     for o in objects:
@@ -329,6 +333,7 @@ def wire(objects: Iterable[KubeObject], cluster_resource: str = "") -> None:
         if crd is not None and not install.is_hook(o.manifest):
             owner = _component(crd)
             edges += [gate for gate in gates.get(owner, []) if gate != o.name] if owner else []
+        edges += guarded.get(o.name, [])
         o.extra_edges = tuple(dict.fromkeys(edges))
 
 
