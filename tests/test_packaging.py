@@ -273,3 +273,22 @@ def test_light_install_reads_a_parallelcluster_clusters_own_log(light: Path, tmp
     assert result.returncode == 0, result.stderr
     assert "fmcluster  pcluster_cluster:pc1 done CREATE_COMPLETE" in result.stdout
     assert "pip install 'fmcluster[parallelcluster]'" in result.stderr
+
+
+def test_light_install_smoke_of_an_eks_cluster_names_the_extra(light: Path, tmp_path: Path) -> None:
+    """smoke imported the Kubernetes API client before looking at the cluster, so on the light install it crashed
+    for every cluster; now an EKS cluster's smoke names the extra, and --print (no API call) works without it."""
+    env = {**_clean_env(tmp_path), "FMCLUSTER_HOME": str(tmp_path / "home")}
+    spec = (ROOT / "configs" / "p5-kueue-eks.yaml").read_text()
+    seed = ("import sys; from fmcluster.state import StateStore; "
+            "StateStore().save_cluster('p5-kueue', 'us-east-1', 'eks', sys.stdin.read(), None, 'ACTIVE')")
+    result = subprocess.run([str(light / "bin" / "python"), "-c", seed], input=spec, capture_output=True, text=True,
+                            cwd=tmp_path, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    result = _run(light / "bin" / "fmcluster", "smoke", "p5-kueue", cwd=tmp_path, env=env)
+    lines = result.stderr.strip().splitlines()
+    assert (result.returncode, len(lines)) == (2, 1), result.stderr
+    assert lines[0].startswith("error: smoke on EKS cluster p5-kueue needs the kubernetes extra")
+    assert "pip install 'fmcluster[kubernetes]'" in lines[0]
+    result = _run(light / "bin" / "fmcluster", "smoke", "p5-kueue", "--print", cwd=tmp_path, env=env)
+    assert result.returncode == 0 and "kind: MPIJob" in result.stdout, result.stderr
