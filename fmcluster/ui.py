@@ -188,7 +188,8 @@ def status_view(report: dict | list) -> RenderableType:
         if inside:
             quota = queue.get("quota")
             cells += [str(queue.get("nodes_ready", "")), str(queue.get("gpus", "")), str(queue.get("efa", "")),
-                      ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
+                      "none (no scheduler queue)" if queue.get("scheduler_queue") is False
+                      else ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
         queues.add_row(*map(Text, cells))
     scheduler = (_scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
                  + _scheduler_table(report.get("dra_driver"), "driver"))

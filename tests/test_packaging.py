@@ -196,13 +196,61 @@ def test_light_install_plans_renders_and_validates(light: Path, tmp_path: Path) 
     assert result.returncode == 0 and "Scheduler: slurm" in result.stdout, result.stderr
 
 
+# Runs in the light environment's Python: `fmcluster COMMAND CONFIG` for each example, in one process (a process
+# per command would cost seconds each here), each exit code and any traceback as JSON on the last line.
+_EVERY_EXAMPLE = """
+import contextlib, io, json, sys, traceback
+from fmcluster.cli import main
+results = {}
+for config in sys.argv[1:]:
+    for command in ("plan", "render", "validate"):
+        sys.argv = ["fmcluster", command, config]
+        out, err, code = io.StringIO(), io.StringIO(), 0
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                code, text = -1, traceback.format_exc()
+                err.write(text)
+        results[f"{command} {config.rsplit('/', 1)[-1]}"] = [code, err.getvalue()[-600:]]
+print(json.dumps(results))
+"""
+
+
+def test_light_install_plans_renders_and_validates_every_example(light: Path, tmp_path: Path) -> None:
+    """Issue 35: an EKS spec's rules imported the Kubernetes API client (lightkube/httpx2, the kubernetes extra),
+    so every EKS example crashed plan, render and validate without it."""
+    examples = sorted(str(p) for p in (ROOT / "configs").glob("*.yaml"))
+    assert any(p.endswith("-eks.yaml") for p in examples)
+    env = {**_clean_env(tmp_path), "FMCLUSTER_HOME": str(tmp_path / "home")}
+    result = _run(light / "bin" / "python", "-c", _EVERY_EXAMPLE, *examples, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    results = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(results) == 3 * len(examples)
+    # 0, or 1 for an honest validation finding; never a traceback
+    bad = {what: r for what, r in results.items() if r[0] not in (0, 1) or "Traceback" in r[1]}
+    assert not bad, bad
+    # the manifest check names the extra it needs instead of failing the command
+    result = _run(light / "bin" / "fmcluster", "validate", ROOT / "configs" / "p5-kueue-eks.yaml", "--json",
+                  cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["kubernetes schemas"]["status"] == "skipped", checks
+    assert "pip install 'fmcluster[kubernetes]'" in checks["kubernetes schemas"]["summary"]
+    assert checks["botocore shapes"]["status"] == "passed", checks
+
+
 @pytest.mark.parametrize(("args", "extra"), [
     (("sandbox", "start"), "sandbox"),
     (("sandbox",), "sandbox"),
     (("--sandbox", "status"), "sandbox"),
     (("status", "--sandbox"), "sandbox"),
     (("create", ROOT / "configs" / "quickstart-parallelcluster.yaml", "--yes"), "parallelcluster"),
-], ids=["sandbox-start", "sandbox-foreground", "global-sandbox", "sandbox-after-command", "parallelcluster-create"])
+    (("create", ROOT / "configs" / "p5-kueue-eks.yaml", "--yes"), "kubernetes"),
+], ids=["sandbox-start", "sandbox-foreground", "global-sandbox", "sandbox-after-command", "parallelcluster-create",
+        "eks-create"])
 def test_light_install_names_the_missing_extra(light: Path, tmp_path: Path, args: tuple, extra: str) -> None:
     env = {**_clean_env(tmp_path), "FMCLUSTER_HOME": str(tmp_path / "home")}
     result = _run(light / "bin" / "fmcluster", *args, cwd=tmp_path, env=env)
@@ -225,3 +273,22 @@ def test_light_install_reads_a_parallelcluster_clusters_own_log(light: Path, tmp
     assert result.returncode == 0, result.stderr
     assert "fmcluster  pcluster_cluster:pc1 done CREATE_COMPLETE" in result.stdout
     assert "pip install 'fmcluster[parallelcluster]'" in result.stderr
+
+
+def test_light_install_smoke_of_an_eks_cluster_names_the_extra(light: Path, tmp_path: Path) -> None:
+    """smoke imported the Kubernetes API client before looking at the cluster, so on the light install it crashed
+    for every cluster; now an EKS cluster's smoke names the extra, and --print (no API call) works without it."""
+    env = {**_clean_env(tmp_path), "FMCLUSTER_HOME": str(tmp_path / "home")}
+    spec = (ROOT / "configs" / "p5-kueue-eks.yaml").read_text()
+    seed = ("import sys; from fmcluster.state import StateStore; "
+            "StateStore().save_cluster('p5-kueue', 'us-east-1', 'eks', sys.stdin.read(), None, 'ACTIVE')")
+    result = subprocess.run([str(light / "bin" / "python"), "-c", seed], input=spec, capture_output=True, text=True,
+                            cwd=tmp_path, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    result = _run(light / "bin" / "fmcluster", "smoke", "p5-kueue", cwd=tmp_path, env=env)
+    lines = result.stderr.strip().splitlines()
+    assert (result.returncode, len(lines)) == (2, 1), result.stderr
+    assert lines[0].startswith("error: smoke on EKS cluster p5-kueue needs the kubernetes extra")
+    assert "pip install 'fmcluster[kubernetes]'" in lines[0]
+    result = _run(light / "bin" / "fmcluster", "smoke", "p5-kueue", "--print", cwd=tmp_path, env=env)
+    assert result.returncode == 0 and "kind: MPIJob" in result.stdout, result.stderr

@@ -29,6 +29,8 @@ E2E_TESTS: dict[str, str] = {
     "destroys a PCS cluster",
     "test_cluster_access.py::test_sandbox_flag_before_or_after_the_command": "runs the installed command with "
     "--sandbox against the sandbox",
+    "test_smoke_eks_ends.py::test_a_signal_deletes_the_job_and_exits_like_ctrl_c": "runs the installed fmcluster "
+    "smoke against the sandbox and signals it",
 }
 
 # nodeid fragment -> why the test is slow (waits on something slow that is not an end-to-end run)

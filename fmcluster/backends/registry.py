@@ -52,7 +52,8 @@ def backend(name: str) -> Backend:
     not installed."""
     found = profile(name)
     if found.extra:
-        require(found.extra, f"a {found.display} cluster")
+        article = "an" if found.display[:1] in "AEIOU" else "a"  # an EKS, a PCS, a ParallelCluster
+        require(found.extra, f"{article} {found.display} cluster")
     return getattr(_module(name, "backend"), _BACKEND_CLASSES[name])()
 
 

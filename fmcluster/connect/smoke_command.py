@@ -8,8 +8,9 @@ from typing import Any
 
 import yaml
 
+from fmcluster import extras
 from fmcluster.backends import registry
-from fmcluster.connect import mpijob, smoke, smoke_eks
+from fmcluster.connect import mpijob, smoke
 from fmcluster.connect.resolve import recorded
 from fmcluster.errors import UsageError
 
@@ -26,6 +27,11 @@ def run(name: str, queue: str | None, nodes: int | None, host: str | None, user:
                 raise UsageError(f"{option} is for Slurm clusters, reached over ssh; {name} runs its smoke test as "
                                  "an MPIJob through its Kubernetes API (--image names the nccl-tests image)")
         expect = smoke.expectations(spec, queue or mpijob.default_queue(spec), nodes)
+        backend = registry.profile(spec.backend)
+        if backend.extra:  # the Kubernetes API client; --print and the Slurm backends run without it
+            extras.require(backend.extra, f"smoke on {backend.display} cluster {name}")
+        from fmcluster.connect import smoke_eks
+
         return smoke_eks.run(session, spec, expect, timeout_min, image)
     if image:
         raise UsageError(f"--image is for Kubernetes clusters; {name} runs its smoke test as a Slurm job on the "

@@ -1,8 +1,14 @@
 """``fmcluster smoke`` on EKS: the nccl-tests MPIJob (:mod:`fmcluster.connect.mpijob`) through the queue's scheduler,
 then the launcher's log, judged as the Slurm job's output is (:func:`fmcluster.connect.smoke.judge`).
 
-The job is deleted whatever happens — a result, a refusal, the timeout, Ctrl-C — so a smoke test never leaves a
-job holding GPU nodes. A job of the same name left by a killed run is deleted first.
+The job is deleted whatever happens — a result, a refusal, the timeout, Ctrl-C, SIGTERM or SIGHUP
+(:mod:`fmcluster.connect.termination`) — so a smoke test never leaves a job holding GPU nodes. A job of the same
+name left by a killed run (SIGKILL) is deleted first.
+
+A job the MPI Operator never acts on ends the wait early: the operator gives every MPIJob it reconciles a
+``Created`` condition first (kubeflow/mpi-operator v2 ``mpi_job_controller.go``, ``syncHandler``: "MPIJob <ns>/<name>
+is created."), so a job with no condition after :data:`OPERATOR_SILENT_S` has no operator looking at it (its
+controller is down, or, in the sandbox, there is none) and waiting out the timeout would show nothing more.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from typing import Any
 
 from fmcluster import ui
 from fmcluster.backends.eks.kube_access import KubeApi, KubeApiError
+from fmcluster.backends.eks.releases import MPI_OPERATOR
 from fmcluster.connect import mpijob
 from fmcluster.connect.smoke import Check, Expectations, judge, report_of
+from fmcluster.connect.termination import ends_like_ctrl_c
 from fmcluster.errors import FmclusterError
 from fmcluster.session import Session
 from fmcluster.spec.models import Spec
@@ -23,6 +31,9 @@ from fmcluster.spec.models import Spec
 POLL_S = 2.0
 # How long a leftover job of the same name may take to go before the new one is created.
 LEFTOVER_WAIT_S = 60.0
+# How long a submitted job may go without any condition from the MPI Operator (it sets Created within a second of
+# seeing the job) before the wait ends with NO_OPERATOR.
+OPERATOR_SILENT_S = 60.0
 
 
 @dataclass
@@ -47,7 +58,8 @@ def run(session: Session, spec: Spec, expect: Expectations, timeout_min: float, 
         outcome = Outcome("NO_API", f"the Kubernetes API of {session.name} is not up in {session.region}; "
                                     f"`fmcluster status {session.name}` shows what exists", submitted=False)
     else:
-        outcome = _submit_and_wait(api, job, manifest, deadline, domain)
+        with ends_like_ctrl_c():
+            outcome = _submit_and_wait(api, job, manifest, deadline, domain)
     return _report(spec, expect, job, outcome)
 
 
@@ -99,6 +111,7 @@ def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
     """Until the MPIJob Succeeded or Failed, or ``deadline``: (state, detail)."""
     started = time.monotonic()
     seen = "submitted; no status yet (the MPI Operator has not reported on it)"
+    silent = True
     while True:
         live = api.call(f"reading MPIJob {job.name}", lambda: dict(api.client.get(
             rtype, job.name, namespace=job.namespace)))
@@ -110,7 +123,12 @@ def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
         latest = max(conditions.values(), key=lambda c: c.get("lastTransitionTime") or "", default=None)
         if latest is not None:
             seen = f"{latest.get('type')}: {latest.get('message') or latest.get('reason') or ''}".rstrip(": ")
+        silent = silent and not (live.get("status") or {}).get("conditions")
         now = time.monotonic()
+        if silent and now - started >= OPERATOR_SILENT_S and now < deadline:
+            return "NO_OPERATOR", (f"the MPI Operator set no condition on the job in {now - started:.0f} s (it "
+                                   "marks every job it reconciles Created at once): its controller is not acting "
+                                   f"on MPIJobs; see kubectl -n {MPI_OPERATOR.namespace} get pods")
         if now >= deadline:
             return "TIMEOUT", f"no result within the timeout ({now - started:.0f} s); last seen: {seen}"
         tick(seen, now - started)

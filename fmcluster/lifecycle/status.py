@@ -221,39 +221,55 @@ def where(endpoint_label: str) -> str:
 
 def list_clusters(store: StateStore) -> list[dict[str, Any]]:
     """The local records, then clusters AWS holds by their ``fmcluster:cluster`` tag that no record names (a
-    teammate's)."""
+    teammate's). A record this command reaches (its endpoint) shows AWS's status, not the one it recorded: a
+    cluster AWS no longer holds is NOT_FOUND, with a note, never the ACTIVE its record kept."""
+    records = store.clusters()
+    here = aws.target_label()
+    region = aws.region_for(None)
+    reached = [r for r in records if r.endpoint_url in (here, "")]  # "": a record from before endpoints were kept
+    held = {where_: _tagged_by_backend(where_) for where_ in sorted({region, *(r.region for r in reached)})}
     rows = []
-    for record in store.clusters():
+    for record in records:
         spec, problem = spec_of(record)
         cost = spec_cost(spec) if spec else None
+        status, note = record.status, None
+        in_aws = (held[record.region] or {}).get(record.backend) if record in reached else None
+        if in_aws is not None:  # AWS answered for this backend and Region
+            status = in_aws.get(record.name, "NOT_FOUND")
+            if status == "NOT_FOUND":
+                display = registry.profile(record.backend).display
+                note = (f"AWS holds no {display} cluster {record.name} in {record.region} (the local record says "
+                        f"{record.status}): `fmcluster status {record.name}` shows anything left of it, "
+                        f"`fmcluster destroy {record.name} --yes` removes that and forgets the record")
         rows.append({"name": record.name, "backend": record.backend, "region": record.region,
-                     "status": record.status if spec else f"{record.status} (spec unreadable)",
+                     "status": status if spec else f"{status} (spec unreadable)",
                      "queues": [q.name for q in spec.queues] if spec else [],
                      "nodes_max": sum(max_nodes(q) for q in spec.queues) if spec else None,
                      "usd_per_hour": cost.usd_per_hour if cost else None,
                      # the parts that bill but have no bundled price, left out of usd_per_hour
                      "usd_unpriced": cost.unknown if cost else [],
                      "where": where(record.endpoint_url),
-                     "source": "local", "problem": problem or None})
-    region = aws.region_for(None)
+                     "source": "local", "problem": problem or None, **({"note": note} if note else {})})
     local = {(r["name"], r["region"]) for r in rows}
-    for found in _tagged_clusters(region):
-        if (found["name"], found["region"]) not in local:
-            rows.append(found)
+    for backend, found in (held[region] or {}).items():
+        for name, status in (found or {}).items():
+            if (name, region) not in local:
+                rows.append(_row(name, backend, region, status))
     return rows
 
 
-def _tagged_clusters(region: str) -> list[dict[str, Any]]:
-    """Clusters in ``region`` whose anchor carries the fmcluster:cluster tag, on every backend; [] when AWS
-    cannot be reached."""
+def _tagged_by_backend(region: str) -> dict[str, dict[str, str] | None] | None:
+    """{backend: {name: common status}} of the clusters ``region`` holds by their fmcluster:cluster tag; a backend
+    whose listing failed maps to None, and the whole is None when AWS cannot be reached (nothing can be said)."""
     if not aws.has_credentials(region):
-        return []
-    found: list[dict[str, Any]] = []
-    try:
-        for backend in registry.NAMES:
-            found += [_row(name, backend, region, status) for name, status in registry.tagged_clusters(backend, region)]
-    except Exception as exc:  # the local list still stands; say what could not be read
-        ui.note(f"clusters tagged in AWS not listed: {aws.describe_error('list', exc).aws_message}")
+        return None
+    found: dict[str, dict[str, str] | None] = {}
+    for backend in registry.NAMES:
+        try:
+            found[backend] = dict(registry.tagged_clusters(backend, region))
+        except Exception as exc:  # the local list still stands; say what could not be read
+            found[backend] = None
+            ui.note(f"{backend} clusters tagged in {region} not listed: {aws.describe_error('list', exc).aws_message}")
     return found
 
 

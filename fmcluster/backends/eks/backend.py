@@ -328,6 +328,7 @@ class EksBackend(Backend):
             else:
                 for queue in report["queues"]:
                     queue.update(inside.get(queue["name"], {}))
+                    unread += system_nodes.problems(queue)
                     unread += [f"queue {queue['name']}: node {u['node']} reports {u['condition']}=False "
                                f"({u['reason'] or 'no reason'}), from the EKS node monitoring agent: node auto repair "
                                "acts on it after the condition's wait" for u in queue.get("unhealthy_nodes") or []]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.backends.eks import quotas
+from fmcluster.backends.eks import quotas, system_nodes
 from fmcluster.backends.eks.device_plugins import QUEUE_LABEL
 from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi
 
@@ -51,18 +51,31 @@ def _ready(node: dict[str, Any]) -> bool:
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
+def _group_of(node: dict[str, Any]) -> str:
+    """The node group row a node counts in: its queue's (fmcluster's queue label), or the ``system`` group's (whose
+    nodes carry the system role label instead)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if labels.get(system_nodes.LABEL_KEY) == system_nodes.LABEL_VALUE:
+        return system_nodes.NODEGROUP_NAME
+    return labels.get(QUEUE_LABEL, "")
+
+
 def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dict[str, Any]]:
-    """Queue name → {nodes_ready, gpus, efa, neuron (allocatable on its Ready nodes), quota (its scheduler queue's,
-    None when the object is missing), unhealthy_nodes (:func:`unhealthy` of its nodes)}."""
+    """Node group name → {nodes_ready, gpus, efa, neuron (allocatable on its Ready nodes), quota (its scheduler
+    queue's, None when the object is missing), unhealthy_nodes (:func:`unhealthy` of its nodes)}. The ``system``
+    group's nodes are counted too; it is no scheduler queue, so its row says ``scheduler_queue: false`` and has no
+    quota."""
     api = KubeApi(access)
     try:
         view = {name: {"nodes_ready": 0, **dict.fromkeys(DEVICES, 0), "quota": None, "unhealthy_nodes": []}
                 for name in queues}
+        if system_nodes.NODEGROUP_NAME in view:
+            view[system_nodes.NODEGROUP_NAME]["scheduler_queue"] = False
         node_type = api.resource_type("v1", "Node")
         nodes = api.call(f"listing the nodes of EKS cluster {access.cluster}", lambda: [
-            dict(n) for n in api.client.list(node_type, labels={QUEUE_LABEL: set(queues)})]) if node_type else []
+            dict(n) for n in api.client.list(node_type)]) if node_type else []
         for node in nodes:
-            row = view.get(((node.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL, ""))
+            row = view.get(_group_of(node))
             if row is not None:
                 row["unhealthy_nodes"] += unhealthy(node)
             if row is None or not _ready(node):
@@ -77,7 +90,7 @@ def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dic
             dict(o) for o in api.client.list(queue_type)]) if queue_type else []
         for obj in objects:
             row = view.get((obj.get("metadata") or {}).get("name", ""))
-            if row is not None:
+            if row is not None and row.get("scheduler_queue") is not False:
                 row["quota"] = _quota(scheduler, obj)
         return view
     finally:

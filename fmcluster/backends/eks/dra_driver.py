@@ -20,18 +20,19 @@ is applied as published, with two changes made here at apply time, on fresh copi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from fmcluster.backends.eks import kube
-from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi
 from fmcluster.backends.eks.releases import DRA_DRIVER
 from fmcluster.backends.eks.scheduler_install import install_objects
 from fmcluster.render.documents import Document
 from fmcluster.render.templates import render_text
 from fmcluster.spec.decisions import needs_imex
 from fmcluster.spec.models import Queue, Spec
+
+if TYPE_CHECKING:  # the Kubernetes client is the kubernetes extra's; spec rules, plan and render import this module
+    from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi
 
 # The kubelet plugin's required node affinity in AWS's values (reference README, "Values set, and why").
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -78,6 +79,8 @@ def read(access: KubeAccess) -> dict[str, Any]:
     """``{"name", "version", "ready", "components": [{"kind", "namespace", "name", "ready", "desired"}]}``: ready
     when the controller has its replicas available and the kubelet plugin runs on every node it selects (at least
     one: a plugin on no node serves no channel)."""
+    from fmcluster.backends.eks.kube_access import KubeApi
+
     api = KubeApi(access)
     try:
         rows = [_workload(api, access, obj) for obj in components()]
@@ -88,6 +91,8 @@ def read(access: KubeAccess) -> dict[str, Any]:
 
 
 def _workload(api: KubeApi, access: KubeAccess, obj: dict[str, Any]) -> dict[str, Any]:
+    from fmcluster.backends.eks import kube
+
     meta, kind = obj["metadata"], obj["kind"]
     row: dict[str, Any] = {"kind": kind, "namespace": meta.get("namespace"), "name": meta["name"], "ready": 0,
                            "desired": (obj.get("spec") or {}).get("replicas", 1) if kind == "Deployment" else 0,

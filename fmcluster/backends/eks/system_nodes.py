@@ -9,6 +9,8 @@ add-ons land there with at most a nodeSelector.
 
 from __future__ import annotations
 
+from typing import Any
+
 NODEGROUP_NAME = "system"
 # The node label that a controller's nodeSelector names (a label under fmcluster's own prefix).
 LABEL_KEY = "fmcluster.io/node-role"
@@ -21,3 +23,18 @@ KUBE_TAINT = {"key": TAINT_KEY, "value": TAINT_VALUE, "effect": "NoSchedule"}
 # What a pod spec carries to land on the system nodes and only there.
 NODE_SELECTOR = {LABEL_KEY: LABEL_VALUE}
 TOLERATION = {"key": TAINT_KEY, "operator": "Equal", "value": TAINT_VALUE, "effect": "NoSchedule"}
+
+# EKS's DescribeNodegroup statuses of a group at rest: nodes missing then are an outage, not a launch under way.
+AT_REST = ("ACTIVE", "DEGRADED")
+
+
+def problems(row: dict[str, Any]) -> list[str]:
+    """A problem line when the system group, at rest, has fewer Ready nodes (as its Kubernetes API sees them) than
+    its desired size: every controller and webhook of the cluster runs there, so jobs stop being admitted."""
+    if row.get("name") != NODEGROUP_NAME or "nodes_ready" not in row or row.get("status") not in AT_REST:
+        return []
+    ready, desired = row["nodes_ready"], row.get("desired") or 0
+    if ready >= desired:
+        return []
+    return [f"node group {NODEGROUP_NAME}: {ready} of {desired} nodes Ready: the cluster's own software (the "
+            "scheduler's controllers and webhooks, CoreDNS, the MPI Operator) runs only there"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart
 from fmcluster.spec import auto_repair, decisions, slurm_settings
@@ -51,6 +52,7 @@ class PcsSpecRules(BackendSpecRules):
         self._access(spec, error)
         self._architectures(spec, error)
         self._imex(spec, error, warn)
+        self._ultraserver_capacity(spec, error)
         self._health_checks(spec, error, warn)
         self._slurm_settings(spec, error)
 
@@ -191,6 +193,21 @@ class PcsSpecRules(BackendSpecRules):
              "CUDA and an enabled nvidia-imex service (PCS user guide, 'Configure UltraServer instances'). A node "
              "without them runs jobs without NVLink across instances and says so in "
              "/var/log/fmcluster-imex-prolog.log")
+
+    def _ultraserver_capacity(self, spec: Spec, error: Report) -> None:
+        """EC2 sells a type like p6e-gb200.36xlarge only inside UltraServers, and those only as Capacity Blocks
+        (EC2 Capacity Blocks for ML); PCS's "Configure UltraServer instances" asks for a compute node group using
+        UltraServer instances with a Capacity Block. As on EKS, anything else is refused before plan prices it."""
+        for index, queue in enumerate(spec.queues):
+            facts = catalog.instance(queue.instance_type)
+            if facts is None or not facts.is_ultraserver_only or queue.capacity.type == "capacity-block" \
+                    or queue.capacity.ultraserver is not None:  # with ultraserver set, the common rules say it
+                continue
+            error(("queues", index, "capacity", "type"),
+                  f"EC2 sells {queue.instance_type} only inside UltraServers, bought as Capacity Blocks (PCS user "
+                  f"guide, 'Configure UltraServer instances': a compute node group using UltraServer instances with "
+                  f"a Capacity Block), not as {queue.capacity.type}: set capacity.type capacity-block, "
+                  "capacity.reservation_id and capacity.ultraserver")
 
     def _health_checks(self, spec: Spec, error: Report, warn: Report) -> None:
         unsupported = []

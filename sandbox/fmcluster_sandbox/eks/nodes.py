@@ -153,6 +153,7 @@ class NodeOperations:
             }
             out.append({"name": name, "instance_type": instance.instance_type, "instance_id": instance.id,
                         "nodegroup": ng.name, "zone": zone, "labels": labels,
+                        "running": instance.state == "running",  # a stopped instance's node stays, not Ready
                         "taints": [{**t, "effect": KUBE_EFFECT.get(t.get("effect", ""), t.get("effect"))}
                                    for t in ng.spec["taints"]]})
         return out

@@ -1,7 +1,8 @@
 """Node objects for a cluster's running instances, with what their kubelet and device plugins would report.
 
-The EKS emulator supplies one dict per running instance (``name``, ``instance_type``, ``instance_id``,
-``nodegroup``, ``labels``, ``taints``; optionally ``zone``); this module turns it into a core/v1 Node:
+The EKS emulator supplies one dict per instance not terminated (``name``, ``instance_type``, ``instance_id``,
+``nodegroup``, ``labels``, ``taints``; optionally ``zone``, and ``running``: False for a stopped instance); this
+module turns it into a core/v1 Node:
 
 * labels: the given ones plus the kubelet's well-known labels (``kubernetes.io/hostname``, ``kubernetes.io/os``,
   ``kubernetes.io/arch``; "Well-Known Labels, Annotations and Taints"); ``spec.taints`` as given; ``spec.providerID``
@@ -111,8 +112,7 @@ def node_object(spec: dict[str, Any], daemonsets: Iterable[dict[str, Any]], kube
         "spec": node_spec,
         "status": {
             "capacity": capacity, "allocatable": allocatable,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "kubelet is posting ready status"}],
+            "conditions": [_ready(spec.get("running", True))],
             "addresses": [{"type": "InternalDNS", "address": spec["name"]},
                           {"type": "Hostname", "address": spec["name"]}],
             # Every NodeSystemInfo field is required; the image is the EKS-optimized Amazon Linux 2023 AMI.
@@ -123,6 +123,17 @@ def node_object(spec: dict[str, Any], daemonsets: Iterable[dict[str, Any]], kube
                                                                f"{uid[20:32]}"},
         },
     }
+
+
+def _ready(running: bool) -> dict[str, str]:
+    """The Ready condition: the kubelet's while its instance runs; once the instance stops, the node lifecycle
+    controller's ("Nodes", "Node status": Ready is Unknown when the controller has not heard from the kubelet within
+    node-monitor-grace-period), at once here rather than after that period."""
+    if running:
+        return {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                "message": "kubelet is posting ready status"}
+    return {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+            "message": "Kubelet stopped posting node status."}
 
 
 def _containers(ds: dict[str, Any]) -> list[dict[str, Any]]:
