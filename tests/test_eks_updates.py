@@ -101,12 +101,38 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     report = status(name, refresh=False)
     assert (report["status"], report["drift"]) == ("ACTIVE", [])
 
+    # instance_type m7i.2xlarge → m7i.4xlarge: the type is in the launch template (one type per queue), so EKS
+    # rolls it: a new template version with the new InstanceType, then UpdateNodegroupVersion onto it, which
+    # recycles every node onto that version ("Customize managed nodes with launch templates"). Planned as an update
+    # of the same node group whose nodes run the old type, and in sync only once they run the new one.
+    from fmcluster.lifecycle.diff import diff
+
+    data["queues"][0]["instance_type"] = "m7i.4xlarge"
+    capsys.readouterr()
+    assert diff(_spec(path, data), str(path), json_output=True, detailed_exitcode=True) == 3
+    planned = {c["resource"]: c for c in json.loads(capsys.readouterr().out)["changes"]}
+    assert (planned["eks_nodegroup:cpu"]["action"], planned["launch_template:cpu"]["action"]) == ("update", "update")
+    assert planned["eks_nodegroup:cpu"]["attributes"]["nodes.instanceTypes"] == {
+        "old": ["m7i.2xlarge"], "new": ["m7i.4xlarge"]}, planned["eks_nodegroup:cpu"]
+    assert create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None) == 0
+    rolled = groups()["cpu"]
+    assert rolled["nodegroupArn"] == after["cpu"]["nodegroupArn"]
+    template = ec2.describe_launch_template_versions(LaunchTemplateId=rolled["launchTemplate"]["id"],
+                                                     Versions=[rolled["launchTemplate"]["version"]])
+    assert template["LaunchTemplateVersions"][0]["LaunchTemplateData"]["InstanceType"] == "m7i.4xlarge"
+    nodes = ec2.describe_instances(Filters=[{"Name": "tag:eks:nodegroup-name", "Values": ["cpu"]},
+                                            {"Name": "tag:eks:cluster-name", "Values": [name]},
+                                            {"Name": "instance-state-name", "Values": ["pending", "running"]}])
+    assert [i["InstanceType"] for r in nodes["Reservations"] for i in r["Instances"]] == ["m7i.4xlarge"]
+    capsys.readouterr()
+    assert diff(_spec(path, data), str(path), json_output=False, detailed_exitcode=True) == 0, capsys.readouterr()
+
     # An update EKS ends Failed is a failure with EKS's errors (DescribeUpdate), though the group itself stays
-    # usable (DEGRADED): scaling up with no m7i.2xlarge capacity left.
+    # usable (DEGRADED): scaling up with no m7i.4xlarge capacity left.
     from fmcluster.engine import EngineFailed
     from fmcluster.lifecycle.scale import scale
 
-    sandbox.faults({"insufficient_capacity": ["m7i.2xlarge"]})
+    sandbox.faults({"insufficient_capacity": ["m7i.4xlarge"]})
     with pytest.raises(EngineFailed) as failed:
         scale(name, ["cpu=2"], yes=True)
     assert "update Failed" in str(failed.value) and "InsufficientInstanceCapacity" in str(failed.value), failed.value

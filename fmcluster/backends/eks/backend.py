@@ -104,7 +104,8 @@ class EksBackend(Backend):
                                   "eks_cluster": EksCluster}) | {
             "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster,
                                                    kubernetes_version=spec.kubernetes.version),
-            "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster),
+            "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster,
+                                                           types=_group_types(rendered.documents, document)),
             "eks_pod_identity_association": lambda document: PodIdentityAssociation(document.key, document,
                                                                                     cluster=cluster),
             "kube_object": lambda document: kube.KubeObject(document.key, document, cluster=cluster)}
@@ -353,6 +354,18 @@ class EksBackend(Backend):
         return [], ["fmcluster turns on no EKS control plane logging (CreateCluster logging), so AWS holds no "
                     f"logs of {session.name}'s own; the pods' logs are in the cluster (kubectl logs, after "
                     f"`fmcluster kubeconfig {session.name}`)"]
+
+
+def _group_types(documents: list[Any], group: Any) -> tuple[str, ...]:
+    """The instance types the rendered documents give a node group: its own ``instanceTypes``, or its launch
+    template's ``InstanceType`` (EKS takes them in one place only)."""
+    if group.body.get("instanceTypes"):
+        return tuple(group.body["instanceTypes"])
+    for document in documents:
+        if document.kind == "launch_template" and document.key == group.key:
+            found = (document.body.get("LaunchTemplateData") or {}).get("InstanceType")
+            return (found,) if found else ()
+    return ()
 
 
 def _template_type(session: Session, group: dict[str, Any]) -> str | None:
