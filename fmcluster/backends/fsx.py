@@ -10,6 +10,7 @@ replaces it, which loses its data, and the plan says so, with the page, before a
 from __future__ import annotations
 
 from abc import abstractmethod
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -18,6 +19,7 @@ from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource
+from fmcluster.errors import UsageError
 from fmcluster.render.common import RESOURCE_TAG
 from fmcluster.render.documents import Document
 
@@ -31,6 +33,12 @@ THROUGHPUT_CHANGES = ("PERSISTENT_1", "PERSISTENT_2")
 # AdministrativeAction.Status values (FSx API reference): still running, and ended badly.
 ACTION_RUNNING = ("PENDING", "IN_PROGRESS")
 ACTION_FAILED = ("FAILED",)
+# STORAGE_PAGE, "Time between increases": "you must wait at least 6 hours since the last increase was requested"
+# before asking for another.
+STORAGE_INCREASE_WAIT = timedelta(hours=6)
+# Where a Lustre file system's observed attributes keep when its last storage increase was requested (read from
+# its AdministrativeActions; the spec sets no such path, so it is never compared).
+LAST_INCREASE = "AdministrativeActions.LastStorageIncrease"
 
 
 def associations(fsx: Any, file_system_id: str) -> list[dict[str, Any]]:
@@ -156,6 +164,23 @@ class FsxLustre(FsxFileSystem):
             self._awaiting = None
         return observed
 
+    def changes(self, ctx: Context, observed: Observed) -> list[AttributeChange]:
+        """What differs; a storage increase asked for within 6 hours of the last one is refused here, so that
+        ``diff`` and ``create`` stop before anything is sent, with the time FSx takes it (STORAGE_PAGE)."""
+        found = super().changes(ctx, observed)
+        last = observed.attributes.get(LAST_INCREASE)
+        for change in found:
+            if change.path == "StorageCapacity" and _numbers(change) and change.new > change.old and last:
+                retry = last + STORAGE_INCREASE_WAIT
+                if datetime.now(timezone.utc) < retry:
+                    raise UsageError(
+                        f"FSx for Lustre file system {observed.id} cannot grow to {change.new} GiB yet: its last "
+                        f"storage increase was requested at {last:%Y-%m-%d %H:%M} UTC, and FSx takes the next one only "
+                        f"6 hours after that ({STORAGE_PAGE}, 'Time between increases'). Nothing was changed; run "
+                        f"this again after {retry:%Y-%m-%d %H:%M} UTC, or keep storage.lustre.capacity_gib at "
+                        f"{change.old} until then")
+        return found
+
     def replacement_reason(self, changes: list[AttributeChange]) -> str | None:
         """A smaller size (STORAGE_PAGE: "you can only increase"), a throughput change on a deployment type whose
         throughput is fixed (THROUGHPUT_PAGE), and the deployment type or subnets (UpdateFileSystem takes neither:
@@ -203,7 +228,8 @@ class FsxLustre(FsxFileSystem):
         lustre = fs.get("LustreConfiguration", {})
         return {**super()._attributes(fs),
                 "LustreConfiguration.DeploymentType": lustre.get("DeploymentType"),
-                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput")}
+                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput"),
+                LAST_INCREASE: _last_increase(fs.get("AdministrativeActions") or [])}
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         lustre = self.document.body.get("LustreConfiguration", {})
@@ -309,6 +335,15 @@ def _latest_update(actions: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The most recent FILE_SYSTEM_UPDATE of a file system's AdministrativeActions (FSx API reference)."""
     updates = [a for a in actions if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE"]
     return max(updates, key=lambda a: str(a.get("RequestTime", "")), default=None)
+
+
+def _last_increase(actions: list[dict[str, Any]]) -> datetime | None:
+    """When the latest storage increase was requested (a FILE_SYSTEM_UPDATE with a target StorageCapacity), in
+    UTC; None when FSx lists none."""
+    times = [a.get("RequestTime") for a in actions if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE"
+             and (a.get("TargetFileSystemValues") or {}).get("StorageCapacity")]
+    times = [t if t.tzinfo else t.replace(tzinfo=timezone.utc) for t in times if isinstance(t, datetime)]
+    return max(times, default=None)
 
 
 def _describe_target(action: dict[str, Any] | None) -> str:

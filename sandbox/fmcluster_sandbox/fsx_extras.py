@@ -222,6 +222,16 @@ def _settle_updates(file_system: Any) -> list[dict[str, Any]]:
     return [{k: v for k, v in a.items() if not k.startswith("_")} for a in actions]
 
 
+def storage_increase_too_soon(actions: list[dict[str, Any]], now: float) -> str | None:
+    """FSx for Lustre guide, "Managing storage capacity", "Time between increases": another storage increase only
+    6 hours after the last one was requested (whatever became of it). The refusal, or None."""
+    last = max((a["_requested"] for a in actions if a["TargetFileSystemValues"].get("StorageCapacity")),
+               default=None)
+    if last is None or now - last >= STORAGE_COOL_DOWN_S:
+        return None
+    return "The storage capacity cannot be increased again until 6 hours after the last increase request"
+
+
 def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dict, bytes]:
     """UpdateFileSystem for FSx for Lustre: throughput per TiB and storage increases, by the rules above; one
     update of a file system at a time (UpdateFileSystem, StorageCapacity: "You can't make a storage capacity
@@ -274,11 +284,9 @@ def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dic
         if storage % step:
             return _error("BadRequest", f"StorageCapacity {storage} must be a multiple of {step} GiB for "
                                         f"{deployment}")
-        last = max((a["_requested"] for a in actions if a["TargetFileSystemValues"].get("StorageCapacity")),
-                   default=None)
-        if last is not None and time.time() - last < STORAGE_COOL_DOWN_S:
-            return _error("BadRequest", "The storage capacity cannot be increased again until 6 hours after the last "
-                                        "increase request")
+        too_soon = storage_increase_too_soon(actions, time.time())
+        if too_soon:
+            return _error("BadRequest", too_soon)
         target["StorageCapacity"] = storage
     if not target:
         return _error("BadRequest", "Nothing to update: give StorageCapacity or "
