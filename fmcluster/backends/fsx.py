@@ -28,6 +28,8 @@ _PHASES = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "UPD
 DATA_LOSS = "; the file system's data is lost with it"
 THROUGHPUT_PAGE = "FSx for Lustre guide, 'Managing throughput capacity'"
 STORAGE_PAGE = "FSx for Lustre guide, 'Managing storage capacity'"
+METADATA_PAGE = "FSx for Lustre guide, 'Managing metadata performance'"
+METADATA = "LustreConfiguration.MetadataConfiguration"
 # The deployment types whose throughput per TiB changes (THROUGHPUT_PAGE: "persistent SSD-based file system").
 THROUGHPUT_CHANGES = ("PERSISTENT_1", "PERSISTENT_2")
 # AdministrativeAction.Status values (FSx API reference): still running, and ended badly.
@@ -136,7 +138,8 @@ class FsxLustre(FsxFileSystem):
     file_system_type = "LUSTRE"
     replace_on = ("StorageCapacity", "SubnetIds", "LustreConfiguration")
     in_place = (InPlace(("LustreConfiguration.PerUnitStorageThroughput",), "update_throughput", THROUGHPUT_PAGE),
-                InPlace(("StorageCapacity",), "update_storage", STORAGE_PAGE))
+                InPlace(("StorageCapacity",), "update_storage", STORAGE_PAGE),
+                InPlace((METADATA,), "update_metadata", METADATA_PAGE))
 
     def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
         super().__init__(key, document, known_id)
@@ -193,6 +196,9 @@ class FsxLustre(FsxFileSystem):
                 reasons.append(f"FSx for Lustre storage only grows ({STORAGE_PAGE}): {change.old} → {change.new} GiB")
             elif change.path == "LustreConfiguration.PerUnitStorageThroughput" and deployment not in THROUGHPUT_CHANGES:
                 reasons.append(f"the throughput of a {deployment} file system is fixed ({THROUGHPUT_PAGE})")
+            elif change.path == f"{METADATA}.Iops" and _numbers(change) and change.new < change.old:
+                reasons.append(f"FSx for Lustre metadata IOPS only grow ({METADATA_PAGE}; FSx API reference, "
+                               f"UpdateFileSystemLustreMetadataConfiguration): {change.old} → {change.new}")
         fixed = sorted({c.path for c in changes if not any(step.covers(c.path) for step in self.in_place)})
         if fixed:
             reasons.append(f"AWS cannot change {', '.join(fixed)} of an FSx for Lustre file system in place (FSx API "
@@ -210,6 +216,15 @@ class FsxLustre(FsxFileSystem):
         (change,) = changes
         return self._send_update(ctx, observed, token, f"storage {change.old} → {change.new} GiB",
                                  StorageCapacity=change.new)
+
+    def update_metadata(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
+                        token: str) -> Observed:
+        """UpdateFileSystem's MetadataConfiguration (PERSISTENT_2): more IOPS, or a switch of mode; AUTOMATIC takes no
+        Iops (FSx API reference, UpdateFileSystemLustreMetadataConfiguration)."""
+        wanted = (self.document.body.get("LustreConfiguration") or {}).get("MetadataConfiguration") or {}
+        request = {k: v for k, v in wanted.items() if k == "Mode" or wanted.get("Mode") == "USER_PROVISIONED"}
+        what = "metadata " + ", ".join(f"{c.path.rsplit('.', 1)[-1]} {c.old} → {c.new}" for c in changes)
+        return self._send_update(ctx, observed, token, what, LustreConfiguration={"MetadataConfiguration": request})
 
     def _send_update(self, ctx: Context, observed: Observed, token: str, what: str, **request: Any) -> Observed:
         """UpdateFileSystem: FSx takes one update of a file system at a time, so the engine sends each kind on its
@@ -229,13 +244,17 @@ class FsxLustre(FsxFileSystem):
         return {**super()._attributes(fs),
                 "LustreConfiguration.DeploymentType": lustre.get("DeploymentType"),
                 "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput"),
+                **{f"{METADATA}.{k}": v for k, v in (lustre.get("MetadataConfiguration") or {}).items()},
                 LAST_INCREASE: _last_increase(fs.get("AdministrativeActions") or [])}
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         lustre = self.document.body.get("LustreConfiguration", {})
+        # An AUTOMATIC file system's Iops are FSx's to choose: only the mode is the spec's then.
+        metadata = lustre.get("MetadataConfiguration") or {}
         return {**super().desired(ctx),
                 "LustreConfiguration.DeploymentType": lustre.get("DeploymentType"),
-                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput")}
+                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput"),
+                **{f"{METADATA}.{k}": v for k, v in metadata.items()}}
 
 
 class FsxOpenZfs(FsxFileSystem):
