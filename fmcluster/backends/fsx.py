@@ -35,8 +35,8 @@ THROUGHPUT_CHANGES = ("PERSISTENT_1", "PERSISTENT_2")
 # AdministrativeAction.Status values (FSx API reference): still running, and ended badly.
 ACTION_RUNNING = ("PENDING", "IN_PROGRESS")
 ACTION_FAILED = ("FAILED",)
-# STORAGE_PAGE, "Time between increases": "you must wait at least 6 hours since the last increase was requested"
-# before asking for another.
+# STORAGE_PAGE (docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html), "Time between
+# increases": no further storage capacity increase "until 6 hours after the last increase was requested".
 STORAGE_INCREASE_WAIT = timedelta(hours=6)
 # Where a Lustre file system's observed attributes keep when its last storage increase was requested (read from
 # its AdministrativeActions; the spec sets no such path, so it is never compared).
