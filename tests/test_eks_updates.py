@@ -102,20 +102,22 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     report = status(name, refresh=False)
     assert (report["status"], report["drift"]) == ("ACTIVE", [])
 
-    # instance_type m7i.2xlarge → m7i.4xlarge: the type is in the launch template (one type per queue), so EKS
-    # rolls it: a new template version with the new InstanceType, then UpdateNodegroupVersion onto it, which
-    # recycles every node onto that version ("Customize managed nodes with launch templates"). Planned as an update
-    # of the same node group whose nodes run the old type, and in sync only once they run the new one.
+    # One more edit: instance_type m7i.2xlarge → m7i.4xlarge and capacity_gib 1200 → 2400. The type is in the launch
+    # template (one type per queue), so EKS rolls it: a new template version with the new InstanceType, then
+    # UpdateNodegroupVersion onto it, which recycles every node onto that version ("Customize managed nodes with
+    # launch templates"). Planned as an update of the same node group whose nodes run the old type; diff is in sync
+    # only once they all run the new one.
     from fmcluster.lifecycle.diff import diff
 
     data["queues"][0]["instance_type"] = "m7i.4xlarge"
+    data["storage"]["lustre"]["capacity_gib"] = 2400
     capsys.readouterr()
-    assert diff(_spec(path, data), str(path), json_output=True, detailed_exitcode=True) == 3
+    assert create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None, json_output=True) == 0
     planned = {c["resource"]: c for c in json.loads(capsys.readouterr().out)["changes"]}
     assert (planned["eks_nodegroup:cpu"]["action"], planned["launch_template:cpu"]["action"]) == ("update", "update")
     assert planned["eks_nodegroup:cpu"]["attributes"]["nodes.instanceTypes"] == {
         "old": ["m7i.2xlarge"], "new": ["m7i.4xlarge"]}, planned["eks_nodegroup:cpu"]
-    assert create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None) == 0
+    assert planned["fsx_lustre:lustre"]["attributes"] == {"StorageCapacity": {"old": 1200, "new": 2400}}
     rolled = groups()["cpu"]
     assert rolled["nodegroupArn"] == after["cpu"]["nodegroupArn"]
     template = ec2.describe_launch_template_versions(LaunchTemplateId=rolled["launchTemplate"]["id"],
@@ -127,8 +129,7 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     assert [i["InstanceType"] for r in nodes["Reservations"] for i in r["Instances"]] == ["m7i.4xlarge"]
     capsys.readouterr()
     assert diff(_spec(path, data), str(path), json_output=False, detailed_exitcode=True) == 0, capsys.readouterr()
-
-    _lustre_grows_then_waits(sandbox, name, path, data, file_system["FileSystemId"], capsys)
+    _lustre_grew_then_waits(sandbox, name, path, data, file_system["FileSystemId"])
 
     # An update EKS ends Failed is a failure with EKS's errors (DescribeUpdate), though the group itself stays
     # usable (DEGRADED): scaling up with no m7i.4xlarge capacity left.
@@ -143,8 +144,8 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     # (it would double this test's time).
 
 
-def _lustre_grows_then_waits(sandbox, name: str, path, data: dict, file_system_id: str, capsys) -> None:
-    """capacity_gib 1200 → 2400 grows the same file system (UpdateFileSystem), and only then the PersistentVolume's
+def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id: str) -> None:
+    """capacity_gib 1200 → 2400 grew the same file system (UpdateFileSystem), and only then the PersistentVolume's
     capacity, then the claim's request (Kubernetes "Persistent Volumes", "Expanding Persistent Volumes Claims": a
     larger request needs the StorageClass's allowVolumeExpansion; a statically provisioned volume is resized by its
     capacity first). A second increase within 6 hours ("Managing storage capacity", "Time between increases") is
@@ -161,8 +162,6 @@ def _lustre_grows_then_waits(sandbox, name: str, path, data: dict, file_system_i
     fsx, eks = sandbox.client("fsx", REGION), sandbox.client("eks", REGION)
     kube = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
     claim_path = "/api/v1/namespaces/default/persistentvolumeclaims/fsx-lustre"
-    data["storage"]["lustre"]["capacity_gib"] = 2400
-    assert create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None) == 0
     (lustre,) = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
     assert lustre["StorageCapacity"] == 2400
     volume = kube("GET", "/api/v1/persistentvolumes/fsx-lustre")[1]
@@ -201,7 +200,6 @@ def _lustre_grows_then_waits(sandbox, name: str, path, data: dict, file_system_i
     (still,) = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
     assert (still["StorageCapacity"], len(still["AdministrativeActions"])) == (2400, len(actions))
     data["storage"]["lustre"]["capacity_gib"] = 2400
-    capsys.readouterr()
 
 
 def test_a_long_upgrade_is_walked_one_minor_version_at_a_time(tmp_path):
