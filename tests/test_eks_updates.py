@@ -8,6 +8,7 @@ Every fact about AWS is read from the sandbox with boto3."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 
@@ -101,17 +102,104 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     report = status(name, refresh=False)
     assert (report["status"], report["drift"]) == ("ACTIVE", [])
 
+    # One more edit: instance_type m7i.2xlarge → m7i.4xlarge and capacity_gib 1200 → 2400. The type is in the launch
+    # template (one type per queue), so EKS rolls it: a new template version with the new InstanceType, then
+    # UpdateNodegroupVersion onto it, which recycles every node onto that version ("Customize managed nodes with
+    # launch templates"). Planned as an update of the same node group whose nodes run the old type; diff is in sync
+    # only once they all run the new one.
+    from fmcluster.lifecycle.diff import diff
+
+    data["queues"][0]["instance_type"] = "m7i.4xlarge"
+    data["storage"]["lustre"]["capacity_gib"] = 2400
+    capsys.readouterr()
+    assert create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None, json_output=True) == 0
+    planned = {c["resource"]: c for c in json.loads(capsys.readouterr().out)["changes"]}
+    assert (planned["eks_nodegroup:cpu"]["action"], planned["launch_template:cpu"]["action"]) == ("update", "update")
+    assert planned["eks_nodegroup:cpu"]["attributes"]["nodes.instanceTypes"] == {
+        "old": ["m7i.2xlarge"], "new": ["m7i.4xlarge"]}, planned["eks_nodegroup:cpu"]
+    assert planned["fsx_lustre:lustre"]["attributes"] == {"StorageCapacity": {"old": 1200, "new": 2400}}
+    rolled = groups()["cpu"]
+    assert rolled["nodegroupArn"] == after["cpu"]["nodegroupArn"]
+    template = ec2.describe_launch_template_versions(LaunchTemplateId=rolled["launchTemplate"]["id"],
+                                                     Versions=[rolled["launchTemplate"]["version"]])
+    assert template["LaunchTemplateVersions"][0]["LaunchTemplateData"]["InstanceType"] == "m7i.4xlarge"
+    nodes = ec2.describe_instances(Filters=[{"Name": "tag:eks:nodegroup-name", "Values": ["cpu"]},
+                                            {"Name": "tag:eks:cluster-name", "Values": [name]},
+                                            {"Name": "instance-state-name", "Values": ["pending", "running"]}])
+    assert [i["InstanceType"] for r in nodes["Reservations"] for i in r["Instances"]] == ["m7i.4xlarge"]
+    capsys.readouterr()
+    assert diff(_spec(path, data), str(path), json_output=False, detailed_exitcode=True) == 0, capsys.readouterr()
+    _lustre_grew_then_waits(sandbox, name, path, data, file_system["FileSystemId"])
+
     # An update EKS ends Failed is a failure with EKS's errors (DescribeUpdate), though the group itself stays
-    # usable (DEGRADED): scaling up with no m7i.2xlarge capacity left.
+    # usable (DEGRADED): scaling up with no m7i.4xlarge capacity left.
     from fmcluster.engine import EngineFailed
     from fmcluster.lifecycle.scale import scale
 
-    sandbox.faults({"insufficient_capacity": ["m7i.2xlarge"]})
+    sandbox.faults({"insufficient_capacity": ["m7i.4xlarge"]})
     with pytest.raises(EngineFailed) as failed:
         scale(name, ["cpu=2"], yes=True)
     assert "update Failed" in str(failed.value) and "InsufficientInstanceCapacity" in str(failed.value), failed.value
     # No destroy: the sandbox is the test session's own, and a teardown is tests/test_lifecycle_eks.py's subject
     # (it would double this test's time).
+
+
+def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id: str) -> None:
+    """capacity_gib 1200 → 2400 grew the same file system (UpdateFileSystem), and only then the PersistentVolume's
+    capacity, then the claim's request (Kubernetes "Persistent Volumes", "Expanding Persistent Volumes Claims": a
+    larger request needs the StorageClass's allowVolumeExpansion; a statically provisioned volume is resized by its
+    capacity first). A second increase within 6 hours ("Managing storage capacity", "Time between increases") is
+    refused by diff and create before anything is sent, with the time it may be retried."""
+    from fmcluster.errors import UsageError
+    from fmcluster.lifecycle.create import create
+    from fmcluster.lifecycle.diff import diff
+    from fmcluster.state import StateStore
+
+    try:
+        from test_sandbox_kube import cluster_api
+    except ImportError:  # pragma: no cover - run from the repository root
+        from tests.test_sandbox_kube import cluster_api
+    fsx, eks = sandbox.client("fsx", REGION), sandbox.client("eks", REGION)
+    kube = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
+    claim_path = "/api/v1/namespaces/default/persistentvolumeclaims/fsx-lustre"
+    (lustre,) = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
+    assert lustre["StorageCapacity"] == 2400
+    volume = kube("GET", "/api/v1/persistentvolumes/fsx-lustre")[1]
+    status, claim = kube("GET", claim_path)
+    assert (volume["spec"]["capacity"]["storage"], claim["spec"]["resources"]["requests"]["storage"]) == \
+        ("2400Gi", "2400Gi"), (volume, claim)
+    assert kube("GET", "/apis/storage.k8s.io/v1/storageclasses/fsx-lustre")[1]["allowVolumeExpansion"] is True
+    # The order the walk took: the file system grown, then the volume, then the claim.
+    events = StateStore().events(name, REGION, limit=400)
+    done = max(at for at, resource, kind, _ in events if resource == "fsx_lustre:lustre" and kind == "done")
+    updated = {resource.split(":", 1)[1].split("__")[0]: at for at, resource, kind, detail in events
+               if kind == "started" and detail.startswith("updating") and "fsx-lustre" in resource}
+    assert done <= updated["PersistentVolume"] <= updated["PersistentVolumeClaim"], (done, updated)
+
+    # What Kubernetes refuses of a claim (the sandbox as the API server answers): a smaller request, and a larger
+    # one whose StorageClass does not allow expansion.
+    shrink = {**claim, "spec": {**claim["spec"], "resources": {"requests": {"storage": "1200Gi"}}}}
+    assert kube("PUT", claim_path, shrink)[0] == 422
+    classes = "/apis/storage.k8s.io/v1/storageclasses/fsx-lustre"
+    fixed = {**kube("GET", classes)[1], "allowVolumeExpansion": False}
+    assert kube("PUT", classes, fixed)[0] == 200
+    grow = {**claim, "spec": {**claim["spec"], "resources": {"requests": {"storage": "4800Gi"}}}}
+    assert kube("PUT", claim_path, grow)[0] == 403
+    assert kube("PUT", classes, {**kube("GET", classes)[1], "allowVolumeExpansion": True})[0] == 200
+
+    # 2400 → 4800 at once: refused before anything is sent, naming when FSx takes it.
+    actions = lustre["AdministrativeActions"]
+    requested = max(a["RequestTime"] for a in actions if a["TargetFileSystemValues"].get("StorageCapacity"))
+    retry = (requested + dt.timedelta(hours=6)).astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    data["storage"]["lustre"]["capacity_gib"] = 4800
+    for command in (lambda: diff(_spec(path, data), str(path), json_output=False, detailed_exitcode=True),
+                    lambda: create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None)):
+        with pytest.raises(UsageError) as refused:
+            command()
+        assert f"after {retry} UTC" in str(refused.value) and "6 hours" in str(refused.value), refused.value
+    (still,) = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
+    assert (still["StorageCapacity"], len(still["AdministrativeActions"])) == (2400, len(actions))
+    data["storage"]["lustre"]["capacity_gib"] = 2400
 
 
 def test_a_long_upgrade_is_walked_one_minor_version_at_a_time(tmp_path):

@@ -11,6 +11,7 @@ gives one. A new field that fails here either needs a patch (its generic value i
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,8 @@ BASE_KEY = "__base__"
 PATCHES["slurm.database.user"] = PATCHES["slurm.database.password_secret_arn"] = PATCHES["slurm.database.uri"]
 # Fields with one allowed value have nothing to change to (deployment_type: PERSISTENT_2 only).
 PLAN_ONLY = ("workload.",)
+# What _judge says of an edit refused at load time as the walk requires.
+REFUSED = "refused at load time"
 
 
 def _leaves(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -241,7 +244,7 @@ def _outcome(tmp_path: Path, data: dict[str, Any], backend: str) -> tuple[str, A
         return "refused", exc.problems
     rendered = render(spec, str(spec_file))
     documents = {d.filename: d.body for d in rendered.documents}
-    return "rendered", (documents, plan_report(spec, PriceBook(spec.region)).to_json())
+    return "rendered", (documents, plan_report(spec, PriceBook(spec.region)).to_json(), spec, rendered.documents)
 
 
 SCHEMA_LEAVES = _leaves(Spec.model_json_schema())
@@ -261,6 +264,8 @@ def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: s
     base = copy.deepcopy(BASES[backend])
     kind, base_out = _outcome(tmp_path, base, backend)
     assert kind == "rendered", f"the {backend} base spec must load: {base_out}"
+    if path in IDENTITY:
+        assert _cell(path, backend) == "new cluster", f"{path}: an edit is another cluster ({SPEC_FIELDS.name})"
     if path == "backend":
         candidates = [{"backend": "pcs" if backend == "parallelcluster" else "parallelcluster"}]
     elif "enum" in node and len(node["enum"]) == 1 or node.get("const") is not None:
@@ -268,13 +273,18 @@ def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: s
     else:
         patches = {**PATCHES, **EKS_PATCHES} if backend == "eks" else PATCHES
         candidates = [patches[path]] if path in patches else _generic(path, node, _get(base, path))
-    problems = [_judge(tmp_path, base, base_out, backend, path, patch) for patch in candidates]
-    if None not in problems:
+    said = _cell(path, backend)
+    problems = [_judge(tmp_path, base, base_out, backend, path, patch, said) for patch in candidates]
+    if not any(p is None or p == REFUSED for p in problems):
         pytest.fail("\n".join(p for p in problems if p))
+    if all(p == REFUSED for p in problems) and said != "refused":
+        pytest.fail(f"{path} on {backend}: refused at load time, but {SPEC_FIELDS.name} says {said!r}")
 
 
-def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, patch: dict) -> str | None:
-    """None when ``patch`` changes the output or is refused as the walk requires; else why not."""
+def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, patch: dict,
+           said: str | None = None) -> str | None:
+    """None when ``patch`` changes the output or is refused as the walk requires, and (``said``: the field's cell
+    of the "Edits after create" table) diff compares the edit as the table says; else why not."""
     patch = dict(patch)
     context = patch.pop(BASE_KEY, None)
     if context is not None:  # the field needs other fields set: compare against a base with those set too
@@ -297,22 +307,30 @@ def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, p
             return (f"{path} on {judged}: {patch} refused, but the reason does not say which backend cannot do it: "
                     + "; ".join(str(p) for p in located))
         if judged in named:
-            return None
+            return REFUSED
         # The reason points at other backends ("X is for the pcs backend"): one of them must then accept the
         # field, or it is refused everywhere with each refusal naming another backend.
         others = {name: _with(BASES[name], {**(context or {}), **patch}) for name in named}
         if any(_outcome(tmp_path, data, name)[0] == "rendered" for name, data in others.items()):
-            return None
+            return REFUSED
         return (f"{path} on {judged}: {patch} refused as a field of {', '.join(named)}, but "
                 f"{' and '.join(named)} refuse it too: " + "; ".join(str(p) for p in located))
-    documents, report = out
-    base_documents, base_report = base_out
+    documents, report = out[:2]
+    base_documents, base_report = base_out[:2]
     if path.startswith(PLAN_ONLY):
         return None if report != base_report else f"{path} on {backend}: changes neither documents nor the plan"
     if documents == base_documents:
         return (f"{path} on {backend}: {patch} loads, but every rendered document is the same: the field is silently "
                 "dropped. Render it, or refuse it at load time with the reason")
-    return None
+    if path in IDENTITY or said is None:
+        return None
+    found = _verdict(_planned(base_out[2], base_out[3]), _planned(out[2], out[3]))
+    if found == "not compared":
+        return (f"{path} on {backend}: {patch} changes what create sends, but no resource compares it: diff would "
+                "never see the edit. Compare it (the resource's desired) or refuse it")
+    if found == said or (said == "compared" and found in ("update", "replace")):
+        return None
+    return f"{path} on {backend}: diff finds {found!r}, {SPEC_FIELDS.name} '{EDITS_HEADING}' says {said!r}"
 
 
 def test_every_field_has_a_description() -> None:
@@ -328,3 +346,96 @@ def test_every_field_has_a_description() -> None:
         walk(definition, f"{name}.")
     walk(schema, "Spec.")
     assert missing == [], f"fields without a description: {', '.join(missing)}"
+
+
+# -- after create: is an edit compared by diff? ------------------------------------------------------------------
+# docs/spec-fields.md's "Edits after create" table says, per field and backend, what `diff` makes of an edit to a
+# running cluster. The walk above (_judge) derives the same from the resources fmcluster plans with (each backend's
+# ``makers``: the documents' resources, and what each compares, ``desired``) and fails where they disagree. An edit
+# that changes a rendered document but no resource's compared attributes is applied by `create` yet never seen by
+# `diff`: it fails whatever the table says.
+SPEC_FIELDS = Path(__file__).resolve().parents[1] / "docs" / "spec-fields.md"
+EDITS_HEADING = "## Edits after create"
+# The cluster's identity: fmcluster finds a cluster by name and Region, so an edit there is another cluster.
+IDENTITY = ("name", "region", "backend")
+# ParallelCluster compares its whole cluster config (UpdateCluster's dry run), not attributes fmcluster picks.
+WHOLE_DOCUMENT = ("pcluster_cluster",)
+VERDICTS = ("refused", "update", "replace", "compared", "new cluster", "not compared")
+
+
+@functools.cache
+def _edits_table() -> dict[str, dict[str, str]]:
+    """field → backend → the verdict word its cell starts with."""
+    text = SPEC_FIELDS.read_text()
+    assert EDITS_HEADING in text, f"{SPEC_FIELDS.name} has no '{EDITS_HEADING}' section"
+    rows: dict[str, dict[str, str]] = {}
+    for line in text.split(EDITS_HEADING, 1)[1].splitlines():
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| `") or len(cells) != 4:
+            continue
+        verdicts = []
+        for cell in cells[1:]:
+            word = next((v for v in VERDICTS if cell.startswith(v)), None)
+            assert word is not None, f"{SPEC_FIELDS.name}: {cells[0]}: cell {cell!r} starts with none of {VERDICTS}"
+            verdicts.append(word)
+        rows[cells[0].strip("`")] = dict(zip(BASES, verdicts, strict=True))
+    return rows
+
+
+def _cell(path: str, backend: str) -> str:
+    cell = _edits_table().get(path, {}).get(backend)
+    assert cell is not None, f"{path}: no {backend} cell in {SPEC_FIELDS.name} '{EDITS_HEADING}'"
+    return cell
+
+
+def _planned(spec: Spec, documents: list[Any]) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Each resource fmcluster would plan for these documents: (the resource, what it compares), offline."""
+    from fmcluster.backend_parts import backend_part
+    from fmcluster.backends.build import build
+    from fmcluster.engine import Context
+    from fmcluster.references import references
+
+    def no_aws(service: str) -> Any:
+        raise AssertionError(f"comparing what the spec sets called {service}")
+
+    ctx = Context(spec.name, spec.region, no_aws)
+    # What AWS issues, where a longer text is built around it (user data naming the file system's DNS name), stands
+    # as a fixed placeholder on both sides, so that the rest of the text still shows an edit, as it does in a diff
+    # of a running cluster; a value that is only a reference stays unknown on both sides.
+    ctx.publish({ref: f"<{ref}>" for document in documents for text in _texts(document.body)
+                 if references(text) and not re.fullmatch(r"\$\{[^}]*\}", text) for ref in references(text)})
+    resources = build(documents, backend_part(spec.backend, "backend").makers(spec, documents), spec.backend)
+    return {r.name: (r, flatten_body(r) if r.kind in WHOLE_DOCUMENT else r.desired(ctx)) for r in resources}
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _texts(item)]
+    if isinstance(value, list):
+        return [t for item in value for t in _texts(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def flatten_body(resource: Any) -> dict[str, Any]:
+    from fmcluster.engine import flatten
+
+    return flatten(resource.document.body)
+
+
+def _verdict(before: dict[str, tuple[Any, dict]], after: dict[str, tuple[Any, dict]]) -> str:
+    """What diff makes of going from ``before`` to ``after``: replace (a resource AWS cannot change in place),
+    update (attributes changed in place, resources made or removed), or not compared."""
+    from fmcluster.engine import AttributeChange
+
+    changed = set(before) != set(after)
+    for name in set(before) & set(after):
+        old, new = before[name][1], after[name][1]
+        changes = [AttributeChange(p, old.get(p), new.get(p)) for p in sorted(set(old) | set(new))
+                   if old.get(p) != new.get(p)]
+        if changes:
+            changed = True
+            if after[name][0].replacement_reason(changes):
+                return "replace"
+    return "update" if changed else "not compared"

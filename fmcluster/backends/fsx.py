@@ -11,6 +11,7 @@ needs ``--allow-data-loss``, and backs the file system up first (CreateBackup) w
 from __future__ import annotations
 
 from abc import abstractmethod
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -19,6 +20,7 @@ from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
 from fmcluster.backends.ownership import require_ours, tag_dict
 from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource
+from fmcluster.errors import UsageError
 from fmcluster.render.common import RESOURCE_TAG
 from fmcluster.render.documents import Document
 
@@ -27,6 +29,8 @@ _PHASES = {"AVAILABLE": "ready", "CREATING": "pending", "DELETING": "gone", "UPD
 DATA_LOSS = "; the file system's data is lost with it"
 THROUGHPUT_PAGE = "FSx for Lustre guide, 'Managing throughput capacity'"
 STORAGE_PAGE = "FSx for Lustre guide, 'Managing storage capacity'"
+METADATA_PAGE = "FSx for Lustre guide, 'Managing metadata performance'"
+METADATA = "LustreConfiguration.MetadataConfiguration"
 # The deployment types whose throughput per TiB changes (THROUGHPUT_PAGE: "persistent SSD-based file system").
 THROUGHPUT_CHANGES = ("PERSISTENT_1", "PERSISTENT_2")
 # AdministrativeAction.Status values (FSx API reference): still running, and ended badly.
@@ -35,6 +39,12 @@ ACTION_FAILED = ("FAILED",)
 # Backup.Lifecycle (FSx API reference, Backup): AVAILABLE is usable; FAILED and DELETED will never be.
 BACKUP_PHASES = {"AVAILABLE": "ready", "FAILED": "failed", "DELETED": "failed"}
 BACKUP_PAGE = "FSx API reference, CreateBackup"
+# STORAGE_PAGE (docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html), "Time between
+# increases": no further storage capacity increase "until 6 hours after the last increase was requested".
+STORAGE_INCREASE_WAIT = timedelta(hours=6)
+# Where a Lustre file system's observed attributes keep when its last storage increase was requested (read from
+# its AdministrativeActions; the spec sets no such path, so it is never compared).
+LAST_INCREASE = "AdministrativeActions.LastStorageIncrease"
 
 
 def associations(fsx: Any, file_system_id: str) -> list[dict[str, Any]]:
@@ -153,7 +163,8 @@ class FsxLustre(FsxFileSystem):
     file_system_type = "LUSTRE"
     replace_on = ("StorageCapacity", "SubnetIds", "LustreConfiguration")
     in_place = (InPlace(("LustreConfiguration.PerUnitStorageThroughput",), "update_throughput", THROUGHPUT_PAGE),
-                InPlace(("StorageCapacity",), "update_storage", STORAGE_PAGE))
+                InPlace(("StorageCapacity",), "update_storage", STORAGE_PAGE),
+                InPlace((METADATA,), "update_metadata", METADATA_PAGE))
 
     def __init__(self, key: str, document: Document | None = None, known_id: str | None = None):
         super().__init__(key, document, known_id)
@@ -181,6 +192,23 @@ class FsxLustre(FsxFileSystem):
             self._awaiting = None
         return observed
 
+    def changes(self, ctx: Context, observed: Observed) -> list[AttributeChange]:
+        """What differs; a storage increase asked for within 6 hours of the last one is refused here, so that
+        ``diff`` and ``create`` stop before anything is sent, with the time FSx takes it (STORAGE_PAGE)."""
+        found = super().changes(ctx, observed)
+        last = observed.attributes.get(LAST_INCREASE)
+        for change in found:
+            if change.path == "StorageCapacity" and _numbers(change) and change.new > change.old and last:
+                retry = last + STORAGE_INCREASE_WAIT
+                if datetime.now(timezone.utc) < retry:
+                    raise UsageError(
+                        f"FSx for Lustre file system {observed.id} cannot grow to {change.new} GiB yet: its last "
+                        f"storage increase was requested at {last:%Y-%m-%d %H:%M} UTC, and FSx takes the next one only "
+                        f"6 hours after that ({STORAGE_PAGE}, 'Time between increases'). Nothing was changed; run "
+                        f"this again after {retry:%Y-%m-%d %H:%M} UTC, or keep storage.lustre.capacity_gib at "
+                        f"{change.old} until then")
+        return found
+
     def replacement_reason(self, changes: list[AttributeChange]) -> str | None:
         """A smaller size (STORAGE_PAGE: "you can only increase"), a throughput change on a deployment type whose
         throughput is fixed (THROUGHPUT_PAGE), and the deployment type or subnets (UpdateFileSystem takes neither:
@@ -193,6 +221,9 @@ class FsxLustre(FsxFileSystem):
                 reasons.append(f"FSx for Lustre storage only grows ({STORAGE_PAGE}): {change.old} → {change.new} GiB")
             elif change.path == "LustreConfiguration.PerUnitStorageThroughput" and deployment not in THROUGHPUT_CHANGES:
                 reasons.append(f"the throughput of a {deployment} file system is fixed ({THROUGHPUT_PAGE})")
+            elif change.path == f"{METADATA}.Iops" and _numbers(change) and change.new < change.old:
+                reasons.append(f"FSx for Lustre metadata IOPS only grow ({METADATA_PAGE}; FSx API reference, "
+                               f"UpdateFileSystemLustreMetadataConfiguration): {change.old} → {change.new}")
         fixed = sorted({c.path for c in changes if not any(step.covers(c.path) for step in self.in_place)})
         if fixed:
             reasons.append(f"AWS cannot change {', '.join(fixed)} of an FSx for Lustre file system in place (FSx API "
@@ -224,6 +255,15 @@ class FsxLustre(FsxFileSystem):
         return self._send_update(ctx, observed, token, f"storage {change.old} → {change.new} GiB",
                                  StorageCapacity=change.new)
 
+    def update_metadata(self, ctx: Context, observed: Observed, changes: list[AttributeChange],
+                        token: str) -> Observed:
+        """UpdateFileSystem's MetadataConfiguration (PERSISTENT_2): more IOPS, or a switch of mode; AUTOMATIC takes no
+        Iops (FSx API reference, UpdateFileSystemLustreMetadataConfiguration)."""
+        wanted = (self.document.body.get("LustreConfiguration") or {}).get("MetadataConfiguration") or {}
+        request = {k: v for k, v in wanted.items() if k == "Mode" or wanted.get("Mode") == "USER_PROVISIONED"}
+        what = "metadata " + ", ".join(f"{c.path.rsplit('.', 1)[-1]} {c.old} → {c.new}" for c in changes)
+        return self._send_update(ctx, observed, token, what, LustreConfiguration={"MetadataConfiguration": request})
+
     def _send_update(self, ctx: Context, observed: Observed, token: str, what: str, **request: Any) -> Observed:
         """UpdateFileSystem: FSx takes one update of a file system at a time, so the engine sends each kind on its
         own, after the one before has ended."""
@@ -241,13 +281,18 @@ class FsxLustre(FsxFileSystem):
         lustre = fs.get("LustreConfiguration", {})
         return {**super()._attributes(fs),
                 "LustreConfiguration.DeploymentType": lustre.get("DeploymentType"),
-                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput")}
+                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput"),
+                **{f"{METADATA}.{k}": v for k, v in (lustre.get("MetadataConfiguration") or {}).items()},
+                LAST_INCREASE: _last_increase(fs.get("AdministrativeActions") or [])}
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         lustre = self.document.body.get("LustreConfiguration", {})
+        # An AUTOMATIC file system's Iops are FSx's to choose: only the mode is the spec's then.
+        metadata = lustre.get("MetadataConfiguration") or {}
         return {**super().desired(ctx),
                 "LustreConfiguration.DeploymentType": lustre.get("DeploymentType"),
-                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput")}
+                "LustreConfiguration.PerUnitStorageThroughput": lustre.get("PerUnitStorageThroughput"),
+                **{f"{METADATA}.{k}": v for k, v in metadata.items()}}
 
 
 class FsxOpenZfs(FsxFileSystem):
@@ -347,6 +392,15 @@ def _latest_update(actions: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The most recent FILE_SYSTEM_UPDATE of a file system's AdministrativeActions (FSx API reference)."""
     updates = [a for a in actions if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE"]
     return max(updates, key=lambda a: str(a.get("RequestTime", "")), default=None)
+
+
+def _last_increase(actions: list[dict[str, Any]]) -> datetime | None:
+    """When the latest storage increase was requested (a FILE_SYSTEM_UPDATE with a target StorageCapacity), in
+    UTC; None when FSx lists none."""
+    times = [a.get("RequestTime") for a in actions if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE"
+             and (a.get("TargetFileSystemValues") or {}).get("StorageCapacity")]
+    times = [t if t.tzinfo else t.replace(tzinfo=timezone.utc) for t in times if isinstance(t, datetime)]
+    return max(times, default=None)
 
 
 def _describe_target(action: dict[str, Any] | None) -> str:

@@ -320,6 +320,46 @@ def _take_effect(file_system: Any, target: dict[str, Any]) -> None:
     if throughput:
         file_system.lustre_configuration = {**(file_system.lustre_configuration or {}),
                                             "PerUnitStorageThroughput": throughput}
+    metadata = (target.get("LustreConfiguration") or {}).get("MetadataConfiguration")
+    if metadata:
+        file_system.lustre_configuration = {**(file_system.lustre_configuration or {}),
+                                            "MetadataConfiguration": dict(metadata)}
+
+
+def storage_increase_too_soon(actions: list[dict[str, Any]], now: float) -> str | None:
+    """FSx for Lustre guide, "Managing storage capacity", "Time between increases": another storage increase only
+    6 hours after the last one was requested (whatever became of it). The refusal, or None."""
+    last = max((a["_requested"] for a in actions if a["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE"
+                and a["TargetFileSystemValues"].get("StorageCapacity")), default=None)
+    if last is None or now - last >= STORAGE_COOL_DOWN_S:
+        return None
+    return "The storage capacity cannot be increased again until 6 hours after the last increase request"
+
+
+# FSx API reference, UpdateFileSystemLustreMetadataConfiguration.Iops: for SSD file systems 1500, 3000, 6000, 12000
+# and multiples of 12000 up to 192000.
+METADATA_IOPS = (1500, 3000, 6000, *range(12000, 192001, 12000))
+
+
+def metadata_update_problem(metadata: dict[str, Any], lustre: dict[str, Any], deployment: str) -> str | None:
+    """UpdateFileSystem's LustreConfiguration.MetadataConfiguration (FSx API reference,
+    UpdateFileSystemLustreMetadataConfiguration; FSx for Lustre guide, "Managing metadata performance"): PERSISTENT_2
+    only; USER_PROVISIONED with an Iops value of the list, at least the current one ("downscaling Metadata IOPS is
+    not supported"); AUTOMATIC without Iops. Not emulated: FSx's refusal of AUTOMATIC when the current IOPS exceed
+    the automatic default for the file system's size. The refusal, or None."""
+    if deployment != "PERSISTENT_2":
+        return f"A metadata configuration is only for PERSISTENT_2 file systems, not {deployment}"
+    mode, iops = metadata.get("Mode"), metadata.get("Iops")
+    current = (lustre.get("MetadataConfiguration") or {}).get("Iops")
+    if mode == "AUTOMATIC":
+        return "Iops cannot be given in AUTOMATIC mode" if iops is not None else None
+    if iops is None:
+        return "USER_PROVISIONED mode needs Iops"
+    if iops not in METADATA_IOPS:
+        return f"Metadata Iops {iops} is not valid: 1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000"
+    if current is not None and iops < current:
+        return f"Metadata Iops {iops} is less than the current {current}: downscaling Metadata IOPS is not supported"
+    return None
 
 
 def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dict, bytes]:
@@ -374,13 +414,16 @@ def update_file_system(body: bytes, region: str, account: str) -> tuple[int, dic
         if storage % step:
             return _error("BadRequest", f"StorageCapacity {storage} must be a multiple of {step} GiB for "
                                         f"{deployment}")
-        last = max((a["_requested"] for a in actions if a["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE"
-                    and a["TargetFileSystemValues"].get("StorageCapacity")),
-                   default=None)
-        if last is not None and time.time() - last < STORAGE_COOL_DOWN_S:
-            return _error("BadRequest", "The storage capacity cannot be increased again until 6 hours after the last "
-                                        "increase request")
+        too_soon = storage_increase_too_soon(actions, time.time())
+        if too_soon:
+            return _error("BadRequest", too_soon)
         target["StorageCapacity"] = storage
+    metadata = (request.get("LustreConfiguration") or {}).get("MetadataConfiguration")
+    if metadata is not None:
+        problem = metadata_update_problem(metadata, lustre, deployment)
+        if problem:
+            return _error("BadRequest", problem)
+        target.setdefault("LustreConfiguration", {})["MetadataConfiguration"] = dict(metadata)
     if not target:
         return _error("BadRequest", "Nothing to update: give StorageCapacity or "
                                     "LustreConfiguration.PerUnitStorageThroughput")

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from fmcluster import reads
 from fmcluster.backends import unread
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
-from fmcluster.backends.build import SHARED, build, by_key
+from fmcluster.backends.build import SHARED, Maker, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.backends.eks import (
@@ -100,17 +100,7 @@ class EksBackend(Backend):
         rendered = render_eks(spec, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
                               system_apart=placement.created and placement.head_zone is not None)
         cluster = spec.name
-        makers = SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
-                                  "iam_role": IamRole, "fsx_lustre": FsxLustre,
-                                  "fsx_data_repository": FsxDataRepository, "existing_fsx_lustre": ExistingFsxLustre,
-                                  "eks_cluster": EksCluster}) | {
-            "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster,
-                                                   kubernetes_version=spec.kubernetes.version),
-            "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster),
-            "eks_pod_identity_association": lambda document: PodIdentityAssociation(document.key, document,
-                                                                                    cluster=cluster),
-            "kube_object": lambda document: kube.KubeObject(document.key, document, cluster=cluster)}
-        resources = build(rendered.documents, makers, PROFILE.display)
+        resources = build(rendered.documents, makers(spec, rendered.documents), PROFILE.display)
         groups = tuple(r.name for r in resources if r.kind == "eks_nodegroup")
         for resource in resources:
             if resource.kind == "eks_addon" and resource.key in ADDONS_ON_NODES:
@@ -361,6 +351,35 @@ class EksBackend(Backend):
         return [], ["fmcluster turns on no EKS control plane logging (CreateCluster logging), so AWS holds no "
                     f"logs of {session.name}'s own; the pods' logs are in the cluster (kubectl logs, after "
                     f"`fmcluster kubeconfig {session.name}`)"]
+
+
+def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
+    """Which resource applies each kind of document the EKS renderer makes (also what the spec-field walk builds
+    its resources with, tests/test_schema_walk.py)."""
+    cluster = spec.name
+    return SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
+                            "iam_role": IamRole, "fsx_lustre": FsxLustre,
+                            "fsx_data_repository": FsxDataRepository, "existing_fsx_lustre": ExistingFsxLustre,
+                            "eks_cluster": EksCluster}) | {
+        "eks_addon": lambda document: EksAddon(document.key, document, cluster=cluster,
+                                               kubernetes_version=spec.kubernetes.version),
+        "eks_nodegroup": lambda document: EksNodegroup(document.key, document, cluster=cluster,
+                                                       types=_group_types(documents, document)),
+        "eks_pod_identity_association": lambda document: PodIdentityAssociation(document.key, document,
+                                                                                cluster=cluster),
+        "kube_object": lambda document: kube.KubeObject(document.key, document, cluster=cluster)}
+
+
+def _group_types(documents: list[Any], group: Any) -> tuple[str, ...]:
+    """The instance types the rendered documents give a node group: its own ``instanceTypes``, or its launch
+    template's ``InstanceType`` (EKS takes them in one place only)."""
+    if group.body.get("instanceTypes"):
+        return tuple(group.body["instanceTypes"])
+    for document in documents:
+        if document.kind == "launch_template" and document.key == group.key:
+            found = (document.body.get("LaunchTemplateData") or {}).get("InstanceType")
+            return (found,) if found else ()
+    return ()
 
 
 def _template_type(session: Session, group: dict[str, Any]) -> str | None:

@@ -334,7 +334,21 @@ def wire(objects: Iterable[KubeObject], cluster_resource: str = "") -> None:
             owner = _component(crd)
             edges += [gate for gate in gates.get(owner, []) if gate != o.name] if owner else []
         edges += guarded.get(o.name, [])
+        edges += _claim_edges(o, objects)
         o.extra_edges = tuple(dict.fromkeys(edges))
+
+
+def _claim_edges(o: KubeObject, objects: list[KubeObject]) -> list[str]:
+    """A PersistentVolumeClaim after the StorageClass and the PersistentVolume it names: a larger request is
+    admitted only once its StorageClass has ``allowVolumeExpansion``, and a statically provisioned volume grows by
+    its PersistentVolume's capacity first, then the claim's request (Kubernetes, "Persistent Volumes", "Expanding
+    Persistent Volumes Claims"). The PersistentVolume itself follows the file system it names, so neither changes
+    before the file system has grown."""
+    if o.object_kind != "PersistentVolumeClaim":
+        return []
+    spec = o.manifest.get("spec") or {}
+    named = {("StorageClass", spec.get("storageClassName")), ("PersistentVolume", spec.get("volumeName"))}
+    return [p.name for p in objects if (p.object_kind, p.object_name) in named]
 
 
 def _component(o: KubeObject) -> str | None:

@@ -13,12 +13,14 @@ and changes only by replacing the resource, which the plan says with the page th
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
 from fmcluster import reads
 from fmcluster.backends.ec2 import error_code
+from fmcluster.backends.eks import instance_types
 from fmcluster.backends.ownership import require_ours
 from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource, flatten
 from fmcluster.errors import UsageError
@@ -233,11 +235,49 @@ class EksNodegroup(EksResource):
     replace_on = ("launchTemplate", "capacityType", "amiType", "subnets", "nodeRole", "instanceTypes")
     replace_page = "EKS API reference, UpdateNodegroupConfig and UpdateNodegroupVersion: neither takes these, " \
                    "and a node group keeps the launch template it was created with"
-    in_place = (InPlace(("version", "launchTemplate.version"), "update_version", NODEGROUP_UPDATE_PAGE),
+    # A new launch template version rolls every node onto it, its instance type included
+    # (instance_types.LAUNCH_TEMPLATES_PAGE): nodes of another type move with the template's version.
+    in_place = (InPlace(("version", "launchTemplate.version", instance_types.NODE_TYPES), "update_version",
+                        NODEGROUP_UPDATE_PAGE),
                 InPlace(("scalingConfig", "labels", "taints"), "update", "EKS API reference, UpdateNodegroupConfig"))
+
+    def __init__(self, key: str, document: Document | None = None, cluster: str | None = None,
+                 types: tuple[str, ...] = ()):
+        super().__init__(key, document, cluster)
+        # The instance types the spec gives the group's nodes, wherever the documents carry them.
+        self.types = types
 
     def _update_target(self) -> dict[str, str]:
         return {"name": self.cluster, "nodegroupName": self.key}
+
+    def changes(self, ctx: Context, observed: Observed) -> list[AttributeChange]:
+        """What the document sets, with the group's own instance types as EKS holds them (none when the launch
+        template carries the type), and the types its nodes run when one is not the spec's."""
+        if self.document is None:
+            return super().changes(ctx, observed)
+        live = dict(observed.attributes)
+        in_template = instance_types.template_type(ctx, {"id": live.get("launchTemplate.id"),
+                                                         "version": live.get("launchTemplate.version")})
+        live[instance_types.GROUP_TYPES] = instance_types.group_types(live, in_template)
+        found = super().changes(ctx, replace(observed, attributes=live))
+        running = instance_types.node_types(ctx, self.cluster, self.key)
+        if self.types and instance_types.foreign_nodes(running, list(self.types)):
+            found.append(AttributeChange(instance_types.NODE_TYPES, running, sorted(self.types),
+                                         "EKS recycles every node onto the launch template's new version "
+                                         f"({instance_types.LAUNCH_TEMPLATES_PAGE})"))
+        return found
+
+    def replacement_reason(self, changes: list[AttributeChange]) -> str | None:
+        """Nodes of another type under a template version that already names the spec's type: no update EKS
+        takes moves them (UpdateNodegroupConfig has no instanceTypes; the template's version is unchanged), so only
+        a new node group does."""
+        paths = {c.path for c in changes}
+        if instance_types.NODE_TYPES in paths and "launchTemplate.version" not in paths:
+            nodes = next(c for c in changes if c.path == instance_types.NODE_TYPES)
+            return (f"its nodes run {', '.join(nodes.old)}, not the spec's {', '.join(nodes.new)}, and its launch "
+                    "template version is the spec's: EKS API reference, UpdateNodegroupConfig takes no "
+                    "instanceTypes")
+        return super().replacement_reason(changes)
 
     def _describe(self, ctx: Context) -> dict[str, Any]:
         return ctx.client("eks").describe_nodegroup(clusterName=self.cluster, nodegroupName=self.key)["nodegroup"]
@@ -259,6 +299,8 @@ class EksNodegroup(EksResource):
 
     def desired(self, ctx: Context) -> dict[str, Any]:
         desired = {k: v for k, v in super().desired(ctx).items() if k != "updateConfig"}
+        types = self.document.body.get(instance_types.GROUP_TYPES)
+        desired[instance_types.GROUP_TYPES] = sorted(types) if types else None
         desired.update(_template_tags(self.document.body.get("tags") or {}))
         if _elastic(desired):
             # The Cluster Autoscaler sets an elastic group's desired size: it is neither drift nor fmcluster's.

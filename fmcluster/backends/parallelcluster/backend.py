@@ -9,7 +9,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine, Question
-from fmcluster.backends.build import SHARED, build, by_key
+from fmcluster.backends.build import SHARED, Maker, build, by_key
 from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
 from fmcluster.backends.fsx import FsxOpenZfs
 from fmcluster.backends.ownership import is_ours, tag_dict
@@ -31,6 +31,7 @@ from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
 if TYPE_CHECKING:
     from fmcluster.session import Session
+    from fmcluster.spec.models import Spec
 
 SLURMCTLD_PORT = 6817
 
@@ -48,11 +49,8 @@ class ParallelClusterBackend(Backend):
         placement = session.placement()
         rendered = render_parallelcluster(spec, session.spec_file, subnet_id=placement.subnet_id,
                                           vpc_id=placement.vpc_id)
-        makers = SHARED | by_key({"fsx_openzfs": FsxOpenZfs, "bucket": ScriptsBucket}) | {
-            "pcluster_cluster": lambda document: PclusterCluster(
-                document.key, document, rollback=options.get("rollback", True),
-                stop_fleet_for_update=options.get("stop_fleet", False), locate=options.get("locate"))}
-        return [*build(rendered.documents, makers, PROFILE.display), ComputeFleet(spec.name)]
+        return [*build(rendered.documents, makers(spec, rendered.documents, options), PROFILE.display),
+                ComputeFleet(spec.name)]
 
     def scales(self, path: str) -> bool:
         # A shrink stops the compute fleet; starting it again is part of the same scale.
@@ -172,3 +170,13 @@ def _deployed_queues(described: dict[str, Any]) -> list[dict[str, Any]]:
                        "min": sum(r.get("MinCount", 0) for r in resources),
                        "max": sum(r.get("MaxCount", 10) for r in resources)})
     return queues
+
+
+def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
+    """Which resource applies each kind of document the ParallelCluster renderer makes (also what the spec-field
+    walk builds its resources with, tests/test_schema_walk.py)."""
+    options = options or {}
+    return SHARED | by_key({"fsx_openzfs": FsxOpenZfs, "bucket": ScriptsBucket}) | {
+        "pcluster_cluster": lambda document: PclusterCluster(
+            document.key, document, rollback=options.get("rollback", True),
+            stop_fleet_for_update=options.get("stop_fleet", False), locate=options.get("locate"))}

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster import reads
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
-from fmcluster.backends.build import SHARED, build, by_key
+from fmcluster.backends.build import SHARED, Maker, build, by_key
 from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.backends.efs import EfsFileSystem, scan_efs
@@ -84,14 +84,7 @@ class PcsBackend(Backend):
         placement = session.placement()
         rendered = render_pcs(spec, session.spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
                               images=self._images(session))
-        cluster = spec.name
-        makers = SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
-                                  "instance_profile": InstanceProfile, "fsx_lustre": FsxLustre,
-                                  "fsx_data_repository": FsxDataRepository, "cluster": PcsCluster,
-                                  **STORAGE_RESOURCES}) | {
-            "compute_node_group": lambda document: PcsNodeGroup(document.key, document, cluster=cluster),
-            "queue": lambda document: PcsQueue(document.key, document, cluster=cluster)}
-        return build(rendered.documents, makers, PROFILE.display)
+        return build(rendered.documents, makers(spec, rendered.documents), PROFILE.display)
 
     def scales(self, path: str) -> bool:
         return path.startswith("scalingConfiguration.")
@@ -263,3 +256,14 @@ class PcsBackend(Backend):
             return [], [f"PCS has no cluster {session.name} in {session.region}"]
         return cluster_logs(session.ctx, cluster, since, lines)
 
+
+def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
+    """Which resource applies each kind of document the PCS renderer makes (also what the spec-field walk builds
+    its resources with, tests/test_schema_walk.py)."""
+    cluster = spec.name
+    return SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
+                            "instance_profile": InstanceProfile, "fsx_lustre": FsxLustre,
+                            "fsx_data_repository": FsxDataRepository, "cluster": PcsCluster,
+                            **STORAGE_RESOURCES}) | {
+        "compute_node_group": lambda document: PcsNodeGroup(document.key, document, cluster=cluster),
+        "queue": lambda document: PcsQueue(document.key, document, cluster=cluster)}

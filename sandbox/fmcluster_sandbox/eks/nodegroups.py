@@ -338,7 +338,9 @@ class NodegroupOperations(NodeOperations):
         params.insert(0, {"type": "Version", "value": version})
         if p.get("releaseVersion"):
             params.append({"type": "ReleaseVersion", "value": p["releaseVersion"]})
-        ng.spec["_pending"] = {"version": version,
+        # The group's nodes follow the type of the template version it moves to (nodes.py).
+        ng.spec["_pending"] = {"version": version, "instanceTypes": [data["InstanceType"]] if data.get("InstanceType")
+                               else None,
                                "launchTemplate": {k: template[k] for k in ("id", "name", "version")} if template
                                else None}
         update = self._new_update(ng, "VersionUpdate", params)
@@ -354,6 +356,8 @@ class NodegroupOperations(NodeOperations):
         ng.spec["version"] = pending["version"]
         if pending["launchTemplate"]:
             ng.spec["launchTemplate"] = pending["launchTemplate"]
+        if pending.get("instanceTypes"):
+            ng.spec["instanceTypes"] = pending["instanceTypes"]
         self._terminate(ng, list(ng.instances))
 
     def _nodegroup_view(self, ng: Any) -> dict[str, Any]:

@@ -75,17 +75,21 @@ class NodeOperations:
         spec = ng.spec
         cluster = self._get("cluster", ng.account, ng.region, None, ng.cluster)
         ec2 = self._ec2(ng.account, ng.region)
-        instance_type = spec["instanceTypes"][0]
-        if not self.faults.has_capacity(instance_type):
-            return {"code": "AsgInstanceLaunchFailures", "resourceIds": [spec["asg"]],
-                    "ec2Code": "InsufficientInstanceCapacity",
-                    "message": f"Could not launch On-Demand Instances. InsufficientInstanceCapacity - There is no "
-                               f"capacity available for {instance_type} (sandbox fault)."}
         template = spec.get("launchTemplate")
         data: dict[str, Any] = {}
         if template:
             data = ec2._get_template_from_args({"LaunchTemplateId": template["id"],
                                                 "Version": template["version"]}).data
+        # The template version the group runs names the type when it names one: after UpdateNodegroupVersion onto
+        # a version of another type, the new nodes are of that type ("Customize managed nodes with launch
+        # templates": the nodes "are recycled to match the new configuration of the specified launch template
+        # version").
+        instance_type = data.get("InstanceType") or spec["instanceTypes"][0]
+        if not self.faults.has_capacity(instance_type):
+            return {"code": "AsgInstanceLaunchFailures", "resourceIds": [spec["asg"]],
+                    "ec2Code": "InsufficientInstanceCapacity",
+                    "message": f"Could not launch On-Demand Instances. InsufficientInstanceCapacity - There is no "
+                               f"capacity available for {instance_type} (sandbox fault)."}
         image = data.get("ImageId") or amis.for_ami_type(ng.region, spec["version"], spec["amiType"])
         if not image:
             return {"code": "AmiIdNotFound", "resourceIds": [spec["asg"]],

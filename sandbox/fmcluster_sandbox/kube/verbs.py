@@ -22,6 +22,7 @@ from fmcluster_sandbox.kube import (
     auth,
     authorization,
     cel_rules,
+    claim_resize,
     defaults,
     discovery,
     fields,
@@ -309,6 +310,7 @@ class Request:
         self._admit("UPDATE", rtype, namespace, name, obj, existing, mutating=True, sub=sub)
         self._validate(rtype, obj, created=False, old=existing)
         kind_rules.check_update(existing, obj)
+        claim_resize.check(existing, obj, lambda name: self.store.get(("storage.k8s.io", "storageclasses", "", name)))
         self._admit("UPDATE", rtype, namespace, name, obj, existing, mutating=False, sub=sub)
         meta = obj["metadata"]
         for owned in ("uid", "creationTimestamp", "generation"):
