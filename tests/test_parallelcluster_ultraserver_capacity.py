@@ -5,6 +5,9 @@ UltraServers, bought through EC2 Capacity Blocks for ML (u-p6e-gb200x72: 18 inst
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,18 @@ def test_gb200_in_an_ultraserver_capacity_block_plans_on_parallelcluster(tmp_pat
     path.write_text(SPEC)
     code, err = _plan(path, monkeypatch, capsys)
     assert code == 0, err
+
+
+def test_create_refuses_it_before_any_aws_call(tmp_path: Path) -> None:
+    """create against an endpoint where nothing listens: the spec's refusal, not a connection error, and no state."""
+    home = tmp_path / "state"
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC.replace(BLOCK, "capacity: {type: on-demand}"))
+    command = [str(Path(sys.executable).parent / "fmcluster"), "--endpoint-url", "http://127.0.0.1:9", "create",
+               str(path), "--yes"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                            env={**os.environ, "FMCLUSTER_HOME": str(home), "NO_COLOR": "1"})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {path}:9:22: queues[0].capacity.type: EC2 sells p6e-gb200.36xlarge "
+                                    "only inside UltraServers"), result.stderr
+    assert not home.exists()
