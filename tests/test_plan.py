@@ -96,8 +96,10 @@ def test_catalog_family(tmp_path: Path, instance_type: str) -> None:
     nodes = 3
     # ParallelCluster needs a head node of the compute nodes' architecture (arm64 for GB200's Grace CPUs).
     head = "m7g.2xlarge" if catalog.instance(instance_type).arch == "arm64" else "m7i.2xlarge"
-    path = write_spec(tmp_path, [{"name": "train", "instance_type": instance_type, "nodes": nodes}],
-                      head_node={"instance_type": head})
+    queue = {"name": "train", "instance_type": instance_type, "nodes": nodes}
+    if catalog.instance(instance_type).is_ultraserver_only:  # EC2 sells it only in UltraServer Capacity Blocks
+        queue["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+    path = write_spec(tmp_path, [queue], head_node={"instance_type": head})
     report = report_for(path)
     q = report.queues[0]
     assert q.accelerators == per_node * nodes
@@ -408,8 +410,13 @@ def test_report_of_a_wide_cluster_fits_100_columns(tmp_path: Path) -> None:
     path = write_spec(
         tmp_path,
         [
-            {"name": "pretrain-main-queue", "instance_type": "p6e-gb200.36xlarge", "nodes": 18},
-            {"name": "eval", "instance_type": "p6e-gb200.36xlarge", "nodes": {"min": 0, "max": 64}},
+            # EC2 sells p6e-gb200 only in UltraServer Capacity Blocks, whose nodes ParallelCluster keeps static
+            {"name": "pretrain-main-queue", "instance_type": "p6e-gb200.36xlarge", "nodes": 72,
+             "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0",
+                          "ultraserver": "u-p6e-gb200x72"}},
+            {"name": "eval", "instance_type": "p6e-gb200.36xlarge", "nodes": 18,
+             "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef1",
+                          "ultraserver": "u-p6e-gb200x72"}},
             {"name": "prep", "instance_type": "c7g.8xlarge", "nodes": {"min": 0, "max": 128}},
         ],
         # one architecture on ParallelCluster: arm64, as GB200's Grace CPUs

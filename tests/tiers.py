@@ -31,6 +31,8 @@ E2E_TESTS: dict[str, str] = {
     "--sandbox against the sandbox",
     "test_smoke_eks_ends.py::test_a_signal_deletes_the_job_and_exits_like_ctrl_c": "runs the installed fmcluster "
     "smoke against the sandbox and signals it",
+    "test_smoke_slurm_signals.py::": "starts a real one-host Slurm, runs the installed fmcluster smoke on it and "
+    "signals it",
 }
 
 # nodeid fragment -> why the test is slow (waits on something slow that is not an end-to-end run)

@@ -11,6 +11,7 @@ from typing import Any
 from fmcluster import catalog, ui
 from fmcluster.connect import nccl, slurm
 from fmcluster.connect.resolve import resolve
+from fmcluster.connect.termination import Terminated, ends_like_ctrl_c
 from fmcluster.errors import UsageError
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec, max_nodes, min_nodes
@@ -204,14 +205,17 @@ def run(name: str, queue: str | None, nodes: int | None, host: str | None, user:
     ui.note(f"{target.via}: submitting the smoke job to queue {expect.queue.name} ({expect.nodes} × "
             f"{expect.queue.instance_type})")
     job_id = slurm.submit(remote, job_script(), options, job_environment(expect, nccl_tests))
-    try:
-        with ui.Ticker(f"job {job_id}") as ticker:
-            job = slurm.wait(remote, job_id, timeout_min * 60,
-                             lambda s, t: ticker.update(f"{s.state}" + (f" ({s.reason})" if s.reason not in
-                                                                         ("", "None") else ""), t))
-    except KeyboardInterrupt:
-        slurm.cancel(remote, job_id)
-        raise
+    # SIGTERM and SIGHUP (a kill, a closed terminal, a CI cancel) cancel the job as Ctrl-C does; the handler stays
+    # in place through scancel, so a repeated signal cannot cut it short.
+    with ends_like_ctrl_c():
+        try:
+            with ui.Ticker(f"job {job_id}") as ticker:
+                job = slurm.wait(remote, job_id, timeout_min * 60,
+                                 lambda s, t: ticker.update(f"{s.state}" + (f" ({s.reason})" if s.reason not in
+                                                                             ("", "None") else ""), t))
+        except (KeyboardInterrupt, Terminated):
+            slurm.cancel(remote, job_id)
+            raise
     path = output_path.replace("%j", job_id)
     output = slurm.collect(remote, path, job, expect.queue.name)
     per_node, overall = judge(output, expect)

@@ -3,9 +3,9 @@ P6e-GB200 UltraServers with Amazon EKS" page and the pinned DRA driver's require
 
 from __future__ import annotations
 
-from fmcluster import catalog
 from fmcluster.backends.eks import dra_driver
 from fmcluster.catalog import eks_versions
+from fmcluster.spec import ultraserver_capacity
 from fmcluster.spec.backend_rules import Report
 from fmcluster.spec.models import Spec
 
@@ -15,13 +15,7 @@ PAGE = "EKS guide, 'Use P6e-GB200 UltraServers with Amazon EKS'"
 def check(spec: Spec, error: Report) -> None:
     served = [(index, queue) for index, queue in enumerate(spec.queues) if dra_driver.serves(queue)]
     for index, queue in served:
-        facts = catalog.instance(queue.instance_type)
-        if facts is not None and facts.is_ultraserver_only and queue.capacity.type != "capacity-block" \
-                and queue.capacity.ultraserver is None:  # with ultraserver set, the common rules say it
-            error(("queues", index, "capacity", "type"),
-                  f"EC2 sells {queue.instance_type} only inside UltraServers, bought as Capacity Blocks ({PAGE}), "
-                  f"not as {queue.capacity.type}: set capacity.type capacity-block, capacity.reservation_id and "
-                  "capacity.ultraserver")
+        ultraserver_capacity.refuse_unless_capacity_block(index, queue, PAGE, error)
     version = spec.kubernetes.version
     if not served or eks_versions.support(version) is None:  # an unknown version is refused on its own
         return

@@ -7,7 +7,7 @@ import ipaddress
 import re
 
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec import auto_repair, slurm_settings
+from fmcluster.spec import auto_repair, decisions, slurm_settings, ultraserver_capacity
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
@@ -31,6 +31,9 @@ PCLUSTER_MAX_QUEUES = 50
 # templates/queues_stack.py).
 PCLUSTER_CONFIG_TAGS_MAX = 40
 PCLUSTER_PREFIX = "parallelcluster:"
+# The guide's tutorial for the type: p6e-gb200.36xlarge instances are available only through P6e-GB200 UltraServers,
+# which are bought as EC2 Capacity Blocks for ML (ParallelCluster 3.14.0 and later).
+PCLUSTER_ULTRASERVER_PAGE = "ParallelCluster user guide, 'Support NVIDIA-IMEX with p6e-gb200 instance'"
 
 
 def _counterpart(instance_type: str, architecture: str) -> str | None:
@@ -59,6 +62,7 @@ class ParallelClusterSpecRules(BackendSpecRules):
         self._access(spec, error)
         self._reserved_tags(spec, error)
         self._architectures(spec, error)
+        self._ultraserver_capacity(spec, error)
         self._health_checks(spec, error)
         self._slurm_settings(spec, error)
 
@@ -162,6 +166,14 @@ class ParallelClusterSpecRules(BackendSpecRules):
                   f"{queue.instance_type} is {compute.architecture} but the head node ({spec.head_node.instance_type}) "
                   f"is {head.architecture}: ParallelCluster boots one image on every node and refuses compute types "
                   f"of another architecture than the head node's; {fix}, or use the pcs backend")
+
+    def _ultraserver_capacity(self, spec: Spec, error: Report) -> None:
+        """A p6e-gb200 queue (an NVLink domain across instances) runs only on its UltraServer Capacity Block: its
+        guide page names no other way to buy it, and EC2 sells the type no other way. As on PCS and EKS, anything
+        else is refused before plan prices it."""
+        for index, queue in enumerate(spec.queues):
+            if decisions.needs_imex(queue):
+                ultraserver_capacity.refuse_unless_capacity_block(index, queue, PCLUSTER_ULTRASERVER_PAGE, error)
 
     def _health_checks(self, spec: Spec, error: Report) -> None:
         for index, queue in enumerate(spec.queues):

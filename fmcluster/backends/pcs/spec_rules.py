@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import re
 
-from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart
-from fmcluster.spec import auto_repair, decisions, slurm_settings
+from fmcluster.spec import auto_repair, decisions, slurm_settings, ultraserver_capacity
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Slurm, Spec
 from fmcluster.spec.positions import Path_
@@ -25,6 +24,8 @@ LOGIN_GROUP = "login"
 PCS_END_OF_LIFE = {"24.11": "2026-05-31", "25.05": "2026-11-30"}
 # PCS instanceHealthChecks need Slurm 26.05 or later (botocore's PCS model, CreateComputeNodeGroup).
 PCS_HEALTH_CHECKS_MIN_VERSION = (26, 5)
+PCS_ULTRASERVER_PAGE = ("PCS user guide, 'Configure UltraServer instances': a compute node group using UltraServer "
+                        "instances with a Capacity Block")
 
 
 def pcs_health_checks_supported(spec: Spec) -> bool:
@@ -195,19 +196,10 @@ class PcsSpecRules(BackendSpecRules):
              "/var/log/fmcluster-imex-prolog.log")
 
     def _ultraserver_capacity(self, spec: Spec, error: Report) -> None:
-        """EC2 sells a type like p6e-gb200.36xlarge only inside UltraServers, and those only as Capacity Blocks
-        (EC2 Capacity Blocks for ML); PCS's "Configure UltraServer instances" asks for a compute node group using
-        UltraServer instances with a Capacity Block. As on EKS, anything else is refused before plan prices it."""
+        """PCS's "Configure UltraServer instances" asks for a compute node group using UltraServer instances with a
+        Capacity Block; as on EKS and ParallelCluster, anything else is refused before plan prices it."""
         for index, queue in enumerate(spec.queues):
-            facts = catalog.instance(queue.instance_type)
-            if facts is None or not facts.is_ultraserver_only or queue.capacity.type == "capacity-block" \
-                    or queue.capacity.ultraserver is not None:  # with ultraserver set, the common rules say it
-                continue
-            error(("queues", index, "capacity", "type"),
-                  f"EC2 sells {queue.instance_type} only inside UltraServers, bought as Capacity Blocks (PCS user "
-                  f"guide, 'Configure UltraServer instances': a compute node group using UltraServer instances with "
-                  f"a Capacity Block), not as {queue.capacity.type}: set capacity.type capacity-block, "
-                  "capacity.reservation_id and capacity.ultraserver")
+            ultraserver_capacity.refuse_unless_capacity_block(index, queue, PCS_ULTRASERVER_PAGE, error)
 
     def _health_checks(self, spec: Spec, error: Report, warn: Report) -> None:
         unsupported = []
