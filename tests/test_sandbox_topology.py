@@ -199,6 +199,20 @@ def test_the_move_fault_rehomes_an_instance_and_is_refused_for_a_place_that_is_n
     assert _topology(ec2, InstanceIds=[first])[first]["NetworkNodes"] == before[first]["NetworkNodes"]
 
 
+def test_a_move_names_an_instance_and_a_network_node_id():
+    from fmcluster_sandbox.faults import Faults
+
+    faults = Faults()
+    for bad in ({"p5-node": "nn-0123456789abcdef0"}, {"i-0123456789abcdef0": "leaf-1"},
+                {"i-0123456789abcdef0": "nn-0123"}):
+        with pytest.raises(ValueError):
+            faults.update({"topology_move": bad})
+    faults.update({"topology_move": {"i-0123456789abcdef0": "nn-0123456789abcdef0"}})
+    assert faults.moved_to("i-0123456789abcdef0") == "nn-0123456789abcdef0"
+    faults.update({"reset": True})
+    assert faults.moved_to("i-0123456789abcdef0") is None
+
+
 def test_eks_nodes_carry_the_network_node_labels_of_their_instances(sandbox):
     try:
         from test_sandbox_kube import cluster_api
