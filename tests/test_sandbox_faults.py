@@ -20,6 +20,7 @@ def test_defaults_and_json_round_trip():
         "insufficient_capacity": [],
         "fail_status": {},
         "capacity_block_health": {},
+        "topology_move": {},
         "held": {},
     }
     faults.update({"latency": {"pcs.cluster": 2}, "insufficient_capacity": ["p5.48xlarge"], "seed": 7,

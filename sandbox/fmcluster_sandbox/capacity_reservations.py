@@ -179,6 +179,16 @@ class CapacityReservations:
             return [r for r in self._reservations.values()
                     if r.account == account and r.region == region and r.is_capacity_block]
 
+    def listed(self, account: str, region: str) -> list[Reservation]:
+        """The account's reservations in the Region, in the order they were made."""
+        with self._lock:
+            return [r for r in self._reservations.values() if r.account == account and r.region == region]
+
+    def holding(self, instance_id: str) -> Reservation | None:
+        """The reservation the instance counts against, if any."""
+        with self._lock:
+            return next((r for r in self._reservations.values() if instance_id in r.instances), None)
+
     # -- instances counted against a reservation --------------------------------------------------------
     def claim(self, reservation: Reservation, instance_ids: list[str]) -> None:
         with self._lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,11 @@ class Faults:
     - ``capacity_block_health``: a Capacity Block's id (``cb-…``) or its reservation's (``cr-…``) ->
       ``{"interconnect_status": "ok" | "impaired" | "insufficient-data", "unavailable": N}``, what
       DescribeCapacityBlockStatus then answers for it (:mod:`fmcluster_sandbox.capacity_block_status`).
+    - ``topology_move``: an instance id (``i-…``) -> a bottom-layer network node id (``nn-…``) of its zone: the
+      instance then hangs off that node in DescribeInstanceTopology and its EKS node's
+      ``topology.k8s.aws/network-node-layer-*`` labels (:mod:`fmcluster_sandbox.topology`), as if AWS had moved
+      it; ``null`` moves it back. The server refuses a move of an instance without topology, or to a node that is
+      not a bottom node of the instance's zone.
     """
 
     seed: int = 0
@@ -63,6 +69,7 @@ class Faults:
     insufficient_capacity: set[str] = field(default_factory=set)
     fail_status: dict[str, str] = field(default_factory=dict)
     capacity_block_health: dict[str, dict[str, Any]] = field(default_factory=dict)
+    topology_move: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
@@ -72,6 +79,7 @@ class Faults:
         self.held: dict[str, dict[str, int]] = {}
         self._check(self.latency, self.throttle_rate, self.fail_status)
         _check_block_health(self.capacity_block_health)
+        _check_moves(self.topology_move)
         self.insufficient_capacity = set(self.insufficient_capacity)
         for kind in LATENCY_KINDS:
             self.latency.setdefault(kind, 0.0)
@@ -120,6 +128,11 @@ class Faults:
                     return dict(self.capacity_block_health[ident])
             return {}
 
+    def moved_to(self, instance_id: str) -> str | None:
+        """The network node a ``topology_move`` fault hangs the instance off, or None."""
+        with self._lock:
+            return self.topology_move.get(instance_id)
+
     def forced_status(self, kind: str, *names: str) -> str | None:
         """The forced status for a resource of ``kind`` known by any of ``names`` (name or id)."""
         with self._lock:
@@ -148,6 +161,7 @@ class Faults:
             "insufficient_capacity",
             "fail_status",
             "capacity_block_health",
+            "topology_move",
         }
         if unknown:
             raise ValueError(f"unknown fault fields: {', '.join(sorted(unknown))}")
@@ -155,13 +169,15 @@ class Faults:
             if changes.get("reset"):
                 seed, latency, throttle, capacity, fail = 0, _default_latency(), {}, set(), {}
                 health: dict[str, Any] = {}
+                moves: dict[str, Any] = {}
             else:
                 seed = self.seed
                 latency, throttle = dict(self.latency), dict(self.throttle_rate)
                 capacity, fail = set(self.insufficient_capacity), dict(self.fail_status)
                 health = dict(self.capacity_block_health)
+                moves = dict(self.topology_move)
             for name, target in (("latency", latency), ("throttle_rate", throttle), ("fail_status", fail),
-                                 ("capacity_block_health", health)):
+                                 ("capacity_block_health", health), ("topology_move", moves)):
                 value = changes.get(name)
                 if value is None:
                     continue
@@ -183,6 +199,7 @@ class Faults:
                 seed = changes["seed"]
             self._check(latency, throttle, fail)
             _check_block_health(health)
+            _check_moves(moves)
             for kind in LATENCY_KINDS:
                 latency.setdefault(kind, 0.0)
             self.latency = {k: float(v) for k, v in latency.items()}
@@ -190,6 +207,7 @@ class Faults:
             self.insufficient_capacity = capacity
             self.fail_status = fail
             self.capacity_block_health = health
+            self.topology_move = moves
             if changes.get("reset"):
                 self.held = {}
             if "seed" in changes or changes.get("reset"):
@@ -205,6 +223,7 @@ class Faults:
                 "insufficient_capacity": sorted(self.insufficient_capacity),
                 "fail_status": dict(self.fail_status),
                 "capacity_block_health": {k: dict(v) for k, v in self.capacity_block_health.items()},
+                "topology_move": dict(self.topology_move),
                 "held": {key: dict(counts) for key, counts in self.held.items()},
             }
 
@@ -271,3 +290,11 @@ def _check_block_health(health: dict) -> None:
         unavailable = value.get("unavailable", 0)
         if isinstance(unavailable, bool) or not isinstance(unavailable, int) or unavailable < 0:
             raise ValueError(f"capacity_block_health {key!r}: unavailable must be a whole number >= 0")
+
+
+def _check_moves(moves: dict) -> None:
+    for key, value in moves.items():
+        if not re.fullmatch(r"i-[0-9a-f]{8,17}", str(key)):
+            raise ValueError(f"topology_move key {key!r} must be an instance id (i-…)")
+        if not isinstance(value, str) or not re.fullmatch(r"nn-[0-9a-f]{17}", value):
+            raise ValueError(f"topology_move {key!r} must name a network node id (nn- and 17 hex digits)")

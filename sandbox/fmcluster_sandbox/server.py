@@ -12,7 +12,9 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   answered by the ``kube`` hook (:attr:`SandboxApp.kube`, the per-cluster Kubernetes API) when one is set;
 * the EC2 and FSx actions moto lacks (placement groups, capacity reservations and Capacity Blocks,
   DescribeCapacityBlockOfferings and PurchaseCapacityBlock, DescribeCapacityBlocks and DescribeCapacityBlockStatus
-  (:mod:`fmcluster_sandbox.capacity_block_status`), Local Zones and their opt-in
+  (:mod:`fmcluster_sandbox.capacity_block_status`), DescribeInstanceTopology and
+  DescribeCapacityReservationTopology over a per-zone network layout (:mod:`fmcluster_sandbox.topology_api`,
+  :mod:`fmcluster_sandbox.topology`), Local Zones and their opt-in
   (:mod:`fmcluster_sandbox.local_zones`), FSx data repository associations and volumes), and EC2's launch rules in
   front of moto's RunInstances (:mod:`fmcluster_sandbox.ec2_launch`);
 * Resource Groups for Capacity Reservation groups, which moto routes only in part
@@ -42,7 +44,8 @@ Control routes (JSON in, JSON out; not AWS APIs):
     calls it has held (``started``) and how many of those were answered since.
 ``POST /_fmcluster/faults``
     merge changes (``Faults.update``), e.g. ``{"throttle_rate": {"ec2": 1.0}}``,
-    ``{"insufficient_capacity": ["p5.48xlarge"]}``, ``{"latency": {"pcs": 0.5}}``, or ``{"reset": true}``;
+    ``{"insufficient_capacity": ["p5.48xlarge"]}``, ``{"latency": {"pcs": 0.5}}``,
+    ``{"topology_move": {"i-0123456789abcdef0": "nn-0123456789abcdef0"}}``, or ``{"reset": true}``;
     answers with the new faults.
 ``GET /_fmcluster/quotas?region=us-east-1``
     the service quotas the sandbox answers with for that region (``ec2`` vCPU quotas, ``pcs`` Clusters).
@@ -131,6 +134,7 @@ class SandboxApp:
             placement_groups,
             reservation_group_launch,
             resource_groups,
+            topology,
             vpc_teardown,
         )
         from fmcluster_sandbox.eks import EksEmulator
@@ -150,6 +154,7 @@ class SandboxApp:
         local_zones.install()
         ec2_launch.install()
         reservation_group_launch.install()  # after ec2_launch: group launches wrap its rules
+        topology.install()  # after both: an instance takes its reservation's place in the network
         self.resource_groups = resource_groups.REGISTRY
         ec2_interfaces.install()
         launch_template_paging.install()
@@ -238,6 +243,9 @@ class SandboxApp:
 
         capacity_blocks.reset()
         capacity_block_extensions.reset()
+        from fmcluster_sandbox import topology
+
+        topology.LAYOUT.reset()
 
     def reset_state(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
@@ -262,6 +270,12 @@ class SandboxApp:
                 return self._json(start_response, 200, self.health())
             if path == "/_fmcluster/faults":
                 if method == "POST":
+                    from fmcluster_sandbox import topology
+
+                    moves = payload.get("topology_move")
+                    for instance_id, node in (moves.items() if isinstance(moves, dict) else ()):
+                        if node is not None:  # a move must name a place the instance can hang off
+                            topology.LAYOUT.check_move(instance_id, node)
                     self.faults.update(payload)
                 return self._json(start_response, 200, self.faults.to_json())
             if path == "/_fmcluster/quotas":
@@ -398,6 +412,10 @@ class SandboxApp:
             serve = (capacity_block_extensions.describe if operation.startswith("Describe")
                      else capacity_block_extensions.purchase)
             return serve(params, region, self._account(environ, access_key))
+        if service == "ec2" and operation in ("DescribeInstanceTopology", "DescribeCapacityReservationTopology"):
+            from fmcluster_sandbox import topology_api
+
+            return topology_api.handle(operation, params, region, self._account(environ, access_key), self.faults)
         if service == "ec2" and operation in LOCAL_ZONE_ACTIONS:
             from fmcluster_sandbox import local_zones
 

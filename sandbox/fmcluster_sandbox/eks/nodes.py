@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster_sandbox import instance_catalog
+from fmcluster_sandbox import instance_catalog, topology
 from fmcluster_sandbox.eks import amis
 from fmcluster_sandbox.moto_backends import live_instances, terminate
 
@@ -133,8 +133,12 @@ class NodeOperations:
 
     def _node_views(self, ng: Any) -> list[dict[str, Any]]:
         """The Kubernetes view of each running instance: the labels EKS's kubelet registers for a managed node
-        ("Managed node groups": eks.amazonaws.com/nodegroup, capacityType; Kubernetes well-known labels) and
-        the node group's taints with Kubernetes effects (``NoSchedule`` …)."""
+        ("Managed node groups": eks.amazonaws.com/nodegroup, capacityType; Kubernetes well-known labels), the
+        network topology labels ``topology.k8s.aws/network-node-layer-1..N`` on instance types EC2 gives a topology
+        (EKS user guide "Place distributed AI/ML workloads with network topology labels": one per layer, top
+        first; layer-4 "Present only on instance types whose topology has four layers"), the same nodes
+        DescribeInstanceTopology answers (:mod:`fmcluster_sandbox.topology`), and the node group's taints with
+        Kubernetes effects (``NoSchedule`` …)."""
         ec2 = self._ec2(ng.account, ng.region)
         out = []
         for instance_id in self._alive(ng):
@@ -154,6 +158,7 @@ class NodeOperations:
                 "kubernetes.io/arch": arch,
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/hostname": name,
+                **topology.labels(ng.account, zone, instance.id, self.faults.moved_to(instance.id)),
             }
             out.append({"name": name, "instance_type": instance.instance_type, "instance_id": instance.id,
                         "nodegroup": ng.name, "zone": zone, "labels": labels,
