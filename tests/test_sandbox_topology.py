@@ -4,8 +4,8 @@ DescribeCapacityReservationTopology as the EC2 API reference and the EC2 user gu
 layout (docs/sandbox-fidelity.md: 2 instances per bottom node, 2 bottom nodes per middle node, 2 middle nodes per
 spine), the ``topology_move`` fault, and the ``topology.k8s.aws/network-node-layer-*`` labels of EKS nodes.
 
-Each test launches into zones no other sandbox test fills with topology instance types, so the layout starts
-empty there."""
+The 16-node queue goes to a zone where no instance has a topology yet (found by asking), so its layout starts
+empty whatever ran before on the same sandbox."""
 
 from __future__ import annotations
 
@@ -53,18 +53,34 @@ def _zone_id(ec2, zone: str) -> str:
     return ec2.describe_availability_zones(ZoneNames=[zone])["AvailabilityZones"][0]["ZoneId"]
 
 
+def _empty_zone(ec2, instance_type: str) -> str:
+    """An Availability Zone that sells ``instance_type`` and where no instance has a topology yet, so that the
+    layout starts empty there whatever other tests on this sandbox launched before."""
+    regular = {z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]
+               if z.get("ZoneType", "availability-zone") == "availability-zone"}
+    offered = {o["Location"] for o in ec2.describe_instance_type_offerings(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [instance_type]}])[
+        "InstanceTypeOfferings"]}
+    for zone in sorted(regular & offered):
+        if not _topology(ec2, Filters=[{"Name": "availability-zone", "Values": [zone]}]):
+            return zone
+    pytest.fail(f"every zone that sells {instance_type} already holds instances with a topology")
+
+
 @pytest.fixture(scope="module")
 def p5_queue(sandbox):
-    """16 p5.48xlarge launched into us-east-1e, as a 16-node queue would be: (ec2, instance ids in launch order)."""
+    """16 p5.48xlarge launched into one empty zone, as a 16-node queue would be: (ec2, instance ids in launch
+    order, the zone)."""
     ec2 = sandbox.client("ec2", **NO_RETRY)
-    ids = _launch(ec2, "p5.48xlarge", "us-east-1e", 16)
-    yield ec2, ids
+    zone = _empty_zone(ec2, "p5.48xlarge")
+    ids = _launch(ec2, "p5.48xlarge", zone, 16)
+    yield ec2, ids, zone
     ec2.terminate_instances(InstanceIds=ids)
 
 
 def test_a_16_node_p5_queue_fills_bottom_nodes_in_order_across_two_spines(p5_queue):
-    ec2, ids = p5_queue
-    answer = _topology(ec2, Filters=[{"Name": "availability-zone", "Values": ["us-east-1e"]}])
+    ec2, ids, zone = p5_queue
+    answer = _topology(ec2, Filters=[{"Name": "availability-zone", "Values": [zone]}])
     assert set(answer) == set(ids)
     nodes = [answer[i]["NetworkNodes"] for i in ids]
     assert all(len(n) == 3 and all(NODE.fullmatch(x) for x in n) for n in nodes)  # p5: "Returns 3 network nodes"
@@ -74,15 +90,15 @@ def test_a_16_node_p5_queue_fills_bottom_nodes_in_order_across_two_spines(p5_que
                   for node in dict.fromkeys(n[layer] for n in nodes)]
         assert groups == [tuple(ids[k:k + per_node]) for k in range(0, 16, per_node)]
     assert len({n[0] for n in nodes}) == 2  # two spines
-    zone_id = _zone_id(ec2, "us-east-1e")
+    zone_id = _zone_id(ec2, zone)
     assert {(i["AvailabilityZone"], i["ZoneId"], i["InstanceType"]) for i in answer.values()} == {
-        ("us-east-1e", zone_id, "p5.48xlarge")}
+        (zone, zone_id, "p5.48xlarge")}
     assert all("CapacityBlockId" not in i and "GroupName" not in i for i in answer.values())
 
 
 def test_paging_filters_and_limits_follow_the_api_reference(p5_queue):
-    ec2, ids = p5_queue
-    zone = [{"Name": "availability-zone", "Values": ["us-east-1e"]}]
+    ec2, ids, where = p5_queue
+    zone = [{"Name": "availability-zone", "Values": [where]}]
     pages, token, seen = 0, None, []
     while True:
         page = ec2.describe_instance_topology(Filters=zone, MaxResults=5, **({"NextToken": token} if token else {}))
@@ -96,7 +112,7 @@ def test_paging_filters_and_limits_follow_the_api_reference(p5_queue):
     for pattern, hits in (("p5*", 16), ("p5.48xlarg?", 16), ("p5.48xlarge?", 16), ("p4d*", 0), ("p5", 0)):
         found = _topology(ec2, Filters=zone + [{"Name": "instance-type", "Values": [pattern]}])
         assert len(found) == hits, pattern
-    zone_id = _zone_id(ec2, "us-east-1e")
+    zone_id = _zone_id(ec2, where)
     assert set(_topology(ec2, Filters=[{"Name": "zone-id", "Values": [zone_id]}])) >= set(ids)
     assert set(_topology(ec2, InstanceIds=ids[:2])) == set(ids[:2])
     assert _code(lambda: ec2.describe_instance_topology(InstanceIds=ids[:1], MaxResults=5)) == \
@@ -184,7 +200,7 @@ def test_capacity_reservation_topology_before_and_after_launch(sandbox):
 
 
 def test_the_move_fault_rehomes_an_instance_and_is_refused_for_a_place_that_is_not_there(sandbox, p5_queue):
-    ec2, ids = p5_queue
+    ec2, ids, _zone = p5_queue
     first, last = ids[0], ids[-1]
     before = _topology(ec2, InstanceIds=[first, last])
     target = before[last]["NetworkNodes"][-1]
