@@ -28,6 +28,7 @@ from fmcluster.backends.eks import (
     system_nodes,
 )
 from fmcluster.backends.eks.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
+from fmcluster.backends.eks.instance_types import template_type
 from fmcluster.backends.eks.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.pod_identity import PodIdentityAssociation
 from fmcluster.backends.eks.profile import PROFILE
@@ -296,7 +297,8 @@ class EksBackend(Backend):
             members = instances.get(group["nodegroupName"], [])
             report["queues"].append({
                 "name": group["nodegroupName"],
-                "instance_type": ", ".join(group.get("instanceTypes") or []) or _template_type(session, group),
+                "instance_type": ", ".join(group.get("instanceTypes") or [])
+                                 or template_type(session.ctx, group.get("launchTemplate") or {}),
                 "min": scaling.get("minSize", 0), "max": scaling.get("maxSize", 0),
                 "desired": scaling.get("desiredSize", 0), "status": group["status"],
                 "node_group_status": group["status"],
@@ -381,18 +383,5 @@ def _group_types(documents: list[Any], group: Any) -> tuple[str, ...]:
             return (found,) if found else ()
     return ()
 
-
-def _template_type(session: Session, group: dict[str, Any]) -> str | None:
-    """A node group whose instance type is in its launch template reports none itself (EKS API Nodegroup)."""
-    template = group.get("launchTemplate") or {}
-    if not template.get("id"):
-        return None
-    try:
-        versions = session.ctx.client("ec2").describe_launch_template_versions(
-            LaunchTemplateId=template["id"], Versions=[str(template.get("version") or "$Latest")])
-    except ClientError:
-        return None
-    data = (versions.get("LaunchTemplateVersions") or [{}])[0].get("LaunchTemplateData") or {}
-    return data.get("InstanceType")
 
 
