@@ -31,16 +31,27 @@ def _group(cli, name: str) -> dict:
 
 
 def _diff(cli) -> dict:
-    return json.loads(_ok(cli.run("diff", str(cli.spec), "--json")).stdout)
+    return json.loads(_ok(cli.run_in_process("diff", str(cli.spec), "--json")).stdout)
 
 
 def _changes(report: dict) -> dict[str, dict]:
     return {c["resource"]: c for c in report["changes"] if c["action"] != "no-op"}
 
 
-def test_scale_back_to_an_earlier_count_really_changes_the_node_group(cli):
-    """Each scale is a new request: going back to a count used before must not replay the earlier one."""
+def test_one_pcs_cluster_converges_drift_scale_backs_a_type_edit_and_a_removed_queue(cli):
+    """Four convergence checks in turn on one PCS cluster (each once had its own create and destroy, seconds of
+    the suite's time apiece): each leaves the cluster in sync with its spec, which is where the next begins."""
     _ok(cli.create())
+    _a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli)
+    _scale_back_to_an_earlier_count_really_changes_the_node_group(cli)
+    _an_instance_type_edit_is_shown_as_replace_and_applied(cli)
+    _a_queue_removed_from_the_spec_is_deleted_and_destroy_still_works(cli)
+    _ok(cli.destroy())
+    cli.assert_nothing_left()
+
+
+def _scale_back_to_an_earlier_count_really_changes_the_node_group(cli) -> None:
+    """Each scale is a new request: going back to a count used before must not replay the earlier one."""
     for count in (5, 6, 3, 5):
         result = _ok(cli.run("scale", cli.name, f"gpu={count}", "--yes"))
         assert "scaled" in result.stdout + result.stderr
@@ -48,12 +59,9 @@ def test_scale_back_to_an_earlier_count_really_changes_the_node_group(cli):
         assert (scaling["minInstanceCount"], scaling["maxInstanceCount"]) == (count, count), (count, scaling)
     same = _ok(cli.run("scale", cli.name, "gpu=5", "--yes"))
     assert "already" in same.stdout + same.stderr  # a no-op is said, and true: the live group is 5..5
-    _ok(cli.destroy())
-    cli.assert_nothing_left()
 
 
-def test_a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli):
-    _ok(cli.create())
+def _a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli) -> None:
     report = cli.status()
     assert report["drift"] == [], json.dumps(report["drift"], indent=1)
     pcs = cli.sandbox.client("pcs")
@@ -77,12 +85,9 @@ def test_a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli):
     names = [q["name"] for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"]]
     assert sorted(names) == ["burst", "gpu"], names
     assert cli.status()["drift"] == []
-    _ok(cli.destroy())
-    cli.assert_nothing_left()
 
 
-def test_an_instance_type_edit_is_shown_as_replace_and_applied(cli):
-    _ok(cli.create())
+def _an_instance_type_edit_is_shown_as_replace_and_applied(cli) -> None:
     _edit(cli, lambda data: data["queues"][1].update(instance_type="m7i.2xlarge"))
     changes = _changes(_diff(cli))
     group = changes["compute_node_group:burst"]
@@ -97,12 +102,9 @@ def test_an_instance_type_edit_is_shown_as_replace_and_applied(cli):
     burst = next(q for q in cli.status()["queues"] if q["name"] == "burst")
     assert burst["instance_type"] == "m7i.2xlarge", burst
     assert _diff(cli)["in_sync"] is True
-    _ok(cli.destroy())
-    cli.assert_nothing_left()
 
 
-def test_a_queue_removed_from_the_spec_is_deleted_and_destroy_still_works(cli):
-    _ok(cli.create())
+def _a_queue_removed_from_the_spec_is_deleted_and_destroy_still_works(cli) -> None:
     _edit(cli, lambda data: data["queues"].pop(1))
     changes = _changes(_diff(cli))
     assert changes["queue:burst"]["action"] == "delete"
@@ -112,8 +114,6 @@ def test_a_queue_removed_from_the_spec_is_deleted_and_destroy_still_works(cli):
     assert [q["name"] for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"]] == ["gpu"]
     groups = sorted(g["name"] for g in pcs.list_compute_node_groups(clusterIdentifier=cli.name)["computeNodeGroups"])
     assert groups == ["gpu", "login"], groups
-    _ok(cli.destroy())
-    cli.assert_nothing_left()
 
 
 def test_parallelcluster_counts_and_an_added_queue_converge(pc_cli):

@@ -268,14 +268,6 @@ def test_after_capacity_returns_a_rerun_replaces_the_failed_node_groups(cli, san
     cli.assert_nothing_left()
 
 
-def test_scale_is_held_to_the_size_the_cluster_was_created_with(cli):
-    _ok(cli.create())  # 3 nodes at most: created SMALL (≤ 32)
-    refused = _ok(cli.run("scale", cli.name, "gpu=40", "--yes"), code=2)
-    assert "SMALL" in refused.stderr and "fixed at creation" in refused.stderr, refused.stderr
-    assert {q["name"]: q["max"] for q in cli.status()["queues"]}["gpu"] == 1  # nothing was sent to AWS
-    _ok(cli.destroy())
-
-
 def test_no_wait_sends_what_needs_no_waiting_and_a_rerun_finishes(cli, sandbox):
     sandbox.faults(SLOW)
     sent = _ok(cli.create("--no-wait"))
@@ -308,8 +300,13 @@ def test_retry_capacity_waits_for_capacity_with_a_countdown(cli, sandbox):
 
 
 # 7 ------------------------------------------------------------------------------------------------
-def test_unknown_cluster(cli):
-    _ok(cli.create())
+def test_scale_is_held_to_the_size_the_cluster_was_created_with_and_an_unknown_cluster_is_named(cli):
+    """Two checks on one cluster (each once created its own): neither changes it."""
+    _ok(cli.create())  # 3 nodes at most: created SMALL (≤ 32)
+    refused = _ok(cli.run("scale", cli.name, "gpu=40", "--yes"), code=2)
+    assert "SMALL" in refused.stderr and "fixed at creation" in refused.stderr, refused.stderr
+    assert {q["name"]: q["max"] for q in cli.status()["queues"]}["gpu"] == 1  # nothing was sent to AWS
+
     status = _ok(cli.run("status", "nope"), code=1)
     assert "nope" in status.stderr
     assert "Known clusters" in status.stderr and cli.name in status.stderr, status.stderr

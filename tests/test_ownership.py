@@ -73,17 +73,23 @@ def test_resources_with_the_names_fmcluster_uses_are_neither_adopted_nor_deleted
 
 CREATE_CALLS = ["CreateRole", "AttachRolePolicy", "CreateInstanceProfile", "AddRoleToInstanceProfile"]
 DESTROY_CALLS = ["RemoveRoleFromInstanceProfile", "DeleteInstanceProfile", "DetachRolePolicy", "DeleteRole"]
+# How long the sandbox holds the call a kill lands in: each kill waits for it to be answered afterwards, so it is
+# paid eight times; 2 s is still many signal round trips (a 50 ms poll, then one SIGKILL) under CI's load.
+HELD_S = 2.0
 
 
 def _kill_during(cli, call: str, *args: str) -> None:
-    """Run ``fmcluster ARGS`` with IAM's ``call`` held for 4 s, and SIGKILL it once the sandbox holds that call."""
+    """Run ``fmcluster ARGS`` with IAM's ``call`` held for HELD_S, and SIGKILL it once the sandbox holds that call."""
     held = f"call.iam.{call}"
-    cli.sandbox.faults({"latency": {held: 4.0}})
+    cli.sandbox.faults({"latency": {held: HELD_S}})
     proc = cli.popen(*args)
     try:
         _wait_for_line(proc, "instance_profile:nodes", timeout=300)
         cli.sandbox.wait_held(held, timeout=300)
         assert proc.poll() is None, f"{args[0]} ended before the kill: {proc.communicate()}"
+        # still unanswered just before the kill, so the kill lands inside the call (HELD_S too short fails here)
+        counts = cli.sandbox.held(held)
+        assert counts["answered"] < counts["started"], counts
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)

@@ -37,7 +37,9 @@ def http(sandbox, cluster):
 
 
 def test_a_job_no_operator_acts_on_ends_before_the_timeout(api, http, monkeypatch):
-    monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 3.0)
+    # polled every 0.2 s (not the product's 2 s), so the silence ends the wait a second in, not four
+    monkeypatch.setattr(smoke_eks, "POLL_S", 0.2)
+    monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 1.0)
     job, manifest = _job()
     started = time.monotonic()
     outcome = smoke_eks._submit_and_wait(api, job, manifest, started + 120)
@@ -49,7 +51,8 @@ def test_a_job_no_operator_acts_on_ends_before_the_timeout(api, http, monkeypatc
 
 def test_a_job_the_operator_marked_is_waited_for(api, http, monkeypatch):
     """Once the job carries the operator's Created condition the wait goes on to the timeout."""
-    monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 1.0)
+    monkeypatch.setattr(smoke_eks, "POLL_S", 0.2)
+    monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 0.5)
     job, manifest = _job()
     manifest["status"] = {"conditions": [{"type": "Created", "status": "True", "reason": "MPIJobCreated",
                                           "message": f"MPIJob default/{job.name} is created.",
@@ -61,7 +64,7 @@ def test_a_job_the_operator_marked_is_waited_for(api, http, monkeypatch):
         assert status[0] == 200, status
     # _submit_and_wait deletes a leftover of the same name first: wait on this one directly
     rtype = api.resource_type("kubeflow.org/v2beta1", "MPIJob")
-    state, detail = smoke_eks._wait(api, rtype, job, time.monotonic() + 4, lambda text, elapsed: None)
+    state, detail = smoke_eks._wait(api, rtype, job, time.monotonic() + 1.5, lambda text, elapsed: None)
     assert state == "TIMEOUT" and "last seen: Created: MPIJob default/" in detail, detail
     assert http("DELETE", f"{JOBS}/{job.name}")[0] == 200
 
