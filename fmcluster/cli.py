@@ -257,8 +257,12 @@ def create(
     Example: fmcluster --sandbox create configs/quickstart-pcs.yaml --yes
     """
     from fmcluster import lifecycle, ui
+    from fmcluster.errors import UsageError
     from fmcluster.spec import load_spec
 
+    if no_backup and not allow_data_loss:  # it only changes what --allow-data-loss does
+        raise UsageError("--no-backup goes with --allow-data-loss: --allow-data-loss --no-backup allows a plan that "
+                         "deletes stored data without backing FSx up first")
     loaded = load_spec(spec)
     ui.print_warnings(loaded.warnings)
     raise typer.Exit(lifecycle.create(loaded.spec, str(spec), yes, not no_wait, timeout, rollback=not no_rollback,

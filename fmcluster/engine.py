@@ -109,6 +109,8 @@ class ResourceChange:
     action: Action
     attributes: list[AttributeChange] = field(default_factory=list)
     reason: str = ""
+    # A no-op only because AWS is still CREATING/UPDATING it: nothing to send, but not yet what the spec asks.
+    waiting: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {"resource": self.resource, "action": self.action,
@@ -381,7 +383,8 @@ class Engine:
             return ResourceChange(resource.name, "replace", reason=f"it is {observed.status}" +
                                   (f": {observed.detail}" if observed.detail else ""))
         if observed.phase == "pending":
-            return ResourceChange(resource.name, "no-op", reason=f"{observed.status}: waits for AWS to finish")
+            return ResourceChange(resource.name, "no-op", reason=f"{observed.status}: waits for AWS to finish",
+                                  waiting=True)
         found = resource.changes(self.ctx, observed)
         if only is not None:
             found = [c for c in found if only(c.path)]

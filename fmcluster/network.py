@@ -256,13 +256,18 @@ def zone_problem(spec: Spec, ec2: Any, zone: str, queue: str) -> str | None:
     found = next(q for q in spec.queues if q.name == queue)
     subnet = found.subnet_id or spec.network.subnet_id
     if subnet:
+        field = "queues[].subnet_id" if found.subnet_id else "network.subnet_id"
         try:
             subnets = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"]
-        except ClientError:  # an unknown subnet is the spec's own problem, which preflight reports
-            return None
+        except ClientError as exc:
+            # A subnet EC2 does not have (EC2 API error codes: InvalidSubnetID.NotFound) leaves the nodes' AZ
+            # unknown, so no block can be judged usable; other refusals (permissions) stay preflight's to report.
+            if not str(exc.response.get("Error", {}).get("Code", "")).startswith("InvalidSubnetID."):
+                return None
+            return (f"the spec's subnet {subnet} does not exist in {ec2.meta.region_name}, so the nodes' AZ is "
+                    f"unknown: point {field} at a subnet in {zone}, or remove it and fmcluster creates the network")
         where = subnets[0]["AvailabilityZone"] if subnets else None
         if where and where != zone:
-            field = "queues[].subnet_id" if found.subnet_id else "network.subnet_id"
             return (f"the queue's subnet {subnet} is in {where}: point {field} at a subnet in {zone} first, or "
                     f"choose an offering in {where}")
         return None

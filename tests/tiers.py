@@ -65,6 +65,7 @@ LONGEST_FIRST: list[str] = [
     "test_lifecycle_hardware.py",
     "test_state_lifecycle.py",
     "test_lifecycle_reservation_group.py",
+    "test_diff_waits_for_aws.py",
     "test_network_created.py",
     "test_lifecycle_ultraserver.py",
     "test_packaging.py",

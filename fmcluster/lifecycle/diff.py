@@ -29,6 +29,11 @@ class Plan:
     def in_sync(self) -> bool:
         return all(c.action == "no-op" for c in self.changes)
 
+    @property
+    def settled(self) -> bool:
+        """In sync, and nothing of it is still being made or changed by AWS (what `diff` reports)."""
+        return self.in_sync and not any(c.waiting for c in self.changes)
+
     def pending(self) -> list[ResourceChange]:
         return [c for c in self.changes if c.action != "no-op"]
 
@@ -60,7 +65,7 @@ def make_plan(session: Session, options: dict[str, Any] | None = None, only: Att
 
 
 def as_json(spec: Spec, plan: Plan) -> dict[str, Any]:
-    return {"cluster": spec.name, "backend": spec.backend, "in_sync": plan.in_sync,
+    return {"cluster": spec.name, "backend": spec.backend, "in_sync": plan.settled,
             "changes": [c.as_json() for c in plan.changes]}
 
 
@@ -68,6 +73,9 @@ def print_plan(session: Session, plan: Plan, title: str) -> None:
     console = ui.err_console()
     counts = plan.counts()
     summary = ", ".join(f"{counts[a]} to {a}" for a in ("create", "update", "replace", "delete") if counts[a])
+    waiting = sum(1 for c in plan.changes if c.waiting)
+    if waiting:
+        summary = ", ".join(filter(None, (summary, f"{waiting} still changing in AWS")))
     console.print(f"[bold]{ui.escape(title)}[/] ({session.backend_name}, {session.region}): {summary or 'in sync'}")
     for change in plan.changes:
         if change.action == "no-op" and not change.reason:
@@ -104,4 +112,4 @@ def diff(spec: Spec, spec_file: str, json_output: bool, detailed_exitcode: bool 
         print(dump_json(as_json(spec, plan)))
     else:
         print_plan(session, plan, f"Diff for {spec.name}")
-    return CHANGES_PENDING_EXIT if detailed_exitcode and not plan.in_sync else 0
+    return CHANGES_PENDING_EXIT if detailed_exitcode and not plan.settled else 0
