@@ -75,8 +75,28 @@ def test_example_renders(path: Path) -> None:
     assert len({d.filename for d in rendered.documents}) == len(rendered.documents)
 
 
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No endpoint, no credentials and a fresh pcluster client cache, whatever ran before in this process: the
+    schema's own look-ups (the ODCR's, the instance type's) then fail at once, as offline `validate`'s do, instead
+    of going out to AWS with credentials an earlier test left behind (seen: 64 s waiting for a connection)."""
+    try:
+        from pcluster_fixture import reset_pcluster_clients
+    except ImportError:  # tests/ imported as a package
+        from tests.pcluster_fixture import reset_pcluster_clients
+
+    for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    reset_pcluster_clients()
+    yield
+    reset_pcluster_clients()
+
+
 @pytest.mark.parametrize("path", PC_CONFIGS, ids=[p.stem for p in PC_CONFIGS])
-def test_parallelcluster_schema_accepts(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallelcluster_schema_accepts(path: Path, monkeypatch: pytest.MonkeyPatch, offline: None) -> None:
     from pcluster.schemas.cluster_schema import ClusterSchema
 
     spec = _load(path)
@@ -90,7 +110,7 @@ def test_parallelcluster_schema_accepts(path: Path, monkeypatch: pytest.MonkeyPa
     assert cluster.scheduling.queues
 
 
-def test_parallelcluster_schema_rejects_a_broken_config(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallelcluster_schema_rejects_a_broken_config(monkeypatch: pytest.MonkeyPatch, offline: None) -> None:
     spec = _load(_config("quickstart-parallelcluster"))
     config = copy.deepcopy(render(spec).one("pcluster_cluster").body)
     config["Scheduling"]["SlurmQueues"][0]["ComputeResources"][0]["MinCount"] = "x"
