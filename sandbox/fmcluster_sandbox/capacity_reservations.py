@@ -269,11 +269,14 @@ class CapacityReservations:
         return ok("CancelCapacityReservationResponse", "<return>true</return>")
 
 
+def _block_is_fixed(reservation: Reservation) -> tuple[str, str]:
+    return ("UnsupportedOperation", f"You can't modify or cancel a Capacity Block: {reservation.reservation_id} is one")
+
+
 def cancel_refusal(reservation: Reservation) -> tuple[str, str] | None:
     """Why EC2 refuses to cancel the reservation: a Capacity Block never, an ODCR only while assessing or active."""
     if reservation.is_capacity_block:
-        return ("UnsupportedOperation", f"You can't modify or cancel a Capacity Block: "
-                                        f"{reservation.reservation_id} is one")
+        return _block_is_fixed(reservation)
     if reservation.state not in _CANCELLABLE:
         return ("IncorrectState", f"Capacity Reservation {reservation.reservation_id} is {reservation.state}: only an "
                                   f"assessing or active Capacity Reservation can be cancelled")
@@ -284,8 +287,7 @@ def modify_refusal(reservation: Reservation, request: dict[str, Any]) -> tuple[s
     """Why EC2 refuses the modification: any of a Capacity Block; of an ODCR, any outside ``active`` (tags are
     changed with CreateTags, not here); its eligibility while instances use it."""
     if reservation.is_capacity_block:
-        return ("UnsupportedOperation", f"You can't modify or cancel a Capacity Block: "
-                                        f"{reservation.reservation_id} is one")
+        return _block_is_fixed(reservation)
     if reservation.state not in _MODIFIABLE:
         return ("IncorrectState", f"Capacity Reservation {reservation.reservation_id} is {reservation.state}: only "
                                   f"its tags can change now")
