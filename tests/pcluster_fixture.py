@@ -24,6 +24,12 @@ def reset_pcluster_clients() -> None:
 
     AWSApi._instance = None
     Cache.clear_all()
+    # pcluster's clients come from boto3's default session, which keeps the credentials and endpoint of the
+    # environment it was first made in (an in-process command's sandbox, say): forget it too, or a later offline
+    # check calls that endpoint and waits out its retries (seen: test_render's schema check, 50 s).
+    import boto3
+
+    boto3.DEFAULT_SESSION = None
 
 
 def default_subnet(ec2_client) -> str:
