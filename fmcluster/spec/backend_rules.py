@@ -45,10 +45,6 @@ class BackendSpecRules(ABC):
     # head_node describes; a backend whose scheduler runs on a managed control plane has none.
     runs_head_node: bool = True
 
-    def control_plane_usd_per_hour(self, spec: Spec) -> float:
-        """What AWS charges by the hour for the cluster's managed control plane (0 where it bills nothing)."""
-        return 0.0
-
     def controller(self, spec: Spec | None) -> CostPart | None:
         """The managed controller AWS bills by the hour while the cluster exists (EKS's control plane, PCS's
         controller), with its rate or why it has none; None where the scheduler runs on a node of the cluster.

@@ -78,14 +78,11 @@ class EksSpecRules(BackendSpecRules):
     stock_images = "the EKS-optimized Amazon Linux 2023 images"
     runs_head_node = False
 
-    def control_plane_usd_per_hour(self, spec: Spec) -> float:
-        return eks_versions.control_plane_usd_per_hour(spec.kubernetes.version)
-
     def controller(self, spec: Spec | None) -> CostPart | None:
         if spec is None:
-            return None  # status reads the fee from the cluster's own version (control_plane_usd_per_hour)
+            return None  # status reads the fee from the cluster's own version (eks_versions.control_plane_usd_per_hour)
         version = spec.kubernetes.version
-        return CostPart("EKS control plane", self.control_plane_usd_per_hour(spec),
+        return CostPart("EKS control plane", eks_versions.control_plane_usd_per_hour(version),
                         f"Kubernetes {version} on {eks_versions.support(version) or 'standard'} support: "
                         f"{eks_versions.PRICING_NOTE}")
 
