@@ -6,16 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import fixtures.tiers as tiers
 import pytest
-
-try:
-    import tiers
-    from pcluster_fixture import reset_pcluster_clients
-    from sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
-except ImportError:  # tests/ imported as a package
-    from tests import tiers
-    from tests.pcluster_fixture import reset_pcluster_clients
-    from tests.sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
+from fixtures.pcluster import reset_pcluster_clients
+from fixtures.sandbox import Sandbox, start_sandbox, stop_sandbox
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from fmcluster.engine import Resource, ResourceChange
-    from fmcluster.session import Session
+    from fmcluster.engine.core import Resource, ResourceChange
     from fmcluster.spec.models import Spec
+    from fmcluster.verbs.session import Session
 
 # One vocabulary on both backends; ``backend_status`` keeps the raw one.
 STATUSES = ("CREATING", "ACTIVE", "UPDATING", "DELETING", "FAILED", "NOT_FOUND")

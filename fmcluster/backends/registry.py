@@ -1,7 +1,7 @@
 """The backends by name: the one place that lists them. Adding a backend means a folder under
 ``fmcluster/backends/`` (``profile.py`` with its :class:`BackendProfile`, ``backend.py`` with its
 :class:`Backend`, ``listing.py`` with its ``tagged_clusters``, and the parts that code below the backends reaches
-by name through :mod:`fmcluster.backend_parts`: ``spec_rules.py``, ``preflight.py``, ``validate.py``,
+by name through :mod:`fmcluster.backends.parts`: ``spec_rules.py``, ``preflight.py``, ``validate.py``,
 ``render.py``), its name in :data:`NAMES` and its class in ``_BACKEND_CLASSES``, and its templates.
 
 ``profile`` is light (nothing beyond the standard library); ``tagged_clusters`` needs boto3 alone; ``backend``

@@ -6,9 +6,9 @@ Capacity (quotas, reservations) lives in :mod:`fmcluster.preflight.capacity`.
 
 from __future__ import annotations
 
+from fmcluster.aws.placement import head_types, offering_zones, resolve_placement
 from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError, UsageError
-from fmcluster.network import head_types, offering_zones, resolve_placement
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
 from fmcluster.spec import decisions

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.aws import describe_error
-from fmcluster.backend_parts import backend_part
+from fmcluster.aws.placement import Placement
+from fmcluster.backends.parts import backend_part
 from fmcluster.checks import CheckResult
+from fmcluster.connection.aws import describe_error
 from fmcluster.errors import AwsError, FmclusterError
-from fmcluster.network import Placement
 from fmcluster.spec.models import Spec
 
 FIX = "fix: "
@@ -25,7 +25,7 @@ def fix(text: str) -> str:
 @dataclass(frozen=True)
 class BackendChecks:
     """What preflight asks of the spec's backend: ``CHECKS`` in ``fmcluster/backends/<name>/preflight.py``
-    (reached through :func:`fmcluster.backend_parts.backend_part`)."""
+    (reached through :func:`fmcluster.backends.parts.backend_part`)."""
 
     # Its own checks; the flag says whether AWS answered the credentials check (checks that call AWS skip
     # otherwise, local ones still run).

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster.aws.placement import offering_zones, zone_label
 from fmcluster.checks import CheckResult
-from fmcluster.network import offering_zones, zone_label
 from fmcluster.preflight.common import backend_checks
 from fmcluster.spec.models import Spec, instance_types_of
 from fmcluster.spec.networking import interface_count, multi_interface_queues

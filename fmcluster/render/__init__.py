@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fmcluster.backend_parts import backend_part
+from fmcluster.backends.parts import backend_part
 from fmcluster.errors import UsageError
 from fmcluster.render.documents import Document, RenderedDocuments
 from fmcluster.spec.models import Spec

@@ -6,7 +6,7 @@ from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.models import Spec
 
 # Everything fmcluster creates carries these three; together they make it this cluster's (see
-# fmcluster.backends.ownership). The id is issued at the first create and filled in when a document is sent.
+# fmcluster.aws.ownership). The id is issued at the first create and filled in when a document is sent.
 CLUSTER_TAG = "fmcluster:cluster"
 REGION_TAG = "fmcluster:region"
 CLUSTER_ID_TAG = "fmcluster:cluster-id"

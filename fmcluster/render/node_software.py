@@ -16,8 +16,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fmcluster.engine.references import references
 from fmcluster.errors import UsageError
-from fmcluster.references import references
 from fmcluster.render.templates import render_text
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec

@@ -1,7 +1,7 @@
 """What the spec's rules ask of the backend a spec names, so that no rule here names a backend itself.
 
 Each backend answers in ``fmcluster/backends/<name>/spec_rules.py`` with a ``RULES`` instance of a subclass of
-:class:`BackendSpecRules`, reached through :func:`fmcluster.backend_parts.backend_part`.
+:class:`BackendSpecRules`, reached through :func:`fmcluster.backends.parts.backend_part`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from fmcluster.backend_parts import backend_part
+from fmcluster.backends.parts import backend_part
 from fmcluster.spec.positions import Path_
 
 if TYPE_CHECKING:

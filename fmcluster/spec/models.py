@@ -20,7 +20,7 @@ OperatingSystem = Literal["ubuntu2204", "ubuntu2404", "alinux2023", "rhel9", "ro
 SlurmVersion = Literal["24.11", "25.05", "25.11", "26.05"]
 PcsSize = Literal["auto", "SMALL", "MEDIUM", "LARGE"]
 
-# The shape only; which regions exist is botocore's partition data (fmcluster.regions, checked in rules).
+# The shape only; which regions exist is botocore's partition data (fmcluster.connection.regions, checked in rules).
 RegionName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,40}$")]
 SubnetId = Annotated[str, StringConstraints(pattern=r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")]
 ReservationId = Annotated[str, StringConstraints(pattern=r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$")]

@@ -2,16 +2,16 @@
 
 Each backend's ``fmcluster/backends/<name>/validate.py`` provides ``checks(loaded, rendered, region, online,
 zone) -> list[CheckResult]``: the rules of the service that takes its documents (reached by name through
-:func:`fmcluster.backend_parts.backend_part`)."""
+:func:`fmcluster.backends.parts.backend_part`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fmcluster import aws
-from fmcluster.backend_parts import backend_part
+from fmcluster.aws.placement import instance_types, resolve_placement
+from fmcluster.backends.parts import backend_part
 from fmcluster.checks import CheckResult
-from fmcluster.network import instance_types, resolve_placement
+from fmcluster.connection import aws
 from fmcluster.preflight.network import check_node_network
 from fmcluster.render import render
 from fmcluster.spec import load_spec

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster import aws
-from fmcluster.references import references
+from fmcluster.connection import aws
+from fmcluster.engine.references import references
 from fmcluster.render.common import CLUSTER_TAG, RESOURCE_TAG
 
 SUBNET_PREFIX = "subnet."

@@ -12,12 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster import reads
-from fmcluster.backends import unread
+from fmcluster.aws import unread
+from fmcluster.aws.build import SHARED, Maker, build, by_key
+from fmcluster.aws.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
+from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
+from fmcluster.aws.existing_storage import ExistingFsxLustre
+from fmcluster.aws.fsx import FsxDataRepository, FsxLustre
+from fmcluster.aws.iam import IamRole
+from fmcluster.aws.ownership import is_ours
+from fmcluster.aws.placement import Placement
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
-from fmcluster.backends.build import SHARED, Maker, build, by_key
-from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
-from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.backends.eks import (
     autoscaler_install,
     autoscaler_status,
@@ -27,30 +31,26 @@ from fmcluster.backends.eks import (
     scheduler_status,
     system_nodes,
 )
-from fmcluster.backends.eks.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
-from fmcluster.backends.eks.instance_types import template_type
-from fmcluster.backends.eks.manifests import MANAGED_KINDS
-from fmcluster.backends.eks.pod_identity import PodIdentityAssociation
+from fmcluster.backends.eks.kubernetes.manifests import MANAGED_KINDS
+from fmcluster.backends.eks.nodes.instance_types import template_type
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
 from fmcluster.backends.eks.render import render as render_eks
 from fmcluster.backends.eks.resources import EksAddon, EksCluster, EksNodegroup, health_issues
-from fmcluster.backends.existing_storage import ExistingFsxLustre
-from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
-from fmcluster.backends.iam import IamRole
-from fmcluster.backends.ownership import is_ours
-from fmcluster.capacity.cluster_blocks import queues_waiting
+from fmcluster.backends.eks.software.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
+from fmcluster.backends.eks.software.pod_identity import PodIdentityAssociation
 from fmcluster.catalog import eks_versions
-from fmcluster.engine import Resource
+from fmcluster.engine import reads
+from fmcluster.engine.core import Resource
 from fmcluster.errors import FmclusterError, UsageError
-from fmcluster.network import Placement
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.spec.networking import creates_network
+from fmcluster.verbs.capacity.cluster_blocks import queues_waiting
 
 if TYPE_CHECKING:
-    from fmcluster.engine import ResourceChange
-    from fmcluster.session import Session
+    from fmcluster.engine.core import ResourceChange
     from fmcluster.spec.models import Spec
+    from fmcluster.verbs.session import Session
 
 ROLES = ("cluster", "nodes", AUTOSCALER_ROLE)
 
@@ -78,7 +78,7 @@ class EksBackend(Backend):
             if not zones:
                 raise UsageError(f"EKS needs subnets in two Availability Zones, and {session.region} offers only "
                                  f"{placement.availability_zone}")
-            # The other nodes' AZ when the capacity's AZ does not offer their type (fmcluster.network)
+            # The other nodes' AZ when the capacity's AZ does not offer their type (fmcluster.aws.placement)
             values = {"network.second_availability_zone": placement.head_zone or zones[0]}
         else:
             subnets = sorted((s["AvailabilityZone"], s["SubnetId"]) for page in ec2.get_paginator(
@@ -357,7 +357,7 @@ class EksBackend(Backend):
 
 def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
     """Which resource applies each kind of document the EKS renderer makes (also what the spec-field walk builds
-    its resources with, tests/test_schema_walk.py)."""
+    its resources with, tests/spec/test_schema_walk.py)."""
     cluster = spec.name
     return SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
                             "iam_role": IamRole, "fsx_lustre": FsxLustre,

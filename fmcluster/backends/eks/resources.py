@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
-from fmcluster import reads
-from fmcluster.backends.ec2 import error_code
-from fmcluster.backends.eks import instance_types
-from fmcluster.backends.ownership import require_ours
-from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource, flatten
+from fmcluster.aws.ec2 import error_code
+from fmcluster.aws.ownership import require_ours
+from fmcluster.backends.eks.nodes import instance_types
+from fmcluster.engine import reads
+from fmcluster.engine.core import AttributeChange, Context, InPlace, Observed, Resource, flatten
 from fmcluster.errors import UsageError
 from fmcluster.render.documents import Document
 
@@ -52,7 +52,7 @@ class EksResource(Resource):
     """What the three EKS resources share: read by name, owned by tags, compared on what the document sets."""
 
     what: ClassVar[str]
-    # What a read-only pass keeps its Describe answer as (fmcluster.reads), shared with the backend's describe.
+    # What a read-only pass keeps its Describe answer as (fmcluster.engine.reads), shared with the backend's describe.
     snapshot_kind: ClassVar[str]
 
     def __init__(self, key: str, document: Document | None = None, cluster: str | None = None):
@@ -392,7 +392,7 @@ class EksNodegroup(EksResource):
             eks.untag_resource(resourceArn=observed.id, tagKeys=gone)
 
 
-# The Cluster Autoscaler's scale-from-zero tags (fmcluster.backends.eks.scale_from_zero): the only node group tags
+# The Cluster Autoscaler's scale-from-zero tags (fmcluster.backends.eks.nodes.scale_from_zero): the only node group tags
 # fmcluster compares, since the autoscaler reads them (through DescribeNodegroup) while the group has no node.
 TEMPLATE_TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
 TAGS_PATH = "tags."

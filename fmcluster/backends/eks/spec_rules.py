@@ -15,9 +15,9 @@ from fmcluster.backends.eks import (
     system_nodes,
     ultraserver_rules,
 )
-from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
-from fmcluster.backends.eks.releases import CLUSTER_AUTOSCALER
+from fmcluster.backends.eks.nodes.images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
+from fmcluster.backends.eks.software.releases import CLUSTER_AUTOSCALER
 from fmcluster.catalog import eks_versions, names
 from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fmcluster.backends.eks.resources import minor, versions_between
-from fmcluster.engine import ResourceChange
+from fmcluster.engine.core import ResourceChange
 
 if TYPE_CHECKING:
-    from fmcluster.session import Session
     from fmcluster.spec.models import Spec
+    from fmcluster.verbs.session import Session
 
 
 def waypoints(session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:

@@ -8,13 +8,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from fmcluster.aws.build import SHARED, Maker, build, by_key
+from fmcluster.aws.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
+from fmcluster.aws.fsx import FsxOpenZfs
+from fmcluster.aws.ownership import is_ours, tag_dict
+from fmcluster.aws.s3 import ScriptsBucket, scan_buckets
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine, Question
-from fmcluster.backends.build import SHARED, Maker, build, by_key
-from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
-from fmcluster.backends.fsx import FsxOpenZfs
-from fmcluster.backends.ownership import is_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import api_error, pcluster
 from fmcluster.backends.parallelcluster.logs import cluster_logs
+from fmcluster.backends.parallelcluster.nodejs import find_node
 from fmcluster.backends.parallelcluster.profile import PROFILE
 from fmcluster.backends.parallelcluster.render import render as render_parallelcluster
 from fmcluster.backends.parallelcluster.resources import (
@@ -24,14 +26,12 @@ from fmcluster.backends.parallelcluster.resources import (
     PclusterCluster,
     described_cluster,
 )
-from fmcluster.backends.s3 import ScriptsBucket, scan_buckets
-from fmcluster.engine import Resource, ResourceChange
-from fmcluster.nodejs import find_node
+from fmcluster.engine.core import Resource, ResourceChange
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
 if TYPE_CHECKING:
-    from fmcluster.session import Session
     from fmcluster.spec.models import Spec
+    from fmcluster.verbs.session import Session
 
 SLURMCTLD_PORT = 6817
 
@@ -174,7 +174,7 @@ def _deployed_queues(described: dict[str, Any]) -> list[dict[str, Any]]:
 
 def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
     """Which resource applies each kind of document the ParallelCluster renderer makes (also what the spec-field
-    walk builds its resources with, tests/test_schema_walk.py)."""
+    walk builds its resources with, tests/spec/test_schema_walk.py)."""
     options = options or {}
     return SHARED | by_key({"fsx_openzfs": FsxOpenZfs, "bucket": ScriptsBucket}) | {
         "pcluster_cluster": lambda document: PclusterCluster(

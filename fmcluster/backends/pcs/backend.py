@@ -11,32 +11,32 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster import reads
+from fmcluster.aws.build import SHARED, Maker, build, by_key
+from fmcluster.aws.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
+from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
+from fmcluster.aws.efs import EfsFileSystem, scan_efs
+from fmcluster.aws.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
+from fmcluster.aws.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
+from fmcluster.aws.iam import InstanceProfile
+from fmcluster.aws.images import SAMPLE_CAUTION, Image, architectures, find_images
+from fmcluster.aws.ownership import is_ours
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
-from fmcluster.backends.build import SHARED, Maker, build, by_key
-from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
-from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.efs import EfsFileSystem, scan_efs
-from fmcluster.backends.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
-from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
-from fmcluster.backends.iam import InstanceProfile
-from fmcluster.backends.ownership import is_ours
 from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.render import node_role_name
 from fmcluster.backends.pcs.render import render as render_pcs
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP
-from fmcluster.engine import Resource
+from fmcluster.engine import reads
+from fmcluster.engine.core import Resource
 from fmcluster.errors import UsageError
-from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 
 if TYPE_CHECKING:
-    from fmcluster.images import Image
-    from fmcluster.session import Session
+    from fmcluster.aws.images import Image
     from fmcluster.spec.models import Spec
+    from fmcluster.verbs.session import Session
 
 # Shared storage: /home made by fmcluster (FSx for OpenZFS or EFS), and look-ups of existing file systems.
 def _id_and_name(item: dict[str, Any]) -> tuple[str, str]:
@@ -259,7 +259,7 @@ class PcsBackend(Backend):
 
 def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
     """Which resource applies each kind of document the PCS renderer makes (also what the spec-field walk builds
-    its resources with, tests/test_schema_walk.py)."""
+    its resources with, tests/spec/test_schema_walk.py)."""
     cluster = spec.name
     return SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
                             "instance_profile": InstanceProfile, "fsx_lustre": FsxLustre,
