@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from fmcluster.aws.ec2 import SecurityGroup
 from fmcluster.aws.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.aws.network_plan import after_routes
-from fmcluster.engine.core import Resource
+from fmcluster.engine import Resource
 from fmcluster.render.documents import Document
 
 # A resource for one document (the kinds that need more than the document close over it).

@@ -21,8 +21,7 @@ from fmcluster.aws.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.aws.network_plan import scan_network
 from fmcluster.aws.ownership import is_ours, tag_dict, tagged_for_cluster
 from fmcluster.backends.base import Discovered
-from fmcluster.engine import reads
-from fmcluster.engine.core import Context, Resource
+from fmcluster.engine import Context, Resource, reads
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 
 

@@ -11,8 +11,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.ownership import require_ours, tag_dict
-from fmcluster.engine import reads
-from fmcluster.engine.core import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown, flatten
+from fmcluster.engine import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown, flatten, reads
 from fmcluster.engine.waiting import pause
 from fmcluster.render.documents import Document
 

@@ -15,8 +15,7 @@ from fmcluster.aws.ec2 import error_code
 from fmcluster.aws.existing_storage import EFS_DNS
 from fmcluster.aws.ownership import is_ours, require_ours, tag_dict, tagged_for_cluster
 from fmcluster.backends.base import Discovered
-from fmcluster.engine import reads
-from fmcluster.engine.core import Context, Observed, Resource
+from fmcluster.engine import Context, Observed, Resource, reads
 from fmcluster.engine.waiting import pause
 from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document

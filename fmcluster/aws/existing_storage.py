@@ -12,7 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.ec2 import error_code
-from fmcluster.engine.core import AttributeChange, Context, EngineFailed, Observed, Resource
+from fmcluster.engine import AttributeChange, Context, EngineFailed, Observed, Resource
 from fmcluster.render.documents import Document
 
 # An EFS file system's DNS name (EFS user guide, "Mounting with the DNS name"): <id>.efs.<region>.amazonaws.com.

@@ -18,8 +18,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster.aws.ec2 import error_code
 from fmcluster.aws.ownership import require_ours, tag_dict
-from fmcluster.engine import reads
-from fmcluster.engine.core import AttributeChange, Context, InPlace, Observed, Resource
+from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource, reads
 from fmcluster.errors import UsageError
 from fmcluster.render.common import RESOURCE_TAG
 from fmcluster.render.documents import Document

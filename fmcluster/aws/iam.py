@@ -15,8 +15,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster.aws.ec2 import error_code, tolerate
 from fmcluster.aws.ownership import require_ours, tag_dict
-from fmcluster.engine import reads
-from fmcluster.engine.core import AttributeChange, Context, Observed, Resource
+from fmcluster.engine import AttributeChange, Context, Observed, Resource, reads
 from fmcluster.render.documents import Document
 
 

@@ -17,8 +17,7 @@ from fmcluster.aws.vpc import (
     VpcEndpoint,
     phase_of,
 )
-from fmcluster.engine import reads
-from fmcluster.engine.core import Context, Resource
+from fmcluster.engine import Context, Resource, reads
 from fmcluster.render.common import CLUSTER_TAG
 
 RESOURCES: dict[str, type[NetworkResource]] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fmcluster.engine.core import Context, ForeignResource
+from fmcluster.engine import Context, ForeignResource
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, REGION_TAG
 
 __all__ = ["CLUSTER_ID_TAG", "CLUSTER_TAG", "REGION_TAG", "is_ours", "require_ours", "tag_dict",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from fmcluster.engine.core import Context
+from fmcluster.engine import Context
 
 _lock = threading.Lock()
 

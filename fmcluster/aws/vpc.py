@@ -16,8 +16,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster.aws.ec2 import error_code, tolerate
 from fmcluster.aws.ownership import is_ours, require_ours, tag_dict
-from fmcluster.engine import reads
-from fmcluster.engine.core import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown
+from fmcluster.engine import UNKNOWN, AttributeChange, Context, Observed, Resource, Unknown, reads
 from fmcluster.engine.waiting import pause
 from fmcluster.render.common import CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document

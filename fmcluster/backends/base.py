@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from fmcluster.engine.core import Resource, ResourceChange
+    from fmcluster.engine import Resource, ResourceChange
     from fmcluster.spec.models import Spec
     from fmcluster.verbs.session import Session
 

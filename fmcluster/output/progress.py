@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fmcluster.connection import aws
-from fmcluster.engine.core import Event
+from fmcluster.engine import Event
 from fmcluster.output.ui import err_console, escape, resource_label
 
 _STYLE = {"waiting": "dim", "started": "cyan", "progress": "cyan", "done": "green", "failed": "red",

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster.backends.base import Discovered
-from fmcluster.engine import reads
-from fmcluster.engine.core import AttributeFilter, Resource, ResourceChange, Unknown
+from fmcluster.engine import AttributeFilter, Resource, ResourceChange, Unknown, reads
 from fmcluster.engine.graph import by_rank
 from fmcluster.output import ui
 from fmcluster.spec.models import Spec

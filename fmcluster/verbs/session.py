@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fmcluster.aws.placement import Placement, resolve_placement
 from fmcluster.backends import registry
 from fmcluster.connection import aws
-from fmcluster.engine.core import Context, Resource
+from fmcluster.engine import Context, Resource
 from fmcluster.engine.graph import wire
 from fmcluster.output import ui
 from fmcluster.spec.models import Spec

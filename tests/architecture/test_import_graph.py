@@ -5,7 +5,7 @@ from the reader: the two modules still cannot be understood, tested or moved apa
 from the source, with every ``import fmcluster.x`` / ``from fmcluster.x import y`` wherever it sits, except
 under ``if TYPE_CHECKING:`` (never executed). Two granularities are checked:
 
-- modules: no module reaches itself again (``fmcluster.engine.core`` -> ``fmcluster.engine.graph`` -> ``fmcluster.engine.core``);
+- modules: no module reaches itself again (``fmcluster.engine`` -> ``fmcluster.engine.graph`` -> ``fmcluster.engine``);
 - packages, the first level under ``fmcluster`` (``fmcluster.spec``, ``fmcluster.state.store``, ...): no package
   reaches itself through another one (``spec`` -> ``catalog`` -> ``spec``), even when no module cycle exists.
 
@@ -226,7 +226,7 @@ def test_no_package_cycles() -> None:
 # (module or package, what it must never reach, even through others): the layering the cycles hid.
 LAYERS = [
     ("fmcluster.state.store", "fmcluster.spec"),  # the store keeps spec text; fmcluster.spec.stored reads it
-    ("fmcluster.engine.core", "fmcluster.render"),  # references are fmcluster.engine.references
+    ("fmcluster.engine", "fmcluster.render"),  # references are fmcluster.engine.references
     ("fmcluster.engine.graph", "fmcluster.render"),
     ("fmcluster.preflight", "fmcluster.validate"),  # CheckResult is fmcluster.checks
     ("fmcluster.verbs.lifecycle", "fmcluster.verbs.connect"),  # host keys are fmcluster.state.host_keys

@@ -22,7 +22,7 @@ def _code(call) -> str:
 
 def test_metadata_iops_grow_in_place_and_only_grow(sandbox):
     from fmcluster.aws.fsx import FsxLustre
-    from fmcluster.engine.core import Context
+    from fmcluster.engine import Context
     from fmcluster.render.common import CLUSTER_ID_TAG
     from fmcluster.render.documents import Document
 

@@ -6,7 +6,7 @@ import time
 
 from fmcluster.aws.iam import InstanceProfile
 from fmcluster.aws.ownership import CLUSTER_ID_TAG, CLUSTER_TAG, REGION_TAG
-from fmcluster.engine.core import Context
+from fmcluster.engine import Context
 
 TRUST = {"Version": "2012-10-17",
          "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from fmcluster.engine.core import Context, Engine, Event, Observed, Resource
+from fmcluster.engine import Context, Engine, Event, Observed, Resource
 from fmcluster.engine.slots import max_operations_setting
 from fmcluster.engine.waiting import pause
 from fmcluster.errors import UsageError

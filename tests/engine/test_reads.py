@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fmcluster.engine import reads
-from fmcluster.engine.core import Context
+from fmcluster.engine import Context, reads
 
 
 def _ctx() -> Context:

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from fmcluster.cost_report.figures import plan_report
 from fmcluster.cost_report.report import render
-from fmcluster.engine.core import Event
+from fmcluster.engine import Event
 from fmcluster.output import ui
 from fmcluster.output.progress import ProgressView
 from fmcluster.pricing.rates import PriceBook

@@ -67,7 +67,7 @@ def test_what_fsx_cannot_change_in_place_is_a_replacement_that_names_its_page():
     """fmcluster's plan: growth and throughput are updates; a smaller size and another deployment type replace the
     file system, naming the page that says why (and that the data goes)."""
     from fmcluster.aws.fsx import FsxLustre
-    from fmcluster.engine.core import AttributeChange
+    from fmcluster.engine import AttributeChange
     from fmcluster.render.documents import Document
 
     body = {"LustreConfiguration": {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 500}}

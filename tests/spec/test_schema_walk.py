@@ -394,7 +394,7 @@ def _planned(spec: Spec, documents: list[Any]) -> dict[str, tuple[Any, dict[str,
     """Each resource fmcluster would plan for these documents: (the resource, what it compares), offline."""
     from fmcluster.aws.build import build
     from fmcluster.backends.parts import backend_part
-    from fmcluster.engine.core import Context
+    from fmcluster.engine import Context
     from fmcluster.engine.references import references
 
     def no_aws(service: str) -> Any:
@@ -419,7 +419,7 @@ def _texts(value: Any) -> list[str]:
 
 
 def flatten_body(resource: Any) -> dict[str, Any]:
-    from fmcluster.engine.core import flatten
+    from fmcluster.engine import flatten
 
     return flatten(resource.document.body)
 
@@ -427,7 +427,7 @@ def flatten_body(resource: Any) -> dict[str, Any]:
 def _verdict(before: dict[str, tuple[Any, dict]], after: dict[str, tuple[Any, dict]]) -> str:
     """What diff makes of going from ``before`` to ``after``: replace (a resource AWS cannot change in place),
     update (attributes changed in place, resources made or removed), or not compared."""
-    from fmcluster.engine.core import AttributeChange
+    from fmcluster.engine import AttributeChange
 
     changed = set(before) != set(after)
     for name in set(before) & set(after):

@@ -22,33 +22,27 @@ from fmcluster.aws.iam import IamRole
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
-from fmcluster.backends.eks import (
-    autoscaler_install,
-    autoscaler_status,
-    cluster_view,
-    dra_driver,
-    kube,
-    scheduler_status,
-    system_nodes,
-)
+from fmcluster.backends.eks.kubernetes import client as kube
+from fmcluster.backends.eks.kubernetes import cluster_view
 from fmcluster.backends.eks.kubernetes.manifests import MANAGED_KINDS
+from fmcluster.backends.eks.nodes import system_nodes
 from fmcluster.backends.eks.nodes.instance_types import template_type
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
 from fmcluster.backends.eks.render import render as render_eks
 from fmcluster.backends.eks.resources import EksAddon, EksCluster, EksNodegroup, health_issues
+from fmcluster.backends.eks.software import autoscaler_install, autoscaler_status, dra_driver, scheduler_status
 from fmcluster.backends.eks.software.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
 from fmcluster.backends.eks.software.pod_identity import PodIdentityAssociation
 from fmcluster.catalog import eks_versions
-from fmcluster.engine import reads
-from fmcluster.engine.core import Resource
+from fmcluster.engine import Resource, reads
 from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.spec.networking import creates_network
 from fmcluster.verbs.capacity.cluster_blocks import queues_waiting
 
 if TYPE_CHECKING:
-    from fmcluster.engine.core import ResourceChange
+    from fmcluster.engine import ResourceChange
     from fmcluster.spec.models import Spec
     from fmcluster.verbs.session import Session
 

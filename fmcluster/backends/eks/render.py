@@ -9,17 +9,11 @@ import json
 
 import yaml
 
-from fmcluster.backends.eks import (
-    autoscaler_iam,
-    autoscaler_install,
-    dra_driver,
-    local_storage,
-    node_repair,
-    scale_from_zero,
-    system_nodes,
-)
 from fmcluster.backends.eks.kubernetes import manifests as kube_manifests
+from fmcluster.backends.eks.nodes import local_storage, scale_from_zero, system_nodes
+from fmcluster.backends.eks.nodes import repair as node_repair
 from fmcluster.backends.eks.nodes.images import node_image, standard_image
+from fmcluster.backends.eks.software import autoscaler_iam, autoscaler_install, dra_driver
 from fmcluster.catalog.hardware import hardware
 from fmcluster.engine.object_keys import object_key
 from fmcluster.render import storage

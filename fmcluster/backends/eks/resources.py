@@ -21,8 +21,7 @@ from botocore.exceptions import ClientError
 from fmcluster.aws.ec2 import error_code
 from fmcluster.aws.ownership import require_ours
 from fmcluster.backends.eks.nodes import instance_types
-from fmcluster.engine import reads
-from fmcluster.engine.core import AttributeChange, Context, InPlace, Observed, Resource, flatten
+from fmcluster.engine import AttributeChange, Context, InPlace, Observed, Resource, flatten, reads
 from fmcluster.errors import UsageError
 from fmcluster.render.documents import Document
 

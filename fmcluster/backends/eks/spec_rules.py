@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import (
-    autoscaler_iam,
-    autoscaler_install,
-    limits,
-    node_repair,
-    quotas,
-    system_nodes,
-    ultraserver_rules,
-)
+from fmcluster.backends.eks import ultraserver_rules
+from fmcluster.backends.eks.nodes import limits, quotas, system_nodes
+from fmcluster.backends.eks.nodes import repair as node_repair
 from fmcluster.backends.eks.nodes.images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
+from fmcluster.backends.eks.software import autoscaler_iam, autoscaler_install
 from fmcluster.backends.eks.software.releases import CLUSTER_AUTOSCALER
 from fmcluster.catalog import eks_versions, names
 from fmcluster.catalog.hardware import hardware

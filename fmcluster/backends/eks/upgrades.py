@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fmcluster.backends.eks.resources import minor, versions_between
-from fmcluster.engine.core import ResourceChange
+from fmcluster.engine import ResourceChange
 
 if TYPE_CHECKING:
     from fmcluster.spec.models import Spec

@@ -10,7 +10,7 @@ from typing import Any
 
 from fmcluster.backends.parallelcluster.nodejs import quiet_jsii_banner
 from fmcluster.connection.aws import describe_error, pcluster_clients, unreachable
-from fmcluster.engine.core import EngineFailed
+from fmcluster.engine import EngineFailed
 from fmcluster.engine.waiting import Stop, WaitTimedOut, growing, wait_until
 from fmcluster.errors import AwsError, FmclusterError
 

@@ -26,7 +26,7 @@ from fmcluster.backends.parallelcluster.resources import (
     PclusterCluster,
     described_cluster,
 )
-from fmcluster.engine.core import Resource, ResourceChange
+from fmcluster.engine import Resource, ResourceChange
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
 if TYPE_CHECKING:

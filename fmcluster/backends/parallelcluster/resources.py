@@ -22,8 +22,7 @@ from fmcluster.backends.parallelcluster.api import (
     pcluster,
     set_fleet,
 )
-from fmcluster.engine import reads
-from fmcluster.engine.core import AttributeChange, Context, EngineFailed, Observed, Resource, Unknown
+from fmcluster.engine import AttributeChange, Context, EngineFailed, Observed, Resource, Unknown, reads
 from fmcluster.engine.references import references
 from fmcluster.errors import FmclusterError
 from fmcluster.render.documents import Document

@@ -27,8 +27,7 @@ from fmcluster.backends.pcs.render import node_role_name
 from fmcluster.backends.pcs.render import render as render_pcs
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP
-from fmcluster.engine import reads
-from fmcluster.engine.core import Resource
+from fmcluster.engine import Resource, reads
 from fmcluster.errors import UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size

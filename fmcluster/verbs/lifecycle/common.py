@@ -10,7 +10,7 @@ import yaml
 
 from fmcluster.backends.base import Discovered
 from fmcluster.connection import aws
-from fmcluster.engine.core import Engine, Resource, ResourceChange
+from fmcluster.engine import Engine, Resource, ResourceChange
 from fmcluster.errors import FmclusterError
 from fmcluster.output.progress import ProgressView
 from fmcluster.spec.models import Spec

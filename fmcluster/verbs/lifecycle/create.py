@@ -11,8 +11,7 @@ from fmcluster import catalog
 from fmcluster.aws.placement import offering_zones
 from fmcluster.backends import registry
 from fmcluster.connection import aws
-from fmcluster.engine import reads
-from fmcluster.engine.core import EngineFailed, Interrupted, TimedOut
+from fmcluster.engine import EngineFailed, Interrupted, TimedOut, reads
 from fmcluster.errors import FmclusterError
 from fmcluster.output import ui
 from fmcluster.output.ui import confirm

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from fmcluster.engine.core import Observed, Resource, ResourceChange
+from fmcluster.engine import Observed, Resource, ResourceChange
 from fmcluster.engine.waiting import growing, wait_until
 from fmcluster.errors import FmclusterError
 from fmcluster.output import ui

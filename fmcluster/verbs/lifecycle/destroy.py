@@ -13,7 +13,7 @@ from fmcluster.aws import unread
 from fmcluster.backends import registry
 from fmcluster.backends.base import Discovered
 from fmcluster.connection import aws
-from fmcluster.engine.core import Resource
+from fmcluster.engine import Resource
 from fmcluster.engine.graph import by_rank, wire
 from fmcluster.errors import FmclusterError
 from fmcluster.output import ui

@@ -8,7 +8,7 @@ import datetime as dt
 import time
 from typing import Any
 
-from fmcluster.engine.core import TimedOut
+from fmcluster.engine import TimedOut
 from fmcluster.output import ui
 from fmcluster.verbs.capacity.cluster_blocks import not_begun
 from fmcluster.verbs.session import Session

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fmcluster.engine import reads
-from fmcluster.engine.core import ResourceChange
+from fmcluster.engine import ResourceChange, reads
 from fmcluster.errors import SpecError, UsageError
 from fmcluster.output import ui
 from fmcluster.output.ui import confirm

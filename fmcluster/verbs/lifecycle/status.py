@@ -10,8 +10,7 @@ from urllib.parse import urlparse
 from fmcluster.backends import registry
 from fmcluster.backends.base import Discovered
 from fmcluster.connection import aws
-from fmcluster.engine import reads
-from fmcluster.engine.core import Unknown
+from fmcluster.engine import Unknown, reads
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.output import ui
 from fmcluster.plan.diff import make_plan

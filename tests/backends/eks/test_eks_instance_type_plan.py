@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fmcluster.backends.eks.nodes.instance_types import GROUP_TYPES, NODE_TYPES
 from fmcluster.backends.eks.resources import EksNodegroup
-from fmcluster.engine.core import AttributeChange
+from fmcluster.engine import AttributeChange
 from fmcluster.render.documents import Document
 
 

@@ -28,8 +28,7 @@ from fmcluster.backends.eks.kubernetes.client import (
 from fmcluster.backends.eks.kubernetes.token import eks_token
 from fmcluster.backends.eks.software.releases import SCHEDULERS, crds
 from fmcluster.connection import aws
-from fmcluster.engine import graph
-from fmcluster.engine.core import Context, Engine, ForeignResource
+from fmcluster.engine import Context, Engine, ForeignResource, graph
 from fmcluster.render.documents import Document
 from fmcluster.state.store import StateStore
 
@@ -340,7 +339,7 @@ def test_create_waits_for_a_deployment_to_be_available_and_a_timeout_names_it(ct
     """A controller Deployment with no node its pods could run on never becomes Available: the walk waits for it
     (not for ever: the command's --timeout) and then names it and what it last reported. The Deployment's own
     dependents are not applied meanwhile; its delete does not wait for it to become ready first."""
-    from fmcluster.engine.core import TimedOut
+    from fmcluster.engine import TimedOut
 
     namespace = f"wait-{uuid.uuid4().hex[:6]}"
     pod = {"nodeSelector": {"fmcluster.io/node-role": "system"},

@@ -133,7 +133,7 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
 
     # An update EKS ends Failed is a failure with EKS's errors (DescribeUpdate), though the group itself stays
     # usable (DEGRADED): scaling up with no m7i.4xlarge capacity left.
-    from fmcluster.engine.core import EngineFailed
+    from fmcluster.engine import EngineFailed
     from fmcluster.verbs.lifecycle.scale import scale
 
     sandbox.faults({"insufficient_capacity": ["m7i.4xlarge"]})
@@ -205,7 +205,7 @@ def test_a_long_upgrade_is_walked_one_minor_version_at_a_time(tmp_path):
     from types import SimpleNamespace
 
     from fmcluster.backends.eks.upgrades import waypoints
-    from fmcluster.engine.core import AttributeChange, ResourceChange
+    from fmcluster.engine import AttributeChange, ResourceChange
 
     spec = _spec(tmp_path / "spec.yaml", {"name": "walk", "region": REGION, "backend": "eks",
                                           "kubernetes": {"version": "1.36"},

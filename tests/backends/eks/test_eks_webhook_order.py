@@ -19,8 +19,7 @@ from test_eks_manifests import eks_spec
 
 from fmcluster.backends.eks.kubernetes.client import KubeObject, wire
 from fmcluster.backends.eks.kubernetes.webhook_order import guard_edges, plural
-from fmcluster.engine import graph
-from fmcluster.engine.core import Context, Engine, Observed, Resource
+from fmcluster.engine import Context, Engine, Observed, Resource, graph
 from fmcluster.engine.object_keys import object_key
 from fmcluster.render.documents import Document
 from fmcluster.state.store import StateStore

@@ -23,8 +23,7 @@ from test_eks_manifests import eks_spec
 
 from fmcluster.backends.eks.kubernetes.client import KubeObject, wire
 from fmcluster.backends.eks.software.scheduler_install import COMPONENT_LABEL
-from fmcluster.engine import graph
-from fmcluster.engine.core import Engine, Event
+from fmcluster.engine import Engine, Event, graph
 from fmcluster.engine.waiting import growing
 from fmcluster.state.store import StateStore
 

@@ -15,7 +15,7 @@ from test_sandbox_kube import cluster_api
 
 from fmcluster.backends.eks.kubernetes.access import KubeApi
 from fmcluster.connection import aws
-from fmcluster.engine.core import Context
+from fmcluster.engine import Context
 from fmcluster.output import ui
 from fmcluster.spec import load_spec
 from fmcluster.verbs.connect import mpijob, smoke, smoke_eks

@@ -167,7 +167,7 @@ def test_compute_nodes_that_outlive_the_stack_are_terminated(sandbox, sandbox_en
     for teardown, which ends it through pcluster.lib's delete_cluster_instances."""
     from fmcluster.backends.parallelcluster.backend import ParallelClusterBackend
     from fmcluster.connection import aws
-    from fmcluster.engine.core import Engine
+    from fmcluster.engine import Engine
     from fmcluster.engine.graph import by_rank
     from fmcluster.state.store import StateStore
     from fmcluster.verbs.session import Session

@@ -246,7 +246,7 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         listed = {r["reservation_ids"][0]: r for r in list_blocks(sandbox.client("ec2", REGION))}
         assert listed[rid]["clusters"] == [cli.name] and listed[rid]["hours_until_start"] > 0
         # `create --wait` re-run on the made cluster: a --timeout that ends before the block begins says so at once
-        from fmcluster.engine.core import TimedOut
+        from fmcluster.engine import TimedOut
         from fmcluster.spec import load_spec
         from fmcluster.verbs.lifecycle.create import create
 

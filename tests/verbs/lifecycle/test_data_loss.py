@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.fsx import FsxLustre
-from fmcluster.engine.core import Context, ResourceChange
+from fmcluster.engine import Context, ResourceChange
 from fmcluster.plan.diff import Plan
 from fmcluster.verbs.lifecycle import data_loss
 

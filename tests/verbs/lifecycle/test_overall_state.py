@@ -105,7 +105,7 @@ def in_process(sandbox, sandbox_env, tmp_path, monkeypatch):
 def test_a_create_stopped_after_its_network_is_incomplete_and_billing_then_a_stopped_destroy_is_deleting(
         in_process):
     from fmcluster.aws.network_plan import RESOURCES
-    from fmcluster.engine.core import Engine
+    from fmcluster.engine import Engine
     from fmcluster.spec import load_spec
     from fmcluster.spec.stored import record_cluster
     from fmcluster.verbs.lifecycle.common import spec_text

@@ -26,8 +26,7 @@ from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedR
 from fmcluster.aws.ec2 import error_code
 from fmcluster.backends.eks.kubernetes.token import TOKEN_LIFETIME_SECONDS, eks_token
 from fmcluster.connection.aws import describe_error
-from fmcluster.engine import reads
-from fmcluster.engine.core import Context
+from fmcluster.engine import Context, reads
 from fmcluster.errors import FmclusterError
 
 # A token is good for TOKEN_LIFETIME_SECONDS from when it was signed: make a new one well before, so a request

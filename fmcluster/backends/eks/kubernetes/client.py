@@ -3,7 +3,7 @@
 A :class:`KubeObject` is reconciled like any AWS resource: ``read`` gets it by name (None when it, its kind or
 the cluster is gone), ``create`` and ``update`` are one server-side apply (field manager ``fmcluster``, forced),
 ``delete`` is a DELETE. Ownership is two labels, the Kubernetes form of fmcluster's tags: an object of the name
-fmcluster would use without them is someone else's (:class:`~fmcluster.engine.core.ForeignResource`).
+fmcluster would use without them is someone else's (:class:`~fmcluster.engine.ForeignResource`).
 
 Keys are :mod:`fmcluster.engine.object_keys`: kind, name, group, version and namespace, so an object is
 known from its key alone (``destroy`` from a state record).
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from fmcluster.backends.eks.kubernetes.access import KubeAccess, KubeApi, KubeApiError
-from fmcluster.engine.core import UNKNOWN, AttributeChange, Context, ForeignResource, Observed, Resource, flatten
+from fmcluster.engine import UNKNOWN, AttributeChange, Context, ForeignResource, Observed, Resource, flatten
 from fmcluster.engine.object_keys import manifest_of_key, object_key
 from fmcluster.engine.waiting import growing, pause
 from fmcluster.render.documents import Document

@@ -18,8 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.discovery import scan_instances
-from fmcluster.engine import reads
-from fmcluster.engine.core import Context
+from fmcluster.engine import Context, reads
 
 LAUNCH_TEMPLATES_PAGE = "EKS User Guide, 'Customize managed nodes with launch templates'"
 # The attribute paths of the two comparisons: the group's own list, and the types its nodes run.
