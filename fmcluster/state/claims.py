@@ -34,6 +34,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,14 +268,12 @@ def release(cluster: str, region: str, cluster_ids: set[str]) -> Claim | None:
     return held
 
 
-def release_quietly(cluster: str, region: str, cluster_id: str) -> None:
-    """Give back a claim just taken by a create that stopped before its first resource; a failure to is only said,
-    since the create's own error is the one that matters (the claim stays this directory's, and its next create or
-    destroy takes it over or gives it back)."""
-    from fmcluster.output import ui
-
+def release_quietly(cluster: str, region: str, cluster_id: str, warn: Callable[[str], None]) -> None:
+    """Give back a claim just taken by a create that stopped before its first resource; a failure to is only said
+    (through ``warn``), since the create's own error is the one that matters (the claim stays this directory's, and
+    its next create or destroy takes it over or gives it back)."""
     try:
         release(cluster, region, {cluster_id})
     except FmclusterError as exc:
-        ui.warning(f"the claim on the name {cluster} stays ({exc}); `fmcluster destroy {cluster}` gives it back")
+        warn(f"the claim on the name {cluster} stays ({exc}); `fmcluster destroy {cluster}` gives it back")
 

@@ -99,7 +99,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             if existing is None:  # nothing was made: leave no trace of a cluster that does not exist
                 store.forget_cluster(spec.name, session.region)
             if claimed_now:  # nor a claim on its name
-                release_quietly(spec.name, session.region, cluster_id)
+                release_quietly(spec.name, session.region, cluster_id, ui.warning)
             raise
         record_cluster(store, spec.name, session.region, spec.backend, spec_text(spec), spec_file,
                        "CREATING" if is_new else "UPDATING", cluster_id, aws.target_label())
