@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -20,9 +20,33 @@ from fmcluster.aws.iam import IamRole, InstanceProfile
 from fmcluster.aws.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.aws.network_plan import scan_network
 from fmcluster.aws.ownership import is_ours, tag_dict, tagged_for_cluster
-from fmcluster.backends.base import Discovered
 from fmcluster.engine import Context, Resource, reads
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
+
+
+@dataclass
+class Discovered:
+    """Something in AWS tagged for the cluster: a resource fmcluster manages (``handle`` reads and deletes
+    it), or one it only reports (the nodes a scheduler launched)."""
+
+    resource: str  # kind:key
+    id: str
+    status: str
+    description: str
+    ours: bool = True
+    handle: Resource | None = None
+    # The fmcluster:cluster-id it carries ("" when it carries none).
+    cluster_id: str = ""
+    # Made by the backend's own stack (it carries the stack's tags): the stack updates it, never the plan; a
+    # teardown deletes it only if the stack's deletion left it (a retained file system).
+    stack_made: bool = False
+    # When it started to bill, where AWS says and it bills by the hour on its own (a NAT gateway).
+    created: Any = None
+
+    def as_json(self) -> dict[str, Any]:
+        kind, _, key = self.resource.partition(":")
+        found = {"type": kind, "key": key, "id": self.id, "status": self.status}
+        return found | ({"created": str(self.created)} if self.created is not None else {})
 
 
 def _network_handle(cls: Callable[..., Resource], key: str, ident: str) -> Resource:

@@ -11,10 +11,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster.aws.discovery import Discovered
 from fmcluster.aws.ec2 import error_code
 from fmcluster.aws.existing_storage import EFS_DNS
 from fmcluster.aws.ownership import is_ours, require_ours, tag_dict, tagged_for_cluster
-from fmcluster.backends.base import Discovered
 from fmcluster.engine import Context, Observed, Resource, reads
 from fmcluster.engine.waiting import pause
 from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG

@@ -13,9 +13,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from fmcluster.aws.discovery import Discovered
 from fmcluster.aws.ec2 import error_code
 from fmcluster.aws.ownership import is_ours, require_ours, tag_dict, tagged_for_cluster
-from fmcluster.backends.base import Discovered
 from fmcluster.engine import AttributeChange, Context, Observed, Resource, reads
 from fmcluster.render.common import CLUSTER_ID_TAG, RESOURCE_TAG
 from fmcluster.render.documents import Document

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fmcluster.aws.discovery import Discovered
+
 if TYPE_CHECKING:
     from fmcluster.engine import Resource, ResourceChange
     from fmcluster.spec.models import Spec
@@ -19,31 +21,6 @@ if TYPE_CHECKING:
 
 # One vocabulary on both backends; ``backend_status`` keeps the raw one.
 STATUSES = ("CREATING", "ACTIVE", "UPDATING", "DELETING", "FAILED", "NOT_FOUND")
-
-
-@dataclass
-class Discovered:
-    """Something in AWS tagged for the cluster: a resource fmcluster manages (``handle`` reads and deletes
-    it), or one it only reports (the nodes a scheduler launched)."""
-
-    resource: str  # kind:key
-    id: str
-    status: str
-    description: str
-    ours: bool = True
-    handle: Resource | None = None
-    # The fmcluster:cluster-id it carries ("" when it carries none).
-    cluster_id: str = ""
-    # Made by the backend's own stack (it carries the stack's tags): the stack updates it, never the plan; a
-    # teardown deletes it only if the stack's deletion left it (a retained file system).
-    stack_made: bool = False
-    # When it started to bill, where AWS says and it bills by the hour on its own (a NAT gateway).
-    created: Any = None
-
-    def as_json(self) -> dict[str, Any]:
-        kind, _, key = self.resource.partition(":")
-        found = {"type": kind, "key": key, "id": self.id, "status": self.status}
-        return found | ({"created": str(self.created)} if self.created is not None else {})
 
 
 @dataclass

@@ -184,7 +184,7 @@ def test_destroy_never_lists_another_owners_resources_to_delete_by_hand(two_mach
     """After a teardown, what is still tagged under the name is told to be deleted by hand only when it is this
     cluster's: with the name claimed by another directory for another cluster, theirs (and what carries no id, such
     as the nodes EKS tags) is left out."""
-    from fmcluster.backends.base import Discovered
+    from fmcluster.aws.discovery import Discovered
     from fmcluster.verbs.lifecycle.destroy import still_mine
 
     two_machines("bob")

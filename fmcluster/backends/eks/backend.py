@@ -3,7 +3,7 @@ engine to reconcile; and what EKS holds now.
 
 The create order (network → roles and security group → cluster → add-ons, launch templates, Lustre → node groups
 → the add-ons whose pods run on nodes; Kubernetes objects after the cluster, custom resources after their CRD)
-follows from the references in the rendered documents and the edges :func:`kube.wire` adds.
+follows from the references in the rendered documents and the edges :func:`apply_order.wire` adds.
 """
 
 from __future__ import annotations
@@ -22,17 +22,23 @@ from fmcluster.aws.iam import IamRole
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement
 from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
+from fmcluster.backends.eks import cluster_view
 from fmcluster.backends.eks.kubernetes import client as kube
-from fmcluster.backends.eks.kubernetes import cluster_view
-from fmcluster.backends.eks.kubernetes.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.nodes import system_nodes
 from fmcluster.backends.eks.nodes.instance_types import template_type
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
 from fmcluster.backends.eks.render import render as render_eks
 from fmcluster.backends.eks.resources import EksAddon, EksCluster, EksNodegroup, health_issues
-from fmcluster.backends.eks.software import autoscaler_install, autoscaler_status, dra_driver, scheduler_status
+from fmcluster.backends.eks.software import (
+    apply_order,
+    autoscaler_install,
+    autoscaler_status,
+    dra_driver,
+    scheduler_status,
+)
 from fmcluster.backends.eks.software.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
+from fmcluster.backends.eks.software.manifests import MANAGED_KINDS
 from fmcluster.backends.eks.software.pod_identity import PodIdentityAssociation
 from fmcluster.catalog import eks_versions
 from fmcluster.engine import Resource, reads
@@ -100,7 +106,7 @@ class EksBackend(Backend):
         for resource in resources:
             if resource.kind == "eks_addon" and resource.key in ADDONS_ON_NODES:
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
-        kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
+        apply_order.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
         control_routes = "route_table:control"
         if any(r.name == control_routes for r in resources):  # nodes in the second subnet boot with its route
             for resource in resources:

@@ -1,6 +1,6 @@
 """Spec → every request document an EKS cluster needs: the AWS side (network, roles, cluster, add-ons, Lustre, a
 launch template and a managed node group per queue) and the Kubernetes side (the manifests of
-:mod:`fmcluster.backends.eks.kubernetes.manifests`, one document each)."""
+:mod:`fmcluster.backends.eks.software.manifests`, one document each)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import json
 
 import yaml
 
-from fmcluster.backends.eks.kubernetes import manifests as kube_manifests
 from fmcluster.backends.eks.nodes import local_storage, scale_from_zero, system_nodes
 from fmcluster.backends.eks.nodes import repair as node_repair
 from fmcluster.backends.eks.nodes.images import node_image, standard_image
 from fmcluster.backends.eks.software import autoscaler_iam, autoscaler_install, dra_driver
+from fmcluster.backends.eks.software import manifests as kube_manifests
 from fmcluster.catalog.hardware import hardware
 from fmcluster.engine.object_keys import object_key
 from fmcluster.render import storage

@@ -20,9 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fmcluster.backends.eks.kubernetes import manifests
 from fmcluster.backends.eks.nodes import quotas
-from fmcluster.backends.eks.software import device_plugins, dra_driver
+from fmcluster.backends.eks.software import device_plugins, dra_driver, manifests
 from fmcluster.catalog.hardware import hardware
 from fmcluster.errors import UsageError
 from fmcluster.render.templates import render_text, render_yaml

@@ -2,10 +2,10 @@
 
 from fmcluster.errors import Aborted
 from fmcluster.output.ui import confirm
-from fmcluster.plan.diff import diff
 from fmcluster.verbs.lifecycle.common import ClusterNotFound, PreflightFailed, dump_json, spec_of
 from fmcluster.verbs.lifecycle.create import capacity_advice, create, preflight, preflight_results
 from fmcluster.verbs.lifecycle.destroy import destroy
+from fmcluster.verbs.lifecycle.diff import diff
 from fmcluster.verbs.lifecycle.scale import parse_counts, scale
 from fmcluster.verbs.lifecycle.status import status
 

@@ -8,9 +8,8 @@ from typing import Any
 
 import yaml
 
-from fmcluster.backends.base import Discovered
 from fmcluster.connection import aws
-from fmcluster.engine import Engine, Resource, ResourceChange
+from fmcluster.engine import Engine, Resource
 from fmcluster.errors import FmclusterError
 from fmcluster.output.progress import ProgressView
 from fmcluster.spec.models import Spec
@@ -62,20 +61,6 @@ def run_engine(session: Session, title: str, action: str, resources: list[Resour
     with ProgressView(title, list(dict.fromkeys(names))) as view:
         engine = Engine(session.ctx, session.store, emit=view.handle)
         getattr(engine, action)(resources, **kwargs)
-
-
-def plan_changes(session: Session, resources: list[Resource], only: Any = None,
-                 orphans: list[Resource] | None = None) -> list[ResourceChange]:
-    """What a walk would do, read from AWS: nothing is written."""
-    engine = Engine(session.ctx, session.store)
-    return engine.plan(resources, orphans if orphans is not None else [], only)
-
-
-def orphans_of(session: Session, resources: list[Resource], found: list[Discovered]) -> list[Resource]:
-    """This cluster's resources in AWS that the plan no longer has (a queue removed from the spec)."""
-    planned = {r.name for r in resources}
-    return [d.handle for d in found if d.handle is not None and d.ours and not d.stack_made
-            and d.resource not in planned]
 
 
 def what_exists(session: Session) -> list[str]:

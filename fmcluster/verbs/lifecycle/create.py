@@ -15,7 +15,7 @@ from fmcluster.engine import EngineFailed, Interrupted, TimedOut, reads
 from fmcluster.errors import FmclusterError
 from fmcluster.output import ui
 from fmcluster.output.ui import confirm
-from fmcluster.plan.diff import Plan, as_json, make_plan, print_plan
+from fmcluster.plan.changes import Plan, as_json
 from fmcluster.preflight import preflight_failed, run_preflight
 from fmcluster.pricing.model import spec_cost
 from fmcluster.spec import load_spec
@@ -25,6 +25,7 @@ from fmcluster.spec.trace import locate
 from fmcluster.state.claims import claim, release_quietly
 from fmcluster.verbs.lifecycle import data_loss, future_blocks
 from fmcluster.verbs.lifecycle.common import PreflightFailed, dump_json, run_engine, spec_text, what_exists
+from fmcluster.verbs.lifecycle.diff import make_plan, print_plan
 from fmcluster.verbs.session import Session
 
 

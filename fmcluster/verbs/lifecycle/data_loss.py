@@ -18,7 +18,7 @@ from fmcluster.engine import Observed, Resource, ResourceChange
 from fmcluster.engine.waiting import growing, wait_until
 from fmcluster.errors import FmclusterError
 from fmcluster.output import ui
-from fmcluster.plan.diff import Plan
+from fmcluster.plan.changes import Plan
 from fmcluster.verbs.session import Session
 
 ALLOW_FLAG = "--allow-data-loss"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster.aws import unread
+from fmcluster.aws.discovery import Discovered
 from fmcluster.backends import registry
-from fmcluster.backends.base import Discovered
 from fmcluster.connection import aws
 from fmcluster.engine import Resource
 from fmcluster.engine.graph import by_rank, wire

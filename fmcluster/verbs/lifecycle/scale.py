@@ -10,7 +10,7 @@ from fmcluster.engine import ResourceChange, reads
 from fmcluster.errors import SpecError, UsageError
 from fmcluster.output import ui
 from fmcluster.output.ui import confirm
-from fmcluster.plan.diff import Plan, make_plan
+from fmcluster.plan.changes import Plan
 from fmcluster.preflight.capacity import check_reservations
 from fmcluster.preflight.common import Context
 from fmcluster.spec import load_spec, load_spec_data
@@ -18,6 +18,7 @@ from fmcluster.spec.models import NodeRange, Spec
 from fmcluster.spec.stored import record_cluster
 from fmcluster.state.store import StateStore
 from fmcluster.verbs.lifecycle.common import dump_json, open_cluster, run_engine, spec_text
+from fmcluster.verbs.lifecycle.diff import make_plan
 from fmcluster.verbs.lifecycle.status import check_reachable
 from fmcluster.verbs.session import Session
 

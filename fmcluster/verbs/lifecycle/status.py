@@ -7,13 +7,12 @@ import time
 from typing import Any
 from urllib.parse import urlparse
 
+from fmcluster.aws.discovery import Discovered
 from fmcluster.backends import registry
-from fmcluster.backends.base import Discovered
 from fmcluster.connection import aws
 from fmcluster.engine import Unknown, reads
 from fmcluster.errors import AwsError, FmclusterError
 from fmcluster.output import ui
-from fmcluster.plan.diff import make_plan
 from fmcluster.pricing.model import live_cost, spec_cost
 from fmcluster.spec.models import max_nodes
 from fmcluster.spec.stored import stored_spec_problem
@@ -21,6 +20,7 @@ from fmcluster.state import locks
 from fmcluster.state.store import ClusterRecord, StateStore
 from fmcluster.verbs.capacity.cluster_blocks import DEFAULT_WARNING_HOURS, cluster_blocks
 from fmcluster.verbs.lifecycle.common import PSEUDO_KINDS, ClusterNotFound, known_clusters, spec_of
+from fmcluster.verbs.lifecycle.diff import make_plan
 from fmcluster.verbs.session import Session
 
 

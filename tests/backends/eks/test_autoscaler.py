@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from fmcluster.backends.eks.kubernetes.manifests import MANAGED_KINDS, manifests
-from fmcluster.backends.eks.kubernetes.validate import manifest_problems
 from fmcluster.backends.eks.nodes import system_nodes
 from fmcluster.backends.eks.render import render
 from fmcluster.backends.eks.resources import _scaling
+from fmcluster.backends.eks.software.manifests import MANAGED_KINDS, manifests
 from fmcluster.backends.eks.software.releases import CLUSTER_AUTOSCALER, manifest_bytes
+from fmcluster.backends.eks.software.validate import manifest_problems
 from fmcluster.spec.models import Spec
 
 # Copied by hand from shared/reference/kubernetes-addons/rendered/summary.json ("charts"[].sha256 and "bytes" of the

@@ -320,7 +320,7 @@ def test_every_rendered_object_applies_and_reads_back_without_drift(sandbox, ctx
     inside Deployments, DaemonSets and CRDs are not drift), then destroyed."""
     from test_eks_manifests import eks_spec
 
-    from fmcluster.backends.eks.kubernetes.manifests import manifests
+    from fmcluster.backends.eks.software.manifests import manifests
     from fmcluster.validate.requests import with_stand_ins
 
     _system_nodes(sandbox, cluster)  # where the releases' controllers may run

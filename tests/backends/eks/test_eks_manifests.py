@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from fmcluster.backends.eks.kubernetes.manifests import CLUSTER_LABEL, MANAGED_KINDS, manifests, node_labels
-from fmcluster.backends.eks.kubernetes.validate import manifest_problems
 from fmcluster.backends.eks.nodes.quotas import covered_resources, queue_quota
+from fmcluster.backends.eks.software.manifests import CLUSTER_LABEL, MANAGED_KINDS, manifests, node_labels
 from fmcluster.backends.eks.software.releases import SCHEDULERS
 from fmcluster.backends.eks.software.scheduler_install import COMPONENT_LABEL
+from fmcluster.backends.eks.software.validate import manifest_problems
 from fmcluster.catalog import hardware as hardware_facts
 from fmcluster.catalog import instance
 from fmcluster.engine.references import references

@@ -169,7 +169,7 @@ def test_status_lists_the_conditions_the_agent_sets_false() -> None:
     AcceleratedHardwareReady, reason NvidiaXID79Error), typed by hand: status lists that condition, not the healthy
     ones nor the kubelet's Ready. The sandbox's Nodes carry only Ready (their status cannot be written), so this
     is read from a literal Node."""
-    from fmcluster.backends.eks.kubernetes.cluster_view import unhealthy
+    from fmcluster.backends.eks.cluster_view import unhealthy
 
     node = {"metadata": {"name": "ip-10-0-1-5.ec2.internal"}, "status": {"conditions": [
         {"type": "Ready", "status": "True", "reason": "KubeletReady"},

@@ -107,7 +107,7 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     # UpdateNodegroupVersion onto it, which recycles every node onto that version ("Customize managed nodes with
     # launch templates"). Planned as an update of the same node group whose nodes run the old type; diff is in sync
     # only once they all run the new one.
-    from fmcluster.plan.diff import diff
+    from fmcluster.verbs.lifecycle.diff import diff
 
     data["queues"][0]["instance_type"] = "m7i.4xlarge"
     data["storage"]["lustre"]["capacity_gib"] = 2400
@@ -153,9 +153,9 @@ def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id
     from test_sandbox_kube import cluster_api
 
     from fmcluster.errors import UsageError
-    from fmcluster.plan.diff import diff
     from fmcluster.state.store import StateStore
     from fmcluster.verbs.lifecycle.create import create
+    from fmcluster.verbs.lifecycle.diff import diff
     fsx, eks = sandbox.client("fsx", REGION), sandbox.client("eks", REGION)
     kube = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
     claim_path = "/api/v1/namespaces/default/persistentvolumeclaims/fsx-lustre"

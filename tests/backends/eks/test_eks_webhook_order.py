@@ -1,4 +1,4 @@
-"""What the graph orders after an admission webhook (fmcluster/backends/eks/kubernetes/webhook_order.py, kube.wire), and the
+"""What the graph orders after an admission webhook (fmcluster/backends/eks/software/webhook_order.py, apply_order.wire), and the
 engine's drawn walk order that tests/backends/eks/test_eks_webhook_teardown_order.py relies on. Offline: no sandbox.
 
 The facts are hand-typed from the releases and the reference's notes on them
@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from test_eks_manifests import eks_spec
 
-from fmcluster.backends.eks.kubernetes.client import KubeObject, wire
-from fmcluster.backends.eks.kubernetes.webhook_order import guard_edges, plural
+from fmcluster.backends.eks.kubernetes.client import KubeObject
+from fmcluster.backends.eks.software.apply_order import wire
+from fmcluster.backends.eks.software.webhook_order import guard_edges, plural
 from fmcluster.engine import Context, Engine, Observed, Resource, graph
 from fmcluster.engine.object_keys import object_key
 from fmcluster.render.documents import Document
@@ -34,7 +35,7 @@ def _objects(manifests: list[dict[str, Any]]) -> list[KubeObject]:
 
 
 def _planned(scheduler: str, **queue: Any) -> dict[tuple[str, str], KubeObject]:
-    from fmcluster.backends.eks.kubernetes.manifests import manifests
+    from fmcluster.backends.eks.software.manifests import manifests
     from fmcluster.validate.requests import with_stand_ins
 
     objects = _objects(with_stand_ins(manifests(eks_spec(scheduler, **queue))))

@@ -21,7 +21,8 @@ import pytest
 from test_eks_kube import _context, _object, _system_nodes, cluster, ctx  # noqa: F401 - fixtures
 from test_eks_manifests import eks_spec
 
-from fmcluster.backends.eks.kubernetes.client import KubeObject, wire
+from fmcluster.backends.eks.kubernetes.client import KubeObject
+from fmcluster.backends.eks.software.apply_order import wire
 from fmcluster.backends.eks.software.scheduler_install import COMPONENT_LABEL
 from fmcluster.engine import Engine, Event, graph
 from fmcluster.engine.waiting import growing
@@ -46,7 +47,7 @@ def _engine(cluster: str, store: StateStore, events: list[Event], seed: int | No
 
 def _plan(cluster: str, scheduler: str) -> list[KubeObject]:
     """The scheduler's release and fmcluster's queue objects for it, wired as ``create`` wires them."""
-    from fmcluster.backends.eks.kubernetes.manifests import manifests
+    from fmcluster.backends.eks.software.manifests import manifests
     from fmcluster.backends.eks.software.releases import SCHEDULERS
     from fmcluster.validate.requests import with_stand_ins
 

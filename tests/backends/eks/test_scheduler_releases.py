@@ -12,8 +12,9 @@ import pytest
 from test_eks_manifests import eks_spec
 
 from fmcluster.backends.eks.kubernetes import client as kube
-from fmcluster.backends.eks.kubernetes.manifests import manifests
 from fmcluster.backends.eks.nodes import system_nodes
+from fmcluster.backends.eks.software import apply_order
+from fmcluster.backends.eks.software.manifests import manifests
 from fmcluster.backends.eks.software.releases import RELEASES, SCHEDULERS, manifest_bytes
 from fmcluster.backends.eks.software.scheduler_install import COMPONENT_LABEL, controllers, install_objects
 from fmcluster.engine.graph import by_rank, in_order
@@ -49,7 +50,7 @@ def _resources(scheduler: str) -> dict[str, kube.KubeObject]:
         key = object_key(manifest)
         objects.append(kube.KubeObject(key, Document(f"{key}.yaml", "kube_object", key, "kubernetes", {}, "",
                                                      manifest), cluster="p5-train"))
-    kube.wire(objects)
+    apply_order.wire(objects)
     names = {o.name for o in objects}
     for o in objects:  # the edges wire() sets (the Lustre references' providers are AWS resources, not here)
         assert set(o.extra_edges) <= names

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from tests.test_eks_ultraserver import SPEC as GB200_SPEC
 
-from fmcluster.backends.eks.kubernetes.validate import _closed
+from fmcluster.backends.eks.software.validate import _closed
 from fmcluster.errors import UsageError
 from fmcluster.spec import load_spec
 from fmcluster.verbs.connect import mpijob, smoke, smoke_eks

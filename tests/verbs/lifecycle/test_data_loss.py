@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster.aws.fsx import FsxLustre
 from fmcluster.engine import Context, ResourceChange
-from fmcluster.plan.diff import Plan
+from fmcluster.plan.changes import Plan
 from fmcluster.verbs.lifecycle import data_loss
 
 REGION = "us-east-1"

@@ -12,7 +12,6 @@ known from its key alone (``destroy`` from a state record).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from fmcluster.backends.eks.kubernetes.access import KubeAccess, KubeApi, KubeApiError
@@ -22,7 +21,7 @@ from fmcluster.engine.waiting import growing, pause
 from fmcluster.render.documents import Document
 
 __all__ = ["CLUSTER_ID_LABEL", "CLUSTER_LABEL", "KubeAccess", "KubeApiError", "KubeObject", "describe",
-           "manifest_of_key", "object_key", "owned_objects", "wire"]
+           "manifest_of_key", "object_key", "owned_objects"]
 
 CLUSTER_LABEL = "fmcluster.io/cluster"
 CLUSTER_ID_LABEL = "fmcluster.io/cluster-id"
@@ -266,95 +265,6 @@ def describe(manifest: dict[str, Any]) -> str:
     meta = manifest.get("metadata") or {}
     where = f" in namespace {meta['namespace']}" if meta.get("namespace") else ""
     return f"{manifest.get('kind')} {meta.get('name')}{where}"
-
-
-def wire(objects: Iterable[KubeObject], cluster_resource: str = "") -> None:
-    """Set each object's ``extra_edges``: after ``cluster_resource`` (the EKS cluster's resource name,
-    ``eks_cluster:<cluster>``; none when empty), after the Namespace it lives in and the CRD that defines its kind
-    when fmcluster makes those too. No document reference says these, but the API refuses an object before them.
-
-    Objects of an upstream release (:mod:`~fmcluster.backends.eks.software.scheduler_install`) are also ordered as the
-    release needs: its ``pre-install`` hooks after its CRDs and after the hooks of a lower weight, the rest of the
-    release after its hooks; a custom resource of the release's kinds (a queue object) after the Deployments that
-    serve the release's webhooks are Available, and so are the objects of the components that must wait for the
-    scheduler's webhooks (the MPI Operator). An object an admission webhook of the plan intercepts comes after the
-    webhook's configuration, its Service and the Deployments serving it (:mod:`~fmcluster.backends.eks.kubernetes.webhook_order`),
-    so that ``destroy``, walking back, deletes it while the webhook can still answer."""
-    from fmcluster.backends.eks.kubernetes.webhook_order import guard_edges
-    from fmcluster.backends.eks.software import scheduler_install as install
-
-    objects = list(objects)
-    guarded = guard_edges(objects)
-    namespaces = {o.object_name: o.name for o in objects if o.object_kind == "Namespace" and o.api_version == "v1"}
-    crds: dict[tuple[str, str], KubeObject] = {}
-    for o in objects:
-        if o.object_kind == "CustomResourceDefinition":
-            spec = o.manifest.get("spec") or {}
-            crds[(spec.get("group", ""), (spec.get("names") or {}).get("kind", ""))] = o
-    components: dict[str, list[KubeObject]] = {}
-    for o in objects:
-        component = ((o.manifest.get("metadata") or {}).get("labels") or {}).get(install.COMPONENT_LABEL)
-        if component:
-            components.setdefault(component, []).append(o)
-    gates: dict[str, list[str]] = {}
-    hooks_of: dict[str, dict[int, list[str]]] = {}
-    for component, members in components.items():
-        servers = {id(m) for m in install.webhook_servers([m.manifest for m in members])}
-        deployments = [m for m in members if m.object_kind == "Deployment"]
-        gates[component] = [m.name for m in deployments if id(m.manifest) in servers] or [m.name for m in deployments]
-        weights: dict[int, list[str]] = {}
-        for m in members:
-            if install.is_hook(m.manifest):
-                weights.setdefault(install.hook_weight(m.manifest), []).append(m.name)
-        hooks_of[component] = dict(sorted(weights.items()))
-    scheduler_gates = [name for component, names in gates.items() if component not in install.AFTER_SCHEDULER
-                       for name in names]
-    for o in objects:
-        edges = [cluster_resource] if cluster_resource else []
-        if o.namespace and o.namespace in namespaces:
-            edges.append(namespaces[o.namespace])
-        crd = crds.get((o.group, o.object_kind))
-        if crd is not None:
-            edges.append(crd.name)
-        labels = (o.manifest.get("metadata") or {}).get("labels") or {}
-        component = labels.get(install.COMPONENT_LABEL)
-        holder = o.object_kind in ("CustomResourceDefinition", "Namespace")
-        if component and not holder:
-            weights = hooks_of.get(component) or {}
-            if install.is_hook(o.manifest):
-                mine = install.hook_weight(o.manifest)
-                lower = [w for w in weights if w < mine]
-                edges += weights[lower[-1]] if lower else []
-                edges += [c.name for c in crds.values() if _component(c) == component]
-            elif weights:
-                edges += weights[list(weights)[-1]]
-            if component in install.AFTER_SCHEDULER:
-                edges += scheduler_gates
-        if crd is not None and not install.is_hook(o.manifest):
-            owner = _component(crd)
-            edges += [gate for gate in gates.get(owner, []) if gate != o.name] if owner else []
-        edges += guarded.get(o.name, [])
-        edges += _claim_edges(o, objects)
-        o.extra_edges = tuple(dict.fromkeys(edges))
-
-
-def _claim_edges(o: KubeObject, objects: list[KubeObject]) -> list[str]:
-    """A PersistentVolumeClaim after the StorageClass and the PersistentVolume it names: a larger request is
-    admitted only once its StorageClass has ``allowVolumeExpansion``, and a statically provisioned volume grows by
-    its PersistentVolume's capacity first, then the claim's request (Kubernetes, "Persistent Volumes", "Expanding
-    Persistent Volumes Claims"). The PersistentVolume itself follows the file system it names, so neither changes
-    before the file system has grown."""
-    if o.object_kind != "PersistentVolumeClaim":
-        return []
-    spec = o.manifest.get("spec") or {}
-    named = {("StorageClass", spec.get("storageClassName")), ("PersistentVolume", spec.get("volumeName"))}
-    return [p.name for p in objects if (p.object_kind, p.object_name) in named]
-
-
-def _component(o: KubeObject) -> str | None:
-    from fmcluster.backends.eks.software.scheduler_install import COMPONENT_LABEL
-
-    return ((o.manifest.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL)
 
 
 def owned_objects(access: KubeAccess, kinds: list[tuple[str, str]]) -> list[dict[str, Any]]:

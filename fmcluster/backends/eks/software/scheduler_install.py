@@ -11,7 +11,7 @@ fresh copies at render time:
 * ``metadata.namespace`` dropped from cluster-scoped objects (as the API server drops it);
 * a component label saying which release an object came from (ownership labels are added for every object);
 * Helm hooks become ordered steps: ``pre-install`` objects in their ``helm.sh/hook-weight`` order before the rest
-  (:func:`fmcluster.backends.eks.kubernetes.client.wire` reads the annotations); ``post-delete`` hooks are left out, since
+  (:func:`fmcluster.backends.eks.software.apply_order.wire` reads the annotations); ``post-delete`` hooks are left out, since
   they clean up after ``helm uninstall`` and fmcluster's ``destroy`` deletes what it applied itself. Hook objects
   stay in the cluster once made (Helm's ``hook-delete-policy`` is not followed): a re-run then finds them and
   does not run the Job again.

@@ -1,54 +1,23 @@
-"""``fmcluster diff``: read AWS and the state, then say per resource what ``create`` would do — and the one
-plan that ``create`` and ``scale`` show before they ask."""
+"""``fmcluster diff``: read AWS and the state, then say per resource what ``create`` would do; and how the verbs
+build and print the one change plan (:mod:`fmcluster.plan.changes`) that ``create`` and ``scale`` show before they
+ask."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from fmcluster.backends.base import Discovered
-from fmcluster.engine import AttributeFilter, Resource, ResourceChange, Unknown, reads
-from fmcluster.engine.graph import by_rank
+from fmcluster.aws.discovery import Discovered
+from fmcluster.engine import AttributeFilter, Unknown, reads
 from fmcluster.output import ui
+from fmcluster.plan import changes
+from fmcluster.plan.changes import Plan, as_json
 from fmcluster.spec.models import Spec
-from fmcluster.verbs.lifecycle.common import dump_json, orphans_of, plan_changes
+from fmcluster.verbs.lifecycle.common import dump_json
 from fmcluster.verbs.session import Session
 
 _MARKS = {"create": "[green]+ create [/]", "update": "[yellow]~ update [/]", "replace": "[red]-/+ replace[/]",
           "delete": "[red]- delete [/]", "no-op": "[dim]  no-op  [/]"}
-
-
-@dataclass
-class Plan:
-    resources: list[Resource]
-    orphans: list[Resource]
-    changes: list[ResourceChange]
-
-    @property
-    def in_sync(self) -> bool:
-        return all(c.action == "no-op" for c in self.changes)
-
-    @property
-    def settled(self) -> bool:
-        """In sync, and nothing of it is still being made or changed by AWS (what `diff` reports)."""
-        return self.in_sync and not any(c.waiting for c in self.changes)
-
-    def pending(self) -> list[ResourceChange]:
-        return [c for c in self.changes if c.action != "no-op"]
-
-    def to_delete_first(self) -> list[Resource]:
-        """Resources that left the spec, and replacements: deleted (in reverse order) before the walk."""
-        replaced = {c.resource for c in self.changes if c.action == "replace"}
-        # Orphans come from AWS's tags, not from documents, so no reference orders them: their kinds' teardown
-        # ranks do (a queue before the node group it names).
-        return by_rank(list(self.orphans)) + [r for r in self.resources if r.name in replaced]
-
-    def counts(self) -> dict[str, int]:
-        counts = {action: 0 for action in ("create", "update", "replace", "delete", "no-op")}
-        for change in self.changes:
-            counts[change.action] += 1
-        return counts
 
 
 def make_plan(session: Session, options: dict[str, Any] | None = None, only: AttributeFilter | None = None,
@@ -60,13 +29,7 @@ def make_plan(session: Session, options: dict[str, Any] | None = None, only: Att
         found = []
     elif found is None:
         found = session.backend.discover(session)
-    orphans = [] if only is not None else orphans_of(session, resources, found)
-    return Plan(resources, orphans, plan_changes(session, resources, only, orphans))
-
-
-def as_json(spec: Spec, plan: Plan) -> dict[str, Any]:
-    return {"cluster": spec.name, "backend": spec.backend, "in_sync": plan.settled,
-            "changes": [c.as_json() for c in plan.changes]}
+    return changes.make_plan(session.ctx, session.store, resources, found, only)
 
 
 def print_plan(session: Session, plan: Plan, title: str) -> None:
