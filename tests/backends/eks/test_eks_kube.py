@@ -23,9 +23,9 @@ from fmcluster.backends.eks.kubernetes.client import (
     manifest_of_key,
     object_key,
     owned_objects,
-    wire,
 )
 from fmcluster.backends.eks.kubernetes.token import eks_token
+from fmcluster.backends.eks.software.apply_order import wire
 from fmcluster.backends.eks.software.releases import SCHEDULERS, crds
 from fmcluster.connection import aws
 from fmcluster.engine import Context, Engine, ForeignResource, graph
