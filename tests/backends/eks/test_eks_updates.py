@@ -150,7 +150,7 @@ def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id
     larger request needs the StorageClass's allowVolumeExpansion; a statically provisioned volume is resized by its
     capacity first). A second increase within 6 hours ("Managing storage capacity", "Time between increases") is
     refused by diff and create before anything is sent, with the time it may be retried."""
-    from test_sandbox_kube import cluster_api
+    from fixtures.kube import cluster_api
 
     from fmcluster.errors import UsageError
     from fmcluster.state.store import StateStore

@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 import pytest
-from test_eks_manifests import eks_spec
+from fixtures.eks_specs import eks_spec
 
 from fmcluster.backends.eks.kubernetes.client import KubeObject
 from fmcluster.backends.eks.software.apply_order import wire

@@ -9,7 +9,7 @@ import hashlib
 from typing import Any
 
 import pytest
-from test_eks_manifests import eks_spec
+from fixtures.eks_specs import eks_spec
 
 from fmcluster.backends.eks.kubernetes import client as kube
 from fmcluster.backends.eks.nodes import system_nodes
