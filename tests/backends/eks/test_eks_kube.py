@@ -1,5 +1,5 @@
-"""fmcluster's own EKS token and Kubernetes objects (fmcluster.backends.eks.kubernetes.client) against the sandbox's EKS emulator
-and its per-cluster Kubernetes API, over HTTPS: objects made, read back without drift, changed, refused when
+"""fmcluster's own EKS token and Kubernetes objects (fmcluster.backends.eks.kubernetes.client) against the sandbox's EKS
+emulator and its per-cluster Kubernetes API, over HTTPS: objects made, read back without drift, changed, refused when
 someone else's, deleted, found by label; the API's refusals as fmcluster errors; and a walk of the engine."""
 
 from __future__ import annotations

@@ -140,8 +140,8 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     with pytest.raises(EngineFailed) as failed:
         scale(name, ["cpu=2"], yes=True)
     assert "update Failed" in str(failed.value) and "InsufficientInstanceCapacity" in str(failed.value), failed.value
-    # No destroy: the sandbox is the test session's own, and a teardown is tests/backends/eks/test_lifecycle_eks.py's subject
-    # (it would double this test's time).
+    # No destroy: the sandbox is the test session's own, and a teardown is tests/backends/eks/test_lifecycle_eks.py's
+    # subject (it would double this test's time).
 
 
 def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id: str) -> None:
