@@ -254,7 +254,8 @@ def state_cases() -> list[Case]:
         cases.append(Case("state-permission", f"unreadable-file {command}", chmod_db(0o000, args, 1)))
         cases.append(Case("state-permission", f"home-is-a-file {command}", home_is_a_file(args)))
         if command == "status-name":
-            continue  # it reads the state, then asks AWS: tests/verbs/lifecycle/test_state_lifecycle.py runs it with a sandbox
+            # it reads the state, then asks AWS: tests/verbs/lifecycle/test_state_lifecycle.py runs it with a sandbox
+            continue
         cases.append(Case("state-permission", f"read-only-file {command}", chmod_db(0o400, args, 0 if reads else 1)))
         cases.append(Case("state-permission", f"read-only-dir {command}", chmod_dir(args, 0 if reads else 1)))
 

@@ -1,5 +1,5 @@
-"""Where the suite's time goes, per test file, from a JUnit report of a full run; and the order ``tests/fixtures/tiers.py``
-hands files to the xdist workers (LONGEST_FIRST) that this run's durations give.
+"""Where the suite's time goes, per test file, from a JUnit report of a full run; and the order
+``tests/fixtures/tiers.py`` hands files to the xdist workers (LONGEST_FIRST) that this run's durations give.
 
     .venv/bin/python -m pytest --junitxml=/tmp/suite.xml        # the full suite, as CI runs it
     .venv/bin/python bench/suite_durations.py /tmp/suite.xml [--top 25] [--json]

@@ -2,8 +2,8 @@
 
 The sandbox is its own distribution (``fmcluster-sandbox``, package ``fmcluster_sandbox``, brought by the
 ``sandbox`` extra), so ``pip install fmcluster`` carries no emulator code. This is the only module in fmcluster
-that imports it (tests/architecture/test_import_graph.py holds that), and only once the extra is known to be there; without
-it, both entry points end in one line naming the extra, exit 2.
+that imports it (tests/architecture/test_import_graph.py holds that), and only once the extra is known to be there;
+without it, both entry points end in one line naming the extra, exit 2.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from botocore.exceptions import ClientError
-from test_sandbox_fsx_updates import _settled
+from fixtures.fsx import settled
 
 REGION = "us-east-1"
 CLUSTER = "meta"
@@ -53,7 +53,7 @@ def test_metadata_iops_grow_in_place_and_only_grow(sandbox):
     assert lustre.replacement_reason(changes) is None
     assert [step for step, _ in lustre.update_steps(changes)] == ["update_metadata"]
     lustre.update_metadata(ctx, observed, changes, "meta-token-1")
-    grown = _settled(fsx, fs_id)
+    grown = settled(fsx, fs_id)
     assert grown["LustreConfiguration"]["MetadataConfiguration"] == {"Mode": "USER_PROVISIONED", "Iops": 6000}
     assert lustre.changes(ctx, lustre.read(ctx, fs_id)) == []
 

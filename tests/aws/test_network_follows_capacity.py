@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_capacity import fm
+from fixtures.capacity import fm
 
 from fmcluster.preflight import run_preflight
 from fmcluster.spec import load_spec

@@ -1,5 +1,5 @@
-"""Reads wait out throttling and still give up at once when nothing answers (fmcluster/connection/aws.py: ``READING`` and
-``GiveUpUnanswered``). Both drive fmcluster's real botocore clients; the first against the sandbox's seeded
+"""Reads wait out throttling and still give up at once when nothing answers (fmcluster/connection/aws.py: ``READING``
+and ``GiveUpUnanswered``). Both drive fmcluster's real botocore clients; the first against the sandbox's seeded
 throttling, the second against a closed local port. The same behaviour under a sustained 20 % throttle, end to
 end, is measured in bench/throttled_status.py."""
 

@@ -13,52 +13,15 @@ import datetime as dt
 import uuid
 
 import pytest
+from fixtures.preflight import REGION, by_name, fixes_of, preflight_spec, private_subnet, run_checks
 
-from fmcluster.preflight import FIX, preflight_failed, run_preflight
-from fmcluster.spec.models import Spec
+from fmcluster.preflight import preflight_failed, run_preflight
 
-REGION = "us-east-1"
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-
-
-def _spec(**changes) -> Spec:
-    data = {
-        "name": f"pf-{uuid.uuid4().hex[:8]}",
-        "region": REGION,
-        "backend": "pcs",
-        "head_node": {"instance_type": "m7i.2xlarge"},
-        "queues": [{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2}],
-    }
-    data.update(changes)
-    return Spec.model_validate(data)
-
-
-def _run(sandbox, spec: Spec, ec2=None):
-    def client(service: str):
-        if service == "ec2" and ec2 is not None:
-            return ec2
-        return sandbox.client(service, REGION)
-
-    return run_preflight(spec, REGION, client)
-
-
-def _by_name(results, name):
-    found = [r for r in results if r.name == name]
-    assert found, f"no result named {name!r} in {[r.name for r in results]}"
-    return found[0]
-
-
-def _fixes(result) -> list[str]:
-    return [d[len(FIX):] for d in result.details if d.startswith(FIX)]
 
 
 def _failed(results) -> dict:
     return {r.name: r for r in results if r.status == "failed"}
-
-
-def _private_subnet(sandbox, zone: str) -> str:
-    """A subnet multi-interface (p5) nodes can work from: private, behind a NAT gateway."""
-    return sandbox.private_network(REGION, zone)["private_subnet"]
 
 
 def _default_subnet(sandbox, zone: str) -> str:
@@ -77,13 +40,13 @@ def test_good_spec_passes_every_check(sandbox, backend):
     bucket = f"pf-bucket-{uuid.uuid4().hex[:8]}"
     ec2.create_key_pair(KeyName=key)
     s3.create_bucket(Bucket=bucket)
-    spec = _spec(backend=backend, network={"ssh": {"key_name": key}},
-                 queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 4}},
-                         {"name": "spot", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 1},
-                          "capacity": {"type": "spot"}}],
-                 storage={"lustre": {"s3_import": f"s3://{bucket}/data"}})
+    spec = preflight_spec(backend=backend, network={"ssh": {"key_name": key}},
+                          queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 4}},
+                                  {"name": "spot", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 1},
+                                   "capacity": {"type": "spot"}}],
+                          storage={"lustre": {"s3_import": f"s3://{bucket}/data"}})
     try:
-        results = _run(sandbox, spec)
+        results = run_checks(sandbox, spec)
     finally:
         ec2.delete_key_pair(KeyName=key)
         s3.delete_bucket(Bucket=bucket)
@@ -94,9 +57,9 @@ def test_good_spec_passes_every_check(sandbox, backend):
     names = {r.name for r in results}
     assert {"credentials", "subnet", "offering p5.48xlarge", "offering m7i.2xlarge", "vcpu quota L-417A185B",
             "vcpu quota L-7212CCBC", "vcpu quota L-1216C47A", "key pair", f"bucket {bucket}"} <= names
-    assert "123456789012" in _by_name(results, "credentials").summary
-    assert "fmcluster creates a new VPC" in _by_name(results, "subnet").summary
-    assert "need 768" in _by_name(results, "vcpu quota L-417A185B").summary  # 4 × 192 vCPUs
+    assert "123456789012" in by_name(results, "credentials").summary
+    assert "fmcluster creates a new VPC" in by_name(results, "subnet").summary
+    assert "need 768" in by_name(results, "vcpu quota L-417A185B").summary  # 4 × 192 vCPUs
     if backend == "pcs":
         assert {"pcs size", "pcs clusters"} <= names
     else:
@@ -106,63 +69,63 @@ def test_good_spec_passes_every_check(sandbox, backend):
 # --- network -----------------------------------------------------------------------------------------
 
 def test_missing_subnet_fails_with_fix(sandbox):
-    results = _run(sandbox, _spec(network={"subnet_id": "subnet-0123456789abcdef0"}))
+    results = run_checks(sandbox, preflight_spec(network={"subnet_id": "subnet-0123456789abcdef0"}))
     subnet = _failed(results)["subnet"]
     assert "InvalidSubnetID.NotFound" in subnet.summary
-    assert any("network.subnet_id" in f for f in _fixes(subnet))
-    assert _by_name(results, "instance types").status == "skipped"
+    assert any("network.subnet_id" in f for f in fixes_of(subnet))
+    assert by_name(results, "instance types").status == "skipped"
 
 
 def test_type_not_offered_in_the_subnets_zone_lists_where_it_is(sandbox):
     # moto offers p5en.48xlarge in us-east-1a and us-east-1c only.
     subnet = _default_subnet(sandbox, "us-east-1b")
-    spec = _spec(network={"subnet_id": subnet},
-                 queues=[{"name": "train", "instance_type": "p5en.48xlarge", "nodes": 2}])
-    results = _run(sandbox, spec)
+    spec = preflight_spec(network={"subnet_id": subnet},
+                          queues=[{"name": "train", "instance_type": "p5en.48xlarge", "nodes": 2}])
+    results = run_checks(sandbox, spec)
     offering = _failed(results)["offering p5en.48xlarge"]
     assert offering.summary == "p5en.48xlarge is not offered in us-east-1b"
     assert "offered in: us-east-1a, us-east-1c" in offering.details
-    assert any("us-east-1a or us-east-1c" in f for f in _fixes(offering))
-    assert _by_name(results, "offering m7i.2xlarge").status == "passed"
+    assert any("us-east-1a or us-east-1c" in f for f in fixes_of(offering))
+    assert by_name(results, "offering m7i.2xlarge").status == "passed"
 
 
 def test_missing_key_pair_fails_with_fix(sandbox):
-    results = _run(sandbox, _spec(network={"ssh": {"key_name": "no-such-key"}}))
+    results = run_checks(sandbox, preflight_spec(network={"ssh": {"key_name": "no-such-key"}}))
     key = _failed(results)["key pair"]
     assert "InvalidKeyPair.NotFound" in key.summary
-    assert any("create-key-pair --key-name no-such-key" in f for f in _fixes(key))
+    assert any("create-key-pair --key-name no-such-key" in f for f in fixes_of(key))
 
 
 def test_missing_bucket_fails_with_fix(sandbox):
-    results = _run(sandbox, _spec(storage={"lustre": {"s3_import": "s3://pf-no-such-bucket/data"}}))
+    results = run_checks(sandbox, preflight_spec(storage={"lustre": {"s3_import": "s3://pf-no-such-bucket/data"}}))
     bucket = _failed(results)["bucket pf-no-such-bucket"]
     assert "does not exist" in bucket.summary
-    assert any("aws s3 mb s3://pf-no-such-bucket" in f for f in _fixes(bucket))
+    assert any("aws s3 mb s3://pf-no-such-bucket" in f for f in fixes_of(bucket))
 
 
 # --- quotas ------------------------------------------------------------------------------------------
 
 def test_low_vcpu_quota_fails_with_the_increase_to_request(sandbox):
     sandbox.quotas({"region": REGION, "L-417A185B": 0})
-    results = _run(sandbox, _spec())
+    results = run_checks(sandbox, preflight_spec())
     quota = _failed(results)["vcpu quota L-417A185B"]
     assert quota.summary == "Running On-Demand P instances: 0 vCPUs, need 384"
     assert any(f.startswith("request an increase to 384 vCPUs for Running On-Demand P instances")
-               and "--quota-code L-417A185B --desired-value 384" in f for f in _fixes(quota))
+               and "--quota-code L-417A185B --desired-value 384" in f for f in fixes_of(quota))
     assert set(_failed(results)) == {"vcpu quota L-417A185B"}
 
 
 def test_reserved_queues_do_not_count_against_the_on_demand_quota(sandbox, reservations):
     sandbox.quotas({"region": REGION, "L-417A185B": 0})
     rid = reservations.block()
-    subnet = _private_subnet(sandbox, "us-east-1a")
-    spec = _spec(network={"subnet_id": subnet},
-                 queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
-                          "capacity": {"type": "capacity-block", "reservation_id": rid}}])
-    results = _run(sandbox, spec)
+    subnet = private_subnet(sandbox, "us-east-1a")
+    spec = preflight_spec(network={"subnet_id": subnet},
+                          queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                                   "capacity": {"type": "capacity-block", "reservation_id": rid}}])
+    results = run_checks(sandbox, spec)
     assert not preflight_failed(results), [(r.name, r.summary) for r in results if r.status == "failed"]
     assert "vcpu quota L-417A185B" not in {r.name for r in results}
-    standard = _by_name(results, "vcpu quota L-1216C47A")
+    standard = by_name(results, "vcpu quota L-1216C47A")
     assert any("does not count against the On-Demand vCPU quota" in d for d in standard.details)
 
 
@@ -223,11 +186,11 @@ def reservations(sandbox):
 
 
 def _reserved(sandbox, rid: str, *, kind="capacity-block", nodes=2, instance_type="p5.48xlarge", zone="us-east-1a"):
-    spec = _spec(network={"subnet_id": _private_subnet(sandbox, zone)},
-                 queues=[{"name": "train", "instance_type": instance_type, "nodes": nodes,
-                          "capacity": {"type": kind, "reservation_id": rid}}])
-    results = _run(sandbox, spec)
-    return results, _by_name(results, "reservation train")
+    spec = preflight_spec(network={"subnet_id": private_subnet(sandbox, zone)},
+                          queues=[{"name": "train", "instance_type": instance_type, "nodes": nodes,
+                                   "capacity": {"type": kind, "reservation_id": rid}}])
+    results = run_checks(sandbox, spec)
+    return results, by_name(results, "reservation train")
 
 
 def test_good_capacity_block_passes(sandbox, reservations):
@@ -264,7 +227,7 @@ def test_unknown_reservation_fails(sandbox):
     assert check.status == "failed"
     assert "InvalidCapacityReservationId.NotFound" in check.summary
     assert any("queues[0].capacity.reservation_id" in f and "describe-capacity-reservations" in f
-               for f in _fixes(check))
+               for f in fixes_of(check))
 
 
 def test_too_small_reservation_fails(sandbox, reservations):
@@ -272,7 +235,7 @@ def test_too_small_reservation_fails(sandbox, reservations):
     _, check = _reserved(sandbox, rid, kind="reservation", nodes=4)
     assert check.status == "failed"
     assert check.summary == f"{rid} holds 2 instances, queue train goes up to 4"
-    assert "set queues[0].nodes to at most 2, or reserve 4 instances" in _fixes(check)
+    assert "set queues[0].nodes to at most 2, or reserve 4 instances" in fixes_of(check)
 
 
 def test_busy_reservation_warns(sandbox, reservations):
@@ -288,28 +251,28 @@ def test_cancelled_reservation_fails(sandbox, reservations):
     _, check = _reserved(sandbox, rid, kind="reservation")
     assert check.status == "failed"
     assert check.summary == f"{rid} is cancelled"
-    assert any("create-capacity-reservation" in f for f in _fixes(check))
+    assert any("create-capacity-reservation" in f for f in fixes_of(check))
 
 
 def test_capacity_block_queue_pointing_at_an_odcr_fails(sandbox, reservations):
     _, check = _reserved(sandbox, reservations.odcr(), kind="capacity-block")
     assert check.status == "failed"
     assert "is an On-Demand Capacity Reservation, not a Capacity Block" in check.summary
-    assert any("capacity.type: reservation" in f for f in _fixes(check))
+    assert any("capacity.type: reservation" in f for f in fixes_of(check))
 
 
 def test_odcr_queue_pointing_at_a_capacity_block_fails(sandbox, reservations):
     _, check = _reserved(sandbox, reservations.block(), kind="reservation")
     assert check.status == "failed"
     assert "is a Capacity Block" in check.summary
-    assert any("capacity.type: capacity-block" in f for f in _fixes(check))
+    assert any("capacity.type: capacity-block" in f for f in fixes_of(check))
 
 
 def test_reservation_of_another_type_or_zone_fails(sandbox, reservations):
     rid = reservations.odcr(instance_type="p5en.48xlarge", zone="us-east-1c")
     _, check = _reserved(sandbox, rid, kind="reservation")
     assert check.status == "failed"
-    fixes = _fixes(check)
+    fixes = fixes_of(check)
     assert "set queues[0].instance_type: p5en.48xlarge, or use a reservation of p5.48xlarge" in fixes
     assert any("subnet in us-east-1c" in f for f in fixes)
 
@@ -319,7 +282,7 @@ def test_expired_capacity_block_fails_with_how_to_buy_a_new_one(sandbox, reserva
     _, check = _reserved(sandbox, rid)
     assert check.status == "failed"
     assert check.summary == f"{rid} ended {(NOW - dt.timedelta(days=1)).strftime('%Y-%m-%d %H:%M UTC')}"
-    assert any("buy a new Capacity Block" in f and "describe-capacity-block-offerings" in f for f in _fixes(check))
+    assert any("buy a new Capacity Block" in f and "describe-capacity-block-offerings" in f for f in fixes_of(check))
 
 
 def test_future_capacity_block_warns_with_its_start(sandbox, reservations):
@@ -334,11 +297,11 @@ def test_future_capacity_block_warns_with_its_start(sandbox, reservations):
 def test_unknown_reservation_through_the_real_sandbox_is_a_failed_check_not_an_exception(sandbox):
     # No subnet in the spec either: placement's own reservation lookup must fall back quietly too.
     rid = unknown_rid()
-    spec = _spec(queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
-                          "capacity": {"type": "capacity-block", "reservation_id": rid}}])
-    results = _run(sandbox, spec)
-    assert _by_name(results, "subnet").status == "passed"
-    check = _by_name(results, "reservation train")
+    spec = preflight_spec(queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                                   "capacity": {"type": "capacity-block", "reservation_id": rid}}])
+    results = run_checks(sandbox, spec)
+    assert by_name(results, "subnet").status == "passed"
+    check = by_name(results, "reservation train")
     assert check.status == "failed"
     assert check.summary.startswith(f"Capacity Block {rid}: AWS said InvalidCapacityReservationId.NotFound: ")
 
@@ -346,20 +309,20 @@ def test_unknown_reservation_through_the_real_sandbox_is_a_failed_check_not_an_e
 # --- PCS and ParallelCluster -------------------------------------------------------------------------
 
 def test_pcs_size_too_small_fails(sandbox):
-    spec = _spec(pcs={"size": "SMALL"},
-                 queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 40}}])
-    size = _failed(_run(sandbox, spec))["pcs size"]
+    spec = preflight_spec(pcs={"size": "SMALL"},
+                          queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": {"min": 0, "max": 40}}])
+    size = _failed(run_checks(sandbox, spec))["pcs size"]
     assert size.summary == "SMALL holds 32 nodes; the queues at their maximum and the login node reach 41"
-    assert _fixes(size) == ["set pcs.size: MEDIUM"]
+    assert fixes_of(size) == ["set pcs.size: MEDIUM"]
 
 
 def test_missing_node_fails_for_parallelcluster(sandbox, monkeypatch):
     import fmcluster.backends.parallelcluster.nodejs as nodejs
 
     monkeypatch.setattr(nodejs.shutil, "which", lambda name: None)
-    node = _failed(_run(sandbox, _spec(backend="parallelcluster")))["node.js"]
+    node = _failed(run_checks(sandbox, preflight_spec(backend="parallelcluster")))["node.js"]
     assert "Node.js is not on PATH" in node.summary
-    assert any(f"install Node.js {nodejs.MIN_NODE_MAJOR} or later" in f for f in _fixes(node))
+    assert any(f"install Node.js {nodejs.MIN_NODE_MAJOR} or later" in f for f in fixes_of(node))
 
 
 def test_unreachable_endpoint_is_a_failed_check_not_an_exception(monkeypatch):
@@ -379,10 +342,10 @@ def test_unreachable_endpoint_is_a_failed_check_not_an_exception(monkeypatch):
                             aws_access_key_id="testing", aws_secret_access_key="testing",
                             config=Config(retries={"max_attempts": 1}, connect_timeout=1))
 
-    results = run_preflight(_spec(), REGION, client)
+    results = run_preflight(preflight_spec(), REGION, client)
     assert [r.status for r in results] == ["failed", "skipped"]
     assert "EndpointConnectionError" in results[0].summary
-    assert any("--endpoint-url" in f for f in _fixes(results[0]))
+    assert any("--endpoint-url" in f for f in fixes_of(results[0]))
 
 
 def test_a_creating_pcs_cluster_is_a_warning(sandbox):
@@ -393,9 +356,9 @@ def test_a_creating_pcs_cluster_is_a_warning(sandbox):
     other = f"pf-busy-{uuid.uuid4().hex[:6]}"
     sandbox.client("pcs", region).create_cluster(clusterName=other, scheduler={"type": "SLURM", "version": "25.11"},
                                                  size="SMALL", networking={"subnetIds": [subnet]})
-    spec = _spec(region=region)
+    spec = preflight_spec(region=region)
     results = run_preflight(spec, region, lambda service: sandbox.client(service, region))
-    clusters = _by_name(results, "pcs clusters")
+    clusters = by_name(results, "pcs clusters")
     assert clusters.status == "warning"
     assert any(f"{other} is CREATING, so create will wait" in d for d in clusters.details)
 
@@ -404,14 +367,14 @@ def test_head_subnet_in_another_vpc_fails(sandbox):
     ec2 = sandbox.client("ec2", REGION)
     vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     head = ec2.create_subnet(VpcId=vpc, CidrBlock="10.77.1.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
-    spec = _spec(network={"subnet_id": _default_subnet(sandbox, "us-east-1a"), "head_subnet_id": head})
+    spec = preflight_spec(network={"subnet_id": _default_subnet(sandbox, "us-east-1a"), "head_subnet_id": head})
     try:
-        check = _failed(_run(sandbox, spec))["head subnet"]
+        check = _failed(run_checks(sandbox, spec))["head subnet"]
     finally:
         ec2.delete_subnet(SubnetId=head)
         ec2.delete_vpc(VpcId=vpc)
     assert f"{head} is in {vpc}" in check.summary
-    assert any(f.startswith("choose a head subnet in vpc-") for f in _fixes(check))
+    assert any(f.startswith("choose a head subnet in vpc-") for f in fixes_of(check))
 
 
 def test_the_sandbox_serves_every_quota_preflight_reads(sandbox):

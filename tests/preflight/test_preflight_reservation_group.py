@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_preflight import REGION, _by_name, _fixes, _private_subnet, _run, _spec
+from fixtures.preflight import REGION, by_name, fixes_of, preflight_spec, private_subnet, run_checks
 
 POOL = [{"Type": "AWS::EC2::CapacityReservationPool"},
         {"Type": "AWS::ResourceGroups::Generic",
@@ -55,11 +55,11 @@ def groups(sandbox):
 
 
 def _grouped(sandbox, arn: str, *, nodes: int = 3, instance_type: str = "p5.48xlarge", zone: str = "us-east-1a"):
-    spec = _spec(network={"subnet_id": _private_subnet(sandbox, zone)},
-                 queues=[{"name": "train", "instance_type": instance_type, "nodes": nodes,
-                          "capacity": {"type": "reservation", "resource_group_arn": arn}}])
-    results = _run(sandbox, spec)
-    return results, _by_name(results, "reservation train")
+    spec = preflight_spec(network={"subnet_id": private_subnet(sandbox, zone)},
+                          queues=[{"name": "train", "instance_type": instance_type, "nodes": nodes,
+                                   "capacity": {"type": "reservation", "resource_group_arn": arn}}])
+    results = run_checks(sandbox, spec)
+    return results, by_name(results, "reservation train")
 
 
 def test_group_with_enough_reservations_passes(sandbox, groups):
@@ -79,7 +79,7 @@ def test_missing_group_fails_with_the_fix(sandbox):
     assert check.status == "failed"
     assert check.summary.startswith("capacity reservation group no-such-group-")
     assert "AWS said NotFoundException" in check.summary
-    fixes = _fixes(check)
+    fixes = fixes_of(check)
     assert any("aws resource-groups create-group" in f and "AWS::EC2::CapacityReservationPool" in f
                and "queues[0].capacity.resource_group_arn" in f for f in fixes), fixes
 
@@ -91,7 +91,7 @@ def test_wrong_instance_type_fails(sandbox, groups):
     assert check.summary.endswith("holds no active p5.48xlarge reservation in us-east-1a")
     assert any("p5en.48xlarge × 4 in us-east-1a, active, 4 free: not usable, the queue runs p5.48xlarge" in d
                for d in check.details), check.details
-    assert any("--instance-type p5.48xlarge" in f and "--instance-count 2" in f for f in _fixes(check))
+    assert any("--instance-type p5.48xlarge" in f and "--instance-count 2" in f for f in fixes_of(check))
 
 
 def test_reservations_in_another_az_do_not_count(sandbox, groups):
@@ -109,7 +109,7 @@ def test_too_few_instances_warns_how_many_run_on_demand(sandbox, groups):
     assert check.summary.endswith("reserves 3 p5.48xlarge in us-east-1a, queue train goes up to 5: 2 would run "
                                   "On-Demand")
     assert "EC2 runs the nodes beyond the group's free reservations On-Demand" in check.details
-    fixes = _fixes(check)
+    fixes = fixes_of(check)
     assert any("--instance-count 2" in f and "set queues[0].nodes to at most 3" in f for f in fixes), fixes
 
 
@@ -118,7 +118,7 @@ def test_group_without_reservations_fails(sandbox, groups):
     _, check = _grouped(sandbox, arn)
     assert check.status == "failed"
     assert check.summary.endswith("holds no capacity reservations")
-    assert any("aws resource-groups group-resources" in f for f in _fixes(check))
+    assert any("aws resource-groups group-resources" in f for f in fixes_of(check))
 
 
 def test_tag_query_group_is_not_a_reservation_group(sandbox):
@@ -149,21 +149,21 @@ def test_without_a_subnet_the_network_goes_where_the_group_reserves(sandbox, gro
     """fmcluster's own network goes to the AZ of the group's reservations of the queue's type (here not the
     first AZ by name), so the nodes can run in them."""
     arn = groups.make(2, zone="us-east-1b")
-    spec = _spec(queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
-                          "capacity": {"type": "reservation", "resource_group_arn": arn}}])
-    results = _run(sandbox, spec)
-    assert "us-east-1b" in _by_name(results, "subnet").summary
-    assert _by_name(results, "reservation train").status == "passed"
+    spec = preflight_spec(queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                                   "capacity": {"type": "reservation", "resource_group_arn": arn}}])
+    results = run_checks(sandbox, spec)
+    assert "us-east-1b" in by_name(results, "subnet").summary
+    assert by_name(results, "reservation train").status == "passed"
 
 
 def test_a_queue_with_its_own_subnet_is_judged_by_that_subnets_zone(sandbox, groups):
     """Reservations in us-east-1b serve a queue whose own subnet is in us-east-1b, whatever network.subnet_id's
     zone (the same rule as a queue's single reservation)."""
     arn = groups.make(4, zone="us-east-1b")
-    spec = _spec(network={"subnet_id": _private_subnet(sandbox, "us-east-1a")},
-                 queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
-                          "subnet_id": _private_subnet(sandbox, "us-east-1b"),
-                          "capacity": {"type": "reservation", "resource_group_arn": arn}}])
-    check = _by_name(_run(sandbox, spec), "reservation train")
+    spec = preflight_spec(network={"subnet_id": private_subnet(sandbox, "us-east-1a")},
+                          queues=[{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2,
+                                   "subnet_id": private_subnet(sandbox, "us-east-1b"),
+                                   "capacity": {"type": "reservation", "resource_group_arn": arn}}])
+    check = by_name(run_checks(sandbox, spec), "reservation train")
     assert check.status == "passed", (check.summary, check.details)
     assert "in us-east-1b reserved" in check.summary

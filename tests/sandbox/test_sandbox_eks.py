@@ -17,68 +17,7 @@ import uuid
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
-
-REGION = "us-east-2"
-ZONES = ("us-east-2a", "us-east-2b")
-ASSUME_EKS = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                                  "Principal": {"Service": "eks.amazonaws.com"}}]})
-ASSUME_EC2 = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                                  "Principal": {"Service": "ec2.amazonaws.com"}}]})
-
-
-class World:
-    def __init__(self, sandbox) -> None:
-        self.sandbox = sandbox
-        self.eks = sandbox.client("eks", REGION, retries={"mode": "standard", "max_attempts": 1})
-        self.ec2 = sandbox.client("ec2", REGION)
-        self.iam = sandbox.client("iam", REGION)
-        suffix = uuid.uuid4().hex[:8]
-        self.cluster_role = self.iam.create_role(RoleName=f"eks-cluster-{suffix}",
-                                                 AssumeRolePolicyDocument=ASSUME_EKS)["Role"]["Arn"]
-        self.node_role = self.iam.create_role(RoleName=f"eks-node-{suffix}",
-                                              AssumeRolePolicyDocument=ASSUME_EC2)["Role"]["Arn"]
-        self.subnets = [self.ec2.describe_subnets(Filters=[
-            {"Name": "default-for-az", "Values": ["true"]}, {"Name": "availability-zone", "Values": [zone]}])[
-            "Subnets"][0]["SubnetId"] for zone in ZONES]
-        self.image = self.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-
-    def code(self, call) -> str:
-        with pytest.raises(ClientError) as info:
-            call()
-        return info.value.response["Error"]["Code"]
-
-    def cluster(self, **extra) -> str:
-        name = f"c-{uuid.uuid4().hex[:8]}"
-        self.eks.create_cluster(name=name, roleArn=self.cluster_role,
-                                resourcesVpcConfig={"subnetIds": self.subnets}, **extra)
-        return name
-
-    def template(self, **data) -> dict[str, str]:
-        data.setdefault("ImageId", self.image)
-        lt = self.ec2.create_launch_template(LaunchTemplateName=f"eks-{uuid.uuid4().hex[:10]}",
-                                             LaunchTemplateData=data)["LaunchTemplate"]
-        return {"id": lt["LaunchTemplateId"], "version": str(lt["LatestVersionNumber"])}
-
-    def nodegroup(self, cluster: str, template: dict | None = None, size: int = 1, **extra) -> dict:
-        params = {"clusterName": cluster, "nodegroupName": f"ng-{uuid.uuid4().hex[:6]}",
-                  "scalingConfig": {"minSize": 0, "maxSize": max(size, 1), "desiredSize": size},
-                  "subnets": self.subnets[:1], "nodeRole": self.node_role, **extra}
-        if template:
-            params["launchTemplate"] = template
-        return self.eks.create_nodegroup(**params)["nodegroup"]
-
-    def instances(self, cluster: str, nodegroup: str) -> list[dict]:
-        found = self.ec2.describe_instances(Filters=[
-            {"Name": "tag:eks:cluster-name", "Values": [cluster]},
-            {"Name": "tag:eks:nodegroup-name", "Values": [nodegroup]},
-            {"Name": "instance-state-name", "Values": ["pending", "running"]}])
-        return [i for r in found["Reservations"] for i in r["Instances"]]
-
-
-@pytest.fixture
-def world(sandbox):
-    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0, "eks.addon": 0}})
-    return World(sandbox)
+from fixtures.sandbox_eks import ASSUME_EC2, ASSUME_EKS, REGION, ZONES
 
 
 def test_cluster_lifecycle_states_endpoint_and_certificate_authority(world, sandbox):

@@ -9,16 +9,8 @@ import time
 import uuid
 
 import pytest
-from test_sandbox_eks import ASSUME_EC2, World
-from test_sandbox_kube import daemonset, k8s, server  # noqa: F401 - fixtures of the in-process Kubernetes API
-
-REGION = "us-east-2"  # World's Region
-
-
-@pytest.fixture
-def world(sandbox):
-    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0, "eks.addon": 0}})
-    return World(sandbox)
+from fixtures.kube import daemonset
+from fixtures.sandbox_eks import ASSUME_EC2, REGION  # the Region World works in
 
 
 def _ec2_code(call) -> str:
@@ -235,7 +227,7 @@ def test_a_storage_increase_blocks_updates_until_its_optimization_ends(sandbox):
         "BadRequest"
 
 
-def test_force_and_field_manager_only_where_the_patch_type_takes_them(k8s):  # noqa: F811
+def test_force_and_field_manager_only_where_the_patch_type_takes_them(k8s):
     """apimachinery ``pkg/apis/meta/v1/validation`` ValidatePatchOptions: ``force`` "may not be specified for non-apply
     patch"; ``fieldManager`` "is required for apply patch"; ValidateFieldManager: at most 128 characters. 422 Invalid,
     ``PatchOptions.meta.k8s.io "" is invalid: ...``."""
@@ -259,7 +251,7 @@ def test_force_and_field_manager_only_where_the_patch_type_takes_them(k8s):  # n
     assert (status, answer["data"]["a"]) == (200, "3")
 
 
-def test_env_value_and_value_from_are_mutually_exclusive(k8s):  # noqa: F811
+def test_env_value_and_value_from_are_mutually_exclusive(k8s):
     """kubernetes ``pkg/apis/core/validation`` validateEnvVarValueFrom; EnvVar API reference (``valueFrom``: "Cannot
     be used if value is not empty"): ``...env[0].valueFrom: Invalid value: "": may not be specified when `value` is
     not empty``; a ``valueFrom`` names one source."""
@@ -277,7 +269,7 @@ def test_env_value_and_value_from_are_mutually_exclusive(k8s):  # noqa: F811
     assert k8s.call("POST", path, daemonset("one", "busybox", env=[{"name": "NODE", "valueFrom": source}]))[0] == 201
 
 
-def test_a_pod_volume_names_exactly_one_source(k8s):  # noqa: F811
+def test_a_pod_volume_names_exactly_one_source(k8s):
     """kubernetes ``pkg/apis/core/validation`` validateVolumeSource: "may not specify more than 1 volume type" (422
     Forbidden); Volume API reference ("Volume represents a named volume in a pod": one VolumeSource)."""
     path = "/apis/apps/v1/namespaces/kube-system/daemonsets"

@@ -4,10 +4,9 @@ the changes FSx cannot make in place."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from botocore.exceptions import ClientError
+from fixtures.fsx import settled
 
 REGION = "us-east-1"
 
@@ -16,18 +15,6 @@ def _code(call) -> str:
     with pytest.raises(ClientError) as info:
         call()
     return info.value.response["Error"]["Code"]
-
-
-def _settled(fsx, file_system_id: str) -> dict:
-    """The file system once its last update has ended (the sandbox runs one for half a second)."""
-    deadline = time.monotonic() + 30
-    while True:
-        (found,) = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
-        actions = found.get("AdministrativeActions") or []
-        if all(a["Status"] not in ("PENDING", "IN_PROGRESS") for a in actions):
-            return found
-        assert time.monotonic() < deadline, actions
-        time.sleep(0.05)
 
 
 def test_lustre_throughput_and_storage_updates(sandbox):
@@ -47,7 +34,7 @@ def test_lustre_throughput_and_storage_updates(sandbox):
     assert (action["AdministrativeActionType"], action["Status"]) == ("FILE_SYSTEM_UPDATE", "PENDING")
     # one update at a time (UpdateFileSystem, StorageCapacity)
     assert _code(lambda: update(FileSystemId=fs_id, StorageCapacity=2400)) == "BadRequest"
-    done = _settled(fsx, fs_id)
+    done = settled(fsx, fs_id)
     assert done["LustreConfiguration"]["PerUnitStorageThroughput"] == 500
 
     # "Managing storage capacity": only increases, in multiples of 2400 GiB for persistent SSD, and not again
@@ -56,7 +43,7 @@ def test_lustre_throughput_and_storage_updates(sandbox):
     assert _code(lambda: update(FileSystemId=fs_id, StorageCapacity=3600)) == "BadRequest"
     grown = update(FileSystemId=fs_id, StorageCapacity=2400)["FileSystem"]
     assert grown["Lifecycle"] == "UPDATING"  # while storage scales
-    assert _settled(fsx, fs_id)["StorageCapacity"] == 2400
+    assert settled(fsx, fs_id)["StorageCapacity"] == 2400
     assert _code(lambda: update(FileSystemId=fs_id, StorageCapacity=4800)) == "BadRequest"
     # a file system that does not exist
     assert _code(lambda: update(FileSystemId="fs-0123456789abcdef0", StorageCapacity=2400)) == "FileSystemNotFound"

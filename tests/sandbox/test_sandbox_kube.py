@@ -1,164 +1,43 @@
 """The sandbox's Kubernetes API emulator (fmcluster_sandbox.kube), driven over real HTTP with real EKS tokens.
 
-A threaded werkzeug server in this process routes ``/k8s/<cluster>/...`` to a ``KubeApi`` built with stub
-callbacks (access entries, nodes) and everything else to moto (IAM users and their keys). Tokens are made with
-botocore exactly as ``aws eks get-token`` makes them (awscli/customizations/eks/get_token.py). One test goes
-through the sandbox server itself to prove its routing.
+The ``server`` fixture (tests/fixtures/kube.py, registered by this folder's conftest.py) runs a threaded werkzeug
+server in this process that routes ``/k8s/<cluster>/...`` to a ``KubeApi`` built with stub callbacks (access entries,
+nodes) and everything else to moto (IAM users and their keys). Tokens are made with botocore exactly as ``aws eks
+get-token`` makes them (awscli/customizations/eks/get_token.py). One test goes through the sandbox server itself to
+prove its routing.
 """
 
 from __future__ import annotations
 
-import base64
 import copy
 import datetime as dt
 import json
-import ssl
-import tempfile
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable
-from http import HTTPStatus
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import DomainDispatcherApplication, create_backend_app
-from werkzeug.serving import make_server
+from fixtures.kube import (
+    CLUSTER,
+    CLUSTER_QUEUE,
+    CRITICAL_TAINT,
+    KUEUE_LABELS,
+    KUEUE_SERVICE,
+    KUEUE_WEBHOOK,
+    MOTO_USER,
+    REGION,
+    SYSTEM_LABEL,
+    TOLERATE_CRITICAL,
+    WEBHOOKS,
+    conditions,
+    daemonset,
+    eks_token,
+    workload,
+)
 
 from fmcluster_sandbox import ec2_interfaces
-from fmcluster_sandbox.kube import KubeApi, crds, validation
-
-REGION = "us-east-1"
-CLUSTER = "train"
-MOTO_USER = "arn:aws:iam::123456789012:user/moto"  # what moto's STS answers for the default keys, as IAM
-K8S_AWS_ID_HEADER = "x-k8s-aws-id"
-
-
-def eks_token(endpoint: str, cluster: str, key: str = "testing", secret: str = "testing",
-              region: str = REGION, sign_cluster_header: bool = True, operation: str = "get_caller_identity",
-              session_token: str | None = None) -> str:
-    """A bearer token as ``aws eks get-token --cluster-name <cluster>`` makes it."""
-    sts = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret, aws_session_token=session_token,
-                                region_name=region).client("sts", endpoint_url=endpoint)
-
-    def retrieve(params: dict, context: dict, **_: Any) -> None:  # STSClientFactory._retrieve_k8s_aws_id
-        if K8S_AWS_ID_HEADER in params:
-            context[K8S_AWS_ID_HEADER] = params.pop(K8S_AWS_ID_HEADER)
-
-    def inject(request: Any, **_: Any) -> None:  # STSClientFactory._inject_k8s_aws_id_header
-        if K8S_AWS_ID_HEADER in request.context:
-            request.headers[K8S_AWS_ID_HEADER] = request.context[K8S_AWS_ID_HEADER]
-
-    op = "GetCallerIdentity" if operation == "get_caller_identity" else "GetSessionToken"
-    sts.meta.events.register(f"provide-client-params.sts.{op}", retrieve)
-    if sign_cluster_header:
-        sts.meta.events.register(f"before-sign.sts.{op}", inject)
-    url = sts.generate_presigned_url(operation, Params={K8S_AWS_ID_HEADER: cluster}, ExpiresIn=60, HttpMethod="GET")
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-
-
-def cluster_api(endpoint: str, cluster: dict[str, Any], region: str = REGION,
-                token: str | None = None) -> Callable[..., tuple[int, Any]]:
-    """``call(method, path, body=None) -> (status, answer)`` on the Kubernetes API of an EKS cluster as
-    DescribeCluster gives it: TLS verified with the CA EKS issued, the creator's token unless ``token``."""
-    with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
-        ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
-    context = ssl.create_default_context(cafile=ca.name)
-    bearer = token or eks_token(endpoint, cluster["name"], region=region)
-
-    def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        req = urllib.request.Request(cluster["endpoint"] + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=30, context=context) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
-
-    return call
-
-
-class Clock:
-    """The handler's clock: the real time plus a shift the test sets (tokens are signed with the real time)."""
-
-    def __init__(self) -> None:
-        self.shift = dt.timedelta()
-
-    def __call__(self) -> dt.datetime:
-        return dt.datetime.now(dt.timezone.utc) + self.shift
-
-
-class Router:
-    def __init__(self, kube: KubeApi) -> None:
-        self.moto = DomainDispatcherApplication(create_backend_app)
-        self.kube = kube
-
-    def __call__(self, environ, start_response):
-        path = environ.get("PATH_INFO", "")
-        if not path.startswith("/k8s/"):
-            return self.moto(environ, start_response)
-        status, headers, body = self.kube.handle(path.split("/")[2], environ)
-        start_response(f"{status} {HTTPStatus(status).phrase}", list(headers.items()))
-        return [body]
-
-
-class Cluster:
-    """Stub EKS side: the allowed principals and the running instances of each cluster."""
-
-    def __init__(self) -> None:
-        self.allowed: set[tuple[str, str, str]] = {(CLUSTER, REGION, MOTO_USER)}
-        self.instances: dict[str, list[dict[str, Any]]] = {}
-        self.policies: dict[str, list[dict[str, Any]]] = {}  # principal ARN -> associated access policies
-
-    def access_policies(self, cluster: str, region: str, arn: str) -> list[dict[str, Any]] | None:
-        return self.policies.get(arn)
-
-    def principal_allowed(self, cluster: str, region: str, arn: str) -> bool:
-        return (cluster, region, arn) in self.allowed
-
-    def nodes(self, cluster: str, region: str) -> list[dict[str, Any]]:
-        return self.instances.get(cluster, [])
-
-
-@pytest.fixture(scope="module")
-def server():
-    eks, clock = Cluster(), Clock()
-    kube = KubeApi(eks.principal_allowed, eks.nodes, clock=clock, access_policies=eks.access_policies)
-    httpd = make_server("127.0.0.1", 0, Router(kube), threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield {"url": f"http://127.0.0.1:{httpd.server_port}", "eks": eks, "clock": clock, "kube": kube}
-    httpd.shutdown()
-
-
-@pytest.fixture()
-def k8s(server):
-    server["kube"].reset()
-    server["clock"].shift = dt.timedelta()
-    server["eks"].instances.clear()
-    server["eks"].policies.clear()
-    return Kube(server["url"], CLUSTER)
-
-
-class Kube:
-    def __init__(self, url: str, cluster: str, token: str | None = None) -> None:
-        self.url, self.cluster = url, cluster
-        self.token = token if token is not None else eks_token(url, cluster)
-
-    def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-             token: str | None = None) -> tuple[int, Any, dict[str, str]]:
-        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        headers = {"Authorization": f"Bearer {token if token is not None else self.token}"}
-        if data is not None:
-            headers["Content-Type"] = content_type
-        req = urllib.request.Request(f"{self.url}/k8s/{self.cluster}{path}", data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return resp.status, json.loads(resp.read()), dict(resp.headers)
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read()), dict(err.headers)
+from fmcluster_sandbox.kube import crds, validation
 
 
 def configmap(name: str, labels: dict[str, str] | None = None, **data: Any) -> dict[str, Any]:
@@ -348,18 +227,6 @@ def test_invalid_objects_are_422(k8s):
     assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.name"
 
 
-def daemonset(name: str, image: str, node_selector: dict[str, str] | None = None,
-              tolerations: list[dict[str, str]] | None = None, **extra: Any) -> dict[str, Any]:
-    pod: dict[str, Any] = {"containers": [{"name": "plugin", "image": image, **extra}]}
-    if node_selector:
-        pod["nodeSelector"] = node_selector
-    if tolerations:
-        pod["tolerations"] = tolerations
-    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
-            "spec": {"selector": {"matchLabels": {"name": name}},
-                     "template": {"metadata": {"labels": {"name": name}}, "spec": pod}}}
-
-
 def test_unknown_fields_follow_the_field_validation_level(k8s):
     """"Kubernetes API Concepts", "Field validation": levels Ignore, Warn (default) and Strict; a server-side apply
     converts the applied configuration to the typed schema, which fails on an unknown field whatever the level
@@ -387,12 +254,6 @@ def test_unknown_fields_follow_the_field_validation_level(k8s):
 
 
 # -- custom resources ---------------------------------------------------------------------------------
-CLUSTER_QUEUE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpus"},
-                 "spec": {"namespaceSelector": {}, "resourceGroups": [
-                     {"coveredResources": ["nvidia.com/gpu"],
-                      "flavors": [{"name": "p5", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}}
-
-
 def test_a_cluster_queue_needs_its_crd(k8s):
     path = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
     assert k8s.call("POST", path, CLUSTER_QUEUE)[0] == 404
@@ -750,40 +611,10 @@ def test_volcano_and_kai_queues_follow_their_crds(k8s):
 
 
 # -- controllers' status: workloads are ready only where they could run -----------------------------------
-SYSTEM_LABEL = {"fmcluster.io/node-role": "system"}
-CRITICAL_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}
-TOLERATE_CRITICAL = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
-
-
 def m5_node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
             instance_type: str = "m5.large") -> dict[str, Any]:
     return {"name": name, "instance_type": instance_type, "instance_id": "i-0123456789abcdef1", "nodegroup": "system",
             "labels": labels or {}, "taints": taints or []}
-
-
-def workload(kind: str, name: str, labels: dict[str, str], node_selector: dict[str, str] | None = None,
-             tolerations: list[dict[str, str]] | None = None, replicas: int | None = None,
-             requests: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    pod: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.k8s.io/kueue/kueue:v0.19.2",
-                                           "resources": {"requests": requests or {"cpu": "500m",
-                                                                                  "memory": "512Mi"}}}]}
-    if node_selector:
-        pod["nodeSelector"] = node_selector
-    if tolerations:
-        pod["tolerations"] = tolerations
-    if kind == "Job":
-        pod["restartPolicy"] = "Never"
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-                "spec": {"template": {"spec": pod}, **spec}}
-    body: dict[str, Any] = {"selector": {"matchLabels": labels},
-                            "template": {"metadata": {"labels": labels}, "spec": pod}, **spec}
-    if replicas is not None:
-        body["replicas"] = replicas
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name}, "spec": body}
-
-
-def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
 
 
 def test_a_deployment_is_available_only_while_a_ready_node_could_run_it(server, k8s):
@@ -913,21 +744,6 @@ def test_a_job_completes_only_where_it_could_have_run(server, k8s):
 
 
 # -- dynamic admission ------------------------------------------------------------------------------------
-KUEUE_WEBHOOK = {  # as Kueue v0.19.2's chart renders it (vclusterqueue.kb.io), shortened to one webhook
-    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-    "metadata": {"name": "kueue-validating-webhook-configuration"},
-    "webhooks": [{"name": "vclusterqueue.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                  "clientConfig": {"service": {"name": "kueue-webhook-service", "namespace": "kueue-system",
-                                               "path": "/validate-kueue-x-k8s-io-v1beta2-clusterqueue"}},
-                  "rules": [{"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["v1beta2"],
-                             "operations": ["CREATE", "UPDATE"], "resources": ["clusterqueues"]}]}]}
-KUEUE_LABELS = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue",
-                "control-plane": "controller-manager"}
-KUEUE_SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kueue-webhook-service"},
-                 "spec": {"selector": KUEUE_LABELS, "ports": [{"port": 443, "targetPort": 9443}]}}
-WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-
-
 def test_a_fail_closed_webhook_without_ready_endpoints_refuses_requests(server, k8s):
     """"Dynamic Admission Control": a matching webhook with failurePolicy Fail (the v1 default) whose Service has
     no ready endpoint fails the request as kube-apiserver's dispatcher does (500 InternalError, "failed calling

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("fmcluster_sandbox.eks")  # the EKS emulator ships in the same sandbox; this file tests both
 
-from test_sandbox_kube import (
+from fixtures.kube import (
     CLUSTER_QUEUE,
     KUEUE_LABELS,
     KUEUE_SERVICE,
@@ -26,40 +26,13 @@ from test_sandbox_kube import (
     eks_token,
     workload,
 )
+from fixtures.sandbox_eks import REGION, ZONES, new_cluster, trust
 
 from fmcluster_sandbox.kube import crds
 
-REGION = "us-east-2"
-ZONES = ("us-east-2a", "us-east-2b")
-
-
-def _trust(service: str) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": service}}]})
-
-
-def _new_cluster(sandbox, prefix: str, creator_admin: bool):
-    """An EKS cluster (API authentication) on the default subnets of ZONES, with a node role for its node groups:
-    (eks, ec2, cluster name, node role ARN, subnet ids)."""
-    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
-    eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
-    suffix = uuid.uuid4().hex[:8]
-    cluster_role = iam.create_role(RoleName=f"{prefix}-cluster-{suffix}",
-                                   AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
-    node_role = iam.create_role(RoleName=f"{prefix}-node-{suffix}",
-                                AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))["Role"]["Arn"]
-    subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
-                                             {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
-               for zone in ZONES]
-    name = f"{prefix}-{suffix}"
-    eks.create_cluster(name=name, roleArn=cluster_role, resourcesVpcConfig={"subnetIds": subnets},
-                       accessConfig={"authenticationMode": "API",
-                                     "bootstrapClusterCreatorAdminPermissions": creator_admin})
-    return eks, ec2, name, node_role, subnets
-
 
 def test_access_entries_and_node_groups_reach_the_kubernetes_api(sandbox):
-    eks, ec2, name, node_role, subnets = _new_cluster(sandbox, "kube", creator_admin=False)
+    eks, ec2, name, node_role, subnets = new_cluster(sandbox, "kube", creator_admin=False)
     cluster = eks.describe_cluster(name=name)["cluster"]
     assert cluster["status"] == "ACTIVE"
     call = cluster_api(sandbox.endpoint_url, cluster, REGION)  # the cluster's own CA verifies its endpoint
@@ -101,7 +74,7 @@ def test_a_view_policy_reads_but_cannot_write_and_a_deleted_clusters_objects_are
     eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
     suffix = uuid.uuid4().hex[:8]
     role = iam.create_role(RoleName=f"kube-view-{suffix}",
-                           AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
+                           AssumeRolePolicyDocument=trust("eks.amazonaws.com"))["Role"]["Arn"]
     subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
                                              {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
                for zone in ZONES]
@@ -138,7 +111,7 @@ def test_controllers_become_ready_with_their_node_group_and_webhooks_follow(sand
     runs; the controller runs once a node group it tolerates and selects exists (EKS guide "Managed node groups":
     node group labels and taints reach the Nodes; "Taints and Tolerations"); scaling that group to 0 takes it
     away again. A Job completes only once it could run."""
-    eks, ec2, name, node_role, subnets = _new_cluster(sandbox, "ready", creator_admin=True)
+    eks, ec2, name, node_role, subnets = new_cluster(sandbox, "ready", creator_admin=True)
     call = cluster_api(sandbox.endpoint_url, eks.describe_cluster(name=name)["cluster"], REGION)
     try:
         assert call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -195,7 +168,7 @@ def test_other_iam_principals_reach_the_api_through_their_access_entries(sandbox
     authorizes that principal through its access entry ("Grant IAM users access to Kubernetes with EKS access
     entries"): a second IAM user's keys and a role's AssumeRole session get in once their entries exist, and
     not before (401 without an entry, as for the creator)."""
-    eks, _ec2, name, _node_role, _subnets = _new_cluster(sandbox, "kube-iam", creator_admin=True)
+    eks, _ec2, name, _node_role, _subnets = new_cluster(sandbox, "kube-iam", creator_admin=True)
     cluster = eks.describe_cluster(name=name)["cluster"]
     iam, sts = sandbox.client("iam", REGION), sandbox.client("sts", REGION)
     suffix = uuid.uuid4().hex[:8]

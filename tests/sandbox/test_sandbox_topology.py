@@ -230,10 +230,10 @@ def test_a_move_names_an_instance_and_a_network_node_id():
 
 
 def test_eks_nodes_carry_the_network_node_labels_of_their_instances(sandbox):
-    from test_sandbox_kube import cluster_api
-    from test_sandbox_kube_eks import _new_cluster
+    from fixtures.kube import cluster_api
+    from fixtures.sandbox_eks import new_cluster
 
-    eks, ec2, name, node_role, subnets = _new_cluster(sandbox, "topo", creator_admin=True)
+    eks, ec2, name, node_role, subnets = new_cluster(sandbox, "topo", creator_admin=True)
     template = ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={
         "ImageId": AMI, "InstanceType": "p5.48xlarge"})["LaunchTemplate"]
     eks.create_nodegroup(clusterName=name, nodegroupName="p5", subnets=subnets[:1], nodeRole=node_role,

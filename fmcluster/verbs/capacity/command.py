@@ -10,7 +10,8 @@ from fmcluster.connection import aws
 
 @aws.read_only()
 def run_list() -> list[dict[str, Any]]:
-    """Every Capacity Block in the command's Region, as :func:`fmcluster.verbs.capacity.listing.list_blocks` gives them."""
+    """Every Capacity Block in the command's Region, as :func:`fmcluster.verbs.capacity.listing.list_blocks` gives
+    them."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from fmcluster.verbs.capacity.listing import list_blocks

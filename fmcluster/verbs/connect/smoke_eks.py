@@ -1,5 +1,5 @@
-"""``fmcluster smoke`` on EKS: the nccl-tests MPIJob (:mod:`fmcluster.verbs.connect.mpijob`) through the queue's scheduler,
-then the launcher's log, judged as the Slurm job's output is (:func:`fmcluster.verbs.connect.smoke.judge`).
+"""``fmcluster smoke`` on EKS: the nccl-tests MPIJob (:mod:`fmcluster.verbs.connect.mpijob`) through the queue's
+scheduler, then the launcher's log, judged as the Slurm job's output is (:func:`fmcluster.verbs.connect.smoke.judge`).
 
 The job is deleted whatever happens — a result, a refusal, the timeout, Ctrl-C, SIGTERM or SIGHUP
 (:mod:`fmcluster.verbs.connect.termination`) — so a smoke test never leaves a job holding GPU nodes. A job of the same

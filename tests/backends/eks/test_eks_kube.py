@@ -1,18 +1,17 @@
-"""fmcluster's own EKS token and Kubernetes objects (fmcluster.backends.eks.kubernetes.client) against the sandbox's EKS emulator
-and its per-cluster Kubernetes API, over HTTPS: objects made, read back without drift, changed, refused when
+"""fmcluster's own EKS token and Kubernetes objects (fmcluster.backends.eks.kubernetes.client) against the sandbox's EKS
+emulator and its per-cluster Kubernetes API, over HTTPS: objects made, read back without drift, changed, refused when
 someone else's, deleted, found by label; the API's refusals as fmcluster errors; and a walk of the engine."""
 
 from __future__ import annotations
 
 import base64
-import json
 import time
 import uuid
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import yaml
+from fixtures.eks_kube import CLUSTER_ID, REGION, add_system_nodes, context_for, kube_object
 
 from fmcluster.backends.eks.kubernetes.client import (
     CLUSTER_ID_LABEL,
@@ -23,9 +22,9 @@ from fmcluster.backends.eks.kubernetes.client import (
     manifest_of_key,
     object_key,
     owned_objects,
-    wire,
 )
 from fmcluster.backends.eks.kubernetes.token import eks_token
+from fmcluster.backends.eks.software.apply_order import wire
 from fmcluster.backends.eks.software.releases import SCHEDULERS, crds
 from fmcluster.connection import aws
 from fmcluster.engine import Context, Engine, ForeignResource, graph
@@ -34,53 +33,8 @@ from fmcluster.state.store import StateStore
 
 pytest.importorskip("fmcluster_sandbox.eks")
 
-REGION = "us-east-2"
-ZONES = ("us-east-2a", "us-east-2b")
-CLUSTER_ID = "c0ffee12"
 ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 VIEW = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
-
-
-def _trust(service: str) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": service}}]})
-
-
-@pytest.fixture(scope="module")
-def cluster(sandbox) -> str:
-    """An ACTIVE EKS cluster in API authentication mode whose creator (the sandbox's default keys) is admin."""
-    sandbox.faults({"latency": {"eks.cluster": 0}})
-    eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))
-    suffix = uuid.uuid4().hex[:8]
-    role = iam.create_role(RoleName=f"kube-objects-{suffix}",
-                           AssumeRolePolicyDocument=_trust("eks.amazonaws.com"))["Role"]["Arn"]
-    subnets = [ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
-                                             {"Name": "availability-zone", "Values": [zone]}])["Subnets"][0]["SubnetId"]
-               for zone in ZONES]
-    name = f"objects-{suffix}"
-    eks.create_cluster(name=name, roleArn=role, resourcesVpcConfig={"subnetIds": subnets},
-                       accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True})
-    assert eks.describe_cluster(name=name)["cluster"]["status"] == "ACTIVE"
-    sandbox.faults({"reset": True})
-    return name
-
-
-@pytest.fixture
-def ctx(sandbox, sandbox_env, monkeypatch, cluster) -> Context:
-    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
-    aws.configure(None, REGION, sandbox.endpoint_url)
-    return _context(cluster)
-
-
-def _context(cluster: str) -> Context:
-    return Context(cluster=cluster, region=REGION, client=lambda service: aws.client(service, REGION),
-                   cluster_id=CLUSTER_ID)
-
-
-def _object(cluster: str, manifest: dict[str, Any]) -> KubeObject:
-    key = object_key(manifest)
-    document = Document(f"kube/{key}.yaml", "kube_object", key, "kubernetes", {}, yaml.safe_dump(manifest), manifest)
-    return KubeObject(key, document, cluster)
 
 
 def _manifests(namespace: str) -> list[dict[str, Any]]:
@@ -147,7 +101,7 @@ def test_one_token_serves_calls_until_it_nears_its_end(ctx, cluster, monkeypatch
 
 def test_objects_are_made_read_back_without_drift_changed_and_deleted(ctx, cluster):
     namespace = f"team-{uuid.uuid4().hex[:6]}"
-    objects = [_object(cluster, m) for m in _manifests(namespace)]
+    objects = [kube_object(cluster, m) for m in _manifests(namespace)]
     ns, config, crd, flavor = objects
     wire(objects, f"eks_cluster:{cluster}")
     assert config.extra_edges == (f"eks_cluster:{cluster}", ns.name)
@@ -169,7 +123,7 @@ def test_objects_are_made_read_back_without_drift_changed_and_deleted(ctx, clust
 
     edited = _manifests(namespace)[1]
     edited["data"] = {"queue": "eval", "priority": "high"}
-    config2 = _object(cluster, edited)
+    config2 = kube_object(cluster, edited)
     observed = config2.read(ctx, None)
     changes = config2.changes(ctx, observed)
     assert {(c.path, c.old, c.new) for c in changes} == {("data.queue", "train", "eval"),
@@ -200,10 +154,10 @@ def test_an_object_fmcluster_did_not_label_is_foreign(ctx, cluster):
         client.create(ConfigMap.from_dict(other))
     manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
     with pytest.raises(ForeignResource, match=f"ConfigMap {name} in namespace default .*no {CLUSTER_LABEL} label"):
-        _object(cluster, manifest).read(ctx, None)
+        kube_object(cluster, manifest).read(ctx, None)
     manifest["metadata"]["name"] = f"{name}-x"
     with pytest.raises(ForeignResource, match="belongs to fmcluster cluster another"):
-        _object(cluster, manifest).read(ctx, None)
+        kube_object(cluster, manifest).read(ctx, None)
     # Without a document (destroy from a record) the same check holds: nothing foreign is ever deleted.
     with pytest.raises(ForeignResource):
         KubeObject(object_key(manifest), None, cluster).read(ctx, None)
@@ -213,7 +167,7 @@ def test_owned_objects_finds_exactly_the_labelled_ones(ctx, cluster):
     from lightkube.resources.core_v1 import ConfigMap
 
     namespace = f"own-{uuid.uuid4().hex[:6]}"
-    ns, config, crd, flavor = objects = [_object(cluster, m) for m in _manifests(namespace)]
+    ns, config, crd, flavor = objects = [kube_object(cluster, m) for m in _manifests(namespace)]
     _ready(ctx, objects)
     access = KubeAccess.of(ctx, cluster)
     with access.client() as client:
@@ -240,24 +194,6 @@ def test_owned_objects_finds_exactly_the_labelled_ones(ctx, cluster):
     assert owned_objects(access, [("kueue.x-k8s.io/v1beta2", "ResourceFlavor")]) == []  # the CRD is gone
 
 
-def _system_nodes(sandbox, cluster: str) -> None:
-    """A ``system`` managed node group (its label and taint as fmcluster's, fmcluster/backends/eks/nodes/system_nodes.py)
-    in the module's cluster, made once: the Nodes the installed controllers' pods can be placed on."""
-    from fmcluster.backends.eks.nodes import system_nodes
-
-    eks, iam = sandbox.client("eks", REGION), sandbox.client("iam", REGION)
-    if system_nodes.NODEGROUP_NAME in eks.list_nodegroups(clusterName=cluster)["nodegroups"]:
-        return
-    role = iam.create_role(RoleName=f"{cluster}-nodes", AssumeRolePolicyDocument=_trust("ec2.amazonaws.com"))
-    subnets = eks.describe_cluster(name=cluster)["cluster"]["resourcesVpcConfig"]["subnetIds"]
-    eks.create_nodegroup(clusterName=cluster, nodegroupName=system_nodes.NODEGROUP_NAME, subnets=subnets[:1],
-                         nodeRole=role["Role"]["Arn"], instanceTypes=["m7i.xlarge"], capacityType="ON_DEMAND",
-                         scalingConfig={"minSize": 2, "maxSize": 2, "desiredSize": 2},
-                         labels=system_nodes.NODE_SELECTOR, taints=[system_nodes.EKS_TAINT])
-    eks.get_waiter("nodegroup_active").wait(clusterName=cluster, nodegroupName=system_nodes.NODEGROUP_NAME,
-                                            WaiterConfig={"Delay": 1, "MaxAttempts": 120})
-
-
 def test_the_api_refusing_a_manifest_is_an_error_naming_the_object(ctx, cluster):
     unknown_field = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo", "namespace": "default"},
                      "dataa": {"a": "b"}}
@@ -267,7 +203,7 @@ def test_the_api_refusing_a_manifest_is_an_error_naming_the_object(ctx, cluster)
     with pytest.raises(KubeApiError, match=r"ConfigMap typo in namespace default .*: the Kubernetes API said 500 "
                                            r".*failed to create typed patch object .*\.dataa: field not declared in "
                                            r"schema") as refused:
-        _object(cluster, unknown_field).create(ctx, "token")
+        kube_object(cluster, unknown_field).create(ctx, "token")
     assert refused.value.exit_code == 1
     bad_name = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Not-A-Name", "namespace": "default"}}
     with pytest.raises(KubeApiError, match="said 422 Invalid"):
@@ -285,32 +221,32 @@ def test_a_principal_without_an_access_entry_gets_a_clear_error(sandbox, ctx, cl
     manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope", "namespace": "default"}}
     refusal = r"reading ConfigMap nope .*said 401 Unauthorized[\s\S]*needs an access entry"
     with pytest.raises(KubeApiError, match=refusal) as refused:
-        _object(cluster, manifest).read(_context(cluster), None)
+        kube_object(cluster, manifest).read(context_for(cluster), None)
     assert user["Arn"] in str(refused.value)
 
     eks.create_access_entry(clusterName=cluster, principalArn=user["Arn"])
     eks.associate_access_policy(clusterName=cluster, principalArn=user["Arn"], policyArn=VIEW,
                                 accessScope={"type": "cluster"})
-    viewer = _context(cluster)
-    assert _object(cluster, manifest).read(viewer, None) is None  # it may look
+    viewer = context_for(cluster)
+    assert kube_object(cluster, manifest).read(viewer, None) is None  # it may look
     with pytest.raises(KubeApiError, match=r"creating ConfigMap nope .*said 403 Forbidden[\s\S]*access policy"):
-        _object(cluster, manifest).create(viewer, "token")  # but not write
+        kube_object(cluster, manifest).create(viewer, "token")  # but not write
 
 
 def test_the_engine_applies_plans_and_destroys_kube_objects(ctx, cluster, tmp_path):
     namespace = f"walk-{uuid.uuid4().hex[:6]}"
-    objects = [_object(cluster, m) for m in _manifests(namespace)]
+    objects = [kube_object(cluster, m) for m in _manifests(namespace)]
     wire(objects)  # no EKS cluster resource in this plan: the cluster is made above
     ordered = graph.wire(objects)
     store = StateStore(tmp_path / "state.db")
     engine = Engine(ctx, store)
     engine.apply(ordered)
-    assert {c.action for c in Engine(_context(cluster), store).plan(ordered)} == {"no-op"}
+    assert {c.action for c in Engine(context_for(cluster), store).plan(ordered)} == {"no-op"}
 
     # destroy from the state records alone: each key says which object it is
     records = [KubeObject(o.key, None, cluster) for o in objects]
-    Engine(_context(cluster), store).destroy(graph.by_rank(records))
-    assert all(o.read(_context(cluster), None) is None for o in objects)
+    Engine(context_for(cluster), store).destroy(graph.by_rank(records))
+    assert all(o.read(context_for(cluster), None) is None for o in objects)
 
 
 @pytest.mark.parametrize("scheduler", ["kueue", "volcano", "kai"])
@@ -318,21 +254,21 @@ def test_every_rendered_object_applies_and_reads_back_without_drift(sandbox, ctx
     """What fmcluster renders for a spec (the scheduler's and the MPI Operator's releases, device plugins, Lustre
     volume, the scheduler's queues) through the engine: made in graph order, then a plan of no-ops (server defaults
     inside Deployments, DaemonSets and CRDs are not drift), then destroyed."""
-    from test_eks_manifests import eks_spec
+    from fixtures.eks_specs import eks_spec
 
     from fmcluster.backends.eks.software.manifests import manifests
     from fmcluster.validate.requests import with_stand_ins
 
-    _system_nodes(sandbox, cluster)  # where the releases' controllers may run
-    objects = [_object(cluster, m) for m in with_stand_ins(manifests(eks_spec(scheduler)))]
+    add_system_nodes(sandbox, cluster)  # where the releases' controllers may run
+    objects = [kube_object(cluster, m) for m in with_stand_ins(manifests(eks_spec(scheduler)))]
     wire(objects)
     ordered = graph.wire(objects)
     store = StateStore(tmp_path / "state.db")
     Engine(ctx, store).apply(ordered, timeout=240)  # the controllers Available, the hook Jobs complete
-    drift = [c.as_json() for c in Engine(_context(cluster), store).plan(ordered) if c.action != "no-op"]
+    drift = [c.as_json() for c in Engine(context_for(cluster), store).plan(ordered) if c.action != "no-op"]
     assert drift == []
-    Engine(_context(cluster), store).destroy(ordered)
-    assert [o.name for o in objects if o.read(_context(cluster), None) is not None] == []
+    Engine(context_for(cluster), store).destroy(ordered)
+    assert [o.name for o in objects if o.read(context_for(cluster), None) is not None] == []
 
 
 def test_create_waits_for_a_deployment_to_be_available_and_a_timeout_names_it(ctx, cluster, tmp_path):
@@ -349,7 +285,7 @@ def test_create_waits_for_a_deployment_to_be_available_and_a_timeout_names_it(ct
                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "controller"}},
                            "template": {"metadata": {"labels": {"app": "controller"}}, "spec": pod}}}
     after = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after", "namespace": namespace}}
-    objects = [_object(cluster, m) for m in (
+    objects = [kube_object(cluster, m) for m in (
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, deployment, after)]
     wire(objects)
     objects[2].extra_edges += (objects[1].name,)
@@ -358,9 +294,9 @@ def test_create_waits_for_a_deployment_to_be_available_and_a_timeout_names_it(ct
     with pytest.raises(TimedOut, match=rf"gave up waiting after 0 min for Deployment controller in namespace "
                                        rf"{namespace} \(EKS cluster {cluster}\) \(UNAVAILABLE 0/1 replicas available"):
         Engine(ctx, store).apply(ordered, timeout=3)
-    assert objects[2].read(_context(cluster), None) is None  # its dependent waited
-    Engine(_context(cluster), store).destroy(graph.by_rank([KubeObject(o.key, None, cluster) for o in objects]))
-    assert all(o.read(_context(cluster), None) is None for o in objects)
+    assert objects[2].read(context_for(cluster), None) is None  # its dependent waited
+    Engine(context_for(cluster), store).destroy(graph.by_rank([KubeObject(o.key, None, cluster) for o in objects]))
+    assert all(o.read(context_for(cluster), None) is None for o in objects)
 
 
 def test_a_queue_object_waits_while_the_schedulers_webhook_cannot_answer(ctx, cluster):
@@ -373,22 +309,22 @@ def test_a_queue_object_waits_while_the_schedulers_webhook_cannot_answer(ctx, cl
     release = [o for o in install_objects(SCHEDULERS["kueue"]) if o["kind"] in (
         "CustomResourceDefinition", "Namespace", "Service", "ValidatingWebhookConfiguration")
         and o["metadata"]["name"] != "kube-system"]
-    made = [_object(cluster, m) for m in release]
+    made = [kube_object(cluster, m) for m in release]
     for obj in made:  # the webhook configuration and its Service, but no controller behind it
         obj.create(ctx, "token")
-    queue = _object(cluster, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-                              "metadata": {"name": f"waits-{uuid.uuid4().hex[:6]}"}, "spec": {}})
-    waiting = _context(cluster)
+    queue = kube_object(cluster, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                                  "metadata": {"name": f"waits-{uuid.uuid4().hex[:6]}"}, "spec": {}})
+    waiting = context_for(cluster)
     waiting.stop = Stop(time.monotonic() + 3)
     try:
         with pytest.raises(Stopped):  # the command's deadline ended the wait; no error for the resource
             queue.create(waiting, "token")
-        assert queue.read(_context(cluster), None) is None
+        assert queue.read(context_for(cluster), None) is None
     finally:
         for obj in reversed(made):
             if obj.object_kind == "ValidatingWebhookConfiguration":
-                obj.delete(_context(cluster), obj.read(_context(cluster), None))
+                obj.delete(context_for(cluster), obj.read(context_for(cluster), None))
         for obj in reversed(made):
-            observed = obj.read(_context(cluster), None)
+            observed = obj.read(context_for(cluster), None)
             if observed is not None:
-                obj.delete(_context(cluster), observed)
+                obj.delete(context_for(cluster), observed)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.eks_specs import REGION, eks_spec
 
 from fmcluster.backends.eks.nodes.quotas import covered_resources, queue_quota
 from fmcluster.backends.eks.software.manifests import CLUSTER_LABEL, MANAGED_KINDS, manifests, node_labels
@@ -22,22 +23,9 @@ from fmcluster.engine.references import references
 from fmcluster.spec.models import Spec
 from fmcluster.validate.requests import with_stand_ins
 
-REGION = "us-east-2"
-
-
 # What two p5.48xlarge hold, hand-typed from ../shared/reference/instance-facts.yaml (p5.48xlarge: vcpus 192,
 # system_memory_GiB 2048, accelerator.count 8, max_efa_interfaces 32; AWS's P5 page and DescribeInstanceTypes).
 TWO_P5_QUOTA = {"cpu": "384", "memory": "4096Gi", "nvidia.com/gpu": "16", "vpc.amazonaws.com/efa": "64"}
-
-
-def eks_spec(scheduler: str = "kueue", **queue: Any) -> Spec:
-    """p5.48xlarge x 2 on a Capacity Block with Lustre; ``queue`` overrides the queue's fields. Built with the model
-    directly: the EKS spec rules are not written yet."""
-    fields = {"name": "gpu", "instance_type": "p5.48xlarge", "nodes": 2,
-              "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}, **queue}
-    return Spec.model_validate({"name": "p5-train", "region": REGION, "backend": "eks",
-                                "kubernetes": {"scheduler": scheduler}, "queues": [fields],
-                                "storage": {"lustre": {"capacity_gib": 2400}}})
 
 
 def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -245,7 +233,7 @@ def _api_path(obj: dict[str, Any]) -> str:
 
 
 def test_the_kueue_manifests_are_accepted_by_the_sandbox_kubernetes_api(sandbox) -> None:
-    from test_sandbox_kube import cluster_api
+    from fixtures.kube import cluster_api
 
     sandbox.faults({"latency": {"eks.cluster": 0}})
     eks, ec2, iam = (sandbox.client(s, REGION) for s in ("eks", "ec2", "iam"))

@@ -1,6 +1,7 @@
 """EKS preflight against the sandbox, in-process: the account's node-group quotas read from Service Quotas, and the
 node images AWS publishes for every Kubernetes version fmcluster offers (1.32 and 1.33 on extended support too).
-Offline, ``plan`` and ``validate`` refuse a version without images (tests/spec/test_spec_errors.py cases eks-version-*)."""
+Offline, ``plan`` and ``validate`` refuse a version without images (tests/spec/test_spec_errors.py cases
+eks-version-*)."""
 
 from __future__ import annotations
 

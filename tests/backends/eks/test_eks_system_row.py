@@ -6,9 +6,9 @@ problem line. Against the sandbox, whose EKS makes a Node for each running insta
 from __future__ import annotations
 
 import pytest
-from test_sandbox_kube import cluster_api
-from test_sandbox_kube_eks import REGION, _new_cluster
-from test_smoke_eks_api import ROOT
+from fixtures.kube import cluster_api
+from fixtures.lifecycle import CONFIGS
+from fixtures.sandbox_eks import REGION, new_cluster
 
 from fmcluster.connection import aws
 from fmcluster.render.common import CLUSTER_TAG
@@ -32,14 +32,14 @@ def test_the_system_row_counts_its_ready_nodes_and_an_outage_is_a_problem(sandbo
     monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
     aws.configure(None, REGION, sandbox.endpoint_url)
     monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "home"))
-    eks, ec2, name, node_role, subnets = _new_cluster(sandbox, "sysrow", creator_admin=True)
+    eks, ec2, name, node_role, subnets = new_cluster(sandbox, "sysrow", creator_admin=True)
     try:
         eks.tag_resource(resourceArn=eks.describe_cluster(name=name)["cluster"]["arn"], tags={CLUSTER_TAG: name})
         eks.create_nodegroup(clusterName=name, nodegroupName="system", subnets=subnets[:1], nodeRole=node_role,
                              instanceTypes=["m5.large"], labels=SYSTEM_LABEL,
                              taints=[{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}],
                              scalingConfig={"minSize": 2, "maxSize": 2, "desiredSize": 2})
-        spec = (ROOT / "configs" / "p5-kueue-eks.yaml").read_text()
+        spec = (CONFIGS / "p5-kueue-eks.yaml").read_text()
         spec = spec.replace("name: p5-kueue", f"name: {name}").replace("region: us-east-1", f"region: {REGION}")
         StateStore().save_cluster(name, REGION, "eks", spec, None, "ACTIVE", endpoint_url=aws.target_label())
 

@@ -14,22 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.eks_specs import GB200_SPEC
 
 from fmcluster.render import render
 from fmcluster.spec import load_spec
 
-SPEC = """\
-name: gb
-backend: eks
-region: us-east-1
-network: {subnet_id: subnet-0123456789abcdef0}
-queues:
-  - name: train
-    instance_type: p6e-gb200.36xlarge
-    nodes: 18
-    subnet_id: subnet-0123456789abcdef1
-    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, ultraserver: u-p6e-gb200x72}
-"""
 NAMESPACE = "dra-driver-nvidia-gpu"
 PLUGIN_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:dra-driver-nvidia-gpu-service-account-kubeletplugin"
 
@@ -38,7 +27,7 @@ PLUGIN_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:dra-driver-nvidia-gpu-servi
 def spec_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "state"))
     path = tmp_path / "spec.yaml"
-    path.write_text(SPEC)
+    path.write_text(GB200_SPEC)
     return path
 
 
@@ -115,7 +104,7 @@ def test_render_prints_and_validate_passes(spec_file: Path, monkeypatch, capsys)
 ])
 def test_gb200_bought_otherwise_is_refused(spec_file: Path, monkeypatch, capsys, change: str, position: str,
                                            fragment: str) -> None:
-    spec_file.write_text(SPEC.replace("capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, "
+    spec_file.write_text(GB200_SPEC.replace("capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, "
                                       "ultraserver: u-p6e-gb200x72}", change))
     code, _, err = _run(monkeypatch, capsys, "plan", str(spec_file))
     assert code == 2 and f"spec.yaml:{position}: queues[0].capacity.type" in err, err
@@ -126,7 +115,7 @@ def test_gb200_bought_otherwise_is_refused(spec_file: Path, monkeypatch, capsys,
                                                 ("1.32", "has no Dynamic Resource Allocation")])
 def test_kubernetes_without_the_drivers_api_is_refused(spec_file: Path, monkeypatch, capsys, version: str,
                                                        fragment: str) -> None:
-    spec_file.write_text(SPEC.replace("region: us-east-1\n",
+    spec_file.write_text(GB200_SPEC.replace("region: us-east-1\n",
                                       f"region: us-east-1\nkubernetes: {{version: '{version}'}}\n"))
     code, _, err = _run(monkeypatch, capsys, "plan", str(spec_file))
     assert code == 2 and "spec.yaml:4:23: kubernetes.version" in err, err

@@ -140,8 +140,8 @@ def test_upgrade_then_root_volume_and_throughput_edits_change_the_same_resources
     with pytest.raises(EngineFailed) as failed:
         scale(name, ["cpu=2"], yes=True)
     assert "update Failed" in str(failed.value) and "InsufficientInstanceCapacity" in str(failed.value), failed.value
-    # No destroy: the sandbox is the test session's own, and a teardown is tests/backends/eks/test_lifecycle_eks.py's subject
-    # (it would double this test's time).
+    # No destroy: the sandbox is the test session's own, and a teardown is tests/backends/eks/test_lifecycle_eks.py's
+    # subject (it would double this test's time).
 
 
 def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id: str) -> None:
@@ -150,7 +150,7 @@ def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id
     larger request needs the StorageClass's allowVolumeExpansion; a statically provisioned volume is resized by its
     capacity first). A second increase within 6 hours ("Managing storage capacity", "Time between increases") is
     refused by diff and create before anything is sent, with the time it may be retried."""
-    from test_sandbox_kube import cluster_api
+    from fixtures.kube import cluster_api
 
     from fmcluster.errors import UsageError
     from fmcluster.state.store import StateStore

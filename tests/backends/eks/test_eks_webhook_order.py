@@ -1,5 +1,6 @@
-"""What the graph orders after an admission webhook (fmcluster/backends/eks/software/webhook_order.py, apply_order.wire), and the
-engine's drawn walk order that tests/backends/eks/test_eks_webhook_teardown_order.py relies on. Offline: no sandbox.
+"""What the graph orders after an admission webhook (fmcluster/backends/eks/software/webhook_order.py,
+apply_order.wire), and the engine's drawn walk order that tests/backends/eks/test_eks_webhook_teardown_order.py relies
+on. Offline: no sandbox.
 
 The facts are hand-typed from the releases and the reference's notes on them
 (/work/shared/reference/kubernetes-schedulers/README.md): Volcano's seven webhooks all call Service
@@ -15,7 +16,7 @@ import random
 from typing import Any
 
 import pytest
-from test_eks_manifests import eks_spec
+from fixtures.eks_specs import eks_spec
 
 from fmcluster.backends.eks.kubernetes.client import KubeObject
 from fmcluster.backends.eks.software.apply_order import wire

@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_eks_kube import _context, _object, _system_nodes, cluster, ctx  # noqa: F401 - fixtures
-from test_eks_manifests import eks_spec
+from fixtures.eks_kube import add_system_nodes, context_for, kube_object
+from fixtures.eks_specs import eks_spec
 
 from fmcluster.backends.eks.kubernetes.client import KubeObject
 from fmcluster.backends.eks.software.apply_order import wire
@@ -40,7 +40,8 @@ LEFT_OUT = frozenset({"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"
 
 
 def _engine(cluster: str, store: StateStore, events: list[Event], seed: int | None) -> Engine:
-    engine = Engine(_context(cluster), store, emit=events.append, order=None if seed is None else random.Random(seed))
+    engine = Engine(context_for(cluster), store, emit=events.append,
+                    order=None if seed is None else random.Random(seed))
     engine.poll_interval = growing(minimum=0.02)  # the sandbox deletes at once: no need to wait 0.2 s to see it
     return engine
 
@@ -58,7 +59,7 @@ def _plan(cluster: str, scheduler: str) -> list[KubeObject]:
     kept = [m for m in rendered if m["kind"] not in LEFT_OUT and (
         m["metadata"]["labels"].get(COMPONENT_LABEL) == release or m["apiVersion"].rpartition("/")[0] in groups)]
     made = {(m["apiVersion"].rpartition("/")[0], m["kind"]) for m in kept}
-    objects = [_object(cluster, m) for m in kept if m["kind"] != "CustomResourceDefinition"
+    objects = [kube_object(cluster, m) for m in kept if m["kind"] != "CustomResourceDefinition"
                or (m["spec"]["group"], m["spec"]["names"]["kind"]) in made]
     wire(objects)
     return graph.wire(objects)
@@ -71,7 +72,7 @@ def _refused(events: list[Event]) -> list[str]:
 @pytest.mark.parametrize("scheduler", ["kueue", "volcano", "kai"])
 def test_destroy_in_any_order_deletes_guarded_objects_while_their_webhook_answers(sandbox, ctx, cluster, tmp_path,
                                                                                    scheduler):
-    _system_nodes(sandbox, cluster)  # where the releases' controllers (the webhooks' servers) run
+    add_system_nodes(sandbox, cluster)  # where the releases' controllers (the webhooks' servers) run
     objects = _plan(cluster, scheduler)
     store = StateStore(tmp_path / "state.db")
     for create_seed, destroy_seed in SEEDS:
@@ -81,5 +82,5 @@ def test_destroy_in_any_order_deletes_guarded_objects_while_their_webhook_answer
         _engine(cluster, store, events, create_seed).apply(objects, timeout=60)
         _engine(cluster, store, events, destroy_seed).destroy(objects)
         assert _refused(events) == [], (create_seed, destroy_seed)
-        assert [o.name for o in objects if o.read(_context(cluster), None) is not None] == []
+        assert [o.name for o in objects if o.read(context_for(cluster), None) is not None] == []
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+from fixtures.kube import cluster_api
 from fixtures.lifecycle import CONFIGS, Cli, _ok, cli_fixture
-from test_sandbox_kube import cluster_api
 
 REGION = "us-east-1"
 MPIJOB_CRD = "mpijobs.kubeflow.org"

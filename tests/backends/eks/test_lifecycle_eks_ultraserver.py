@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixtures.kube import cluster_api
 from fixtures.leftovers import inventory_of
-from test_sandbox_kube import cluster_api
 
 pytest.importorskip("fmcluster_sandbox.eks")
 

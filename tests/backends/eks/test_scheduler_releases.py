@@ -1,5 +1,5 @@
-"""The upstream releases fmcluster ships (fmcluster/backends/eks/software/releases/) are the reference's bytes, and the engine
-applies them in the order each release needs: CRDs, the Namespace, pre-install hooks by weight, the rest; custom
+"""The upstream releases fmcluster ships (fmcluster/backends/eks/software/releases/) are the reference's bytes, and the
+engine applies them in the order each release needs: CRDs, the Namespace, pre-install hooks by weight, the rest; custom
 resources (queue objects) and the MPI Operator only once the scheduler's webhook server is Available; on teardown,
 webhooks first."""
 
@@ -9,7 +9,7 @@ import hashlib
 from typing import Any
 
 import pytest
-from test_eks_manifests import eks_spec
+from fixtures.eks_specs import eks_spec
 
 from fmcluster.backends.eks.kubernetes import client as kube
 from fmcluster.backends.eks.nodes import system_nodes

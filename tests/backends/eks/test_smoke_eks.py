@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from tests.test_eks_ultraserver import SPEC as GB200_SPEC
+from fixtures.eks_specs import GB200_SPEC
 
 from fmcluster.backends.eks.software.validate import _closed
 from fmcluster.errors import UsageError

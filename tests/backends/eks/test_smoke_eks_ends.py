@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_sandbox_kube import cluster_api
-from test_smoke_eks_api import JOBS, REGION, _job, _mpijob_crd, api, cluster  # noqa: F401 (fixtures)
+from fixtures.eks_smoke import JOBS, REGION, mpijob_crd, p5_kueue_job
+from fixtures.kube import cluster_api
 
 from fmcluster.state.store import StateStore
 from fmcluster.verbs.connect import smoke_eks
@@ -24,10 +24,10 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 @pytest.fixture
-def http(sandbox, cluster):
-    call = cluster_api(sandbox.endpoint_url, cluster, REGION)
+def http(sandbox, smoke_cluster):
+    call = cluster_api(sandbox.endpoint_url, smoke_cluster, REGION)
     if call("GET", f"{CRDS}/mpijobs.kubeflow.org")[0] == 404:
-        assert call("POST", CRDS, _mpijob_crd())[0] == 201
+        assert call("POST", CRDS, mpijob_crd())[0] == 201
     return call
 
 
@@ -35,7 +35,7 @@ def test_a_job_no_operator_acts_on_ends_before_the_timeout(api, http, monkeypatc
     # polled every 0.2 s (not the product's 2 s), so the silence ends the wait a second in, not four
     monkeypatch.setattr(smoke_eks, "POLL_S", 0.2)
     monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 1.0)
-    job, manifest = _job()
+    job, manifest = p5_kueue_job()
     started = time.monotonic()
     outcome = smoke_eks._submit_and_wait(api, job, manifest, started + 120)
     assert outcome.state == "NO_OPERATOR", outcome
@@ -48,7 +48,7 @@ def test_a_job_the_operator_marked_is_waited_for(api, http, monkeypatch):
     """Once the job carries the operator's Created condition the wait goes on to the timeout."""
     monkeypatch.setattr(smoke_eks, "POLL_S", 0.2)
     monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 0.5)
-    job, manifest = _job()
+    job, manifest = p5_kueue_job()
     manifest["status"] = {"conditions": [{"type": "Created", "status": "True", "reason": "MPIJobCreated",
                                           "message": f"MPIJob default/{job.name} is created.",
                                           "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
@@ -65,16 +65,17 @@ def test_a_job_the_operator_marked_is_waited_for(api, http, monkeypatch):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_a_signal_deletes_the_job_and_exits_like_ctrl_c(sandbox, cluster, http, tmp_path, monkeypatch, signum):
+def test_a_signal_deletes_the_job_and_exits_like_ctrl_c(sandbox, smoke_cluster, http, tmp_path, monkeypatch,
+                                                         signum):
     home = tmp_path / "home"
     monkeypatch.setenv("FMCLUSTER_HOME", str(home))
     spec = (ROOT / "configs" / "p5-kueue-eks.yaml").read_text()
-    spec = spec.replace("name: p5-kueue", f"name: {cluster['name']}").replace("region: us-east-1",
-                                                                           f"region: {REGION}")
-    assert f"name: {cluster['name']}" in spec and f"region: {REGION}" in spec
-    StateStore().save_cluster(cluster["name"], REGION, "eks", spec, None, "ACTIVE")
+    spec = spec.replace("name: p5-kueue", f"name: {smoke_cluster['name']}").replace("region: us-east-1",
+                                                                                 f"region: {REGION}")
+    assert f"name: {smoke_cluster['name']}" in spec and f"region: {REGION}" in spec
+    StateStore().save_cluster(smoke_cluster["name"], REGION, "eks", spec, None, "ACTIVE")
     env = {**os.environ, **sandbox.env, "FMCLUSTER_HOME": str(home), "NO_COLOR": "1"}
-    command = [str(Path(sys.executable).parent / "fmcluster"), "smoke", cluster["name"], "--timeout", "3"]
+    command = [str(Path(sys.executable).parent / "fmcluster"), "smoke", smoke_cluster["name"], "--timeout", "3"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.test_pcs_ultraserver_capacity import BLOCK, _plan
+from fixtures.ultraserver import BLOCK, run_plan
 
 SPEC = """\
 name: gb200-pc
@@ -33,7 +33,7 @@ def test_gb200_bought_otherwise_is_refused_on_parallelcluster(tmp_path: Path, mo
     monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "state"))
     path = tmp_path / "spec.yaml"
     path.write_text(SPEC.replace(BLOCK, f"capacity: {capacity}"))
-    code, err = _plan(path, monkeypatch, capsys)
+    code, err = run_plan(path, monkeypatch, capsys)
     kind = capacity.split()[1].rstrip("},")
     assert code == 2 and "spec.yaml:9:22: queues[0].capacity.type" in err, err
     text = " ".join(err.split())
@@ -47,7 +47,7 @@ def test_gb200_in_an_ultraserver_capacity_block_plans_on_parallelcluster(tmp_pat
     monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "state"))
     path = tmp_path / "spec.yaml"
     path.write_text(SPEC)
-    code, err = _plan(path, monkeypatch, capsys)
+    code, err = run_plan(path, monkeypatch, capsys)
     assert code == 0, err
 
 

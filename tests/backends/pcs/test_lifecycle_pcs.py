@@ -12,7 +12,7 @@ import time
 from collections import Counter
 
 import pytest
-from fixtures.lifecycle import PcsCli, _ok, _wait_for_line, cli_fixture, lock_is_held
+from fixtures.lifecycle import PcsCli, _ok, _wait_for_line, cli_fixture, lock_is_held, requests_of
 
 # create takes ~4 s with these (cluster 2 s, then node groups 1 s, then queues 0.5 s, plus polling)
 SLOW = {"latency": {"pcs.cluster": 2.0, "pcs.compute_node_group": 1.0, "pcs.queue": 0.5}}
@@ -36,31 +36,6 @@ cli = cli_fixture(Cli)
 
 
 # 1 ------------------------------------------------------------------------------------------------
-def _requests_of(cli, monkeypatch, command) -> Counter:
-    """Run ``command`` in this process, against the sandbox with the CLI's state: every AWS request it sends, by
-    (operation, request as sent). The same key twice is the same read made twice."""
-    from fmcluster.connection import aws
-
-    for key, value in cli.env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test
-    aws.configure(None, None, cli.sandbox.endpoint_url)
-    sent: Counter = Counter()
-
-    def note(model=None, params=None, **_):
-        request = {k: params.get(k) for k in ("url_path", "query_string", "body")}
-        sent[(f"{model.service_model.service_name}.{model.name}", json.dumps(request, sort_keys=True,
-                                                                             default=str))] += 1
-
-    session = aws.session("us-east-1")
-    session.events.register("before-call.*.*", note)
-    try:
-        command()
-    finally:
-        session.events.unregister("before-call.*.*", note)
-    return sent
-
-
 def _assert_each_resource_read_once(sent: Counter, what: str) -> None:
     twice = {key: n for key, n in sent.items() if n > 1}
     assert not twice, f"{what} sent the same request more than once: {twice}"
@@ -86,15 +61,15 @@ def test_create_status_scale_destroy(cli, monkeypatch):
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.status import status
 
-    _assert_each_resource_read_once(_requests_of(cli, monkeypatch, lambda: status(cli.name, refresh=False)),
+    _assert_each_resource_read_once(requests_of(cli, monkeypatch, lambda: status(cli.name, refresh=False)),
                                     "status")
-    rerun = _requests_of(cli, monkeypatch, lambda: create(load_spec(str(cli.spec)).spec, str(cli.spec), yes=True,
-                                                          wait=True, timeout_min=None))
+    rerun = requests_of(cli, monkeypatch, lambda: create(load_spec(str(cli.spec)).spec, str(cli.spec), yes=True,
+                                                         wait=True, timeout_min=None))
     _assert_each_resource_read_once(rerun, "create (in sync: its plan alone)")
     from fmcluster.verbs.lifecycle.scale import scale
 
     # configs/quickstart-pcs.yaml: queue gpu has nodes: 1, so this scale changes nothing and only plans
-    unchanged = _requests_of(cli, monkeypatch, lambda: scale(cli.name, ["gpu=1"], yes=True))
+    unchanged = requests_of(cli, monkeypatch, lambda: scale(cli.name, ["gpu=1"], yes=True))
     _assert_each_resource_read_once(unchanged, "scale (no change: its plan alone)")
 
     table = _ok(cli.run("status", cli.name))

@@ -5,10 +5,10 @@ p6e-gb200.36xlarge is available only as P6e-GB200 UltraServers, through EC2 Capa
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from fixtures.ultraserver import BLOCK, run_plan
 
 SPEC = """\
 name: gb200-pcs
@@ -21,19 +21,6 @@ queues:
     nodes: 9
     capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, ultraserver: u-p6e-gb200x36}
 """
-BLOCK = "capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0, ultraserver: u-p6e-gb200x36}"
-
-
-def _plan(path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> tuple[int, str]:
-    from fmcluster.cli.app import main
-
-    monkeypatch.setattr(sys, "argv", ["fmcluster", "plan", str(path)])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("capacity", ["{type: spot}", "{type: on-demand}",
@@ -42,7 +29,7 @@ def test_gb200_bought_otherwise_is_refused_on_pcs(tmp_path: Path, monkeypatch, c
     monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "state"))
     path = tmp_path / "spec.yaml"
     path.write_text(SPEC.replace(BLOCK, f"capacity: {capacity}"))
-    code, err = _plan(path, monkeypatch, capsys)
+    code, err = run_plan(path, monkeypatch, capsys)
     kind = capacity.split()[1].rstrip("},")
     assert code == 2 and "spec.yaml:9:22: queues[0].capacity.type" in err, err
     text = " ".join(err.split())
@@ -54,5 +41,5 @@ def test_gb200_in_an_ultraserver_capacity_block_plans_on_pcs(tmp_path: Path, mon
     monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "state"))
     path = tmp_path / "spec.yaml"
     path.write_text(SPEC)
-    code, err = _plan(path, monkeypatch, capsys)
+    code, err = run_plan(path, monkeypatch, capsys)
     assert code == 0, err

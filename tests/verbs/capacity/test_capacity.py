@@ -9,53 +9,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 
 import pytest
-
-from fmcluster.cli import app as cli
+from fixtures.capacity import fm, offering, reservations
 
 P5_GPU_HOUR = 4.916
 P5_DAY_FOR_TWO = 1887.74  # 4.916 $/GPU-h x 8 GPUs x 2 instances x 24 h = 1887.744
 P5_RATIO = 0.715  # 39.328 $/instance-h (4.916 x 8) / 55.04 On-Demand = 0.7145…
 
 
-def fm(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
-    """Run `fmcluster ARGS` through its entry point; (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    monkeypatch.setattr(sys, "argv", ["fmcluster", *args])
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
-
-
 @pytest.fixture
 def run(sandbox_env, capsys, monkeypatch):
     return lambda *args: fm(capsys, monkeypatch, *args)
-
-
-def _reservations(sandbox, region: str = "us-east-1") -> list[str]:
-    return sorted(r["CapacityReservationId"] for r in
-                  sandbox.client("ec2", region).describe_capacity_reservations()["CapacityReservations"])
-
-
-_FOUND: list[dict] = []
-
-
-def _offering(run, zone: str | None = None) -> dict:
-    """An offering of 2 × p5.48xlarge for a day from tomorrow, found once per test process: buying one leaves the
-    others (and the same offering) on sale."""
-    if not _FOUND:
-        code, out, err = run("capacity", "find", "--instance-type", "p5.48xlarge", "--count", "2", "--days", "1",
-                             "--start-after", "+1d", "--json")
-        assert code == 0, err
-        _FOUND.extend(json.loads(out)["offerings"])
-    return next(o for o in _FOUND if zone is None or o["availability_zone"] == zone)
 
 
 # --- find ----------------------------------------------------------------------------------------------------
@@ -151,7 +116,7 @@ def test_find_refuses_a_type_capacity_blocks_do_not_offer(run, instance_type, sa
 def test_buy_refuses_bad_offering_ids_and_queues_before_buying(run, sandbox, tmp_path):
     from fmcluster.verbs.capacity import offerings
 
-    before = _reservations(sandbox)
+    before = reservations(sandbox)
     code, _, err = run("capacity", "buy", "cb-123")
     assert code == 2 and "is not a Capacity Block offering id" in err, err
     code, _, err = run("capacity", "buy", "cb-0123456789abcdef0", "--yes")
@@ -163,7 +128,7 @@ def test_buy_refuses_bad_offering_ids_and_queues_before_buying(run, sandbox, tmp
     offerings.remember([stale], dt.datetime.now(dt.timezone.utc))
     code, _, err = run("capacity", "buy", "cb-00000000000000001", "--yes")
     assert code == 2 and "has expired" in err, err
-    offer = _offering(run)
+    offer = offering(run)
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: s\nregion: us-east-1\nbackend: pcs\nqueues:\n"
                     "  - {name: cpu, instance_type: p5.48xlarge, nodes: 2}\n")
@@ -171,7 +136,7 @@ def test_buy_refuses_bad_offering_ids_and_queues_before_buying(run, sandbox, tmp
     assert code == 2 and "has capacity type 'on-demand', not 'capacity-block'" in err, err
     code, _, err = run("capacity", "buy", offer["offering_id"], "--yes", "--spec", str(spec), "--queue", "train")
     assert code == 2 and "no queue named 'train' (its queues: cpu)" in err, err
-    assert _reservations(sandbox) == before
+    assert reservations(sandbox) == before
 
 
 def test_an_offering_aws_does_not_know_is_named_as_its_answer(run, sandbox):
@@ -182,20 +147,20 @@ def test_an_offering_aws_does_not_know_is_named_as_its_answer(run, sandbox):
     start = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
     offerings.remember([{"offering_id": "cb-00000000000000002", "region": "us-east-1", "start": start.isoformat(),
                          "end": (start + dt.timedelta(days=1)).isoformat()}], dt.datetime.now(dt.timezone.utc))
-    before = _reservations(sandbox)
+    before = reservations(sandbox)
     code, _, err = run("capacity", "buy", "cb-00000000000000002", "--yes")
     flat = " ".join(err.split())
     assert code == 2 and "EC2 refused PurchaseCapacityBlock for cb-00000000000000002: InvalidParameterValue" in flat
     assert "run `fmcluster capacity find` again" in flat
-    assert _reservations(sandbox) == before
+    assert reservations(sandbox) == before
 
 
 # --- buy -----------------------------------------------------------------------------------------------------
 
 
 def test_buy_dry_run_and_no_terminal_buy_nothing(run, sandbox):
-    offer = _offering(run)
-    before = _reservations(sandbox)
+    offer = offering(run)
+    before = reservations(sandbox)
     code, out, err = run("capacity", "buy", offer["offering_id"], "--dry-run", "--json")
     assert code == 0, err
     assert json.loads(out)["would_succeed"] is True
@@ -203,7 +168,7 @@ def test_buy_dry_run_and_no_terminal_buy_nothing(run, sandbox):
     assert f"charged now: ${P5_DAY_FOR_TWO:,.2f} upfront" in flat and "not refundable" in flat
     code, _, err = run("capacity", "buy", offer["offering_id"])  # no --yes, and no terminal to ask on
     assert code == 2 and "re-run with --yes" in err, err
-    assert _reservations(sandbox) == before
+    assert reservations(sandbox) == before
 
 
 SPEC = """\
@@ -233,14 +198,14 @@ def test_buy_writes_the_reservation_into_the_spec_keeping_its_comments(run, sand
     spec = tmp_path / "spec.yaml"
     text = SPEC.format(subnet=subnet["SubnetId"])
     spec.write_text(text)
-    offer = _offering(run, zone="us-east-1a")  # the spec's subnet's AZ (tests/aws/test_network_follows_capacity.py
-    before = _reservations(sandbox)            # has the refusal of another AZ)
+    offer = offering(run, zone="us-east-1a")  # the spec's subnet's AZ (tests/aws/test_network_follows_capacity.py
+    before = reservations(sandbox)            # has the refusal of another AZ)
     code, out, err = run("capacity", "buy", offer["offering_id"], "--yes", "--spec", str(spec), "--queue", "train",
                          "--json")
     assert code == 0, err
     bought = json.loads(out)
     rid = bought["reservation_id"]
-    assert _reservations(sandbox) == sorted([*before, rid])
+    assert reservations(sandbox) == sorted([*before, rid])
     assert (bought["availability_zone"], bought["instance_count"]) == ("us-east-1a", 2)
     assert spec.read_text() == text.replace("cr-0123456789abcdef0", rid)
     block = ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"][0]
@@ -252,7 +217,7 @@ def test_buy_writes_the_reservation_into_the_spec_keeping_its_comments(run, sand
 
 def test_extend_shows_the_price_then_moves_the_end(run, sandbox):
     ec2 = sandbox.client("ec2")
-    offer = _offering(run)
+    offer = offering(run)
     rid = ec2.purchase_capacity_block(CapacityBlockOfferingId=offer["offering_id"],
                                       InstancePlatform="Linux/UNIX")["CapacityReservation"]["CapacityReservationId"]
     end = ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"][0]["EndDate"]

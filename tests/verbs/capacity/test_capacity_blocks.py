@@ -210,8 +210,7 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
                                                                                                monkeypatch):
     """PCS (the cheapest backend to create in the sandbox): the node group on a scheduled block is made (AWS PCS
     takes a ``scheduled`` block), no node runs yet, create says when they come and exits 0; status counts down."""
-    from fixtures.lifecycle import PcsCli
-    from test_lifecycle_pcs import _requests_of
+    from fixtures.lifecycle import PcsCli, requests_of
 
     cli = PcsCli(sandbox, tmp_path)
     bought = _buy_tomorrow(sandbox.client("ec2", REGION))
@@ -233,7 +232,7 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         from fmcluster.verbs.lifecycle.status import status
 
         answers: dict = {}
-        sent = _requests_of(cli, monkeypatch, lambda: answers.update(report=status(cli.name, refresh=False)))
+        sent = requests_of(cli, monkeypatch, lambda: answers.update(report=status(cli.name, refresh=False)))
         assert not {key: n for key, n in sent.items() if n > 1}, sent
         assert sum(n for (operation, _), n in sent.items() if operation == "ec2.DescribeCapacityBlockStatus") == 1
         report = answers["report"]
@@ -251,8 +250,8 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         from fmcluster.verbs.lifecycle.create import create
 
         with pytest.raises(TimedOut, match=f"begins {start}, after --timeout 5 min"):
-            _requests_of(cli, monkeypatch, lambda: create(load_spec(str(cli.spec)).spec, str(cli.spec), yes=True,
-                                                          wait=True, timeout_min=5, wait_for_blocks=True))
+            requests_of(cli, monkeypatch, lambda: create(load_spec(str(cli.spec)).spec, str(cli.spec), yes=True,
+                                                         wait=True, timeout_min=5, wait_for_blocks=True))
         # the block's nodes come at its start (only the login node runs: m7i, quickstart-pcs's head_node)
         assert [i for i in cli.inventory()["instances"] if i["InstanceType"] == "p5.48xlarge"] == []
 

@@ -3,8 +3,9 @@
 able to take the id; after paying, the id is written changing nothing else of the file: its mode, a symlink
 (written through), CRLF line ends.
 
-The offering is the one tests/verbs/capacity/test_capacity.py finds: 2 × p5.48xlarge for a day (the sandbox sells what
-DescribeCapacityBlockOfferings asks for), so a queue of 3 nodes, or of {min: 0, max: 4}, does not fit it."""
+The offering is the one ``offering`` (tests/fixtures/capacity.py) finds: 2 × p5.48xlarge for a day (the sandbox
+sells what DescribeCapacityBlockOfferings asks for), so a queue of 3 nodes, or of {min: 0, max: 4}, does not fit
+it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 import stat
 
 import pytest
-from tests.test_capacity import _offering, _reservations, fm
+from fixtures.capacity import fm, offering, reservations
 
 QUEUE = """\
 name: s\r
@@ -45,18 +46,18 @@ def _spec(tmp_path, name="spec.yaml", newline="\n", **fields):
     ("{min: 0, max: 4}", "queue 'train' has 4 nodes at most (nodes.max), but offering {id} holds 2 instance(s)"),
 ])
 def test_a_block_smaller_than_the_queue_buys_nothing(run, sandbox, tmp_path, nodes, said):
-    offer = _offering(run)
+    offer = offering(run)
     spec, text = _spec(tmp_path, nodes=nodes)
-    before = _reservations(sandbox)
+    before = reservations(sandbox)
     code, _, err = run("capacity", "buy", offer["offering_id"], "--yes", "--spec", str(spec), "--queue", "train")
     assert code == 2 and said.format(id=offer["offering_id"]) in " ".join(err.split()), err
     assert "charged now" not in err  # refused before the price (and EC2's DryRun) were asked for
-    assert _reservations(sandbox) == before and spec.read_text() == text
+    assert reservations(sandbox) == before and spec.read_text() == text
 
 
 def test_specs_that_cannot_take_the_id_buy_nothing(run, sandbox, tmp_path):
-    offer = _offering(run)
-    before = _reservations(sandbox)
+    offer = offering(run)
+    before = reservations(sandbox)
 
     def refused(spec, said):
         code, _, err = run("capacity", "buy", offer["offering_id"], "--yes", "--spec", str(spec), "--queue", "train")
@@ -74,12 +75,12 @@ def test_specs_that_cannot_take_the_id_buy_nothing(run, sandbox, tmp_path):
     mixed, _ = _spec(tmp_path, "mixed.yaml", newline="\r\n")
     mixed.write_bytes(mixed.read_bytes() + b"# a last line with LF\n")
     refused(mixed, "mixes CRLF and LF line ends")
-    assert _reservations(sandbox) == before
+    assert reservations(sandbox) == before
     assert not [p for p in tmp_path.iterdir() if "fmcluster-tmp" in p.name]
 
 
 def test_the_id_is_written_through_a_symlink_keeping_mode_and_crlf(run, sandbox, tmp_path):
-    offer = _offering(run)
+    offer = offering(run)
     real, text = _spec(tmp_path, "real.yaml", newline="\r\n")
     os.chmod(real, 0o640)  # not mkstemp's own 0600
     link = tmp_path / "spec.yaml"
@@ -87,7 +88,7 @@ def test_the_id_is_written_through_a_symlink_keeping_mode_and_crlf(run, sandbox,
     code, out, err = run("capacity", "buy", offer["offering_id"], "--yes", "--spec", str(link), "--queue", "train")
     assert code == 0, err
     rid = out.split()[1].rstrip(":")
-    assert rid.startswith("cr-") and rid in _reservations(sandbox)
+    assert rid.startswith("cr-") and rid in reservations(sandbox)
     assert link.is_symlink() and os.readlink(link) == real.name
     assert stat.S_IMODE(real.stat().st_mode) == 0o640
     assert real.read_bytes() == text.replace("cr-0123456789abcdef0", rid).encode()  # CRLF and comment kept

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.test_capacity import _offering, _reservations, fm
+from fixtures.capacity import fm, offering, reservations
 
 MISSING = "subnet-0123456789abcdef0"  # the placeholder configs/p6-b300-capacity-block-pcs.yaml names
 SPEC = f"""name: nosubnet
@@ -33,13 +33,13 @@ def run(sandbox_env, capsys, monkeypatch):
 def test_buy_refuses_and_find_marks_a_spec_whose_subnet_ec2_does_not_have(run, sandbox, tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
-    offer = _offering(run)
-    before = _reservations(sandbox)
+    offer = offering(run)
+    before = reservations(sandbox)
     code, _, err = run("capacity", "buy", offer["offering_id"], "--yes", "--spec", str(spec), "--queue", "train")
     said = " ".join(err.split())
     assert code == 2, err
     assert f"{MISSING} does not exist in us-east-1" in said and "nothing was bought" in said, said
-    assert _reservations(sandbox) == before
+    assert reservations(sandbox) == before
     assert spec.read_text() == SPEC
 
     code, out, err = run("capacity", "find", str(spec), "--days", "1", "--json")

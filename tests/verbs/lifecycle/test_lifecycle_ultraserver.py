@@ -157,8 +157,8 @@ def test_local_zone_needs_the_opt_in(fresh_account, tmp_path, monkeypatch):
 def _eks_gb200_before_the_opt_in(ec2, tmp_path, monkeypatch) -> None:
     """An EKS spec with a p6e-gb200 queue and no subnet, in this account not yet opted in: EKS's preflight says where
     AWS sells the type and which opt-in comes first, and create's placement finds no zone for both the system nodes'
-    m7i.xlarge and p6e-gb200, so it refuses before anything is made (tests/backends/eks/test_lifecycle_eks_ultraserver.py makes
-    the cluster once the subnets are right)."""
+    m7i.xlarge and p6e-gb200, so it refuses before anything is made
+    (tests/backends/eks/test_lifecycle_eks_ultraserver.py makes the cluster once the subnets are right)."""
     from fmcluster.aws.placement import resolve_placement
     from fmcluster.backends.eks.preflight import check_ultraserver_zones
     from fmcluster.errors import UsageError

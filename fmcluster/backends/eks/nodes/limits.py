@@ -3,8 +3,8 @@
 Amazon EKS User Guide, "Amazon EKS service quotas" (docs.aws.amazon.com/eks/latest/userguide/service-quotas.html):
 "Managed node groups per cluster: 30" and "Nodes per managed node group: 450". Both are adjustable through
 Service Quotas. Offline (``plan``, ``validate``, load) fmcluster holds a spec to these defaults; preflight reads the
-account's applied values (:mod:`fmcluster.backends.eks.nodes.quota_check`), so a lowered quota is refused there. A raised
-quota is still refused here: the offline check cannot know it.
+account's applied values (:mod:`fmcluster.backends.eks.nodes.quota_check`), so a lowered quota is refused there. A
+raised quota is still refused here: the offline check cannot know it.
 """
 
 from __future__ import annotations

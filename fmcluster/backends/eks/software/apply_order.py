@@ -22,8 +22,9 @@ def wire(objects: Iterable[KubeObject], cluster_resource: str = "") -> None:
     release after its hooks; a custom resource of the release's kinds (a queue object) after the Deployments that
     serve the release's webhooks are Available, and so are the objects of the components that must wait for the
     scheduler's webhooks (the MPI Operator). An object an admission webhook of the plan intercepts comes after the
-    webhook's configuration, its Service and the Deployments serving it (:mod:`~fmcluster.backends.eks.software.webhook_order`),
-    so that ``destroy``, walking back, deletes it while the webhook can still answer."""
+    webhook's configuration, its Service and the Deployments serving it
+    (:mod:`~fmcluster.backends.eks.software.webhook_order`), so that ``destroy``, walking back, deletes it while the
+    webhook can still answer."""
     objects = list(objects)
     guarded = guard_edges(objects)
     namespaces = {o.object_name: o.name for o in objects if o.object_kind == "Namespace" and o.api_version == "v1"}

@@ -11,11 +11,12 @@ reference made it. On fresh copies, fmcluster:
   Cluster Autoscaler", EKS guide "Simplify node lifecycle with managed node groups");
 * sets ``AWS_REGION`` (placeholder ``us-west-2``) to the spec's Region;
 * places the Deployment's pods on the ``system`` node group, as every release's controllers are placed
-  (:func:`fmcluster.backends.eks.software.scheduler_install._place_on_system_nodes`: its nodeSelector and the toleration of its
-  ``CriticalAddonsOnly`` taint; the render has ``tolerations: []`` and no nodeSelector);
+  (:func:`fmcluster.backends.eks.software.scheduler_install._place_on_system_nodes`: its nodeSelector and the
+  toleration of its ``CriticalAddonsOnly`` taint; the render has ``tolerations: []`` and no nodeSelector);
 * labels every object with the release's component label.
 
-AWS credentials come from EKS Pod Identity (:mod:`fmcluster.backends.eks.software.autoscaler_iam`): no Secret, no annotation.
+AWS credentials come from EKS Pod Identity (:mod:`fmcluster.backends.eks.software.autoscaler_iam`): no Secret, no
+annotation.
 """
 
 from __future__ import annotations

@@ -62,7 +62,8 @@ def node_labels(queue: Queue) -> dict[str, str]:
 def manifests(spec: Spec) -> list[dict[str, Any]]:
     """The Kubernetes objects for ``spec``, in apply order: the scheduler's and the MPI Operator's releases (CRDs
     first: their kinds must exist before their objects), then device plugins, storage, and the scheduler's queues.
-    The engine orders them by :func:`fmcluster.backends.eks.software.apply_order.wire`; this order is the one a reader follows."""
+    The engine orders them by :func:`fmcluster.backends.eks.software.apply_order.wire`; this order is the one a reader
+    follows."""
     objects: list[dict[str, Any]] = scheduler_install.manifests(spec.kubernetes.scheduler)
     objects += autoscaler_install.manifests(spec)  # the Cluster Autoscaler, when a queue is elastic
     objects += _device_plugins(spec)

@@ -1,4 +1,5 @@
-"""What fmcluster applies of the pinned upstream releases (:mod:`fmcluster.backends.eks.software.releases`), and in what order.
+"""What fmcluster applies of the pinned upstream releases (:mod:`fmcluster.backends.eks.software.releases`), and in what
+order.
 
 The release files stay as upstream published them; the few changes a cluster needs are made here, in Python, on
 fresh copies at render time:
@@ -11,8 +12,8 @@ fresh copies at render time:
 * ``metadata.namespace`` dropped from cluster-scoped objects (as the API server drops it);
 * a component label saying which release an object came from (ownership labels are added for every object);
 * Helm hooks become ordered steps: ``pre-install`` objects in their ``helm.sh/hook-weight`` order before the rest
-  (:func:`fmcluster.backends.eks.software.apply_order.wire` reads the annotations); ``post-delete`` hooks are left out, since
-  they clean up after ``helm uninstall`` and fmcluster's ``destroy`` deletes what it applied itself. Hook objects
+  (:func:`fmcluster.backends.eks.software.apply_order.wire` reads the annotations); ``post-delete`` hooks are left out,
+  since they clean up after ``helm uninstall`` and fmcluster's ``destroy`` deletes what it applied itself. Hook objects
   stay in the cluster once made (Helm's ``hook-delete-policy`` is not followed): a re-run then finds them and
   does not run the Job again.
 

@@ -2,7 +2,8 @@
 and (for UltraServer queues) NVIDIA's DRA driver, each pinned to one release whose manifests ship next to this
 module, unchanged (gzip-compressed; see README.md).
 
-Nothing here edits an object: :mod:`fmcluster.backends.eks.software.scheduler_install` makes what fmcluster applies of them.
+Nothing here edits an object: :mod:`fmcluster.backends.eks.software.scheduler_install` makes what fmcluster applies of
+them.
 """
 
 from __future__ import annotations
