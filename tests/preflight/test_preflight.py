@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from fmcluster.backends import registry
 from fmcluster.preflight import FIX, preflight_failed, run_preflight
 from fmcluster.spec.models import Spec
 
@@ -39,7 +40,7 @@ def _run(sandbox, spec: Spec, ec2=None):
             return ec2
         return sandbox.client(service, REGION)
 
-    return run_preflight(spec, REGION, client)
+    return run_preflight(spec, REGION, client, registry.get(spec.backend).checks)
 
 
 def _by_name(results, name):
@@ -379,7 +380,8 @@ def test_unreachable_endpoint_is_a_failed_check_not_an_exception(monkeypatch):
                             aws_access_key_id="testing", aws_secret_access_key="testing",
                             config=Config(retries={"max_attempts": 1}, connect_timeout=1))
 
-    results = run_preflight(_spec(), REGION, client)
+    spec = _spec()
+    results = run_preflight(spec, REGION, client, registry.get(spec.backend).checks)
     assert [r.status for r in results] == ["failed", "skipped"]
     assert "EndpointConnectionError" in results[0].summary
     assert any("--endpoint-url" in f for f in _fixes(results[0]))
@@ -394,7 +396,8 @@ def test_a_creating_pcs_cluster_is_a_warning(sandbox):
     sandbox.client("pcs", region).create_cluster(clusterName=other, scheduler={"type": "SLURM", "version": "25.11"},
                                                  size="SMALL", networking={"subnetIds": [subnet]})
     spec = _spec(region=region)
-    results = run_preflight(spec, region, lambda service: sandbox.client(service, region))
+    results = run_preflight(spec, region, lambda service: sandbox.client(service, region),
+                            registry.get(spec.backend).checks)
     clusters = _by_name(results, "pcs clusters")
     assert clusters.status == "warning"
     assert any(f"{other} is CREATING, so create will wait" in d for d in clusters.details)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.render import render
+from fmcluster.backends.registry import render
 from fmcluster.spec import load_spec
 
 SPEC = """\
