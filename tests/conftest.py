@@ -11,6 +11,10 @@ import pytest
 from fixtures.pcluster import reset_pcluster_clients
 from fixtures.sandbox import Sandbox, start_sandbox, stop_sandbox
 
+# The backends hand their spec rules to the spec layer (below them) when the registry is imported, as the command
+# line does first: tests that load a spec without the command line need it too.
+import fmcluster.backends.registry  # noqa: F401
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tiers.apply(items)

@@ -78,6 +78,8 @@ def main_options(
         help="Install completion for bash, zsh or fish (default: your $SHELL).",
     ),
 ) -> None:
+    # Importing the registry hands each backend's spec rules to the spec layer, which sits below the backends.
+    import fmcluster.backends.registry  # noqa: F401
     from fmcluster.connection import aws
 
     state.verbose = verbose
@@ -150,8 +152,8 @@ def render(
 
     Example: fmcluster render configs/p5-odcr-parallelcluster.yaml -o rendered/
     """
+    from fmcluster.backends.registry import render as render_spec
     from fmcluster.output import ui
-    from fmcluster.render import render as render_spec
     from fmcluster.render import write_documents
     from fmcluster.spec import load_spec
 
@@ -181,11 +183,12 @@ def validate(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
 
     Example: fmcluster --sandbox validate configs/quickstart-parallelcluster.yaml --json
     """
+    from fmcluster.backends import registry
     from fmcluster.checks import checks_report
     from fmcluster.output import ui
     from fmcluster.validate import run_checks
 
-    results = run_checks(spec)
+    results = run_checks(spec, registry.get)
     if as_json:
         ui.print_json(checks_report(results, command="validate", spec=str(spec)))
     else:

@@ -64,7 +64,7 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
     results += _subnet_addresses(ctx, subnet)
     if named:
         results += guarded("node network", named)(
-            lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named))(ctx)
+            lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named, ctx.backend_checks()))(ctx)
         results += guarded("security groups and policies")(
             lambda ctx: check_access(ctx.spec, ec2, ctx.aws("iam"), placement.vpc_id))(ctx)
         results += guarded("queue subnets")(lambda ctx: check_queue_subnets(ctx.spec, ec2, placement.vpc_id))(ctx)

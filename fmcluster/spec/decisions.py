@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec.backend_rules import backend_rules
+from fmcluster.spec.backend_rules import backend_rules, runs_head_node
 from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
 
 PCS_SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
@@ -27,7 +27,7 @@ def operating_system(spec: Spec) -> str:
 def head_node_type(spec: Spec) -> str | None:
     """The instance type of the cluster's own node besides the queues' (head or login node), or None when the
     backend runs none (its scheduler lives on a managed control plane)."""
-    return spec.head_node.instance_type if backend_rules(spec.backend).runs_head_node else None
+    return spec.head_node.instance_type if runs_head_node(spec.backend) else None
 
 
 def efa_enabled(queue: Queue) -> bool:

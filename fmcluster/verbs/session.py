@@ -1,5 +1,5 @@
 """What one command works with: the spec (when there is one), the region, the state store, the AWS context
-and the backend. Neutral ground: the lifecycle verbs and the backends both use it, neither imports the other.
+and the backend. The backends never see it: their methods get its :attr:`Session.context` (a BackendContext).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fmcluster.aws.placement import Placement, resolve_placement
 from fmcluster.backends import registry
+from fmcluster.backends.context import BackendContext
 from fmcluster.connection import aws
 from fmcluster.engine import Context, Resource
 from fmcluster.engine.graph import wire
@@ -18,7 +19,7 @@ from fmcluster.spec.models import Spec
 from fmcluster.state.store import ClusterRecord, StateStore
 
 if TYPE_CHECKING:
-    from fmcluster.backends.base import Backend
+    from fmcluster.backends.protocol import Backend
 
 
 def _warn(message: str) -> None:
@@ -72,9 +73,33 @@ class Session:
 
     @property
     def backend(self) -> Backend:
+        """The cluster's backend, its lifecycle loaded: exit 2 here naming the extra it needs when missing."""
         if self._backend is None:
-            self._backend = registry.backend(self.backend_name)
+            backend = registry.get(self.backend_name)
+            backend.lifecycle()
+            self._backend = backend
         return self._backend
+
+    @property
+    def context(self) -> BackendContext:
+        """What the backend's methods get in place of the session: no state store; what the backend records
+        comes back here (:meth:`_record`), and a reading command (status) records nothing."""
+        return BackendContext(name=self.name, region=self.region, ctx=self.ctx, spec=self.spec,
+                              spec_file=self.spec_file, warn=self.warn, placement_of=self.placement,
+                              recall=self._recall, record=self._record, queues_waiting=self._queues_waiting)
+
+    def _recall(self, kind: str, key: str) -> dict[str, Any] | None:
+        record = self.store.resource(self.name, self.region, kind, key)
+        return None if record is None else dict(record.outputs)
+
+    def _record(self, kind: str, key: str, physical_id: str | None, outputs: dict[str, Any]) -> None:
+        if not self.store.readonly:  # a reading command (status) decides again next time
+            self.store.record_resource(self.name, self.region, kind, key, physical_id, "resolved", outputs)
+
+    def _queues_waiting(self) -> set[str]:
+        from fmcluster.verbs.capacity.cluster_blocks import queues_waiting
+
+        return queues_waiting(self.ctx, self.spec)
 
     def require_spec(self) -> Spec:
         if self.spec is None:
@@ -105,7 +130,7 @@ class Session:
 
     def resources(self, options: dict[str, Any] | None = None) -> list[Resource]:
         """The spec's resources, wired into their graph (checked before any AWS write)."""
-        return wire(self.backend.resources(self, options))
+        return wire(self.backend.resources(self.context, options))
 
     def hint(self, command: str) -> str:
         """``command`` (``fmcluster …``) as the user would re-type it: with ``--sandbox`` or

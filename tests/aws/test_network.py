@@ -15,6 +15,7 @@ import uuid
 import pytest
 
 from fmcluster.aws.placement import reservation_zone, resolve_placement
+from fmcluster.backends import registry
 from fmcluster.errors import UsageError
 from fmcluster.preflight import preflight_failed, run_preflight
 from fmcluster.spec.models import Spec
@@ -71,7 +72,8 @@ def test_a_capacity_block_in_another_zone_moves_the_placement_there(sandbox, see
 
 def test_preflight_of_a_spec_without_subnet_passes_in_the_blocks_zone(sandbox, seed):
     spec = _spec(("p5en.48xlarge", seed("us-east-1c")))
-    results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION))
+    results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION),
+                            registry.get(spec.backend).checks)
     assert not preflight_failed(results), [(r.name, r.summary) for r in results if r.status == "failed"]
     by_name = {r.name: r for r in results}
     assert "us-east-1c" in by_name["subnet"].summary
@@ -102,7 +104,8 @@ def test_a_reservation_in_a_zone_that_does_not_offer_its_type_is_refused_naming_
     with pytest.raises(UsageError, match=r"in us-east-1b, which does not offer p5en.48xlarge \(p5en.48xlarge in "
                                          r"us-east-1a, us-east-1c\)"):
         resolve_placement(spec, sandbox.client("ec2", REGION))
-    results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION))
+    results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION),
+                            registry.get(spec.backend).checks)
     check = next(r for r in results if r.name == "subnet")
     assert check.status == "failed"
     assert "which does not offer p5en.48xlarge" in check.summary and "${" not in check.summary

@@ -15,8 +15,9 @@ import pytest
 import yaml
 from fixtures.lifecycle import PclusterCli, PcsCli, _ok, cli_fixture
 
+from fmcluster.backends import registry
+from fmcluster.backends.registry import render
 from fmcluster.preflight import run_preflight
-from fmcluster.render import render
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 from fmcluster.validate.requests import check_document, with_stand_ins
@@ -152,7 +153,8 @@ def _spec(backend: str, subnet: str) -> Spec:
 
 
 def _check(sandbox, spec: Spec):
-    results = run_preflight(spec, "us-east-1", lambda service: sandbox.client(service, "us-east-1"))
+    results = run_preflight(spec, "us-east-1", lambda service: sandbox.client(service, "us-east-1"),
+                            registry.get(spec.backend).checks)
     return next(r for r in results if r.name == "node network")
 
 

@@ -12,6 +12,7 @@ import json
 import pytest
 from fixtures.capacity import fm
 
+from fmcluster.backends import registry
 from fmcluster.preflight import run_preflight
 from fmcluster.spec import load_spec
 
@@ -81,7 +82,9 @@ def test_find_buy_and_preflight_put_the_compute_nodes_in_the_blocks_az(run, sand
     assert code == 0, err
     assert json.loads(out)["availability_zone"] == zone
 
-    results = run_preflight(load_spec(spec).spec, REGION, lambda service: sandbox.client(service, REGION))
+    loaded = load_spec(spec).spec
+    results = run_preflight(loaded, REGION, lambda service: sandbox.client(service, REGION),
+                            registry.get(loaded.backend).checks)
     assert [r for r in results if r.status == "failed"] == []
     subnet = next(r for r in results if r.name == "subnet")
     if kind == "every type":
@@ -190,7 +193,8 @@ def test_preflight_of_reservations_in_two_azs_names_the_created_subnet_by_its_az
                                 "queues": [{"name": f"q{i}", "instance_type": GPU, "nodes": 2,
                                             "capacity": {"type": "capacity-block", "reservation_id": rid}}
                                            for i, rid in enumerate(held.values())]})
-    results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION))
+    results = run_preflight(spec, REGION, lambda service: sandbox.client(service, REGION),
+                            registry.get(spec.backend).checks)
     failed = [r for r in results if r.status == "failed"]
     assert failed, results
     said = " ".join(text for r in failed for text in (r.summary, *r.details))
@@ -206,7 +210,7 @@ OWN_SUBNET = "network: {subnet_id: subnet-0123456789abcdef0}\n"
                                   EKS.replace("backend: eks\n", "backend: eks\n" + OWN_SUBNET)],
                          ids=["eks", "pcs", "parallelcluster", "eks-own-subnet"])
 def test_render_notes_carry_no_unrendered_reference(tmp_path, text):
-    from fmcluster.render import render
+    from fmcluster.backends.registry import render
 
     path = tmp_path / "spec.yaml"
     path.write_text(text)

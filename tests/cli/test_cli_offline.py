@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fmcluster import __version__
-from fmcluster.render import render
+from fmcluster.backends.registry import render
 from fmcluster.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]

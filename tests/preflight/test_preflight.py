@@ -15,6 +15,7 @@ import uuid
 import pytest
 from fixtures.preflight import REGION, by_name, fixes_of, preflight_spec, private_subnet, run_checks
 
+from fmcluster.backends import registry
 from fmcluster.preflight import preflight_failed, run_preflight
 
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
@@ -342,7 +343,8 @@ def test_unreachable_endpoint_is_a_failed_check_not_an_exception(monkeypatch):
                             aws_access_key_id="testing", aws_secret_access_key="testing",
                             config=Config(retries={"max_attempts": 1}, connect_timeout=1))
 
-    results = run_preflight(preflight_spec(), REGION, client)
+    spec = preflight_spec()
+    results = run_preflight(spec, REGION, client, registry.get(spec.backend).checks)
     assert [r.status for r in results] == ["failed", "skipped"]
     assert "EndpointConnectionError" in results[0].summary
     assert any("--endpoint-url" in f for f in fixes_of(results[0]))
@@ -357,7 +359,8 @@ def test_a_creating_pcs_cluster_is_a_warning(sandbox):
     sandbox.client("pcs", region).create_cluster(clusterName=other, scheduler={"type": "SLURM", "version": "25.11"},
                                                  size="SMALL", networking={"subnetIds": [subnet]})
     spec = preflight_spec(region=region)
-    results = run_preflight(spec, region, lambda service: sandbox.client(service, region))
+    results = run_preflight(spec, region, lambda service: sandbox.client(service, region),
+                            registry.get(spec.backend).checks)
     clusters = by_name(results, "pcs clusters")
     assert clusters.status == "warning"
     assert any(f"{other} is CREATING, so create will wait" in d for d in clusters.details)

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from fmcluster.backends.parallelcluster.config_checks import check_schema
+from fmcluster.backends.registry import render
 from fmcluster.engine.references import references, resolve
-from fmcluster.render import RenderedDocuments, render
+from fmcluster.render import RenderedDocuments
 from fmcluster.render.common import CLUSTER_TAG
 from fmcluster.render.documents import Document
 from fmcluster.spec import load_spec

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fmcluster.backends.registry import render
 from fmcluster.catalog import hardware as hw
 from fmcluster.errors import SpecError
-from fmcluster.render import render
 from fmcluster.spec import load_spec
 
 FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
@@ -218,10 +218,11 @@ def test_trainium_nodes_get_the_neuron_driver_first(tmp_path: Path, home: Path, 
     loaded = load_spec(_write(tmp_path, text))
     assert any(":5:20: queues[0].instance_type: " in str(w) and "carry no Neuron driver: fmcluster installs it"
                in str(w) for w in loaded.warnings)
-    from fmcluster.backends.parts import backend_part
+    from fmcluster.backends.parallelcluster import render as parallelcluster
+    from fmcluster.backends.pcs import render as pcs
     from fmcluster.render.node_software import compute_steps
 
-    layout = backend_part(backend, "render").NODE_LAYOUT
+    layout = {"pcs": pcs, "parallelcluster": parallelcluster}[backend].NODE_LAYOUT
     steps = compute_steps(loaded.spec, loaded.spec.queues[0], str(tmp_path / "spec.yaml"), layout)
     assert steps[0].name == "neuron.sh"
     # a CPU queue next to it does not run it

@@ -12,8 +12,9 @@ import pytest
 import yaml
 from fixtures.lifecycle import PcsCli, _ok
 
+from fmcluster.backends import registry
+from fmcluster.backends.registry import render
 from fmcluster.preflight import run_preflight
-from fmcluster.render import render
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 from fmcluster.validate.requests import check_document, with_stand_ins
@@ -121,7 +122,8 @@ def test_preflight_checks_each_queue_subnet(sandbox):
                                             "nodes": 1, "subnet_id": ours["private_subnet"]},
                                            {"name": "other", "instance_type": "p5.48xlarge", "nodes": 1,
                                             "subnet_id": other["private_subnet"]}]})
-    results = {r.name: r for r in run_preflight(spec, "us-east-1", lambda s: sandbox.client(s, "us-east-1"))}
+    results = {r.name: r for r in run_preflight(spec, "us-east-1", lambda s: sandbox.client(s, "us-east-1"),
+                                                    registry.get(spec.backend).checks)}
     assert results["subnet of train"].status == "passed", results["subnet of train"]
     assert results["subnet of other"].status == "failed" and ours["vpc"] in results["subnet of other"].summary
     reach = [r for r in results.values() if r.name == "node network"]

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
+from fmcluster.backends.registry import render
 from fmcluster.cost_report import plan_report
 from fmcluster.errors import SpecError
 from fmcluster.pricing.rates import PriceBook
-from fmcluster.render import render
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec
 
@@ -393,7 +393,9 @@ def _cell(path: str, backend: str) -> str:
 def _planned(spec: Spec, documents: list[Any]) -> dict[str, tuple[Any, dict[str, Any]]]:
     """Each resource fmcluster would plan for these documents: (the resource, what it compares), offline."""
     from fmcluster.aws.build import build
-    from fmcluster.backends.parts import backend_part
+    from fmcluster.backends.eks import backend as eks
+    from fmcluster.backends.parallelcluster import backend as parallelcluster
+    from fmcluster.backends.pcs import backend as pcs
     from fmcluster.engine import Context
     from fmcluster.engine.references import references
 
@@ -406,7 +408,8 @@ def _planned(spec: Spec, documents: list[Any]) -> dict[str, tuple[Any, dict[str,
     # of a running cluster; a value that is only a reference stays unknown on both sides.
     ctx.publish({ref: f"<{ref}>" for document in documents for text in _texts(document.body)
                  if references(text) and not re.fullmatch(r"\$\{[^}]*\}", text) for ref in references(text)})
-    resources = build(documents, backend_part(spec.backend, "backend").makers(spec, documents), spec.backend)
+    lifecycle = {"eks": eks, "parallelcluster": parallelcluster, "pcs": pcs}[spec.backend]
+    resources = build(documents, lifecycle.makers(spec, documents), spec.backend)
     return {r.name: (r, flatten_body(r) if r.kind in WHOLE_DOCUMENT else r.desired(ctx)) for r in resources}
 
 

@@ -535,7 +535,7 @@ def test_warning_printed_by_render(tmp_path: Path) -> None:
 def test_pcs_ssh_rule_matches_the_address_family(tmp_path: Path, cidr: str, ranges: str, key: str) -> None:
     """EC2 takes IPv6 sources in Ipv6Ranges/CidrIpv6 and IPv4 in IpRanges/CidrIp; botocore's EC2 model checks the
     rendered request."""
-    from fmcluster.render import render
+    from fmcluster.backends.registry import render
     from fmcluster.validate.requests import check_document
 
     spec = _write(tmp_path, PCS + f"network:\n  ssh: {{allowed_cidr: '{cidr}'}}\n")

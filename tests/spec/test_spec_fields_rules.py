@@ -94,14 +94,14 @@ def test_default_health_checks_on_25_11_warn_instead_of_failing(tmp_path: Path) 
     loaded = load_spec(spec_file)
     [warning] = [w for w in loaded.warnings if w.path == "slurm.version"]
     assert "health checks need Slurm 26.05" in warning.message and "train" in warning.message
-    from fmcluster.render import render
+    from fmcluster.backends.registry import render
 
     groups = render(loaded.spec, str(spec_file)).by_kind("compute_node_group")
     assert all("instanceHealthChecks" not in g.body for g in groups)
 
 
 def test_health_checks_render_on_26_05_for_nvidia_only(tmp_path: Path) -> None:
-    from fmcluster.render import render
+    from fmcluster.backends.registry import render
 
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(PCS + "  - {name: cpu, instance_type: c7i.8xlarge, nodes: 1}\n")
@@ -113,7 +113,7 @@ def test_health_checks_render_on_26_05_for_nvidia_only(tmp_path: Path) -> None:
 
 
 def test_job_exclusive_defaults_follow_the_accelerator(tmp_path: Path) -> None:
-    from fmcluster.render import render
+    from fmcluster.backends.registry import render
 
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(PC + "  - {name: cpu, instance_type: c7i.8xlarge, nodes: 1}\n")
@@ -131,7 +131,7 @@ def test_bootstrap_on_key_is_not_yaml_true(tmp_path: Path) -> None:
 
 def test_pcs_size_counts_the_login_node(tmp_path: Path) -> None:
     """Queues reaching 32 nodes with the login group make 33: PCS's SMALL holds 32, so auto picks MEDIUM."""
-    from fmcluster.render import render
+    from fmcluster.backends.registry import render
 
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(PCS.replace("nodes: 2", "nodes: {min: 0, max: 32}"))
@@ -143,7 +143,7 @@ def test_pcs_size_counts_the_login_node(tmp_path: Path) -> None:
 def test_no_gdr_support_anywhere(tmp_path: Path) -> None:
     """GdrSupport "has no effect and should no longer be used" (ParallelCluster 3.0.2 release notes): not even
     on p5.4xlarge, which has no GPUDirect RDMA at all."""
-    from fmcluster.render import render
+    from fmcluster.backends.registry import render
 
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(PC + "  - {name: small, instance_type: p5.4xlarge, nodes: 1}\n")

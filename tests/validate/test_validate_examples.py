@@ -119,8 +119,8 @@ def _stage(sandbox, example: Path, tmp_path: Path) -> Path:
 def _create_openzfs_home(sandbox, staged: Path) -> str:
     """What ``fmcluster create`` makes before the cluster, from the rendered requests: the NFS security group
     and the OpenZFS file system, tagged for the cluster (``validate`` then judges its root volume)."""
+    from fmcluster.backends.registry import render
     from fmcluster.engine.references import resolve
-    from fmcluster.render import render
     from fmcluster.spec import load_spec
 
     spec = load_spec(staged).spec

@@ -71,7 +71,6 @@ NOT_ON_EKS_QUEUE = {
 class EksSpecRules(BackendSpecRules):
     default_os = "alinux2023"
     stock_images = "the EKS-optimized Amazon Linux 2023 images"
-    runs_head_node = False
 
     def controller(self, spec: Spec | None) -> CostPart | None:
         if spec is None:

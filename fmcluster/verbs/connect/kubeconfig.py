@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from fmcluster.backends import registry
-from fmcluster.backends.base import KubeEndpoint
+from fmcluster.backends.protocol import Capability, KubeEndpoint
 from fmcluster.connection import aws
 from fmcluster.errors import UsageError
 from fmcluster.state.store import StateStore
@@ -28,10 +28,10 @@ TOKEN_LIFETIME = dt.timedelta(seconds=60)
 
 def _access(name: str) -> tuple[KubeEndpoint, str]:
     session = open_cluster(StateStore(readonly=True), name)
-    access = session.backend.kube_access(session)
+    access = session.backend.kube_access(session.context)
     if access is None:
         profile = registry.profile(session.backend.name)
-        if not profile.kubernetes_api:
+        if Capability.KUBERNETES_API not in session.backend.capabilities:
             raise UsageError(f"{name} is a {profile.display} cluster: it has no Kubernetes API (`fmcluster ssh "
                              f"{name}` reaches its {profile.login_role})")
         raise UsageError(f"the Kubernetes API of {name} is not up in {session.region}; `fmcluster status {name}` "

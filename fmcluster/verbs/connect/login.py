@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fmcluster.backends.base import LoginNode
+from fmcluster.backends.protocol import LoginNode
 from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.spec.decisions import operating_system
 from fmcluster.spec.models import Spec

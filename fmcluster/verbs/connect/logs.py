@@ -1,5 +1,5 @@
 """``fmcluster logs``: the cluster's own event log from the state store, then what the backend logs in AWS
-(``cluster_logs(session, since, lines)`` of each backend), as one time-ordered stream."""
+(``cluster_logs(context, since, lines)`` of each backend), as one time-ordered stream."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime
 import time
 from collections.abc import Callable, Iterable
 
-from fmcluster.backends.base import LogLine
+from fmcluster.backends.protocol import LogLine
 from fmcluster.connection import aws
 from fmcluster.extras import MissingExtra
 from fmcluster.state.store import StateStore
@@ -42,7 +42,7 @@ def stream(name: str, follow: bool, lines: int, emit: Callable[[LogLine], None],
     notes_said: set[str] = set()
     while True:
         own = fmcluster_events(store, name, record.region, limit=lines if since is None else 10_000)
-        backend, notes = backend.cluster_logs(session, since, lines) if backend else ([], [])
+        backend, notes = backend.cluster_logs(session.context, since, lines) if backend else ([], [])
         for text in notes:
             if text not in notes_said:
                 note(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fmcluster.backends import registry
+from fmcluster.backends.protocol import Capability
 from fmcluster.connection import aws
 from fmcluster.spec.models import Spec
 from fmcluster.spec.stored import stored_spec_problem
@@ -35,12 +36,12 @@ def resolve(name: str, host: str | None = None, user: str | None = None,
         raise NodeNotFound(f"the recorded spec of {name} no longer loads ({why}); use --host, or "
                            f"`fmcluster status {name}` for what exists")
     profile = registry.profile(spec.backend)
-    if profile.kubernetes_api:
+    if Capability.KUBERNETES_API in registry.get(spec.backend).capabilities:
         raise NodeNotFound(f"{name} is an {profile.display} cluster: it has no node to ssh to; "
                            f"`fmcluster kubeconfig {name}` writes the kubeconfig that reaches its Kubernetes API")
     if host:
         return spec, target_for_host(spec, host, user, identity)
-    node = session.backend.login_node(session)
+    node = session.backend.login_node(session.context)
     if node is None:
         where = profile.login_where
         raise NodeNotFound(f"cluster {name} has no running {where} in {session.region}; "

@@ -10,6 +10,7 @@ import yaml
 
 from fmcluster import extras
 from fmcluster.backends import registry
+from fmcluster.backends.protocol import Capability
 from fmcluster.errors import UsageError
 from fmcluster.verbs.connect import mpijob, smoke
 from fmcluster.verbs.connect.resolve import recorded
@@ -20,7 +21,7 @@ def run(name: str, queue: str | None, nodes: int | None, host: str | None, user:
         image: str | None = None) -> dict[str, Any]:
     """Smoke-test cluster NAME: a Slurm job over ssh, or on a Kubernetes cluster an MPIJob through its scheduler."""
     session, spec = recorded(name)
-    if registry.profile(spec.backend).kubernetes_api:
+    if Capability.KUBERNETES_API in registry.get(spec.backend).capabilities:
         for option, value in (("--host", host), ("--user", user), ("--identity", identity),
                               ("--nccl-tests", nccl_tests)):
             if value:
@@ -43,7 +44,7 @@ def manifest_text(name: str, queue: str | None, nodes: int | None, timeout_min: 
                   image: str | None = None) -> str:
     """The YAML of what ``smoke NAME`` would submit to a Kubernetes cluster, from the recorded spec alone."""
     _, spec = recorded(name)
-    if not registry.profile(spec.backend).kubernetes_api:
+    if Capability.KUBERNETES_API not in registry.get(spec.backend).capabilities:
         raise UsageError(f"--print shows the MPIJob a Kubernetes cluster's smoke test submits; {name} runs a Slurm "
                          "job over ssh (fmcluster/scripts/smoke_job.sh)")
     expect = smoke.expectations(spec, queue or mpijob.default_queue(spec), nodes)

@@ -66,7 +66,7 @@ def run_engine(session: Session, title: str, action: str, resources: list[Resour
 def what_exists(session: Session) -> list[str]:
     """Every resource tagged for the cluster now, one line each: what a failed command leaves behind."""
     try:
-        return [d.description for d in session.backend.discover(session)]
+        return [d.description for d in session.backend.discover(session.context)]
     except Exception as exc:  # the report of a failure must not fail itself; say what could not be read
         return [f"(could not list what exists: {exc})"]
 

@@ -10,6 +10,7 @@ from typing import Any
 from fmcluster import catalog
 from fmcluster.aws.placement import offering_zones
 from fmcluster.backends import registry
+from fmcluster.backends.protocol import Capability
 from fmcluster.connection import aws
 from fmcluster.engine import EngineFailed, Interrupted, TimedOut, reads
 from fmcluster.errors import FmclusterError
@@ -33,7 +34,7 @@ def preflight_results(spec: Spec) -> list:
     """Every preflight check's result (``fmcluster preflight`` prints them, as a table or as JSON)."""
     region = aws.region_for(spec.region)
     aws.check_ca_bundle()  # a usage error (exit 2), not a failed credentials row
-    return run_preflight(spec, region, lambda service: aws.client(service, region))
+    return run_preflight(spec, region, lambda service: aws.client(service, region), registry.get(spec.backend).checks)
 
 
 def preflight(spec: Spec, to_stdout: bool = False) -> bool:
@@ -64,7 +65,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             with reads.reading(session.ctx):
                 # The recorded id; else the one AWS holds (a lost record, a teammate's cluster); else a new cluster.
                 found = existing.cluster_id if existing and existing.cluster_id else \
-                    session.backend.find_cluster_id(session)
+                    session.backend.find_cluster_id(session.context)
                 is_new = existing is None and found is None
                 cluster_id = found or uuid.uuid4().hex
                 session.set_cluster_id(cluster_id)
@@ -84,10 +85,10 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
                 return _done(session, plan, json_output, "already matches the spec; nothing to do")
             # Before any question or AWS write: refused here, nothing changes (and --yes does not reach it).
             losses = data_loss.guard(session, plan, allow_data_loss, backup)
-            questions = session.backend.questions(session, plan.changes)
+            questions = session.backend.questions(session.context, plan.changes)
             for question in questions:
                 ui.warning(question.warning)
-            waypoints = [] if is_new else session.backend.waypoints(session, plan.changes)
+            waypoints = [] if is_new else session.backend.waypoints(session.context, plan.changes)
             if waypoints:
                 ui.note("AWS takes this change in steps: " + "; then ".join(
                     label for label, _ in waypoints) + f"; then the spec ({_spec_label(spec)})")
@@ -123,7 +124,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
             return 0
         store.set_cluster_status(spec.name, session.region, "ACTIVE")
         future_blocks.announce(session, wait_for_blocks, timeout_min)
-        problems = session.backend.describe(session).get("problems") or []
+        problems = session.backend.describe(session.context).get("problems") or []
         if problems:
             raise Unhealthy(f"cluster {spec.name} was made, but AWS reports problems with it:\n"
                             + "\n".join(f"  {p}" for p in problems)
@@ -151,7 +152,7 @@ def ready_hint(session: Session) -> str:
     """What to run next once the cluster is ready: status, and on a Kubernetes cluster the kubeconfig that reaches
     its API and the smoke test through its scheduler."""
     status = f"`{session.hint(f'fmcluster status {session.name}')}` shows it"
-    if not registry.profile(session.backend_name).kubernetes_api:
+    if Capability.KUBERNETES_API not in registry.get(session.backend_name).capabilities:
         return status + "."
     return (f"{status}; `{session.hint(f'fmcluster kubeconfig {session.name} -o ~/.kube/config')}` lets kubectl "
             f"reach its Kubernetes API, and `{session.hint(f'fmcluster smoke {session.name}')}` tests it through "

@@ -12,6 +12,7 @@ from typing import Any
 from fmcluster.aws import unread
 from fmcluster.aws.discovery import Discovered
 from fmcluster.backends import registry
+from fmcluster.backends.protocol import Capability
 from fmcluster.connection import aws
 from fmcluster.engine import Resource
 from fmcluster.engine.graph import by_rank, wire
@@ -58,7 +59,7 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
     doomed: dict[str, list[Resource]] = {}
     kept: list[str] = []
     for session in sessions:
-        found = session.backend.discover(session)
+        found = session.backend.discover(session.context)
         keep = _kept_names(session, found) if keep_storage else set()
         doomed[session.ctx.cluster_id] = [d.handle for d in found if d.handle is not None and d.resource not in keep]
         kept += [f"{d.resource} ({d.description})" for d in found if d.handle is not None and d.resource in keep]
@@ -84,7 +85,7 @@ def _destroy(store: StateStore, name: str, yes: bool, keep_storage: bool, json_o
         _teardown(session, doomed[session.ctx.cluster_id], keep_storage)
     left = []
     for session in sessions:
-        found = session.backend.discover(session)
+        found = session.backend.discover(session.context)
         keep = _kept_names(session, found) if keep_storage else set()
         left += [d for d in found if d.resource not in keep]
     mine = still_mine(left, ids, holder)
@@ -170,7 +171,7 @@ def _teardown(session: Session, doomed: list[Resource], keep_storage: bool) -> N
         if doomed:
             run_engine(session, f"Destroying {session.name}" + (" (what the first pass uncovered)" if attempt else ""),
                        "destroy", by_rank(doomed))
-        found = session.backend.discover(session)
+        found = session.backend.discover(session.context)
         keep = _kept_names(session, found) if keep_storage else set()
         doomed = [d.handle for d in found if d.handle is not None and d.resource not in keep]
         if not doomed:
@@ -204,14 +205,14 @@ def _kept_names(session: Session, found: list[Discovered]) -> set[str]:
 def _backend_holding(store: StateStore, name: str, region: str) -> str:
     """The backend whose anchor (a PCS cluster, a ParallelCluster stack) AWS holds for the name; otherwise the
     one whose scans cover every resource fmcluster makes itself."""
-    for backend in registry.NAMES:
+    for backend in registry.names():
         probe = Session.bare(name, region, backend, store)
         try:
-            if probe.backend.find_cluster_id(probe):
+            if probe.backend.find_cluster_id(probe.context):
                 return backend
         except FmclusterError:  # a backend this install or account lacks
             continue
-    return next(p.name for p in registry.profiles() if p.finds_everything)
+    return next(b.name for b in registry.backends() if Capability.FINDS_EVERYTHING in b.capabilities)
 
 
 def _sessions(store: StateStore, name: str) -> list[Session]:
@@ -227,7 +228,7 @@ def _sessions(store: StateStore, name: str) -> list[Session]:
     backend = _backend_holding(store, name, region)
     probe = Session.bare(name, region, backend, store)
     sessions = []
-    for cluster_id in sorted({d.cluster_id for d in probe.backend.discover(probe) if d.cluster_id}):
+    for cluster_id in sorted({d.cluster_id for d in probe.backend.discover(probe.context) if d.cluster_id}):
         session = Session.bare(name, region, backend, store)
         session.set_cluster_id(cluster_id)
         sessions.append(session)

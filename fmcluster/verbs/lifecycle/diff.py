@@ -28,7 +28,7 @@ def make_plan(session: Session, options: dict[str, Any] | None = None, only: Att
     if not session.ctx.cluster_id:
         found = []
     elif found is None:
-        found = session.backend.discover(session)
+        found = session.backend.discover(session.context)
     return changes.make_plan(session.ctx, session.store, resources, found, only)
 
 
@@ -67,7 +67,7 @@ CHANGES_PENDING_EXIT = 3
 def diff(spec: Spec, spec_file: str, json_output: bool, detailed_exitcode: bool = False) -> int:
     session = Session.open(spec, spec_file)
     with reads.reading(session.ctx):  # one read per resource: the plan's reads are served from discovery's lists
-        found_id = session.ctx.cluster_id or session.backend.find_cluster_id(session)
+        found_id = session.ctx.cluster_id or session.backend.find_cluster_id(session.context)
         if found_id:
             session.set_cluster_id(found_id)
         plan = make_plan(session)

@@ -118,7 +118,7 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
                 console.print(f"  [yellow]~[/] {ui.escape(ui.resource_label(change.resource))}: "
                               f"{ui.escape(f'{attribute.path} {attribute.old} → {attribute.new}')}")
         options: dict[str, Any] = {}
-        questions = session.backend.questions(session, counts)
+        questions = session.backend.questions(session.context, counts)
         for question in questions:
             ui.warning(question.warning)
         if not questions:

@@ -121,9 +121,9 @@ def describe(session: Session, spec_problem: str = "",
     cost. AWS is read once: describe, the blocks, discovery and the drift's plan share one read-only pass
     (:mod:`fmcluster.engine.reads`)."""
     with reads.reading(session.ctx):
-        report = session.backend.describe(session)
+        report = session.backend.describe(session.context)
         _add_blocks(session, report, block_warning_hours)
-        found = session.backend.discover(session)
+        found = session.backend.discover(session.context)
         report["resources"] = [d.as_json() | {"managed": d.handle is not None, "description": d.description}
                                for d in found]
         if session.record is not None:
@@ -266,9 +266,9 @@ def _tagged_by_backend(region: str) -> dict[str, dict[str, str] | None] | None:
     if not aws.has_credentials(region):
         return None
     found: dict[str, dict[str, str] | None] = {}
-    for backend in registry.NAMES:
+    for backend in registry.names():
         try:
-            found[backend] = dict(registry.tagged_clusters(backend, region))
+            found[backend] = dict(registry.get(backend).tagged_clusters(region))
         except Exception as exc:  # the local list still stands; say what could not be read
             found[backend] = None
             ui.note(f"{backend} clusters tagged in {region} not listed: {aws.describe_error('list', exc).aws_message}")
@@ -290,10 +290,10 @@ def _found_in_aws(store: StateStore, name: str, region: str) -> Session | None:
     """A cluster with no local record that AWS holds by its tags (a teammate's): a session with no spec."""
     if not aws.has_credentials(region):
         return None
-    for backend in registry.NAMES:
+    for backend in registry.names():
         session = Session.bare(name, region, backend, store)
         try:
-            cluster_id = session.backend.find_cluster_id(session)
+            cluster_id = session.backend.find_cluster_id(session.context)
         except FmclusterError:
             continue
         except Exception:  # a service this account or region lacks: the other backend may still answer

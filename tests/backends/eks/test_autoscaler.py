@@ -138,7 +138,7 @@ def test_an_elastic_groups_desired_size_is_the_autoscalers() -> None:
 def test_scale_does_not_install_or_remove_the_autoscaler() -> None:
     """Within an elastic queue `scale` sets min and max; turning the only elastic queue fixed (or a fixed one
     elastic) would remove (install) cluster software, which `scale` refuses with the way to do it."""
-    from fmcluster.backends.eks.backend import EksBackend
+    from fmcluster.backends.eks import EksBackend
     from fmcluster.errors import UsageError
 
     backend = EksBackend()

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fmcluster.render import render
+from fmcluster.backends.registry import render
 from fmcluster.spec import load_spec
 from fmcluster.validate.requests import check_document
 

@@ -11,8 +11,9 @@ import uuid
 
 import pytest
 
+from fmcluster.backends import registry
 from fmcluster.preflight import FIX, preflight_failed
-from fmcluster.preflight.common import Context, backend_checks
+from fmcluster.preflight.common import Context
 from fmcluster.spec.models import Spec
 
 REGION = "us-east-1"
@@ -27,7 +28,7 @@ def _spec(queues: int = 1, nodes: int = 2, version: str = "1.35") -> Spec:
 
 def _eks_checks(sandbox, spec: Spec) -> dict:
     ctx = Context(spec=spec, region=REGION, client=lambda service: sandbox.client(service, REGION))
-    return {r.name: r for r in backend_checks(spec).run(ctx, True)}
+    return {r.name: r for r in registry.get(spec.backend).checks.run(ctx, True)}
 
 
 def test_default_quotas_pass_and_name_their_values(sandbox):

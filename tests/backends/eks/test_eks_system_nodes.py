@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.backends.eks.backend import EksBackend
+from fmcluster.backends.eks import EksBackend
+from fmcluster.backends.registry import render
 from fmcluster.catalog import hardware as hw
 from fmcluster.catalog.names import instance_type_problem
 from fmcluster.cost_report.figures import plan_report
 from fmcluster.errors import UsageError
 from fmcluster.pricing.model import spec_cost
 from fmcluster.pricing.rates import PriceBook
-from fmcluster.render import render
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import NodeRange
 from fmcluster.validate.requests import check_document

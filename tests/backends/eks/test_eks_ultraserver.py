@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from fixtures.eks_specs import GB200_SPEC
 
-from fmcluster.render import render
+from fmcluster.backends.registry import render
 from fmcluster.spec import load_spec
 
 NAMESPACE = "dra-driver-nvidia-gpu"

@@ -165,7 +165,7 @@ def test_compute_nodes_that_outlive_the_stack_are_terminated(sandbox, sandbox_en
     """No stack, but a compute node of the cluster still runs (a node launched after ParallelCluster's own
     cleanup), tagged as ParallelCluster tags its nodes (its own tags and the config's): discovery offers it
     for teardown, which ends it through pcluster.lib's delete_cluster_instances."""
-    from fmcluster.backends.parallelcluster.backend import ParallelClusterBackend
+    from fmcluster.backends.parallelcluster import ParallelClusterBackend
     from fmcluster.connection import aws
     from fmcluster.engine import Engine
     from fmcluster.engine.graph import by_rank
@@ -189,9 +189,9 @@ def test_compute_nodes_that_outlive_the_stack_are_terminated(sandbox, sandbox_en
     session = Session.bare(name, "us-east-1", "parallelcluster", StateStore(tmp_path / "state.db"))
     session.set_cluster_id(cluster_id)
     backend = ParallelClusterBackend()
-    handles = [d.handle for d in backend.discover(session) if d.handle is not None]
+    handles = [d.handle for d in backend.discover(session.context) if d.handle is not None]
     assert [h.name for h in handles] == [f"cluster_instances:{name}"]
     Engine(session.ctx, session.store).destroy(by_rank(handles))
     state = ec2.describe_instances(InstanceIds=[orphan["InstanceId"]])["Reservations"][0]["Instances"][0]["State"]
     assert state["Name"] == "terminated"
-    assert backend.discover(session) == []
+    assert backend.discover(session.context) == []

@@ -11,7 +11,7 @@ import hashlib
 import yaml
 from fixtures.lifecycle import PclusterCli, _ok, cli_fixture
 
-from fmcluster.render import render
+from fmcluster.backends.registry import render
 from fmcluster.render.node_software import SCRIPTS_DIR
 from fmcluster.spec import load_spec
 

@@ -15,8 +15,8 @@ import subprocess
 import yaml
 from fixtures.lifecycle import CONFIGS, PclusterCli, _fmcluster, _ok, cli_fixture
 
+from fmcluster.backends.registry import render
 from fmcluster.engine.references import references
-from fmcluster.render import render
 from fmcluster.spec import load_spec
 from fmcluster.validate.requests import check_document
 
