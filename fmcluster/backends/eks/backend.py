@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster.aws import unread
 from fmcluster.aws.build import SHARED, Maker, build, by_key
+from fmcluster.aws.cluster_blocks import queues_waiting
 from fmcluster.aws.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.aws.existing_storage import ExistingFsxLustre
@@ -45,7 +46,6 @@ from fmcluster.engine import Resource, reads
 from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.spec.networking import creates_network
-from fmcluster.verbs.capacity.cluster_blocks import queues_waiting
 
 if TYPE_CHECKING:
     from fmcluster.engine import ResourceChange
