@@ -21,6 +21,7 @@ from fmcluster.aws.iam import InstanceProfile
 from fmcluster.aws.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.aws.ownership import is_ours
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
+from fmcluster.backends.pcs.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.render import node_role_name
@@ -30,7 +31,6 @@ from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP
 from fmcluster.engine import Resource, reads
 from fmcluster.errors import UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
-from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 
 if TYPE_CHECKING:
     from fmcluster.aws.images import Image

@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from fmcluster import catalog
+from fmcluster.backends.pcs import decisions as pcs_decisions
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP, pcs_health_checks_supported
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render import node_software, storage
@@ -108,8 +109,8 @@ def render(
     mounts = lustre_mounts + ([home_mount] if home_mount else [])
 
     add("cluster.yaml", "cluster", spec.name, "pcs", {"": "CreateCluster"}, "pcs/cluster.yaml.j2",
-        name=spec.name, slurm_version=spec.slurm.version, size=decisions.pcs_size(spec),
-        size_limit=decisions.PCS_SIZE_LIMITS[decisions.pcs_size(spec)], subnet_id=subnet,
+        name=spec.name, slurm_version=spec.slurm.version, size=pcs_decisions.pcs_size(spec),
+        size_limit=pcs_decisions.PCS_SIZE_LIMITS[pcs_decisions.pcs_size(spec)], subnet_id=subnet,
         scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting,
         custom_settings=_settings(_cluster_settings(spec)))
 
@@ -185,7 +186,7 @@ def _cluster_settings(spec: Spec) -> dict[str, object]:
     rules refuse a Prolog of the user's own then: PCS has one)."""
     settings: dict[str, object] = dict(spec.slurm.custom_settings)
     if decisions.imex_prolog(spec):
-        settings["Prolog"] = decisions.PCS_IMEX_PROLOG
+        settings["Prolog"] = pcs_decisions.PCS_IMEX_PROLOG
     return settings
 
 
