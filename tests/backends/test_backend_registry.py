@@ -85,8 +85,8 @@ def test_every_backend_has_each_part_code_below_it_reaches_by_name(name: str) ->
     """spec, preflight, validate and render reach these through backend_parts; a backend without one would
     fail only when a spec for it is first loaded, rendered or checked."""
     from fmcluster.backends.parts import backend_part
+    from fmcluster.backends.slurm.node_software import NodeLayout
     from fmcluster.preflight.common import BackendChecks
-    from fmcluster.render.node_software import NodeLayout
     from fmcluster.spec.backend_rules import BackendSpecRules
 
     assert isinstance(backend_part(name, "spec_rules").RULES, BackendSpecRules)

@@ -219,7 +219,7 @@ def test_trainium_nodes_get_the_neuron_driver_first(tmp_path: Path, home: Path, 
     assert any(":5:20: queues[0].instance_type: " in str(w) and "carry no Neuron driver: fmcluster installs it"
                in str(w) for w in loaded.warnings)
     from fmcluster.backends.parts import backend_part
-    from fmcluster.render.node_software import compute_steps
+    from fmcluster.backends.slurm.node_software import compute_steps
 
     layout = backend_part(backend, "render").NODE_LAYOUT
     steps = compute_steps(loaded.spec, loaded.spec.queues[0], str(tmp_path / "spec.yaml"), layout)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fmcluster import __version__
+from fmcluster.backends.slurm import node_software
 from fmcluster.catalog.hardware import hardware
-from fmcluster.render import node_software
 from fmcluster.render.common import (
     PCLUSTER_VERSION,
     SSH_CLOSED_CIDR,

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from fmcluster import extras
 from fmcluster.backends.parallelcluster.config_checks import check_schema, check_with_validators
+from fmcluster.backends.slurm.node_software import BUCKET_REFERENCE, without_bucket
 from fmcluster.checks import CheckResult, Status
 from fmcluster.connection import aws
 from fmcluster.engine.references import references, resolve
 from fmcluster.render.common import CLUSTER_TAG
 from fmcluster.render.documents import RenderedDocuments
-from fmcluster.render.node_software import BUCKET_REFERENCE, without_bucket
 from fmcluster.render.storage import OPENZFS_ROOT_VOLUME
 from fmcluster.spec import LoadedSpec
 from fmcluster.spec.trace import locate

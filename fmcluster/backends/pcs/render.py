@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 from fmcluster import catalog
 from fmcluster.backends.pcs import decisions as pcs_decisions
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP, pcs_health_checks_supported
+from fmcluster.backends.slurm import node_software
 from fmcluster.catalog.hardware import hardware
-from fmcluster.render import node_software, storage
+from fmcluster.render import storage
 from fmcluster.render.common import architecture, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network

@@ -11,8 +11,8 @@ import hashlib
 import yaml
 from fixtures.lifecycle import PclusterCli, _ok, cli_fixture
 
+from fmcluster.backends.slurm.node_software import SCRIPTS_DIR
 from fmcluster.render import render
-from fmcluster.render.node_software import SCRIPTS_DIR
 from fmcluster.spec import load_spec
 
 SETUP = "#!/bin/bash\n# set NCCL knobs for this site\necho \"nccl setup $*\" >> /var/log/nccl-setup.log\n"
