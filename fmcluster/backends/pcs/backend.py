@@ -18,10 +18,10 @@ from fmcluster.aws.efs import EfsFileSystem, scan_efs
 from fmcluster.aws.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
 from fmcluster.aws.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
 from fmcluster.aws.iam import InstanceProfile
-from fmcluster.aws.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.aws.ownership import is_ours
 from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
 from fmcluster.backends.pcs.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
+from fmcluster.backends.pcs.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.render import node_role_name
@@ -33,7 +33,7 @@ from fmcluster.errors import UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
 if TYPE_CHECKING:
-    from fmcluster.aws.images import Image
+    from fmcluster.backends.pcs.images import Image
     from fmcluster.spec.models import Spec
     from fmcluster.verbs.session import Session
 

@@ -19,7 +19,7 @@ from fmcluster.spec import auto_repair, decisions
 from fmcluster.spec.models import Queue, Spec, instance_types_of, max_nodes, min_nodes
 
 if TYPE_CHECKING:
-    from fmcluster.aws.images import Image
+    from fmcluster.backends.pcs.images import Image
 
 PURCHASE_OPTIONS = {
     "on-demand": "ONDEMAND",
@@ -54,7 +54,7 @@ def render(
     vpc_id: str | None = None,
     images: dict[str, Image] | None = None,
 ) -> RenderedDocuments:
-    """``images`` maps an architecture to the image its nodes boot (:func:`fmcluster.aws.images.find_images`);
+    """``images`` maps an architecture to the image its nodes boot (:func:`fmcluster.backends.pcs.images.find_images`);
     without it (offline) no AMI is named unless the spec gives one, and the root device name is a stand-in."""
     rendered = RenderedDocuments(backend="pcs")
     tags = resource_tags(spec)
