@@ -97,7 +97,7 @@ class Session:
             self.store.record_resource(self.name, self.region, kind, key, physical_id, "resolved", outputs)
 
     def _queues_waiting(self) -> set[str]:
-        from fmcluster.verbs.capacity.cluster_blocks import queues_waiting
+        from fmcluster.aws.cluster_blocks import queues_waiting
 
         return queues_waiting(self.ctx, self.spec)
 

@@ -97,8 +97,8 @@ def test_every_backend_has_each_part_the_layers_below_it_take(name: str) -> None
     """spec, preflight, validate and render get these handed in; a backend without one would fail only when a
     spec for it is first loaded, rendered or checked. mypy checks the types against the protocol (pyproject)."""
     from fmcluster.backends.protocol import Lifecycle
+    from fmcluster.backends.slurm.node_software import NodeLayout
     from fmcluster.preflight.common import BackendChecks
-    from fmcluster.render.node_software import NodeLayout
     from fmcluster.spec.backend_rules import BackendSpecRules, backend_rules, runs_head_node
 
     backend: Backend = registry.get(name)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.render.node_software import SCRIPTS_DIR
+from fmcluster.backends.slurm.node_software import SCRIPTS_DIR
 
 PROLOG = SCRIPTS_DIR / "imex_prolog.sh"
 NODES = {  # name → address; "train-dy-gb-3" is still powering up (its address is its name)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from fmcluster.backends.registry import render
+from fmcluster.backends.slurm.node_software import SCRIPTS_DIR
 from fmcluster.engine.references import references, resolve
-from fmcluster.render.node_software import SCRIPTS_DIR
 from fmcluster.spec import load_spec
 from fmcluster.validate.requests import stand_in
 

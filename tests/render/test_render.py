@@ -254,7 +254,7 @@ def test_pcs_capacity_block_layout() -> None:
 
 def test_pcs_root_device_comes_from_the_image() -> None:
     """The root volume mapping names the AMI's RootDeviceName (DescribeImages); offline a stand-in, said so."""
-    from fmcluster.aws.images import Image
+    from fmcluster.backends.pcs.images import Image
     from fmcluster.backends.pcs.render import ROOT_DEVICE_TO_RESOLVE
     from fmcluster.backends.pcs.render import render as render_pcs
 

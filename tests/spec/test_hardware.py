@@ -220,7 +220,7 @@ def test_trainium_nodes_get_the_neuron_driver_first(tmp_path: Path, home: Path, 
                in str(w) for w in loaded.warnings)
     from fmcluster.backends.parallelcluster import render as parallelcluster
     from fmcluster.backends.pcs import render as pcs
-    from fmcluster.render.node_software import compute_steps
+    from fmcluster.backends.slurm.node_software import compute_steps
 
     layout = {"pcs": pcs, "parallelcluster": parallelcluster}[backend].NODE_LAYOUT
     steps = compute_steps(loaded.spec, loaded.spec.queues[0], str(tmp_path / "spec.yaml"), layout)

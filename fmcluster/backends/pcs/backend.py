@@ -26,9 +26,10 @@ from fmcluster.aws.efs import EfsFileSystem, scan_efs
 from fmcluster.aws.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
 from fmcluster.aws.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
 from fmcluster.aws.iam import InstanceProfile
-from fmcluster.aws.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.aws.ownership import is_ours
 from fmcluster.backends.lazy import LifecycleDefaults
+from fmcluster.backends.pcs.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
+from fmcluster.backends.pcs.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.render import node_role_name
@@ -39,11 +40,10 @@ from fmcluster.backends.protocol import LoginNode, LogLine
 from fmcluster.engine import Resource, reads
 from fmcluster.errors import UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
-from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 
 if TYPE_CHECKING:
-    from fmcluster.aws.images import Image
     from fmcluster.backends.context import BackendContext
+    from fmcluster.backends.pcs.images import Image
     from fmcluster.spec.models import Spec
 
 # Shared storage: /home made by fmcluster (FSx for OpenZFS or EFS), and look-ups of existing file systems.

@@ -1,4 +1,4 @@
-"""``fmcluster capacity list``: read the account's Capacity Blocks (:mod:`fmcluster.verbs.capacity.listing`) and lay
+"""``fmcluster capacity list``: read the account's Capacity Blocks (:mod:`fmcluster.aws.capacity_blocks`) and lay
 them out as a table."""
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from fmcluster.connection import aws
 
 @aws.read_only()
 def run_list() -> list[dict[str, Any]]:
-    """Every Capacity Block in the command's Region, as :func:`fmcluster.verbs.capacity.listing.list_blocks` gives
-    them."""
+    """Every Capacity Block in the command's Region, as :func:`fmcluster.aws.capacity_blocks.list_blocks` gives them."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from fmcluster.verbs.capacity.listing import list_blocks
+    from fmcluster.aws.capacity_blocks import list_blocks
 
     region = aws.region_for(None)
     try:
@@ -27,7 +26,7 @@ def blocks_table(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    from fmcluster.verbs.capacity.listing import countdown
+    from fmcluster.aws.capacity_blocks import countdown
 
     if not rows:
         return Text(f"no Capacity Blocks in {aws.region_for(None)}: `fmcluster capacity find` shows what EC2 sells")

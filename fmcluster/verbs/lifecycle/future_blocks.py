@@ -8,9 +8,9 @@ import datetime as dt
 import time
 from typing import Any
 
+from fmcluster.aws.cluster_blocks import not_begun
 from fmcluster.engine import TimedOut
 from fmcluster.output import ui
-from fmcluster.verbs.capacity.cluster_blocks import not_begun
 from fmcluster.verbs.session import Session
 
 #: How often ``--wait`` reads the block again while it waits for its start.

@@ -7,6 +7,7 @@ import time
 from typing import Any
 from urllib.parse import urlparse
 
+from fmcluster.aws.cluster_blocks import DEFAULT_WARNING_HOURS, cluster_blocks
 from fmcluster.aws.discovery import Discovered
 from fmcluster.backends import registry
 from fmcluster.connection import aws
@@ -18,7 +19,6 @@ from fmcluster.spec.models import max_nodes
 from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import locks
 from fmcluster.state.store import ClusterRecord, StateStore
-from fmcluster.verbs.capacity.cluster_blocks import DEFAULT_WARNING_HOURS, cluster_blocks
 from fmcluster.verbs.lifecycle.common import PSEUDO_KINDS, ClusterNotFound, known_clusters, spec_of
 from fmcluster.verbs.lifecycle.diff import make_plan
 from fmcluster.verbs.session import Session

@@ -12,7 +12,7 @@ import yaml
 from fixtures.lifecycle import PclusterCli, _ok, cli_fixture
 
 from fmcluster.backends.registry import render
-from fmcluster.render.node_software import SCRIPTS_DIR
+from fmcluster.backends.slurm.node_software import SCRIPTS_DIR
 from fmcluster.spec import load_spec
 
 SETUP = "#!/bin/bash\n# set NCCL knobs for this site\necho \"nccl setup $*\" >> /var/log/nccl-setup.log\n"

@@ -138,7 +138,7 @@ def _env(sandbox) -> dict:
 
 # --- status and preflight ---------------------------------------------------------------------------------
 class _Ctx:
-    """What :func:`fmcluster.verbs.capacity.cluster_blocks.cluster_blocks` needs of the engine's Context."""
+    """What :func:`fmcluster.aws.cluster_blocks.cluster_blocks` needs of the engine's Context."""
 
     snapshot = None
 
@@ -156,8 +156,8 @@ def _block_spec(rid: str, **extra):
 
 
 def test_status_counts_down_warns_under_the_threshold_and_names_an_impaired_block(sandbox):
+    from fmcluster.aws.cluster_blocks import cluster_blocks
     from fmcluster.output.ui import status_view
-    from fmcluster.verbs.capacity.cluster_blocks import cluster_blocks
 
     now = dt.datetime.now(dt.timezone.utc)
     rid = _seed(sandbox, start=now - dt.timedelta(hours=2), end=now + dt.timedelta(hours=20))
@@ -240,7 +240,7 @@ def test_create_on_a_block_that_begins_tomorrow_builds_the_cluster_and_says_when
         (block,) = report["capacity_blocks"]
         assert block["state"] == "scheduled" and block["hours_until_start"] > 0 and block["queues"] == ["train"]
         # capacity list names the cluster from its own launch template (PCS's, as fmcluster tags it)
-        from fmcluster.verbs.capacity.listing import list_blocks
+        from fmcluster.aws.capacity_blocks import list_blocks
 
         listed = {r["reservation_ids"][0]: r for r in list_blocks(sandbox.client("ec2", REGION))}
         assert listed[rid]["clusters"] == [cli.name] and listed[rid]["hours_until_start"] > 0
@@ -304,7 +304,7 @@ def test_a_queue_whose_block_has_not_begun_is_waiting_not_failing(sandbox):
     group with Capacity Blocks for ML": the ASG launches once the block is active); fmcluster's EKS status leaves the
     queues this names out of its problems (checked end to end by hand: create on a block starting tomorrow exited 1
     with "AWS reports problems" before, 0 after)."""
-    from fmcluster.verbs.capacity.cluster_blocks import queues_waiting
+    from fmcluster.aws.cluster_blocks import queues_waiting
 
     now = dt.datetime.now(dt.timezone.utc)
     later = _seed(sandbox, start=now + dt.timedelta(hours=30), end=now + dt.timedelta(hours=54))

@@ -23,7 +23,7 @@ from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.rules_fields import bootstrap_path
 
-SCRIPTS_DIR = Path(__file__).resolve().parent.parent / "scripts"
+SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "scripts"  # fmcluster/scripts
 # EC2 user data: 16 KB before base64 (EC2 user guide, "Run commands when you launch an EC2 instance").
 USER_DATA_LIMIT = 16 * 1024
 # The key prefix of everything fmcluster puts in the cluster's bucket.

@@ -1,5 +1,5 @@
-"""``fmcluster capacity list``, and each block's facts for ``status``: the account's Capacity Blocks for ML, their
-dates, what is in use, the interconnect, and which cluster uses each.
+"""The account's Capacity Blocks for ML as EC2 reports them, for ``fmcluster capacity list`` and each block's facts
+for ``status``: their dates, what is in use, the interconnect, and which cluster uses each.
 
 EC2 answers in three parts (botocore's EC2 model):
 

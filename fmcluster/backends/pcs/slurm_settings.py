@@ -1,11 +1,8 @@
-"""Which custom Slurm settings each backend takes.
-
-PCS allows a list per level ("AWS PCS implements an allow-list approach"): the PCS user guide's "Custom Slurm
-settings for AWS PCS clusters" and "Custom Slurm settings for AWS PCS queues" pages
-(https://docs.aws.amazon.com/pcs/latest/userguide/slurm-custom-settings.html). ParallelCluster denies a few per
-level: ``SLURM_SETTINGS_DENY_LIST`` in pcluster/validators/slurm_settings_validator.py (3.16.1), compared
-case-insensitively. fmcluster keeps its own copy of each (the sandbox keeps another, read from the same pages),
-so a setting is refused at load time with its position instead of at AWS.
+"""Which custom Slurm settings PCS takes: PCS allows a list per level ("AWS PCS implements an allow-list
+approach"), the PCS user guide's "Custom Slurm settings for AWS PCS clusters" and "Custom Slurm settings for AWS PCS
+queues" pages (https://docs.aws.amazon.com/pcs/latest/userguide/slurm-custom-settings.html). fmcluster keeps its own
+copy (the sandbox keeps another, read from the same pages), so a setting is refused at load time with its position
+instead of at AWS.
 """
 
 from __future__ import annotations
@@ -28,15 +25,6 @@ PCS_ALLOWED = {"cluster": PCS_CLUSTER, "queue": PCS_QUEUE}
 PCS_PAGES = {"cluster": "Custom Slurm settings for AWS PCS clusters",
              "queue": "Custom Slurm settings for AWS PCS queues"}
 
-PCLUSTER_DENIED = {
-    "cluster": frozenset("""
-epilog grestypes launchparameters prolog reconfigflags resumefailprogram resumeprogram resumetimeout slurmctldhost
-slurmctldlogfile slurmctldparameters slurmdlogfile slurmuser suspendexcnodes suspendprogram suspendtime taskplugin
-treewidth accountingstoragetype accountingstoragehost accountingstorageport accountingstorageuser jobacctgathertype
-""".split()),
-    "queue": frozenset("nodes partitionname resumetimeout state suspendtime oversubscribe".split()),
-}
-
 
 def pcs_problem(name: str, level: str, slurm_version: str) -> str | None:
     if name in PCS_ALLOWED[level]:
@@ -45,11 +33,3 @@ def pcs_problem(name: str, level: str, slurm_version: str) -> str | None:
     hint = f" (did you mean {near}?)" if near else ""
     return (f"not supported on pcs: {name} is not among the {level} settings PCS allows (PCS user guide, "
             f"'{PCS_PAGES[level]}'){hint}; use the parallelcluster backend for it")
-
-
-def parallelcluster_problem(name: str, level: str) -> str | None:
-    if name.lower() not in PCLUSTER_DENIED[level]:
-        return None
-    instead = " Use job_exclusive instead" if name.lower() == "oversubscribe" else ""
-    return (f"not supported on parallelcluster: ParallelCluster manages {name} itself and refuses it at {level} "
-            f"level.{instead}")

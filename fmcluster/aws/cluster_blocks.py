@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from fmcluster.aws.capacity_blocks import block_facts, block_problems, countdown
 from fmcluster.engine import reads
 from fmcluster.spec.models import Spec
-from fmcluster.verbs.capacity.listing import block_facts, block_problems, countdown
 
 #: ``status`` warns when a block has fewer hours left than this (``--block-warning-hours`` changes it): a day is
 #: the shortest block EC2 sells, and time enough to buy an extension or the next block.
@@ -32,7 +32,7 @@ def block_queues(spec: Spec) -> dict[str, list[str]]:
 
 def cluster_blocks(ctx: Any, spec: Spec | None, warning_hours: float = DEFAULT_WARNING_HOURS,
                    now: dt.datetime | None = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Each block the spec names (:func:`fmcluster.verbs.capacity.listing.block_facts` plus ``queues`` and
+    """Each block the spec names (:func:`fmcluster.aws.capacity_blocks.block_facts` plus ``queues`` and
     ``warning``), and the problem lines for them. ([], []) when the spec names none."""
     named = block_queues(spec) if spec is not None else {}
     if not named:

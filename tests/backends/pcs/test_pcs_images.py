@@ -1,5 +1,5 @@
-"""fmcluster's PCS image lookup (``fmcluster.aws.images``) against the sandbox, which holds AWS's sample AMIs as
-the PCS user guide publishes them ("Using sample Amazon Machine Images (AMIs) with AWS PCS")."""
+"""fmcluster's PCS image lookup (``fmcluster.backends.pcs.images``) against the sandbox, which holds AWS's sample
+AMIs as the PCS user guide publishes them ("Using sample Amazon Machine Images (AMIs) with AWS PCS")."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.aws.images import SAMPLE_CAUTION, find_images, supports
+from fmcluster.backends.pcs.images import SAMPLE_CAUTION, find_images, supports
 from fmcluster.errors import SpecError, UsageError
 from fmcluster.spec import load_spec
 
