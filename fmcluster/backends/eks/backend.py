@@ -17,7 +17,8 @@ from fmcluster.aws.build import SHARED, Maker, build, by_key
 from fmcluster.aws.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
 from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.aws.existing_storage import ExistingFsxLustre
-from fmcluster.aws.fsx import FsxDataRepository, FsxLustre
+from fmcluster.aws.fsx import FsxLustre
+from fmcluster.aws.fsx_data_repository import FsxDataRepository
 from fmcluster.aws.iam import IamRole
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement

@@ -16,7 +16,8 @@ from fmcluster.aws.discovery import instance_found, instance_row, scan_ec2, scan
 from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.aws.efs import EfsFileSystem, scan_efs
 from fmcluster.aws.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
-from fmcluster.aws.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
+from fmcluster.aws.fsx import FsxLustre, FsxOpenZfs
+from fmcluster.aws.fsx_data_repository import FsxDataRepository
 from fmcluster.aws.iam import InstanceProfile
 from fmcluster.aws.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.aws.ownership import is_ours
