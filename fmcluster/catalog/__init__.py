@@ -14,7 +14,6 @@ Public API::
     price_as_of()                    -> "2026-09-19"
 """
 
-
 from __future__ import annotations
 
 import functools
