@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.backend_rules import backend_rules
-from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
+from fmcluster.spec.field_types import Backend
+from fmcluster.spec.models import Queue, Spec, max_nodes
 
 PCS_SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
 # The OS AWS's PCS sample AMIs come in (PCS user guide, "Using sample AMIs": al2023 from Slurm 25.11 on).
