@@ -115,7 +115,7 @@ def main() -> None:
 
     boto3.setup_default_session = setup_default_session
 
-    from fmcluster.engine import core as engine
+    from fmcluster.engine import walk as engine
     from fmcluster.output import progress
 
     original_apply = engine.Engine.apply

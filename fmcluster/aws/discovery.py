@@ -15,7 +15,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, SecurityGroup, error_code
-from fmcluster.aws.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs, associations
+from fmcluster.aws.fsx import FsxLustre, FsxOpenZfs
+from fmcluster.aws.fsx_data_repository import FsxDataRepository, associations
 from fmcluster.aws.iam import IamRole, InstanceProfile
 from fmcluster.aws.network_plan import RESOURCES as NETWORK_RESOURCES
 from fmcluster.aws.network_plan import scan_network

@@ -6,27 +6,21 @@ This package's face is the engine's contract: what backends implement (:class:`R
 how it does that.
 """
 
-from fmcluster.engine.core import (
-    UNKNOWN,
+from fmcluster.engine.context import Context
+from fmcluster.engine.events import EngineFailed, Event, EventKind, Interrupted, TimedOut
+from fmcluster.engine.resource import (
     Action,
     AttributeChange,
-    AttributeFilter,
-    Context,
-    Engine,
-    EngineFailed,
-    Event,
-    EventKind,
     ForeignResource,
     InPlace,
-    Interrupted,
     Observed,
     Phase,
     Resource,
     ResourceChange,
-    TimedOut,
-    Unknown,
     flatten,
 )
+from fmcluster.engine.unknown import UNKNOWN, Unknown
+from fmcluster.engine.walk import AttributeFilter, Engine
 
 __all__ = ["UNKNOWN", "Action", "AttributeChange", "AttributeFilter", "Context", "Engine", "EngineFailed", "Event",
            "EventKind", "ForeignResource", "InPlace", "Interrupted", "Observed", "Phase", "Resource",

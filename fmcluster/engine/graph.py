@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from fmcluster.errors import FmclusterError
 
 if TYPE_CHECKING:
-    from fmcluster.engine.core import Resource
+    from fmcluster.engine.resource import Resource
 
 # References to values the session supplies rather than a resource (the cluster's identity, the network
 # it was placed in).

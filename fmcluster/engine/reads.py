@@ -3,7 +3,7 @@ before it asks.
 
 Such a command reads a cluster three ways: the backend's ``describe`` (status, queues, nodes), ``discover`` (what
 is tagged for the cluster, listed) and the plan (each resource of the spec read by its id). Inside
-:func:`reading` the session's :class:`~fmcluster.engine.core.Context` holds a :class:`Snapshot` of what this pass
+:func:`reading` the session's :class:`~fmcluster.engine.context.Context` holds a :class:`Snapshot` of what this pass
 read, by kind and id: a discovery scan keeps every item it lists, and a read by id asks the snapshot before
 AWS (:func:`kept`), or reads through it (:func:`once`) so that the next reader of the same item gets the same
 answer.
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from fmcluster.engine.core import Context
+    from fmcluster.engine.context import Context
 
 T = TypeVar("T")
 _ABSENT = object()  # a read that found nothing (kept too: "not there" is an answer as well)

@@ -1,6 +1,6 @@
 """How many resource operations one engine walk runs at once.
 
-A walk (:mod:`fmcluster.engine.core`) gives every resource its own worker, so that independent steps run at once.
+A walk (:mod:`fmcluster.engine.walk`) gives every resource its own worker, so that independent steps run at once.
 Unbounded, a spec with many queues would open as many connections at once as it has resources ready, and be
 throttled for it; :class:`Slots` lets at most N of them call AWS at a time.
 """

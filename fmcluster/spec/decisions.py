@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.backend_rules import backend_rules, runs_head_node
-from fmcluster.spec.models import Backend, Queue, Spec
+from fmcluster.spec.field_types import Backend
+from fmcluster.spec.models import Queue, Spec
 
 
 def operating_system(spec: Spec) -> str:

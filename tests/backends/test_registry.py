@@ -203,7 +203,7 @@ queues:
 def toy_backend(monkeypatch: pytest.MonkeyPatch):
     """A minimal backend registered for one test through the registry's public ``register``, as a new backend's
     folder would be. Its name is allowed in the spec by patching only the spec's ``backend`` values (the one other
-    place a backend's name is written: ``Backend`` in spec/models.py) and rebuilding the model."""
+    place a backend's name is written: ``Backend`` in spec/field_types.py) and rebuilding the model."""
     from typing import Literal
 
     from fmcluster.render.documents import Document, RenderedDocuments

@@ -25,18 +25,22 @@ from fmcluster.aws.discovery import (
 )
 from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.aws.existing_storage import ExistingFsxLustre
-from fmcluster.aws.fsx import FsxDataRepository, FsxLustre
+from fmcluster.aws.fsx import FsxLustre
+from fmcluster.aws.fsx_data_repository import FsxDataRepository
 from fmcluster.aws.iam import IamRole
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement
 from fmcluster.backends.eks import cluster_view
+from fmcluster.backends.eks.addon_resource import EksAddon
+from fmcluster.backends.eks.cluster_resource import EksCluster
 from fmcluster.backends.eks.kubernetes import client as kube
+from fmcluster.backends.eks.nodegroup_resource import EksNodegroup
 from fmcluster.backends.eks.nodes import system_nodes
 from fmcluster.backends.eks.nodes.instance_types import template_type
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
 from fmcluster.backends.eks.render import render as render_eks
-from fmcluster.backends.eks.resources import EksAddon, EksCluster, EksNodegroup, health_issues
+from fmcluster.backends.eks.resources import health_issues
 from fmcluster.backends.eks.software import (
     apply_order,
     autoscaler_install,

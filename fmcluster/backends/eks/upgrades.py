@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fmcluster.backends.eks.resources import minor, versions_between
+from fmcluster.backends.eks.versions import minor, versions_between
 from fmcluster.engine import ResourceChange
 
 if TYPE_CHECKING:

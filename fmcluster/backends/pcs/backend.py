@@ -24,7 +24,8 @@ from fmcluster.aws.discovery import (
 from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.aws.efs import EfsFileSystem, scan_efs
 from fmcluster.aws.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
-from fmcluster.aws.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
+from fmcluster.aws.fsx import FsxLustre, FsxOpenZfs
+from fmcluster.aws.fsx_data_repository import FsxDataRepository
 from fmcluster.aws.iam import InstanceProfile
 from fmcluster.aws.ownership import is_ours
 from fmcluster.backends.lazy import LifecycleDefaults

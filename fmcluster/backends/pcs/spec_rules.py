@@ -11,7 +11,8 @@ from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart
 from fmcluster.spec import auto_repair, decisions, ultraserver_capacity
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
-from fmcluster.spec.models import Queue, Slurm, Spec
+from fmcluster.spec.backend_settings import Slurm
+from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
 from fmcluster.spec.rules_fields import nvidia_gpus
 from fmcluster.spec.tag_rules import AWS_TAGS_PER_RESOURCE, FMCLUSTER_TAGS

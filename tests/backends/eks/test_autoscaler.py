@@ -10,9 +10,9 @@ import json
 
 import pytest
 
+from fmcluster.backends.eks.nodegroup_resource import _scaling
 from fmcluster.backends.eks.nodes import system_nodes
 from fmcluster.backends.eks.render import render
-from fmcluster.backends.eks.resources import _scaling
 from fmcluster.backends.eks.software.manifests import MANAGED_KINDS, manifests
 from fmcluster.backends.eks.software.releases import CLUSTER_AUTOSCALER, manifest_bytes
 from fmcluster.backends.eks.software.validate import manifest_problems

@@ -8,8 +8,8 @@ the same name (EKS node group names are unique in a cluster, and the queue's nam
 
 from __future__ import annotations
 
+from fmcluster.backends.eks.nodegroup_resource import EksNodegroup
 from fmcluster.backends.eks.nodes.instance_types import GROUP_TYPES, NODE_TYPES
-from fmcluster.backends.eks.resources import EksNodegroup
 from fmcluster.engine import AttributeChange
 from fmcluster.render.documents import Document
 
