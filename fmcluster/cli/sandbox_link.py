@@ -2,7 +2,7 @@
 
 The sandbox is its own distribution (``fmcluster-sandbox``, package ``fmcluster_sandbox``, brought by the
 ``sandbox`` extra), so ``pip install fmcluster`` carries no emulator code. This is the only module in fmcluster
-that imports it (tests/architecture/test_import_graph.py holds that), and only once the extra is known to be there;
+that imports it (an import-linter contract in .importlinter holds that), and only once the extra is known to be there;
 without it, both entry points end in one line naming the extra, exit 2.
 """
 

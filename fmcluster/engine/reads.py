@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from fmcluster.engine.context import Context
@@ -81,7 +81,7 @@ def once(ctx: Context, kind: str, ident: str, fetch: Callable[[], T],
     ``ident`` and ``aliases(item)`` (its id and its name: readers ask by either). An exception is not kept."""
     found = kept(ctx, kind, ident)
     if found is not MISSING:
-        return found
+        return cast(T, found)
     item = fetch()
     keep(ctx, kind, item, ident, *(aliases(item) if item is not None else ()))
     return item

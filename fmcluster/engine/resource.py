@@ -215,7 +215,7 @@ def _same(live: Any, wanted: Any) -> bool:
         return False
     if isinstance(wanted, (int, float)) and isinstance(live, (int, float)) and not isinstance(wanted, bool):
         return float(live) == float(wanted)
-    return live == wanted
+    return bool(live == wanted)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -16,6 +16,7 @@ since EKS and FSx run one update of a resource at a time. What it cannot change 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -33,7 +34,7 @@ from fmcluster.engine.slots import MAX_OPERATIONS_VARIABLE, Slots, SlotStop, max
 from fmcluster.engine.unknown import UNKNOWN, Unknown
 from fmcluster.engine.waiting import Stopped, growing, pause
 from fmcluster.errors import FmclusterError
-from fmcluster.state.store import StateStore
+from fmcluster.state.store import ResourceRecord, StateStore
 
 T = TypeVar("T")
 
@@ -276,9 +277,7 @@ class Engine:
                              + (f" (step {number + 1} of {len(steps)})" if len(steps) > 1 else "")))
             request = {c.path: jsonable(c.new) for c in mine}
             current, send = observed, getattr(resource, method)
-            observed = self._call(resource, method, request,
-                                  lambda token, send=send, current=current, mine=mine: send(self.ctx, current, mine,
-                                                                                           token))
+            observed = self._call(resource, method, request, functools.partial(send, self.ctx, current, mine))
             self._save(resource, observed)
         return observed
 
@@ -377,7 +376,7 @@ class Engine:
             return call()
 
     # -- records ------------------------------------------------------------------------------------
-    def _record_for(self, resource: Resource):
+    def _record_for(self, resource: Resource) -> ResourceRecord | None:
         return self.store.resource(self.ctx.cluster, self.ctx.region, resource.kind, resource.key)
 
     def _save(self, resource: Resource, observed: Observed) -> None:
