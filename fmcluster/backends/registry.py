@@ -3,7 +3,7 @@
 Adding a backend means a folder under ``fmcluster/backends/`` (its ``__init__`` with the light backend object,
 ``profile.py``, ``spec_rules.py``, and the parts its object loads on first use: ``backend.py`` with its
 lifecycle, ``listing.py``, ``preflight.py``, ``validate.py``, ``render.py``), one line in :data:`_BUILT_IN`
-below, its name in the spec's ``backend`` values (:data:`fmcluster.spec.models.Backend`), and its templates.
+below, its name in the spec's ``backend`` values (:data:`fmcluster.spec.field_types.Backend`), and its templates.
 
 Importing this module hands each backend's spec rules to the spec layer, which sits below the backends and never
 imports them (:func:`fmcluster.spec.backend_rules.register`): the command line and the tests import it first.
