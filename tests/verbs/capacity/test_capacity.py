@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 
 import pytest
 from fixtures.capacity import fm, offering, reservations
@@ -233,7 +234,9 @@ def test_extend_shows_the_price_then_moves_the_end(run, sandbox):
     assert code == 0, err
     assert ec2.describe_capacity_reservations(CapacityReservationIds=[rid])["CapacityReservations"][0][
         "EndDate"] == end + dt.timedelta(days=1)
-    code, _, err = run("capacity", "extend", "cr-0123456789abcdef0", "--days", "1", "--dry-run")
+    # A fresh id: the examples' cr-0123456789abcdef0 may be seeded in this worker's sandbox (test_validate_examples).
+    unknown = "cr-" + uuid.uuid4().hex[:17]
+    code, _, err = run("capacity", "extend", unknown, "--days", "1", "--dry-run")
     assert code == 2 and "InvalidCapacityReservationId.NotFound" in err, err
 
 
