@@ -15,7 +15,7 @@ PREFIX = "[bench] call "
 
 
 def main() -> None:
-    from fmcluster import aws
+    from fmcluster.connection import aws
 
     original_session = aws.session
     registered: set[int] = set()
@@ -35,7 +35,7 @@ def main() -> None:
 
     aws.session = session
     sys.argv = ["fmcluster", *sys.argv[1:]]
-    from fmcluster.cli import main as cli_main
+    from fmcluster.cli.app import main as cli_main
 
     cli_main()
 

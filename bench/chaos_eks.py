@@ -88,7 +88,7 @@ class EksKillRun(Run):
         return not found
 
     def check_drift(self) -> None:
-        # asked under the run's throttling: reads wait out throttled answers (fmcluster/aws.py READING)
+        # asked under the run's throttling: reads wait out throttled answers (fmcluster/connection/aws.py READING)
         status = self.must("status", self.name, "--json")
         if status.returncode != 0:
             return

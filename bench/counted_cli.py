@@ -2,7 +2,7 @@
 
     python bench/counted_cli.py OUT.json fmcluster-args...
 
-Nothing is added to fmcluster: this wrapper replaces ``fmcluster.aws._count_call`` (the handler each new
+Nothing is added to fmcluster: this wrapper replaces ``fmcluster.connection.aws._count_call`` (the handler each new
 boto3 session registers for ``before-call``) with one that also records a timestamp, and registers three
 more botocore handlers on every session it creates: ``before-send`` (every HTTP attempt, retries included),
 ``needs-retry`` (to count throttling answers) and ``before-parameter-build`` (each call's parameters, kept when
@@ -33,7 +33,7 @@ THROTTLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "Re
 
 def main() -> None:
     out, args = sys.argv[1], sys.argv[2:]
-    from fmcluster import aws
+    from fmcluster.connection import aws
 
     lock = threading.Lock()
     record: dict = {"calls": [], "params": [], "pcluster_params": [], "attempts": [], "events": [], "throttled": 0,
@@ -115,7 +115,8 @@ def main() -> None:
 
     boto3.setup_default_session = setup_default_session
 
-    from fmcluster import engine, progress
+    from fmcluster.engine import walk as engine
+    from fmcluster.output import progress
 
     original_apply = engine.Engine.apply
 
@@ -144,7 +145,7 @@ def main() -> None:
 
     atexit.register(dump)
     sys.argv = ["fmcluster", *args]
-    from fmcluster.cli import main as cli_main
+    from fmcluster.cli.app import main as cli_main
 
     cli_main()
 

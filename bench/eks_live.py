@@ -1,4 +1,4 @@
-"""The EKS live check lives with the tests (tests/live_eks.py: tests must not import bench/); the benchmarks
+"""The EKS live check lives with the tests (tests/fixtures/live_eks.py: tests must not import bench/); the benchmarks
 import it from here as before."""
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
     python bench/robustness.py [--json] [--workers 2] [--only GROUP] [--fmcluster PATH]
 
 The corpus is the project's own, taken from the tests so there is one list to keep: bad specs
-(tests/test_spec_errors.py CASES, UNREADABLE), hostile files (tests/test_hostile_files.py HOSTILE),
-state-file faults (tests/test_state_file.py FAULTS x COMMANDS, degraded records, scale refusals), plus the
+(tests/spec/test_spec_errors.py CASES, UNREADABLE), hostile files (tests/cli/test_hostile_files.py HOSTILE),
+state-file faults (tests/state/test_state_file.py FAULTS x COMMANDS, degraded records, scale refusals), plus the
 bad flags, unknown names, bad output paths and permission faults listed here. Each case runs the installed
 ``fmcluster`` in a fresh temp dir, with no AWS (an unreachable endpoint where a command could reach for one),
-as an ordinary user where file modes matter (root runs it without CAP_DAC_OVERRIDE, see tests/unprivileged.py).
+as an ordinary user where file modes matter (root runs it without CAP_DAC_OVERRIDE, see tests/fixtures/unprivileged.py).
 
 A case is a **clear exit** when the command exits with the code the contract gives (2 bad input, 1 state or
 not-found, 0 for the reads that must keep working), prints its message on stderr and no traceback. A
@@ -254,7 +254,8 @@ def state_cases() -> list[Case]:
         cases.append(Case("state-permission", f"unreadable-file {command}", chmod_db(0o000, args, 1)))
         cases.append(Case("state-permission", f"home-is-a-file {command}", home_is_a_file(args)))
         if command == "status-name":
-            continue  # it reads the state, then asks AWS: tests/test_state_lifecycle.py runs it with a sandbox
+            # it reads the state, then asks AWS: tests/verbs/lifecycle/test_state_lifecycle.py runs it with a sandbox
+            continue
         cases.append(Case("state-permission", f"read-only-file {command}", chmod_db(0o400, args, 0 if reads else 1)))
         cases.append(Case("state-permission", f"read-only-dir {command}", chmod_dir(args, 0 if reads else 1)))
 

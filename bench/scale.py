@@ -28,9 +28,9 @@ import yaml
 CHILD = r"""
 import json, resource, statistics, sys, time, tracemalloc
 from fmcluster.spec import load_spec
-from fmcluster.plan.figures import plan_report
+from fmcluster.cost_report.figures import plan_report
 from fmcluster.pricing.rates import PriceBook
-from fmcluster.render import render
+from fmcluster.backends.registry import render
 
 path, repeat = sys.argv[1], int(sys.argv[2])
 

@@ -29,7 +29,7 @@ HEAVY = ("boto3", "botocore", "pcluster", "moto", "pydantic", "yaml", "jinja2")
 HELP_PROBE = """
 import sys, json
 sys.argv = ['fmcluster', '--help']
-from fmcluster.cli import main
+from fmcluster.cli.app import main
 try:
     main()
 except SystemExit:

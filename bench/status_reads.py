@@ -4,8 +4,8 @@
 
 In a private sandbox, for the quickstart PCS cluster (``configs/quickstart-pcs.yaml``), the quickstart
 ParallelCluster cluster (``configs/quickstart-parallelcluster.yaml``) and an EKS cluster
-(``configs/p5-kueue-eks.yaml`` on a Capacity Block bought in the sandbox as ``tests/test_lifecycle_eks.py`` buys
-one): ``fmcluster create SPEC --yes``, then ``status NAME --json`` and a second ``create SPEC --yes`` (the cluster
+(``configs/p5-kueue-eks.yaml`` on a Capacity Block bought in the sandbox as ``tests/backends/eks/test_lifecycle_eks.py``
+buys one): ``fmcluster create SPEC --yes``, then ``status NAME --json`` and a second ``create SPEC --yes`` (the cluster
 matches its spec, so it only reads: the plan it shows before it would ask) each through
 ``bench/counted_cli.py``, which records every AWS call with its parameters (ParallelCluster's own clients'
 included), then ``destroy``.
@@ -71,7 +71,7 @@ def tally(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _buy_block(sandbox: Sandbox, instances: int) -> str:
-    """A p5.48xlarge Capacity Block that starts now (as tests/test_lifecycle_eks.py buys one)."""
+    """A p5.48xlarge Capacity Block that starts now (as tests/backends/eks/test_lifecycle_eks.py buys one)."""
     ec2 = sandbox.client("ec2")
     offers = ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=instances,
                                                    CapacityDurationHours=24)["CapacityBlockOfferings"]

@@ -1,12 +1,12 @@
-"""Where the suite's time goes, per test file, from a JUnit report of a full run; and the order ``tests/tiers.py``
-hands files to the xdist workers (LONGEST_FIRST) that this run's durations give.
+"""Where the suite's time goes, per test file, from a JUnit report of a full run; and the order
+``tests/fixtures/tiers.py`` hands files to the xdist workers (LONGEST_FIRST) that this run's durations give.
 
     .venv/bin/python -m pytest --junitxml=/tmp/suite.xml        # the full suite, as CI runs it
     .venv/bin/python bench/suite_durations.py /tmp/suite.xml [--top 25] [--json]
 
 Prints each file's summed test time (setup + call + teardown, as JUnit records it), its share of the worker time,
 how many of its tests failed or errored (a failed test's time says little about a passing one's: such files are
-flagged), then a LONGEST_FIRST list to paste into tests/tiers.py: the files that take longest, longest first.
+flagged), then a LONGEST_FIRST list to paste into tests/fixtures/tiers.py: the files that take longest, longest first.
 """
 
 from __future__ import annotations

@@ -7,16 +7,16 @@ Cases and their targets (the figure is the median of the runs; the bench exits 1
 
 - ``call_latency.ec2``: a call the sandbox holds 0.4 s (``call.ec2.DescribeVpcs``) answers within [1.0, 3.75)
   times the delay, and another call of the same service (DescribeSubnets) in under 1.0 times it.
-  (was tests/test_sandbox_server.py::test_call_latency_is_applied)
+  (was tests/sandbox/test_sandbox_server.py::test_call_latency_is_applied)
 - ``call_latency.pcs``: a PCS call held 0.4 s answers within [1.0, 1.875) times the delay: the PCS emulator's own
   delay is applied once, not again by the server. (was test_pcs_call_latency_is_applied_once)
 - ``lock_handover``: once a process holding a cluster's lock ends, the next ``locks.acquire`` gets it in under
-  10 s. (was tests/test_locks.py::test_a_waiting_second_command_gets_the_lock_once_the_first_ends)
+  10 s. (was tests/state/test_locks.py::test_a_waiting_second_command_gets_the_lock_once_the_first_ends)
 - ``pause_stop``: ``waiting.pause(60, stop)`` with the stop set after 0.2 s ends in under 30 s, i.e. a ratio to
-  the 60 s pause under 0.5. (was tests/test_waiting.py::test_a_pause_ends_at_once_when_the_command_stops)
+  the 60 s pause under 0.5. (was tests/engine/test_waiting.py::test_a_pause_ends_at_once_when_the_command_stops)
 - ``pcluster_create`` (no target; skipped with ``--no-cdk`` or without Node.js): a ParallelCluster create
   through ``pcluster.lib`` against the sandbox, and the share of it spent in ParallelCluster's CDK synthesis.
-  (was printed by tests/test_sandbox_pcluster.py::test_pcluster_cluster_lifecycle)
+  (was printed by tests/sandbox/test_sandbox_pcluster.py::test_pcluster_cluster_lifecycle)
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ DELAY = 0.4
 HOLDER = """
 import sys
 from pathlib import Path
-from fmcluster import locks
+from fmcluster.state import locks
 locks.acquire(Path(sys.argv[1]), "demo", "us-east-1", "fmcluster create held.yaml")
 print("held", flush=True)
 sys.stdin.read()
@@ -75,7 +75,7 @@ def call_latency(sandbox: Sandbox, service: str) -> dict[str, float]:
 
 
 def lock_handover() -> dict[str, float]:
-    from fmcluster import locks
+    from fmcluster.state import locks
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp) / "locks"
@@ -92,7 +92,7 @@ def lock_handover() -> dict[str, float]:
 
 
 def pause_stop() -> dict[str, float]:
-    from fmcluster.waiting import Stop, Stopped, pause
+    from fmcluster.engine.waiting import Stop, Stopped, pause
 
     stop = Stop()
     threading.Timer(0.2, stop.set).start()

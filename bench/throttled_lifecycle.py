@@ -1,6 +1,6 @@
 """Throttling endurance, through the installed command: a PCS quickstart ``create`` then ``destroy`` while the
-sandbox throttles a share of every service's calls. These ran in the suite (tests/test_lifecycle_pcs.py's
-``test_twenty_percent_throttling_still_completes``, about 86 s, and tests/test_throttle_visible.py's
+sandbox throttles a share of every service's calls. These ran in the suite (tests/backends/pcs/test_lifecycle_pcs.py's
+``test_twenty_percent_throttling_still_completes``, about 86 s, and tests/verbs/lifecycle/test_throttle_visible.py's
 ``test_create_under_throttling_says_so``, about 120 s); the suite keeps one deterministic throttled create/destroy
 (test_throttle_visible.py) and these long runs are measured here.
 
@@ -9,7 +9,7 @@ sandbox throttles a share of every service's calls. These ran in the suite (test
 Each case: ``throttle_rate {"*": RATE}`` with a fixed seed (20 %: seed 7, 30 %: seed 11, as the tests had), then
 ``fmcluster create quickstart-pcs --yes``, the exact set of PCS resources checked (one cluster, node groups
 login/gpu/burst, one launch template each, one security group), ``destroy --yes`` under the same throttle, and
-the leftover scan (``tests/leftovers.py``) once the throttle is lifted.
+the leftover scan (``tests/fixtures/leftovers.py``) once the throttle is lifted.
 
 Target: every case exits 0 on both commands, its create says it was throttled and retried ("throttled by AWS
 (... retrying (attempt"), holds exactly one of each resource, and leaves nothing. Exits 1 otherwise. Reports each

@@ -10,8 +10,8 @@ ParallelCluster record (as ``create`` leaves them), with nothing listening at UR
 
 Target: each answers within ``--target`` seconds (default 5). The endpoint is a closed port on 127.0.0.1, refused
 at once (a stopped sandbox, a wrong port). An endpoint that drops packets instead (a dead VPN) waits out the
-READING patience's connect timeouts (fmcluster/aws.py); this machine has no route that drops silently, so that
-case is not measured here.
+READING patience's connect timeouts (fmcluster/connection/aws.py); this machine has no route that drops silently, so
+that case is not measured here.
 
 Prints the median wall time per case; exits 1 when a targeted case misses the target, exits with the wrong
 code, prints a traceback or more than one line.
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fmcluster.spec.stored import record_cluster  # noqa: E402
-from fmcluster.state import StateStore  # noqa: E402
+from fmcluster.state.store import StateStore  # noqa: E402
 
 CLOSED = "http://127.0.0.1:9"
 SPECS = {"demo-pcs": "quickstart-pcs.yaml", "demo-pc": "quickstart-parallelcluster.yaml"}

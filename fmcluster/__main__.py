@@ -1,3 +1,3 @@
-from fmcluster.cli import main
+from fmcluster.cli.app import main
 
 main()

@@ -1,4 +1,4 @@
-"""One check's verdict, shared by ``validate`` and ``preflight`` (and printed by :mod:`fmcluster.ui`), and
+"""One check's verdict, shared by ``validate`` and ``preflight`` (and printed by :mod:`fmcluster.output.ui`), and
 their ``--json`` report (docs/checks-json.md)."""
 
 from __future__ import annotations

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import fixtures.tiers as tiers
 import pytest
+from fixtures.pcluster import reset_pcluster_clients
+from fixtures.sandbox import Sandbox, start_sandbox, stop_sandbox
 
-try:
-    import tiers
-    from pcluster_fixture import reset_pcluster_clients
-    from sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
-except ImportError:  # tests/ imported as a package
-    from tests import tiers
-    from tests.pcluster_fixture import reset_pcluster_clients
-    from tests.sandbox_fixture import Sandbox, start_sandbox, stop_sandbox
+# The backends hand their spec rules to the spec layer (below them) when the registry is imported, as the command
+# line does first: tests that load a spec without the command line need it too.
+import fmcluster.backends.registry  # noqa: F401
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -21,11 +21,7 @@ class BackendProfile:
     anchor_kind: str = "cluster"
     # The pip extra the backend's lifecycle needs (None: boto3 alone).
     extra: str | None = None
-    # Its ``discover`` scans for every kind of resource fmcluster makes itself, anchor or not: the backend
-    # that finds what is left of a cluster whose anchor AWS no longer holds.
-    finds_everything: bool = False
-    # Its clusters are reached through a Kubernetes API (`fmcluster kubeconfig`), not by ssh to a login node.
-    kubernetes_api: bool = False
+    # What it does that not every backend does is not here: ``Backend.capabilities`` (protocol.Capability).
 
     def common_status(self, raw: str) -> str:
         """``raw`` in the common vocabulary; a status the map does not know is in progress."""

@@ -1,63 +1,83 @@
-"""The backends by name: the one place that lists them. Adding a backend means a folder under
-``fmcluster/backends/`` (``profile.py`` with its :class:`BackendProfile`, ``backend.py`` with its
-:class:`Backend`, ``listing.py`` with its ``tagged_clusters``, and the parts that code below the backends reaches
-by name through :mod:`fmcluster.backend_parts`: ``spec_rules.py``, ``preflight.py``, ``validate.py``,
-``render.py``), its name in :data:`NAMES` and its class in ``_BACKEND_CLASSES``, and its templates.
+"""The backends by name: the one place that maps a name to a backend object (:class:`Backend`).
 
-``profile`` is light (nothing beyond the standard library); ``tagged_clusters`` needs boto3 alone; ``backend``
-loads the lifecycle class, with boto3 and the backend's extra (ParallelCluster's, EKS's Kubernetes client).
+Adding a backend means a folder under ``fmcluster/backends/`` (its ``__init__`` with the light backend object,
+``profile.py``, ``spec_rules.py``, and the parts its object loads on first use: ``backend.py`` with its
+lifecycle, ``listing.py``, ``preflight.py``, ``validate.py``, ``render.py``), one line in :data:`_BUILT_IN`
+below, its name in the spec's ``backend`` values (:data:`fmcluster.spec.field_types.Backend`), and its templates.
+
+Importing this module hands each backend's spec rules to the spec layer, which sits below the backends and never
+imports them (:func:`fmcluster.spec.backend_rules.register`): the command line and the tests import it first.
+Building the backend objects loads neither boto3 nor a backend's extra (their lifecycle loads on first use).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
+from fmcluster.backends.eks import EksBackend
+from fmcluster.backends.parallelcluster import ParallelClusterBackend
+from fmcluster.backends.pcs import PcsBackend
+from fmcluster.backends.profile import BackendProfile
+from fmcluster.backends.protocol import Backend, Capability
 from fmcluster.errors import UsageError
-from fmcluster.extras import require
+from fmcluster.render.documents import RenderedDocuments
+from fmcluster.spec import backend_rules as spec_backends
+from fmcluster.spec.models import Spec
 
-if TYPE_CHECKING:
-    from fmcluster.backends.base import Backend
-    from fmcluster.backends.profile import BackendProfile
+# The backends, in the order the docs and `schema` list them (the first is the spec's default).
+_BUILT_IN: tuple[Backend, ...] = (ParallelClusterBackend(), PcsBackend(), EksBackend())
 
-# The spec's `backend:` values, in the order the docs and `schema` list them (the first is the default).
-NAMES: tuple[str, ...] = ("parallelcluster", "pcs", "eks")
-# Each backend's lifecycle class, in its ``backend`` module.
-_BACKEND_CLASSES = {"parallelcluster": "ParallelClusterBackend", "pcs": "PcsBackend", "eks": "EksBackend"}
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> None:
+    """Add ``backend`` under its name (after those already known), and hand its spec rules to the spec layer."""
+    _BACKENDS[backend.name] = backend
+    spec_backends.register(backend.name, backend.spec_rules,
+                           runs_head_node=Capability.HEAD_NODE in backend.capabilities)
+
+
+def unregister(name: str) -> None:
+    """Forget backend ``name`` (a test's backend, once the test is done)."""
+    _BACKENDS.pop(name, None)
+    spec_backends.unregister(name)
+
+
+for _backend in _BUILT_IN:
+    register(_backend)
+
+
+def names() -> tuple[str, ...]:
+    """The spec's `backend:` values, in the order the docs and `schema` list them."""
+    return tuple(_BACKENDS)
 
 
 def check_name(name: str) -> str:
     """``name`` when it is a backend; a UsageError naming the known ones otherwise."""
-    if name not in NAMES:
-        raise UsageError(f"unknown backend {name!r}: the backends are {', '.join(NAMES)}")
+    if name not in _BACKENDS:
+        raise UsageError(f"unknown backend {name!r}: the backends are {', '.join(_BACKENDS)}")
     return name
 
 
-def _module(name: str, part: str) -> Any:
-    return importlib.import_module(f"fmcluster.backends.{check_name(name)}.{part}")
+def get(name: str) -> Backend:
+    """Backend ``name``. Light: its lifecycle (boto3, the backend's extra) loads on its first lifecycle call, and
+    exits 2 naming the extra when the backend needs one that is not installed."""
+    return _BACKENDS[check_name(name)]
+
+
+def backends() -> list[Backend]:
+    """Every backend, in :func:`names` order."""
+    return list(_BACKENDS.values())
 
 
 def profile(name: str) -> BackendProfile:
     """The light facts about backend ``name``."""
-    return _module(name, "profile").PROFILE
+    return get(name).profile
 
 
 def profiles() -> list[BackendProfile]:
-    """Every backend's profile, in :data:`NAMES` order."""
-    return [profile(name) for name in NAMES]
+    """Every backend's profile, in :func:`names` order."""
+    return [backend.profile for backend in _BACKENDS.values()]
 
 
-def backend(name: str) -> Backend:
-    """A lifecycle instance of backend ``name``; exit 2 naming the extra when the backend needs one that is
-    not installed."""
-    found = profile(name)
-    if found.extra:
-        article = "an" if found.display[:1] in "AEIOU" else "a"  # an EKS, a PCS, a ParallelCluster
-        require(found.extra, f"{article} {found.display} cluster")
-    return getattr(_module(name, "backend"), _BACKEND_CLASSES[name])()
-
-
-def tagged_clusters(name: str, region: str) -> list[tuple[str, str]]:
-    """(name, common status) of each cluster of backend ``name`` that ``region`` holds by its
-    ``fmcluster:cluster`` tag. boto3 only: it needs no extra, so a teammate's cluster is listed on any install."""
-    return _module(name, "listing").tagged_clusters(region)
+def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = None) -> RenderedDocuments:
+    """The spec's documents, by its backend's ``render``."""
+    return get(spec.backend).render(spec, spec_file, subnet_id=subnet_id)

@@ -24,7 +24,7 @@ PRICING_NOTE = ("$0.10 per cluster-hour on standard support, $0.60 on extended (
 
 
 # The versions for which AWS publishes the EKS-optimized Amazon Linux 2023 node images (standard, NVIDIA and Neuron)
-# that every fmcluster node boots (fmcluster/backends/eks/node_images.py). EKS User Guide, "Create nodes with optimized
+# that every fmcluster node boots (fmcluster/backends/eks/nodes/images.py). EKS User Guide, "Create nodes with optimized
 # Amazon Linux AMIs": "Kubernetes version 1.32 is the last version for which Amazon EKS will release AL2 AMIs. From
 # version 1.33 onwards, Amazon EKS will continue to release AL2023 and Bottlerocket based AMIs"; the accelerated
 # AL2023 variants have been published for every supported version since October 2024 ("Amazon EKS optimized Amazon

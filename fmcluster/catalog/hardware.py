@@ -29,8 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from fmcluster import aws, catalog
-from fmcluster.state import home
+from fmcluster import catalog
+from fmcluster.connection import aws
+from fmcluster.state.store import home
 
 Source = Literal["catalog", "ec2", "name"]
 AcceleratorKind = Literal["gpu", "trainium", "inferentia"]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 
-from fmcluster.catalog import COMMON_EC2_TYPES, instance_names, is_valid_ec2_type_name
+from fmcluster.catalog import instance_names
 from fmcluster.catalog.hardware import known_instance_type, known_instance_types
+from fmcluster.catalog.type_names import COMMON_EC2_TYPES, is_valid_ec2_type_name
 
 
 def suggest_instance(name: str) -> str | None:

@@ -19,16 +19,17 @@ from fmcluster.preflight.checks import (
     check_offerings,
     check_subnet,
 )
-from fmcluster.preflight.common import FIX, Context, backend_checks
+from fmcluster.preflight.common import FIX, BackendChecks, Context
 from fmcluster.preflight.storage import check_existing_storage
 from fmcluster.spec.models import Spec
 
 __all__ = ["FIX", "CheckResult", "preflight_failed", "run_preflight"]
 
 
-def run_preflight(spec: Spec, region: str, client: Callable[[str], Any]) -> list[CheckResult]:
-    """Every preflight check, in order. ``client(service)`` returns a boto3 client for ``region``."""
-    ctx = Context(spec=spec, region=region, client=client)
+def run_preflight(spec: Spec, region: str, client: Callable[[str], Any], backend: BackendChecks) -> list[CheckResult]:
+    """Every preflight check, in order. ``client(service)`` returns a boto3 client for ``region``; ``backend`` is
+    the spec's backend's checks (``registry.get(spec.backend).checks``)."""
+    ctx = Context(spec=spec, region=region, client=client, backend=backend)
     results = check_credentials(ctx)
     aws_answered = not preflight_failed(results)
     if not aws_answered:
@@ -37,7 +38,7 @@ def run_preflight(spec: Spec, region: str, client: Callable[[str], Any]) -> list
         for check in (check_subnet, check_offerings, check_quotas, check_reservations, check_key_pair,
                       check_buckets, check_existing_storage):
             results += check(ctx)
-    results += backend_checks(spec).run(ctx, aws_answered)
+    results += backend.run(ctx, aws_answered)
     return results
 
 

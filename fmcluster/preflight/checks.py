@@ -6,9 +6,9 @@ Capacity (quotas, reservations) lives in :mod:`fmcluster.preflight.capacity`.
 
 from __future__ import annotations
 
+from fmcluster.aws.placement import head_types, offering_zones, resolve_placement
 from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError, UsageError
-from fmcluster.network import head_types, offering_zones, resolve_placement
 from fmcluster.preflight.common import Context, aws_code, aws_errors, aws_failure, fix, guarded
 from fmcluster.preflight.network import check_access, check_node_network, check_queue_subnets
 from fmcluster.spec import decisions
@@ -64,7 +64,7 @@ def check_subnet(ctx: Context) -> list[CheckResult]:
     results += _subnet_addresses(ctx, subnet)
     if named:
         results += guarded("node network", named)(
-            lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named))(ctx)
+            lambda ctx: check_node_network(ctx.spec, ctx.region, ec2, named, ctx.backend_checks()))(ctx)
         results += guarded("security groups and policies")(
             lambda ctx: check_access(ctx.spec, ec2, ctx.aws("iam"), placement.vpc_id))(ctx)
         results += guarded("queue subnets")(lambda ctx: check_queue_subnets(ctx.spec, ec2, placement.vpc_id))(ctx)

@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.aws import describe_error
-from fmcluster.backend_parts import backend_part
+from fmcluster.aws.placement import Placement
 from fmcluster.checks import CheckResult
+from fmcluster.connection.aws import describe_error
 from fmcluster.errors import AwsError, FmclusterError
-from fmcluster.network import Placement
 from fmcluster.spec.models import Spec
 
 FIX = "fix: "
@@ -24,8 +23,8 @@ def fix(text: str) -> str:
 
 @dataclass(frozen=True)
 class BackendChecks:
-    """What preflight asks of the spec's backend: ``CHECKS`` in ``fmcluster/backends/<name>/preflight.py``
-    (reached through :func:`fmcluster.backend_parts.backend_part`)."""
+    """What preflight asks of the spec's backend: ``CHECKS`` in ``fmcluster/backends/<name>/preflight.py``. Preflight
+    sits below the backends: the caller hands the backend's in (``Backend.checks``, from the registry)."""
 
     # Its own checks; the flag says whether AWS answered the credentials check (checks that call AWS skip
     # otherwise, local ones still run).
@@ -35,10 +34,6 @@ class BackendChecks:
     registration_service: str | None = None
     # The status of multi-interface nodes that could not reach out: "failed" where the backend then fails.
     unreachable_nodes: str = "warning"
-
-
-def backend_checks(spec: Spec) -> BackendChecks:
-    return backend_part(spec.backend, "preflight").CHECKS
 
 
 @dataclass
@@ -51,7 +46,15 @@ class Context:
     account: str | None = None
     placement: Placement | None = None
     head_zone: str | None = None
+    # The spec's backend's checks, handed in by the caller (run_preflight); a check that needs them asks
+    # :meth:`backend_checks`.
+    backend: BackendChecks | None = None
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def backend_checks(self) -> BackendChecks:
+        if self.backend is None:
+            raise RuntimeError("this check needs the spec's backend's checks")
+        return self.backend
 
     def aws(self, service: str) -> Any:
         if service not in self._clients:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster.aws.placement import offering_zones, zone_label
 from fmcluster.checks import CheckResult
-from fmcluster.network import offering_zones, zone_label
-from fmcluster.preflight.common import backend_checks
+from fmcluster.preflight.common import BackendChecks
 from fmcluster.spec.models import Spec, instance_types_of
 from fmcluster.spec.networking import interface_count, multi_interface_queues
 
@@ -45,17 +45,17 @@ def _interface_endpoint(ec2: Any, vpc_id: str, service: str) -> bool:
                and str(e.get("State", "")).lower() == "available" for e in endpoints)
 
 
-def check_node_network(spec: Spec, region: str, ec2: Any, subnet_id: str) -> list[CheckResult]:
+def check_node_network(spec: Spec, region: str, ec2: Any, subnet_id: str, backend: BackendChecks) -> list[CheckResult]:
     """One result per subnet of the spec that multi-interface queues use (nothing to check for a network
-    fmcluster creates)."""
+    fmcluster creates); ``backend``: the spec's backend's checks."""
     by_subnet: dict[str, list[tuple[int, Any]]] = {}
     for index, queue in multi_interface_queues(spec):
         by_subnet.setdefault(queue.subnet_id or subnet_id, []).append((index, queue))
     return [result for subnet, queues in by_subnet.items()
-            for result in _subnet_reach(spec, region, ec2, subnet, queues)]
+            for result in _subnet_reach(region, ec2, subnet, queues, backend)]
 
 
-def _subnet_reach(spec: Spec, region: str, ec2: Any, subnet_id: str, queues: list) -> list[CheckResult]:
+def _subnet_reach(region: str, ec2: Any, subnet_id: str, queues: list, backend: BackendChecks) -> list[CheckResult]:
     names = ", ".join(f"{q.name} ({q.instance_type}, {interface_count(q)} interfaces)" for _, q in queues)
     subnet = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
     problems = []
@@ -63,7 +63,6 @@ def _subnet_reach(spec: Spec, region: str, ec2: Any, subnet_id: str, queues: lis
         problems.append(f"{subnet_id} auto-assigns public IPv4 addresses, which EC2 cannot give a multi-interface "
                         "node (ParallelCluster refuses to launch them with AssignPublicIp)")
     nat = _nat_route(_route_table(ec2, subnet))
-    backend = backend_checks(spec)
     service = backend.registration_service and f"com.amazonaws.{region}.{backend.registration_service}"
     endpoint = bool(service) and _interface_endpoint(ec2, subnet["VpcId"], service)
     if not nat and not endpoint:

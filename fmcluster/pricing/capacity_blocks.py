@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fmcluster import aws
+from fmcluster.connection import aws
 from fmcluster.pricing.rates import PriceError
 from fmcluster.spec.decisions import ultraserver_shape
 from fmcluster.spec.models import Queue, Spec, max_nodes

@@ -20,7 +20,8 @@ from fmcluster.pricing.parts import UNPRICED_RESOURCES, CostPart, storage_parts
 from fmcluster.pricing.rates import PriceBook, QueuePrice
 from fmcluster.spec import decisions
 from fmcluster.spec.backend_rules import backend_rules
-from fmcluster.spec.models import Backend, Spec, max_nodes
+from fmcluster.spec.field_types import Backend
+from fmcluster.spec.models import Spec, max_nodes
 from fmcluster.spec.networking import creates_network
 
 #: Decimal places of every dollar figure, so that plan and status agree to the cent and beyond.

@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from fmcluster import aws, catalog
+from fmcluster import catalog
 from fmcluster.catalog import InstanceFacts
+from fmcluster.connection import aws
 from fmcluster.errors import FmclusterError
 from fmcluster.spec.models import Queue
 

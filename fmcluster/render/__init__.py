@@ -1,19 +1,13 @@
-"""Spec → backend documents, through the Jinja templates in ``templates/``."""
+"""Spec → backend documents, through the Jinja templates in ``templates/``: the shared helpers each backend's
+``render`` uses. Which backend renders a spec is the registry's to say (``fmcluster.backends.registry.render``):
+render sits below the backends."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fmcluster.backend_parts import backend_part
 from fmcluster.errors import UsageError
 from fmcluster.render.documents import Document, RenderedDocuments
-from fmcluster.spec.models import Spec
-
-
-def render(spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = None) -> RenderedDocuments:
-    """The spec's documents, by its backend's ``render(spec, spec_file, subnet_id=...)`` in
-    ``fmcluster/backends/<name>/render.py``."""
-    return backend_part(spec.backend, "render").render(spec, spec_file, subnet_id=subnet_id)
 
 
 def write_documents(rendered: RenderedDocuments, directory: Path) -> list[Path]:
@@ -36,4 +30,4 @@ def write_documents(rendered: RenderedDocuments, directory: Path) -> list[Path]:
     return written
 
 
-__all__ = ["Document", "RenderedDocuments", "render", "write_documents"]
+__all__ = ["Document", "RenderedDocuments", "write_documents"]

@@ -6,7 +6,7 @@ from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.models import Spec
 
 # Everything fmcluster creates carries these three; together they make it this cluster's (see
-# fmcluster.backends.ownership). The id is issued at the first create and filled in when a document is sent.
+# fmcluster.aws.ownership). The id is issued at the first create and filled in when a document is sent.
 CLUSTER_TAG = "fmcluster:cluster"
 REGION_TAG = "fmcluster:region"
 CLUSTER_ID_TAG = "fmcluster:cluster-id"
@@ -14,10 +14,6 @@ CLUSTER_ID_REFERENCE = "${fmcluster.cluster_id}"
 # Which of the plan's resources this is (``kind:key``): a teardown or a drift scan maps what it finds by tag
 # back to the plan without the spec.
 RESOURCE_TAG = "fmcluster:resource"
-# Without an allowed network, SSH stays closed to the outside: a loopback-only rule is how ParallelCluster
-# expresses "no one" (its own default would be 0.0.0.0/0).
-SSH_CLOSED_CIDR = "127.0.0.1/32"
-PCLUSTER_VERSION = "3.16.1"
 
 
 def resource_tags(spec: Spec, resource: str | None = None) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """Rendered backend documents. The ``${kind.key.attribute}`` references inside them are
-:mod:`fmcluster.references`."""
+:mod:`fmcluster.engine.references`."""
 
 from __future__ import annotations
 

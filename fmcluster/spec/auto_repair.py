@@ -1,7 +1,7 @@
 """``queues[].auto_repair``: one knob for finding and repairing unhealthy nodes, on every backend.
 
 What it becomes is each backend's own mechanism: on eks the node group's ``nodeRepairConfig`` and the
-``eks-node-monitoring-agent`` add-on (:mod:`fmcluster.backends.eks.node_repair`), on pcs ``instanceHealthChecks``
+``eks-node-monitoring-agent`` add-on (:mod:`fmcluster.backends.eks.nodes.repair`), on pcs ``instanceHealthChecks``
 and on parallelcluster ``HealthChecks.Gpu``. On the two Slurm backends those were, and stay, ``gpu_health_checks``;
 ``auto_repair`` is the same switch there, so a spec that writes both with different values is refused.
 """

@@ -1,7 +1,9 @@
 """What the spec's rules ask of the backend a spec names, so that no rule here names a backend itself.
 
 Each backend answers in ``fmcluster/backends/<name>/spec_rules.py`` with a ``RULES`` instance of a subclass of
-:class:`BackendSpecRules`, reached through :func:`fmcluster.backend_parts.backend_part`.
+:class:`BackendSpecRules`. The spec sits below the backends and never imports them: the backend registry
+(:mod:`fmcluster.backends.registry`) hands each backend's rules in through :func:`register` when it is imported
+(the command line and the tests import it first).
 """
 
 from __future__ import annotations
@@ -9,10 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
-from fmcluster.backend_parts import backend_part
 from fmcluster.spec.positions import Path_
 
 if TYPE_CHECKING:
@@ -41,9 +41,6 @@ class BackendSpecRules(ABC):
     default_os: str
     # How messages name the images the backend boots when the spec names none.
     stock_images: str
-    # Whether the cluster runs a node of its own besides the queues' (the head or login node), which the spec's
-    # head_node describes; a backend whose scheduler runs on a managed control plane has none.
-    runs_head_node: bool = True
 
     def controller(self, spec: Spec | None) -> CostPart | None:
         """The managed controller AWS bills by the hour while the cluster exists (EKS's control plane, PCS's
@@ -97,7 +94,38 @@ def refuse_section(spec: Spec, section: str, backend: str, error: Report) -> Non
         error((section, name), f"{section}.{name} is for the {backend} backend")
 
 
-@cache
+@dataclass(frozen=True)
+class _Registered:
+    rules: BackendSpecRules
+    runs_head_node: bool
+
+
+_REGISTERED: dict[str, _Registered] = {}
+
+
+def register(backend: str, rules: BackendSpecRules, *, runs_head_node: bool) -> None:
+    """Hand in the rules of backend ``backend``, and whether its cluster runs a node of its own besides the queues'
+    (the head or login node, which the spec's head_node describes): the backend's HEAD_NODE capability."""
+    _REGISTERED[backend] = _Registered(rules, runs_head_node)
+
+
+def unregister(backend: str) -> None:
+    _REGISTERED.pop(backend, None)
+
+
+def _registered(backend: str) -> _Registered:
+    try:
+        return _REGISTERED[backend]
+    except KeyError:
+        raise LookupError(f"no spec rules for backend {backend!r}: the backends hand theirs in when "
+                          "fmcluster.backends.registry is imported") from None
+
+
 def backend_rules(backend: str) -> BackendSpecRules:
     """The rules of backend ``backend`` (a name the spec's model already accepted)."""
-    return backend_part(backend, "spec_rules").RULES
+    return _registered(backend).rules
+
+
+def runs_head_node(backend: str) -> bool:
+    """Whether a cluster of backend ``backend`` runs a node of its own besides the queues' (the spec's head_node)."""
+    return _registered(backend).runs_head_node

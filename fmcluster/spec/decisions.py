@@ -9,12 +9,9 @@ from dataclasses import dataclass
 
 from fmcluster import catalog
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec.backend_rules import backend_rules
-from fmcluster.spec.models import Backend, Queue, Spec, max_nodes
-
-PCS_SIZE_LIMITS = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
-# The OS AWS's PCS sample AMIs come in (PCS user guide, "Using sample AMIs": al2023 from Slurm 25.11 on).
-PCS_SAMPLE_AMI_OS = "alinux2023"
+from fmcluster.spec.backend_rules import backend_rules, runs_head_node
+from fmcluster.spec.field_types import Backend
+from fmcluster.spec.models import Queue, Spec
 
 
 def operating_system(spec: Spec) -> str:
@@ -27,7 +24,7 @@ def operating_system(spec: Spec) -> str:
 def head_node_type(spec: Spec) -> str | None:
     """The instance type of the cluster's own node besides the queues' (head or login node), or None when the
     backend runs none (its scheduler lives on a managed control plane)."""
-    return spec.head_node.instance_type if backend_rules(spec.backend).runs_head_node else None
+    return spec.head_node.instance_type if runs_head_node(spec.backend) else None
 
 
 def efa_enabled(queue: Queue) -> bool:
@@ -80,29 +77,6 @@ def compute_resource_name(queue: Queue, backend: Backend) -> str:
     return backend_rules(backend).compute_resource_name(queue)
 
 
-def pcs_size_for(total_nodes: int) -> str | None:
-    for size, limit in PCS_SIZE_LIMITS.items():
-        if total_nodes <= limit:
-            return size
-    return None
-
-
-# The login node group's one node: PCS counts every node group's instances against the size.
-LOGIN_NODES = 1
-
-
-def pcs_nodes(spec: Spec) -> int:
-    """The instances a PCS cluster's size must hold: every queue at its maximum, and the login node."""
-    return sum(max_nodes(q) for q in spec.queues) + LOGIN_NODES
-
-
-def pcs_size(spec: Spec) -> str:
-    """The PCS controller size: as written, or the smallest that holds every node group at its maximum."""
-    if spec.pcs.size != "auto":
-        return spec.pcs.size
-    return pcs_size_for(pcs_nodes(spec)) or "LARGE"
-
-
 @dataclass(frozen=True)
 class UltraServerShape:
     """One EC2 UltraServer type: its instance type, how many instances, and accelerators in its one domain."""
@@ -133,11 +107,6 @@ NEURON_OS = ("ubuntu2204", "ubuntu2404", "alinux2023")
 def needs_neuron(queue: Queue) -> bool:
     """Trainium and Inferentia nodes: their accelerators work only with the Neuron driver."""
     return hardware(queue.instance_type).accelerator_kind in ("trainium", "inferentia")
-
-
-# Where the PCS nodes find fmcluster's IMEX prolog (fmcluster/scripts/imex_prolog.sh installs itself there); the
-# cluster's one Slurm Prolog names it.
-PCS_IMEX_PROLOG = "/opt/fmcluster/prolog/imex.sh"
 
 
 def needs_imex(queue: Queue) -> bool:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fmcluster import aws
 from fmcluster.catalog.hardware import discover
+from fmcluster.connection import aws
 from fmcluster.spec.loader import LoadedSpec, load_spec, parse_spec
 from fmcluster.spec.models import Spec
 

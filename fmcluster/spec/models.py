@@ -8,35 +8,25 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
+from pydantic import AfterValidator, Field, PlainSerializer, StringConstraints
 
 from fmcluster import catalog
-from fmcluster.catalog import eks_versions
-
-Backend = Literal["parallelcluster", "pcs", "eks"]
-KubernetesScheduler = Literal["kueue", "volcano", "kai"]
-CapacityType = Literal["on-demand", "spot", "reservation", "capacity-block"]
-OperatingSystem = Literal["ubuntu2204", "ubuntu2404", "alinux2023", "rhel9", "rocky9"]
-SlurmVersion = Literal["24.11", "25.05", "25.11", "26.05"]
-PcsSize = Literal["auto", "SMALL", "MEDIUM", "LARGE"]
-
-# The shape only; which regions exist is botocore's partition data (fmcluster.regions, checked in rules).
-RegionName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,40}$")]
-SubnetId = Annotated[str, StringConstraints(pattern=r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")]
-ReservationId = Annotated[str, StringConstraints(pattern=r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$")]
-AmiId = Annotated[str, StringConstraints(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$")]
-# The shape only (IPv4 or IPv6 with a prefix length); rules check it is a network with ipaddress.
-Cidr = Annotated[str, StringConstraints(pattern=r"^[0-9A-Fa-f:.]+/\d{1,3}$", max_length=64)]
-MountPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9_./-]*$", max_length=255)]
-# EC2's security group id; ParallelCluster's and IAM's policy ARN (pcluster's AdditionalIamPolicy pattern).
-SecurityGroupId = Annotated[str, StringConstraints(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]
-PolicyArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/[\w+=,.@/-]+$",
-                                             max_length=2048)]
-S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
-# ParallelCluster's own patterns (pcluster/schemas/cluster_schema.py, pcluster/constants.py): an FSx file system
-# is fs- and 17 hex digits, an FSx volume fsvol- and 17, an EFS file system fs- and 8 or 17.
-FsxFileSystemId = Annotated[str, StringConstraints(pattern=r"^fs-[0-9a-f]{17}$")]
-HomeStorageId = Annotated[str, StringConstraints(pattern=r"^(fsvol-[0-9a-f]{17}|fs-[0-9a-f]{8}|fs-[0-9a-f]{17})$")]
+from fmcluster.spec.backend_settings import Kubernetes, Pcs, Slurm
+from fmcluster.spec.field_types import (
+    AmiId,
+    Backend,
+    CapacityType,
+    Cidr,
+    MountPath,
+    OperatingSystem,
+    PolicyArn,
+    RegionName,
+    ReservationId,
+    SecurityGroupId,
+    Strict,
+    SubnetId,
+)
+from fmcluster.spec.storage import Storage
 
 
 class InstanceTypes(str):
@@ -80,11 +70,7 @@ def instance_types_of(queue: Queue) -> tuple[str, ...]:
     return getattr(queue.instance_type, "all", (queue.instance_type,))
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SshAccess(_Strict):
+class SshAccess(Strict):
     key_name: str | None = Field(None, description="EC2 key pair for the head/login node.")
     allowed_cidr: Cidr | None = Field(
         None,
@@ -94,7 +80,7 @@ class SshAccess(_Strict):
     )
 
 
-class Network(_Strict):
+class Network(Strict):
     subnet_id: SubnetId | None = Field(
         None,
         description="Compute subnet, in the Availability Zone that has the capacity. Omitted: the default "
@@ -128,7 +114,7 @@ class Network(_Strict):
         "allow all traffic among the nodes. Refused on pcs, whose controller and nodes share fmcluster's group.")
 
 
-class HeadNode(_Strict):
+class HeadNode(Strict):
     instance_type: str = Field("m7i.2xlarge", description="The ParallelCluster head node, or the instance type of "
                                                           "the PCS login node group (one node).")
     root_volume_gib: int = Field(200, ge=35, le=16384, description="Root volume of the head/login node, GiB.")
@@ -137,7 +123,7 @@ class HeadNode(_Strict):
 ImageFamily = Literal["pcs-sample", "dlami", "neuron"]
 
 
-class Image(_Strict):
+class Image(Strict):
     ami: AmiId | None = Field(
         None, description="Custom AMI for all nodes: on ParallelCluster one built by `pcluster build-image` (its "
         "Build.ParentImage may be a DLAMI); on PCS one with the PCS agent and Slurm installed. Give ami or family.")
@@ -148,7 +134,7 @@ class Image(_Strict):
         "boot them as they are: build an image from them and set ami. Give ami or family.")
 
 
-class NodeRange(_Strict):
+class NodeRange(Strict):
     min: int = Field(ge=0, le=2048, description="Nodes that stay up (ParallelCluster MinCount; PCS "
                                                 "minInstanceCount).")
     max: int = Field(ge=1, le=2048, description="Most nodes the queue scales to (MaxCount; maxInstanceCount).")
@@ -161,7 +147,7 @@ ResourceGroupArn = Annotated[str, StringConstraints(
 UltraServerType = Literal["u-p6e-gb200x36", "u-p6e-gb200x72", "u-trn2x64"]
 
 
-class Capacity(_Strict):
+class Capacity(Strict):
     type: CapacityType = Field(
         "on-demand", description="How the nodes are bought: on-demand, spot, reservation (an ODCR) or capacity-block "
         "(ParallelCluster CapacityType; PCS purchaseOption and the launch template's market options).")
@@ -180,7 +166,7 @@ class Capacity(_Strict):
         "by plan and tagged on the nodes (fmcluster:ultraserver).")
 
 
-class Iam(_Strict):
+class Iam(Strict):
     additional_policies: list[PolicyArn] = Field(
         default_factory=list, max_length=10,
         description="Managed IAM policies (ARNs) attached to the nodes' role, e.g. "
@@ -189,7 +175,7 @@ class Iam(_Strict):
         "fmcluster's node role (detached, never deleted, by destroy).")
 
 
-class QueueIam(_Strict):
+class QueueIam(Strict):
     additional_policies: list[PolicyArn] = Field(
         default_factory=list, max_length=10,
         description="ParallelCluster only: managed policies for this queue's nodes alone, besides iam."
@@ -197,7 +183,7 @@ class QueueIam(_Strict):
         "shares fmcluster's one node role.")
 
 
-class Queue(_Strict):
+class Queue(Strict):
     name: str = Field(description="Queue name: the Slurm partition (ParallelCluster, PCS), or on EKS the node group "
                       "and the scheduler's queue that jobs name.")
     instance_type: QueueInstanceType = Field(
@@ -251,41 +237,7 @@ class Queue(_Strict):
     )
 
 
-class Lustre(_Strict):
-    mount: MountPath = Field("/fsx", description="Where every node mounts the Lustre file system.")
-    capacity_gib: int = Field(1200, ge=1200, description="1200, 2400, then steps of 2400 GiB.")
-    throughput_per_tib: Literal[125, 250, 500, 1000] = Field(250, description="MB/s per TiB (PERSISTENT_2).")
-    deployment_type: Literal["PERSISTENT_2"] = Field(
-        "PERSISTENT_2", description="FSx for Lustre deployment type; PERSISTENT_2 only (the current generation).")
-    metadata_iops: Literal["auto"] | int = Field(
-        "auto", description="auto, or provisioned metadata IOPS: 1500, 3000, 6000, 12000, then steps of 12000."
-    )
-    s3_import: S3Url | None = Field(None, description="S3 prefix linked as a data repository (lazy load).")
-    s3_export: S3Url | None = Field(None, description="S3 prefix that new and changed files are exported to.")
-    existing_id: FsxFileSystemId | None = Field(
-        None, description="Mount an existing FSx for Lustre file system (fs- and 17 hex digits) instead of creating "
-        "one; its DNS name and mount name are read from FSx (DescribeFileSystems). The other fields except mount "
-        "are then not used. It is never deleted by fmcluster.")
-
-
-class HomeStorage(_Strict):
-    type: Literal["openzfs", "efs"] = Field(
-        "openzfs", description="openzfs: FSx for OpenZFS (NFS); efs: Amazon EFS. Created by fmcluster, or existing.")
-    mount: MountPath = Field("/home", description="Where every node (head/login and compute) mounts it.")
-    capacity_gib: int = Field(256, ge=64, le=524288, description="OpenZFS only: the file system's size when "
-                                                                  "fmcluster creates it.")
-    existing_id: HomeStorageId | None = Field(
-        None, description="Mount existing storage instead of creating it: an FSx for OpenZFS volume (fsvol- and 17 "
-        "hex digits) with type openzfs, an EFS file system (fs- and 8 or 17 hex digits) with type efs. It must "
-        "accept NFS from the cluster's nodes; fmcluster never deletes it.")
-
-
-class Storage(_Strict):
-    lustre: Lustre | None = Field(None, description="FSx for Lustre for data and checkpoints: created, or existing.")
-    home: HomeStorage | None = Field(None, description="Shared /home: FSx for OpenZFS or EFS, created or existing.")
-
-
-class Software(_Strict):
+class Software(Strict):
     containers: bool = Field(
         True, description="Enroot and Pyxis configured with Slurm on every node (srun --container-image), by the "
         "script fmcluster/scripts/containers.sh: ParallelCluster CustomActions (it ships both, Pyxis disabled); "
@@ -301,7 +253,7 @@ class Software(_Strict):
 BootstrapTarget = Literal["compute", "head", "login"]
 
 
-class BootstrapScript(_Strict):
+class BootstrapScript(Strict):
     run: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
         description="A script: a local path (relative to the spec file) that fmcluster uploads, or an s3:// URL "
         "used as is.")
@@ -311,63 +263,7 @@ class BootstrapScript(_Strict):
         "ParallelCluster head node, the PCS login node group).")
 
 
-class SlurmDatabase(_Strict):
-    uri: str = Field(description="host:port of the MySQL/MariaDB accounting database.")
-    user: str = Field(description="Database user.")
-    password_secret_arn: Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:secretsmanager:.+")] = Field(
-        description="Secrets Manager secret that holds the database password.")
-
-
-class Slurm(_Strict):
-    version: SlurmVersion = Field(
-        "26.05", description="PCS only: the newest version botocore's PCS model and the PCS user guide support. "
-        "24.11 and 25.05 are past AWS's end of life.")
-    accounting: bool = Field(False, description="Slurm accounting. PCS: accounting mode STANDARD (PCS keeps the "
-                                                "database). ParallelCluster: needs slurm.database.")
-    database: SlurmDatabase | None = Field(None, description="ParallelCluster only: needed when accounting is on.")
-    scaledown_idle_minutes: int = Field(
-        10, ge=1, le=1440, description="Minutes a dynamic node stays idle before it is stopped (ParallelCluster "
-        "ScaledownIdletime; PCS scaleDownIdleTimeInSeconds).")
-    custom_settings: dict[str, str | int | float] = Field(
-        default_factory=dict, description="Extra slurm.conf settings for the cluster. ParallelCluster: "
-        "SlurmSettings.CustomSlurmSettings (its deny-list applies). PCS: the cluster's slurmCustomSettings, limited to "
-        "the parameters PCS allows (PCS user guide, 'Custom Slurm settings for AWS PCS clusters').")
-
-
-class Pcs(_Strict):
-    size: PcsSize = Field(
-        "auto", description="Controller size, fixed at creation: SMALL ≤32 nodes, MEDIUM ≤512, LARGE ≤2048."
-    )
-
-
-class Kubernetes(_Strict):
-    version: Annotated[str, StringConstraints(pattern=r"^1\.\d{1,3}$")] = Field(
-        eks_versions.DEFAULT_VERSION, description="eks only: the cluster's Kubernetes version (default: the newest "
-        f"on EKS standard support that fmcluster knows, {eks_versions.DEFAULT_VERSION}). A version on extended "
-        "support costs $0.60 an hour for the control plane instead of $0.10.")
-    scheduler: KubernetesScheduler = Field(
-        "kueue", description="eks only: the batch scheduler whose queues fmcluster makes, one per spec queue: kueue "
-        "(a ResourceFlavor, ClusterQueue and LocalQueue), volcano (a Queue) or kai (the NVIDIA KAI Scheduler: a "
-        "Queue, and the nvidia RuntimeClass).")
-    # strict: a quoted '2' or a bare true is a mistake, not a node count.
-    system_nodes: Annotated[int, Field(strict=True, ge=1, le=100)] = Field(
-        2, description="eks only: nodes of the cluster's `system` managed node group, where cluster software runs "
-        "(the scheduler's controllers and webhooks, CoreDNS, the FSx CSI controller, the MPI Operator) so that it "
-        "outlives any Capacity Block's end or Spot reclaim of the queues. They are On-Demand, labelled "
-        "fmcluster.io/node-role=system and tainted CriticalAddonsOnly=true:NoSchedule, so training pods never land "
-        "there. Two (the default) keep two replicas of each controller apart, so one node's loss stops nothing; at "
-        "least 1. `fmcluster scale NAME system=N` changes it.")
-    system_instance_type: str = Field(
-        "m7i.xlarge", description="eks only: the instance type of the `system` node group: a non-accelerated type "
-        "sold On-Demand (x86_64 or Graviton arm64; each boots the EKS-optimized AL2023 standard image of its "
-        "architecture). The default m7i.xlarge (4 vCPUs, 16 GiB, current-generation Intel) holds what runs there "
-        "with room to spare: the Kueue, Volcano or KAI controllers and webhooks ask for about 1-2 vCPUs and 1-2 GiB "
-        "in all, CoreDNS, the FSx CSI controller and the MPI Operator a few hundred millicores and MiB each, and "
-        "the node's own DaemonSets (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node) the rest; a 2-vCPU/8-GiB "
-        "type would leave little headroom once the kubelet's reservations are taken.")
-
-
-class Workload(_Strict):
+class Workload(Strict):
     model_params_b: float = Field(gt=0, le=100_000, description="Model size in billions of parameters.")
     checkpoint_every_min: float = Field(30, gt=0, le=10_080, description="Checkpoint interval: plan reports the "
                                                                           "time a checkpoint takes and its share.")
@@ -377,7 +273,7 @@ class Workload(_Strict):
                                                                  "workload in plan.")
 
 
-class Spec(_Strict):
+class Spec(Strict):
     name: str = Field(description="Cluster name, unique per region.")
     region: RegionName = Field("us-east-1", description="AWS Region of the cluster and everything it uses.")
     backend: Backend = Field("parallelcluster", description="parallelcluster (AWS ParallelCluster 3), pcs (AWS "

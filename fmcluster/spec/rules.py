@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 
 from fmcluster.catalog import names
 from fmcluster.catalog.hardware import hardware
+from fmcluster.connection.regions import region_problem
 from fmcluster.errors import SpecProblem
-from fmcluster.regions import region_problem
 from fmcluster.spec import rules_fields
 from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.hardware_rules import HARDWARE_RULES

@@ -1,6 +1,6 @@
 """A spec as the state file keeps it: checked with the same rules as a spec file, both before it is saved
 (:func:`record_cluster`) and when it is read back (:func:`stored_spec_problem`, :func:`usable_spec`). The
-store itself (:mod:`fmcluster.state`) only keeps the text.
+store itself (:mod:`fmcluster.state.store`) only keeps the text.
 
 Problems in a stored spec carry its field path but no line and column: the stored text is fmcluster's own
 copy, not a file the user edits.
@@ -14,7 +14,7 @@ from fmcluster.errors import FmclusterError, SpecError
 from fmcluster.spec.loader import load_spec_data
 from fmcluster.spec.models import Spec
 from fmcluster.spec.positions import document_from_text
-from fmcluster.state import StateStore
+from fmcluster.state.store import StateStore
 
 
 class InvalidRecord(FmclusterError):

@@ -17,7 +17,7 @@ from fmcluster.spec.positions import Path_
 
 AWS_TAGS_PER_RESOURCE = 50
 # fmcluster.render.common.resource_tags puts these four on everything it creates (render sits above spec, so
-# they are spelled out here; tests/test_spec_errors.py checks they match), and render.network adds "Name".
+# they are spelled out here; tests/spec/test_spec_errors.py checks they match), and render.network adds "Name".
 OWNERSHIP_TAGS = ("fmcluster:cluster", "fmcluster:region", "fmcluster:cluster-id", "fmcluster:resource")
 FMCLUSTER_TAGS = (*OWNERSHIP_TAGS, "Name")
 Report = Callable[[Path_, str], None]

@@ -1,27 +1,47 @@
 """``fmcluster validate``: render a spec, then check it with each backend's own rules.
 
-Each backend's ``fmcluster/backends/<name>/validate.py`` provides ``checks(loaded, rendered, region, online,
-zone) -> list[CheckResult]``: the rules of the service that takes its documents (reached by name through
-:func:`fmcluster.backend_parts.backend_part`)."""
+Each backend provides ``validate(loaded, rendered, region, online, zone) -> list[CheckResult]``: the rules of the
+service that takes its documents. Validate sits below the backends: the caller hands in how to find the spec's
+backend (:class:`ValidatedBackend`; the command line passes ``fmcluster.backends.registry.get``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from fmcluster import aws
-from fmcluster.backend_parts import backend_part
+from fmcluster.aws.placement import instance_types, resolve_placement
 from fmcluster.checks import CheckResult
-from fmcluster.network import instance_types, resolve_placement
+from fmcluster.connection import aws
 from fmcluster.preflight.network import check_node_network
-from fmcluster.render import render
-from fmcluster.spec import load_spec
+from fmcluster.spec import LoadedSpec, load_spec
 from fmcluster.spec.models import instance_types_of
 
+if TYPE_CHECKING:
+    from fmcluster.preflight.common import BackendChecks
+    from fmcluster.render.documents import RenderedDocuments
+    from fmcluster.spec.models import Spec
 
-def run_checks(spec_path: Path) -> list[CheckResult]:
-    """Every check, in order; those that need AWS are skipped (and say so) when none is reachable."""
+
+class ValidatedBackend(Protocol):
+    """What validate asks of the spec's backend (a part of ``fmcluster.backends.protocol.Backend``)."""
+
+    @property
+    def checks(self) -> BackendChecks: ...
+
+    def render(self, spec: Spec, spec_file: str = "spec.yaml", subnet_id: str | None = None) -> RenderedDocuments:
+        ...
+
+    def validate(self, loaded: LoadedSpec, rendered: RenderedDocuments, region: str, online: bool,
+                 zone: str | None) -> list[CheckResult]: ...
+
+
+def run_checks(spec_path: Path, backend_of: Callable[[str], ValidatedBackend]) -> list[CheckResult]:
+    """Every check, in order; those that need AWS are skipped (and say so) when none is reachable. ``backend_of``
+    finds the spec's backend by its name."""
     loaded = load_spec(spec_path)
     spec = loaded.spec
+    backend = backend_of(spec.backend)
     results = [CheckResult("spec", "warning" if loaded.warnings else "passed",
                            f"{spec_path} loads ({len(spec.queues)} queues, backend {spec.backend})",
                            [str(w) for w in loaded.warnings])]
@@ -33,14 +53,13 @@ def run_checks(spec_path: Path) -> list[CheckResult]:
             placement = resolve_placement(spec, aws.client("ec2", region),
                                           lambda: aws.client("resource-groups", region))
             results.append(CheckResult("subnet", "passed", placement.describe()))
-            results += _node_network(spec, region, placement)
+            results += _node_network(spec, region, placement, backend.checks)
         except Exception as exc:  # report it as a failed check; the rest can still run
             results.append(CheckResult("subnet", "failed", _message(exc)))
-    rendered = render(spec, str(spec_path), subnet_id=placement.subnet_id if placement else None)
+    rendered = backend.render(spec, str(spec_path), subnet_id=placement.subnet_id if placement else None)
     results.append(CheckResult("render", "passed", f"{len(rendered.documents)} documents", rendered.notes))
 
-    results += backend_part(spec.backend, "validate").checks(loaded, rendered, region, online,
-                                                              placement.availability_zone if placement else None)
+    results += backend.validate(loaded, rendered, region, online, placement.availability_zone if placement else None)
     results.append(_instance_type_check(spec, region, online))
     return results
 
@@ -67,12 +86,12 @@ def _message(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _node_network(spec, region: str, placement) -> list[CheckResult]:
+def _node_network(spec, region: str, placement, backend: BackendChecks) -> list[CheckResult]:
     """Whether multi-interface nodes can reach out of the spec's own subnet (see fmcluster.preflight.network)."""
     if placement.created or not spec.network.subnet_id:
         return []
 
     try:
-        return check_node_network(spec, region, aws.client("ec2", region), placement.subnet_id)
+        return check_node_network(spec, region, aws.client("ec2", region), placement.subnet_id, backend)
     except Exception as exc:  # report it as a failed check; the rest can still run
         return [CheckResult("node network", "failed", _message(exc))]

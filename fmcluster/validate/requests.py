@@ -9,7 +9,7 @@ import botocore.session
 from botocore.model import ServiceModel
 
 from fmcluster.checks import CheckResult
-from fmcluster.references import references, resolve
+from fmcluster.engine.references import references, resolve
 from fmcluster.render.documents import Document, RenderedDocuments
 from fmcluster.validate.shapes import check_shape
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.errors import FmclusterError, UsageError
-from fmcluster.processes import pid_alive
+from fmcluster.state.processes import pid_alive
 
 DEFAULT_PORT = 8787
 START_TIMEOUT = 60.0

@@ -1,6 +1,6 @@
 """The conformance suite: each AWS rule the sandbox enforces, exercised as a plain boto3 client would.
 
-No fmcluster code runs here: only boto3 against the session's sandbox (``tests/sandbox_fixture.py``). Each
+No fmcluster code runs here: only boto3 against the session's sandbox (``tests/fixtures/sandbox.py``). Each
 test's docstring names the AWS page the rule comes from; ``docs/sandbox-fidelity.md`` maps every rule to
 its test. PCS tests work in their own Region so the Clusters quota they meet is theirs alone.
 """
@@ -8,11 +8,7 @@ its test. PCS tests work in their own Region so the Clusters quota they meet is 
 from __future__ import annotations
 
 import pytest
-
-try:
-    from pcs_world import Pcs
-except ImportError:  # tests/ imported as a package
-    from tests.conformance.pcs_world import Pcs
+from pcs_world import Pcs
 
 
 @pytest.fixture

@@ -6,11 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
-try:
-    from pcs_world import REGION, Pcs
-except ImportError:  # tests/ imported as a package
-    from tests.conformance.pcs_world import REGION, Pcs
+from pcs_world import REGION, Pcs
 
 QUOTA_REGION = "ap-northeast-1"  # the quota and page tests fill this Region with clusters
 

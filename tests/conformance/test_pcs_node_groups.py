@@ -8,11 +8,7 @@ import datetime as dt
 import uuid
 
 import pytest
-
-try:
-    from pcs_world import MIME_USER_DATA, ZONE
-except ImportError:  # tests/ imported as a package
-    from tests.conformance.pcs_world import MIME_USER_DATA, ZONE
+from pcs_world import MIME_USER_DATA, ZONE
 
 
 def _efa_interfaces(group: str, cards: int) -> list[dict]:

@@ -3,7 +3,7 @@ engine to reconcile; and what EKS holds now.
 
 The create order (network → roles and security group → cluster → add-ons, launch templates, Lustre → node groups
 → the add-ons whose pods run on nodes; Kubernetes objects after the cluster, custom resources after their CRD)
-follows from the references in the rendered documents and the edges :func:`kube.wire` adds.
+follows from the references in the rendered documents and the edges :func:`apply_order.wire` adds.
 """
 
 from __future__ import annotations
@@ -12,50 +12,62 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster import reads
-from fmcluster.backends import unread
-from fmcluster.backends.base import Backend, Discovered, KubeEndpoint, LoginNode, LogLine
-from fmcluster.backends.build import SHARED, Maker, build, by_key
-from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
-from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.eks import (
-    autoscaler_install,
-    autoscaler_status,
-    cluster_view,
-    dra_driver,
-    kube,
-    scheduler_status,
-    system_nodes,
+from fmcluster.aws import unread
+from fmcluster.aws.build import SHARED, Maker, build, by_key
+from fmcluster.aws.discovery import (
+    Discovered,
+    instance_found,
+    instance_row,
+    scan_ec2,
+    scan_fsx,
+    scan_instances,
+    scan_role,
 )
-from fmcluster.backends.eks.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
-from fmcluster.backends.eks.instance_types import template_type
-from fmcluster.backends.eks.manifests import MANAGED_KINDS
-from fmcluster.backends.eks.pod_identity import PodIdentityAssociation
+from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
+from fmcluster.aws.existing_storage import ExistingFsxLustre
+from fmcluster.aws.fsx import FsxLustre
+from fmcluster.aws.fsx_data_repository import FsxDataRepository
+from fmcluster.aws.iam import IamRole
+from fmcluster.aws.ownership import is_ours
+from fmcluster.aws.placement import Placement
+from fmcluster.backends.eks import cluster_view
+from fmcluster.backends.eks.addon_resource import EksAddon
+from fmcluster.backends.eks.cluster_resource import EksCluster
+from fmcluster.backends.eks.kubernetes import client as kube
+from fmcluster.backends.eks.nodegroup_resource import EksNodegroup
+from fmcluster.backends.eks.nodes import system_nodes
+from fmcluster.backends.eks.nodes.instance_types import template_type
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
 from fmcluster.backends.eks.render import render as render_eks
-from fmcluster.backends.eks.resources import EksAddon, EksCluster, EksNodegroup, health_issues
-from fmcluster.backends.existing_storage import ExistingFsxLustre
-from fmcluster.backends.fsx import FsxDataRepository, FsxLustre
-from fmcluster.backends.iam import IamRole
-from fmcluster.backends.ownership import is_ours
-from fmcluster.capacity.cluster_blocks import queues_waiting
+from fmcluster.backends.eks.resources import health_issues
+from fmcluster.backends.eks.software import (
+    apply_order,
+    autoscaler_install,
+    autoscaler_status,
+    dra_driver,
+    scheduler_status,
+)
+from fmcluster.backends.eks.software.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
+from fmcluster.backends.eks.software.manifests import MANAGED_KINDS
+from fmcluster.backends.eks.software.pod_identity import PodIdentityAssociation
+from fmcluster.backends.lazy import LifecycleDefaults
+from fmcluster.backends.protocol import KubeEndpoint, LoginNode, LogLine
 from fmcluster.catalog import eks_versions
-from fmcluster.engine import Resource
+from fmcluster.engine import Resource, reads
 from fmcluster.errors import FmclusterError, UsageError
-from fmcluster.network import Placement
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.spec.networking import creates_network
 
 if TYPE_CHECKING:
+    from fmcluster.backends.context import BackendContext
     from fmcluster.engine import ResourceChange
-    from fmcluster.session import Session
     from fmcluster.spec.models import Spec
 
 ROLES = ("cluster", "nodes", AUTOSCALER_ROLE)
 
 
-class EksBackend(Backend):
+class EksLifecycle(LifecycleDefaults):
     name = PROFILE.name
 
     def check_requirements(self) -> None:
@@ -63,22 +75,22 @@ class EksBackend(Backend):
         registry): nothing else to install."""
 
     # -- the plan -----------------------------------------------------------------------------------
-    def _control_plane_network(self, session: Session, placement: Placement) -> dict[str, str]:
+    def _control_plane_network(self, context: BackendContext, placement: Placement) -> dict[str, str]:
         """Where the control plane's second subnet goes, decided once and recorded: a second Availability Zone
         for the network fmcluster makes, else a subnet of the nodes' VPC in another zone (EKS guide, "View Amazon
         EKS networking requirements for VPC and subnets": subnets in at least two Availability Zones)."""
-        record = session.store.resource(session.name, session.region, "control_plane", "network")
-        if record is not None:
-            return dict(record.outputs)
-        ec2 = session.ctx.client("ec2")
+        recorded = context.recall("control_plane", "network")
+        if recorded is not None:
+            return dict(recorded)
+        ec2 = context.ctx.client("ec2")
         zones = sorted(z["ZoneName"] for z in ec2.describe_availability_zones(Filters=[
             {"Name": "zone-type", "Values": ["availability-zone"]}, {"Name": "state", "Values": ["available"]}],
         )["AvailabilityZones"] if z["ZoneName"] != placement.availability_zone)
-        if creates_network(session.require_spec()):
+        if creates_network(context.require_spec()):
             if not zones:
-                raise UsageError(f"EKS needs subnets in two Availability Zones, and {session.region} offers only "
+                raise UsageError(f"EKS needs subnets in two Availability Zones, and {context.region} offers only "
                                  f"{placement.availability_zone}")
-            # The other nodes' AZ when the capacity's AZ does not offer their type (fmcluster.network)
+            # The other nodes' AZ when the capacity's AZ does not offer their type (fmcluster.aws.placement)
             values = {"network.second_availability_zone": placement.head_zone or zones[0]}
         else:
             subnets = sorted((s["AvailabilityZone"], s["SubnetId"]) for page in ec2.get_paginator(
@@ -87,17 +99,15 @@ class EksBackend(Backend):
             if not subnets:
                 raise UsageError(f"EKS needs subnets in two Availability Zones, and VPC {placement.vpc_id} has "
                                  f"subnets only in {placement.availability_zone}: add a subnet in another zone of "
-                                 f"{session.region}, or remove network.subnet_id so that fmcluster makes the network")
+                                 f"{context.region}, or remove network.subnet_id so that fmcluster makes the network")
             values = {"network.control_subnet_id": subnets[0][1]}
-        if not session.store.readonly:
-            session.store.record_resource(session.name, session.region, "control_plane", "network",
-                                          next(iter(values.values())), "resolved", values)
+        context.record("control_plane", "network", next(iter(values.values())), values)  # the command writes it
         return values
 
-    def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
-        spec = session.require_spec()
-        placement = session.placement()
-        session.ctx.publish(self._control_plane_network(session, placement))
+    def resources(self, context: BackendContext, options: dict[str, Any] | None = None) -> list[Resource]:
+        spec = context.require_spec()
+        placement = context.placement()
+        context.ctx.publish(self._control_plane_network(context, placement))
         rendered = render_eks(spec, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
                               system_apart=placement.created and placement.head_zone is not None)
         cluster = spec.name
@@ -106,7 +116,7 @@ class EksBackend(Backend):
         for resource in resources:
             if resource.kind == "eks_addon" and resource.key in ADDONS_ON_NODES:
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
-        kube.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
+        apply_order.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
         control_routes = "route_table:control"
         if any(r.name == control_routes for r in resources):  # nodes in the second subnet boot with its route
             for resource in resources:
@@ -114,10 +124,10 @@ class EksBackend(Backend):
                     resource.extra_edges = tuple(sorted({*resource.extra_edges, control_routes}))
         return resources
 
-    def waypoints(self, session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
+    def waypoints(self, context: BackendContext, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
         from fmcluster.backends.eks import upgrades
 
-        return upgrades.waypoints(session, changes)
+        return upgrades.waypoints(context, changes)
 
     # What a node count changes: the node group's scaling, and the quota of the queue's scheduler objects (sized
     # at its most nodes): a Kueue ClusterQueue's resourceGroups, a Volcano Queue's capability, a KAI Queue's
@@ -155,21 +165,21 @@ class EksBackend(Backend):
         return new
 
     # -- what AWS holds -----------------------------------------------------------------------------
-    def _cluster(self, session: Session) -> dict[str, Any] | None:
+    def _cluster(self, context: BackendContext) -> dict[str, Any] | None:
         def fetch() -> dict[str, Any] | None:
             try:
-                return session.ctx.client("eks").describe_cluster(name=session.name)["cluster"]
+                return context.ctx.client("eks").describe_cluster(name=context.name)["cluster"]
             except ClientError as exc:
                 if error_code(exc) == "ResourceNotFoundException":
                     return None
                 raise
 
-        return reads.once(session.ctx, EksCluster.snapshot_kind, session.name, fetch)
+        return reads.once(context.ctx, EksCluster.snapshot_kind, context.name, fetch)
 
-    def _members(self, session: Session, kind: str) -> list[dict[str, Any]]:
+    def _members(self, context: BackendContext, kind: str) -> list[dict[str, Any]]:
         """The cluster's node groups or add-ons, described (one gone between the list and the read is skipped);
         in a read-only pass, once for describe, discovery and the plan's reads together."""
-        ctx = session.ctx
+        ctx = context.ctx
         eks = ctx.client("eks")
         list_call, describe, field, item, shape = {
             "nodegroup": ("list_nodegroups", eks.describe_nodegroup, "nodegroups", "nodegroupName",
@@ -178,7 +188,7 @@ class EksBackend(Backend):
 
         def read(name: str) -> dict[str, Any] | None:
             try:
-                return describe(clusterName=session.name, **{item: name})[kind]
+                return describe(clusterName=context.name, **{item: name})[kind]
             except ClientError as exc:
                 if error_code(exc) != "ResourceNotFoundException":
                     raise
@@ -186,32 +196,32 @@ class EksBackend(Backend):
 
         def fetch() -> list[dict[str, Any]]:
             described = [reads.once(ctx, shape, name, lambda name=name: read(name))
-                         for page in eks.get_paginator(list_call).paginate(clusterName=session.name)
+                         for page in eks.get_paginator(list_call).paginate(clusterName=context.name)
                          for name in page[field]]
             return [d for d in described if d is not None]
 
-        return reads.once(ctx, f"{shape}s", session.name, fetch)
+        return reads.once(ctx, f"{shape}s", context.name, fetch)
 
-    def find_cluster_id(self, session: Session) -> str | None:
-        cluster = self._cluster(session)
+    def find_cluster_id(self, context: BackendContext) -> str | None:
+        cluster = self._cluster(context)
         if cluster is None:
             return None
         tags = cluster.get("tags") or {}
-        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
+        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == context.name else None
 
-    def discover(self, session: Session) -> list[Discovered]:
-        ctx = session.ctx
+    def discover(self, context: BackendContext) -> list[Discovered]:
+        ctx = context.ctx
         found = scan_ec2(ctx) + scan_fsx(ctx)
         for key in ROLES:
-            found += scan_role(ctx, key, role_name(session.name, session.region, key))
-        cluster = self._cluster(session)
+            found += scan_role(ctx, key, role_name(context.name, context.region, key))
+        cluster = self._cluster(context)
         if cluster is not None:
-            found += self._discover_cluster(session, cluster)
+            found += self._discover_cluster(context, cluster)
         found += [instance_found(i, "an EKS node") for i in scan_instances(ctx)]
         return found
 
-    def _discover_cluster(self, session: Session, cluster: dict[str, Any]) -> list[Discovered]:
-        ctx = session.ctx
+    def _discover_cluster(self, context: BackendContext, cluster: dict[str, Any]) -> list[Discovered]:
+        ctx = context.ctx
         tags = cluster.get("tags") or {}
         ours = is_ours(tags, ctx)
         name = cluster["name"]
@@ -221,7 +231,7 @@ class EksBackend(Backend):
         if cluster["status"] == "DELETING":
             return found
         for kind, make in (("nodegroup", EksNodegroup), ("addon", EksAddon)):
-            for item in self._members(session, kind):
+            for item in self._members(context, kind):
                 item_tags = item.get("tags") or {}
                 mine = is_ours(item_tags, ctx)
                 key = item[f"{kind}Name"]
@@ -229,7 +239,7 @@ class EksBackend(Backend):
                                         f"EKS {'node group' if kind == 'nodegroup' else 'add-on'} {key} "
                                         f"({item['status']})", mine, make(key, cluster=name) if mine else None,
                                         item_tags.get(CLUSTER_ID_TAG, "")))
-        found += self._discover_associations(session, name)
+        found += self._discover_associations(context, name)
         access = kube.KubeAccess.of(ctx, name)
         if access is not None and ours:
             try:
@@ -244,9 +254,9 @@ class EksBackend(Backend):
                                         ctx.cluster_id))
         return found
 
-    def _discover_associations(self, session: Session, cluster: str) -> list[Discovered]:
+    def _discover_associations(self, context: BackendContext, cluster: str) -> list[Discovered]:
         """The cluster's EKS Pod Identity associations that fmcluster made (the Cluster Autoscaler's), by their tags."""
-        ctx = session.ctx
+        ctx = context.ctx
         eks = ctx.client("eks")
         found = []
         for page in eks.get_paginator("list_pod_identity_associations").paginate(clusterName=cluster):
@@ -259,7 +269,7 @@ class EksBackend(Backend):
                         continue
                     raise
                 tags = association.get("tags") or {}
-                if tags.get(CLUSTER_TAG) != session.name:
+                if tags.get(CLUSTER_TAG) != context.name:
                     continue  # someone else's association: not fmcluster's to report or delete
                 mine = is_ours(tags, ctx)
                 key = tags.get(RESOURCE_TAG, "").partition(":")[2] or association["associationId"]
@@ -271,13 +281,13 @@ class EksBackend(Backend):
                                         tags.get(CLUSTER_ID_TAG, "")))
         return found
 
-    def describe(self, session: Session) -> dict[str, Any]:
-        report: dict[str, Any] = {"name": session.name, "backend": PROFILE.name, "region": session.region,
+    def describe(self, context: BackendContext) -> dict[str, Any]:
+        report: dict[str, Any] = {"name": context.name, "backend": PROFILE.name, "region": context.region,
                                   "status": "NOT_FOUND", "backend_status": None, "queues": [],
                                   "slurm_endpoint": None, "kubernetes_endpoint": None, "kubernetes_version": None,
                                   "instances": [], "problems": [], "scheduler": None,
                                   "autoscaler": None}
-        cluster = self._cluster(session)
+        cluster = self._cluster(context)
         if cluster is None:
             return report
         report["backend_status"] = cluster["status"]
@@ -286,10 +296,10 @@ class EksBackend(Backend):
         report["created"] = cluster.get("createdAt")
         report["control_plane_usd_per_hour"] = eks_versions.control_plane_usd_per_hour(cluster.get("version") or "")
         deleting = cluster["status"] == "DELETING"
-        groups = [] if deleting else self._members(session, "nodegroup")
-        addons = [] if deleting else self._members(session, "addon")
+        groups = [] if deleting else self._members(context, "nodegroup")
+        addons = [] if deleting else self._members(context, "addon")
         instances: dict[str, list[dict[str, Any]]] = {}
-        for instance in scan_instances(session.ctx, [{"Name": "tag:eks:cluster-name", "Values": [session.name]}]):
+        for instance in scan_instances(context.ctx, [{"Name": "tag:eks:cluster-name", "Values": [context.name]}]):
             group = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}.get("eks:nodegroup-name", "")
             instances.setdefault(group, []).append(instance)
         for group in groups:
@@ -298,22 +308,22 @@ class EksBackend(Backend):
             report["queues"].append({
                 "name": group["nodegroupName"],
                 "instance_type": ", ".join(group.get("instanceTypes") or [])
-                                 or template_type(session.ctx, group.get("launchTemplate") or {}),
+                                 or template_type(context.ctx, group.get("launchTemplate") or {}),
                 "min": scaling.get("minSize", 0), "max": scaling.get("maxSize", 0),
                 "desired": scaling.get("desiredSize", 0), "status": group["status"],
                 "node_group_status": group["status"],
                 "running_instances": sum(1 for i in members if i["State"]["Name"] == "running"),
             })
             report["instances"] += [instance_row(i, group["nodegroupName"]) for i in members]
-        access = kube.KubeAccess.of(session.ctx, session.name) if groups else None
+        access = kube.KubeAccess.of(context.ctx, context.name) if groups else None
         unread: list[str] = []
-        if access is not None and session.spec is not None:
+        if access is not None and context.spec is not None:
             try:
-                inside = cluster_view.read(access, session.spec.kubernetes.scheduler,
+                inside = cluster_view.read(access, context.spec.kubernetes.scheduler,
                                            [q["name"] for q in report["queues"]])
-                report["scheduler"] = scheduler_status.read(access, session.spec.kubernetes.scheduler)
-                report["autoscaler"] = autoscaler_status.read(access, session.spec)
-                if dra_driver.needed(session.spec):
+                report["scheduler"] = scheduler_status.read(access, context.spec.kubernetes.scheduler)
+                report["autoscaler"] = autoscaler_status.read(access, context.spec)
+                if dra_driver.needed(context.spec):
                     report["dra_driver"] = dra_driver.read(access)
             except FmclusterError as exc:  # a teammate without an access entry still sees what AWS holds
                 unread.append(f"the cluster's Kubernetes API was not read: {exc}")
@@ -328,7 +338,7 @@ class EksBackend(Backend):
                 unread += autoscaler_status.problems(report["autoscaler"])
                 unread += dra_driver.problems(report["dra_driver"]) if report.get("dra_driver") else []
         # A Capacity Block group made before its block begins cannot launch yet: that is waiting, not a problem.
-        waiting = queues_waiting(session.ctx, session.spec)
+        waiting = context.queues_waiting()
         report["problems"] = unread + [f"{what} {item[name]}: {health_issues(item)}"
                               for what, items, name in (("node group", groups, "nodegroupName"),
                                                         ("add-on", addons, "addonName"))
@@ -339,25 +349,25 @@ class EksBackend(Backend):
                                                   [g["status"] for g in groups] + [a["status"] for a in addons])
         return report
 
-    def kube_access(self, session: Session) -> KubeEndpoint | None:
-        access = kube.KubeAccess.of(session.ctx, session.name)
+    def kube_access(self, context: BackendContext) -> KubeEndpoint | None:
+        access = kube.KubeAccess.of(context.ctx, context.name)
         if access is None:
             return None
         return KubeEndpoint(access.cluster, access.region, access.endpoint, access.ca_data, access.token)
 
-    def login_node(self, session: Session) -> LoginNode | None:
+    def login_node(self, context: BackendContext) -> LoginNode | None:
         """EKS has no login node: users reach the cluster through its Kubernetes API."""
         return None
 
-    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+    def cluster_logs(self, context: BackendContext, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
         return [], ["fmcluster turns on no EKS control plane logging (CreateCluster logging), so AWS holds no "
-                    f"logs of {session.name}'s own; the pods' logs are in the cluster (kubectl logs, after "
-                    f"`fmcluster kubeconfig {session.name}`)"]
+                    f"logs of {context.name}'s own; the pods' logs are in the cluster (kubectl logs, after "
+                    f"`fmcluster kubeconfig {context.name}`)"]
 
 
 def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
     """Which resource applies each kind of document the EKS renderer makes (also what the spec-field walk builds
-    its resources with, tests/test_schema_walk.py)."""
+    its resources with, tests/spec/test_schema_walk.py)."""
     cluster = spec.name
     return SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
                             "iam_role": IamRole, "fsx_lustre": FsxLustre,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.backends.eks import quotas, system_nodes
-from fmcluster.backends.eks.device_plugins import QUEUE_LABEL
-from fmcluster.backends.eks.kube_access import KubeAccess, KubeApi
+from fmcluster.backends.eks.kubernetes.access import KubeAccess, KubeApi
+from fmcluster.backends.eks.nodes import quotas, system_nodes
+from fmcluster.backends.eks.software.device_plugins import QUEUE_LABEL
 
 # Where each scheduler keeps a spec queue's quota: the queue object's kind, and how to read its quota.
 QUEUE_KINDS = {

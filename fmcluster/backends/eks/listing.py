@@ -3,8 +3,8 @@ extras are installed."""
 
 from __future__ import annotations
 
-from fmcluster import aws
 from fmcluster.backends.eks.profile import PROFILE
+from fmcluster.connection import aws
 from fmcluster.render.common import CLUSTER_TAG
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import dra_driver
-from fmcluster.backends.eks.node_images import node_image
-from fmcluster.backends.eks.quota_check import check_quotas
+from fmcluster.aws.placement import offering_zones
+from fmcluster.backends.eks.nodes.images import node_image
+from fmcluster.backends.eks.nodes.quota_check import check_quotas
+from fmcluster.backends.eks.software import dra_driver
 from fmcluster.checks import CheckResult
-from fmcluster.network import offering_zones
 from fmcluster.preflight.common import BackendChecks, Context, aws_code, aws_errors, fix, guarded
 
 

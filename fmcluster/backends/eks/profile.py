@@ -11,7 +11,6 @@ PROFILE = BackendProfile(
     login_where="Kubernetes API (`fmcluster kubeconfig NAME` writes its kubeconfig)",
     anchor_kind="eks_cluster",
     extra="kubernetes",
-    kubernetes_api=True,
     # EKS's cluster, node group and add-on statuses (EKS API DescribeCluster, DescribeNodegroup, DescribeAddon) in
     # the one vocabulary of `status`: a DEGRADED node group or add-on is broken although it runs.
     status={"CREATING": "CREATING", "ACTIVE": "ACTIVE", "UPDATING": "UPDATING", "DELETING": "DELETING",

@@ -1,6 +1,6 @@
 """Spec → every request document an EKS cluster needs: the AWS side (network, roles, cluster, add-ons, Lustre, a
 launch template and a managed node group per queue) and the Kubernetes side (the manifests of
-:mod:`fmcluster.backends.eks.manifests`, one document each)."""
+:mod:`fmcluster.backends.eks.software.manifests`, one document each)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,13 @@ import json
 
 import yaml
 
-from fmcluster.backends.eks import (
-    autoscaler_iam,
-    autoscaler_install,
-    dra_driver,
-    local_storage,
-    node_repair,
-    scale_from_zero,
-    system_nodes,
-)
-from fmcluster.backends.eks import manifests as kube_manifests
-from fmcluster.backends.eks.node_images import node_image, standard_image
+from fmcluster.backends.eks.nodes import local_storage, scale_from_zero, system_nodes
+from fmcluster.backends.eks.nodes import repair as node_repair
+from fmcluster.backends.eks.nodes.images import node_image, standard_image
+from fmcluster.backends.eks.software import autoscaler_iam, autoscaler_install, dra_driver
+from fmcluster.backends.eks.software import manifests as kube_manifests
 from fmcluster.catalog.hardware import hardware
-from fmcluster.object_keys import object_key
+from fmcluster.engine.object_keys import object_key
 from fmcluster.render import storage
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
@@ -247,7 +241,7 @@ def _autoscaler_documents(spec: Spec, add: object) -> None:
 
 
 def _system_documents(spec: Spec, subnet: str, add: object) -> None:
-    """The ``system`` node group (:mod:`fmcluster.backends.eks.system_nodes`): On-Demand, no EFA and no placement
+    """The ``system`` node group (:mod:`fmcluster.backends.eks.nodes.system_nodes`): On-Demand, no EFA and no placement
     group (its pods talk to the API server, not to each other), labelled and tainted so that only cluster software
     lands there, in the nodes' private subnet (whose route reaches the registries and the EKS API), or in the
     second private subnet when the nodes' AZ does not offer its type. Its launch

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import re
 
-from fmcluster.backends.eks import (
-    autoscaler_iam,
-    autoscaler_install,
-    limits,
-    node_repair,
-    quotas,
-    system_nodes,
-    ultraserver_rules,
-)
-from fmcluster.backends.eks.node_images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
-from fmcluster.backends.eks.releases import CLUSTER_AUTOSCALER
+from fmcluster.backends.eks import ultraserver_rules
+from fmcluster.backends.eks.nodes import limits, quotas, system_nodes
+from fmcluster.backends.eks.nodes import repair as node_repair
+from fmcluster.backends.eks.nodes.images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
+from fmcluster.backends.eks.software import autoscaler_iam, autoscaler_install
+from fmcluster.backends.eks.software.releases import CLUSTER_AUTOSCALER
 from fmcluster.catalog import eks_versions, names
 from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart
@@ -76,7 +71,6 @@ NOT_ON_EKS_QUEUE = {
 class EksSpecRules(BackendSpecRules):
     default_os = "alinux2023"
     stock_images = "the EKS-optimized Amazon Linux 2023 images"
-    runs_head_node = False
 
     def controller(self, spec: Spec | None) -> CostPart | None:
         if spec is None:

@@ -3,7 +3,7 @@ P6e-GB200 UltraServers with Amazon EKS" page and the pinned DRA driver's require
 
 from __future__ import annotations
 
-from fmcluster.backends.eks import dra_driver
+from fmcluster.backends.eks.software import dra_driver
 from fmcluster.catalog import eks_versions
 from fmcluster.spec import ultraserver_capacity
 from fmcluster.spec.backend_rules import Report

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fmcluster.backends.eks.resources import minor, versions_between
+from fmcluster.backends.eks.versions import minor, versions_between
 from fmcluster.engine import ResourceChange
 
 if TYPE_CHECKING:
-    from fmcluster.session import Session
+    from fmcluster.backends.context import BackendContext
     from fmcluster.spec.models import Spec
 
 
-def waypoints(session: Session, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
+def waypoints(context: BackendContext, changes: list[ResourceChange]) -> list[tuple[str, Spec]]:
     """The specs to converge to before the spec itself, each at the next minor version: none when the control
     plane is at most one minor version behind and its node groups are at its version. A node group lagging the
     control plane is brought to it first, since EKS refuses the next control-plane update until then."""
-    spec = session.require_spec()
-    current = session.ctx.values.get(f"eks_cluster.{spec.name}.version")
+    spec = context.require_spec()
+    current = context.ctx.values.get(f"eks_cluster.{spec.name}.version")
     target = spec.kubernetes.version
     if not isinstance(current, str) or "." not in current or minor(target) <= minor(current):
         return []

@@ -30,7 +30,7 @@ def _manifest_check(loaded: LoadedSpec, objects: list[Document]) -> CheckResult:
         return CheckResult("kubernetes schemas", "skipped",
                            f"{len(objects)} manifests not checked: needs the kubernetes extra: "
                            f"{install_hint('kubernetes')}")
-    from fmcluster.backends.eks.kube_validate import manifest_problems
+    from fmcluster.backends.eks.software.validate import manifest_problems
 
     problems = [f"{d.filename}: {p}" for d in objects for p in manifest_problems([with_stand_ins(d.body)], version)]
     return CheckResult("kubernetes schemas", "failed" if problems else "passed",

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from fmcluster.aws import describe_error, pcluster_clients, unreachable
+from fmcluster.backends.parallelcluster.nodejs import quiet_jsii_banner
+from fmcluster.connection.aws import describe_error, pcluster_clients, unreachable
 from fmcluster.engine import EngineFailed
+from fmcluster.engine.waiting import Stop, WaitTimedOut, growing, wait_until
 from fmcluster.errors import AwsError, FmclusterError
-from fmcluster.nodejs import quiet_jsii_banner
-from fmcluster.waiting import Stop, WaitTimedOut, growing, wait_until
 
 PHASES = {
     "CREATE_IN_PROGRESS": "pending", "UPDATE_IN_PROGRESS": "pending", "DELETE_IN_PROGRESS": "pending",

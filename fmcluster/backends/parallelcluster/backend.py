@@ -8,13 +8,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine, Question
-from fmcluster.backends.build import SHARED, Maker, build, by_key
-from fmcluster.backends.discovery import instance_found, scan_ec2, scan_fsx, scan_instances
-from fmcluster.backends.fsx import FsxOpenZfs
-from fmcluster.backends.ownership import is_ours, tag_dict
+from fmcluster.aws.build import SHARED, Maker, build, by_key
+from fmcluster.aws.discovery import Discovered, instance_found, scan_ec2, scan_fsx, scan_instances
+from fmcluster.aws.fsx import FsxOpenZfs
+from fmcluster.aws.ownership import is_ours, tag_dict
+from fmcluster.aws.s3 import ScriptsBucket, scan_buckets
+from fmcluster.backends.lazy import LifecycleDefaults
 from fmcluster.backends.parallelcluster.api import api_error, pcluster
 from fmcluster.backends.parallelcluster.logs import cluster_logs
+from fmcluster.backends.parallelcluster.nodejs import find_node
 from fmcluster.backends.parallelcluster.profile import PROFILE
 from fmcluster.backends.parallelcluster.render import render as render_parallelcluster
 from fmcluster.backends.parallelcluster.resources import (
@@ -24,30 +26,29 @@ from fmcluster.backends.parallelcluster.resources import (
     PclusterCluster,
     described_cluster,
 )
-from fmcluster.backends.s3 import ScriptsBucket, scan_buckets
+from fmcluster.backends.protocol import LoginNode, LogLine, Question
 from fmcluster.engine import Resource, ResourceChange
-from fmcluster.nodejs import find_node
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
 if TYPE_CHECKING:
-    from fmcluster.session import Session
+    from fmcluster.backends.context import BackendContext
     from fmcluster.spec.models import Spec
 
 SLURMCTLD_PORT = 6817
 
 
-class ParallelClusterBackend(Backend):
+class ParallelClusterLifecycle(LifecycleDefaults):
     name = PROFILE.name
 
     def check_requirements(self) -> None:
         """ParallelCluster synthesises its CloudFormation template with the CDK, which runs on Node.js."""
         find_node()
 
-    def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
+    def resources(self, context: BackendContext, options: dict[str, Any] | None = None) -> list[Resource]:
         options = options or {}
-        spec = session.require_spec()
-        placement = session.placement()
-        rendered = render_parallelcluster(spec, session.spec_file, subnet_id=placement.subnet_id,
+        spec = context.require_spec()
+        placement = context.placement()
+        rendered = render_parallelcluster(spec, context.spec_file, subnet_id=placement.subnet_id,
                                           vpc_id=placement.vpc_id)
         return [*build(rendered.documents, makers(spec, rendered.documents, options), PROFILE.display),
                 ComputeFleet(spec.name)]
@@ -56,7 +57,7 @@ class ParallelClusterBackend(Backend):
         # A shrink stops the compute fleet; starting it again is part of the same scale.
         return path.endswith(".MinCount") or path.endswith(".MaxCount") or path == ComputeFleet.STATUS
 
-    def questions(self, session: Session, changes: list[ResourceChange]) -> list[Question]:
+    def questions(self, context: BackendContext, changes: list[ResourceChange]) -> list[Question]:
         stops = [c for change in changes if change.action == "update" for c in change.attributes
                  if c.note and any(note in c.note for note in FLEET_STOP_NOTES)]
         if not stops:
@@ -64,54 +65,54 @@ class ParallelClusterBackend(Backend):
         return [Question(
             "this change needs the compute fleet stopped first (ParallelCluster's update rules: "
             f"{stops[0].note.rstrip('.')}): running jobs are ended, then the fleet is started again",
-            f"Stop the compute fleet of {session.name}, update, and start it again?", {"stop_fleet": True})]
+            f"Stop the compute fleet of {context.name}, update, and start it again?", {"stop_fleet": True})]
 
     # -- what AWS holds -----------------------------------------------------------------------------
-    def _describe(self, session: Session) -> dict[str, Any] | None:
+    def _describe(self, context: BackendContext) -> dict[str, Any] | None:
         """ParallelCluster's DescribeCluster; in a read-only pass, once for describe, discovery and the plan."""
-        return described_cluster(session.ctx, session.name)
+        return described_cluster(context.ctx, context.name)
 
-    def find_cluster_id(self, session: Session) -> str | None:
-        described = self._describe(session)
+    def find_cluster_id(self, context: BackendContext) -> str | None:
+        described = self._describe(context)
         if described is None:
             return None
         tags = tag_dict(described.get("tags"))
-        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
+        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == context.name else None
 
-    def discover(self, session: Session) -> list[Discovered]:
-        ctx = session.ctx
+    def discover(self, context: BackendContext) -> list[Discovered]:
+        ctx = context.ctx
         found: list[Discovered] = []
-        described = self._describe(session)
+        described = self._describe(context)
         if described is not None and described["cloudFormationStackStatus"] != "DELETE_COMPLETE":
             tags = tag_dict(described.get("tags"))
             ours = is_ours(tags, ctx)
             found.append(Discovered(
-                f"pcluster_cluster:{session.name}", described.get("cloudformationStackArn") or session.name,
+                f"pcluster_cluster:{context.name}", described.get("cloudformationStackArn") or context.name,
                 described["cloudFormationStackStatus"],
-                f"ParallelCluster cluster {session.name} (stack {described['cloudFormationStackStatus']})",
-                ours, PclusterCluster(session.name) if ours else None, tags.get(CLUSTER_ID_TAG, "")))
+                f"ParallelCluster cluster {context.name} (stack {described['cloudFormationStackStatus']})",
+                ours, PclusterCluster(context.name) if ours else None, tags.get(CLUSTER_ID_TAG, "")))
         found += scan_ec2(ctx) + scan_fsx(ctx) + scan_buckets(ctx)
-        nodes = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [session.name]}])
+        nodes = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [context.name]}])
         if nodes and described is None:  # the stack is gone and its nodes are not: end them
-            found.append(Discovered(f"cluster_instances:{session.name}", session.name, f"{len(nodes)} running",
-                                    f"{len(nodes)} compute nodes of {session.name} outliving its stack", True,
-                                    ClusterInstances(session.name)))
+            found.append(Discovered(f"cluster_instances:{context.name}", context.name, f"{len(nodes)} running",
+                                    f"{len(nodes)} compute nodes of {context.name} outliving its stack", True,
+                                    ClusterInstances(context.name)))
         found += [instance_found(i, "a ParallelCluster node") for i in nodes]
         return found
 
-    def describe(self, session: Session) -> dict[str, Any]:
-        report: dict[str, Any] = {"name": session.name, "backend": PROFILE.name, "region": session.region,
+    def describe(self, context: BackendContext) -> dict[str, Any]:
+        report: dict[str, Any] = {"name": context.name, "backend": PROFILE.name, "region": context.region,
                                   "status": "NOT_FOUND", "backend_status": None, "queues": [],
                                   "slurm_endpoint": None, "instances": [], "problems": []}
-        described = self._describe(session)
+        described = self._describe(context)
         if described is None:
             return report
         with pcluster() as pc:
             try:
-                instances = pc.describe_cluster_instances(cluster_name=session.name,
-                                                          region=session.region).get("instances", [])
+                instances = pc.describe_cluster_instances(cluster_name=context.name,
+                                                          region=context.region).get("instances", [])
             except Exception as exc:
-                raise api_error(f"pcluster_cluster:{session.name}", exc) from None
+                raise api_error(f"pcluster_cluster:{context.name}", exc) from None
         stack_status = described["cloudFormationStackStatus"]
         report["status"] = PROFILE.common_status(described.get("clusterStatus") or stack_status)
         report["backend_status"] = described.get("clusterStatus") or stack_status
@@ -137,15 +138,15 @@ class ParallelClusterBackend(Backend):
                                      "running_instances": running})
         return report
 
-    def login_node(self, session: Session) -> LoginNode | None:
-        head = (self._describe(session) or {}).get("headNode") or {}
+    def login_node(self, context: BackendContext) -> LoginNode | None:
+        head = (self._describe(context) or {}).get("headNode") or {}
         if not head.get("instanceId"):
             return None
         return LoginNode(head["instanceId"], PROFILE.login_role, head.get("state"), head.get("publicIpAddress"),
                          head.get("privateIpAddress"))
 
-    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
-        return cluster_logs(session.name, session.region, since, lines)
+    def cluster_logs(self, context: BackendContext, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+        return cluster_logs(context.name, context.region, since, lines)
 
 
 def _deployed_queues(described: dict[str, Any]) -> list[dict[str, Any]]:
@@ -174,7 +175,7 @@ def _deployed_queues(described: dict[str, Any]) -> list[dict[str, Any]]:
 
 def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
     """Which resource applies each kind of document the ParallelCluster renderer makes (also what the spec-field
-    walk builds its resources with, tests/test_schema_walk.py)."""
+    walk builds its resources with, tests/spec/test_schema_walk.py)."""
     options = options or {}
     return SHARED | by_key({"fsx_openzfs": FsxOpenZfs, "bucket": ScriptsBucket}) | {
         "pcluster_cluster": lambda document: PclusterCluster(

@@ -3,8 +3,8 @@ CloudFormation through boto3, not pcluster.lib, so ``status`` lists them without
 
 from __future__ import annotations
 
-from fmcluster import aws
 from fmcluster.backends.parallelcluster.profile import PROFILE
+from fmcluster.connection import aws
 from fmcluster.render.common import CLUSTER_TAG
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from fmcluster.backends.base import LogLine
 from fmcluster.backends.parallelcluster.api import api_error, content_of, pcluster
+from fmcluster.backends.protocol import LogLine
 
 
 def epoch(value: object) -> float:

@@ -3,8 +3,8 @@ on. Neither needs AWS, so they run even when the credentials check failed."""
 
 from __future__ import annotations
 
+from fmcluster.backends.parallelcluster.nodejs import MIN_NODE_MAJOR, NodeJsProblem, find_node
 from fmcluster.checks import CheckResult
-from fmcluster.nodejs import MIN_NODE_MAJOR, NodeJsProblem, find_node
 from fmcluster.preflight.common import BackendChecks, Context, fix
 
 

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from fmcluster import __version__
+from fmcluster.backends.slurm import node_software
 from fmcluster.catalog.hardware import hardware
-from fmcluster.render import node_software
-from fmcluster.render.common import (
-    PCLUSTER_VERSION,
-    SSH_CLOSED_CIDR,
-    resource_tags,
-)
+from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network
 from fmcluster.render.storage import (
@@ -23,6 +19,10 @@ from fmcluster.render.templates import render_yaml
 from fmcluster.spec import auto_repair, decisions
 from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
+# Without an allowed network, SSH stays closed to the outside: a loopback-only rule is how ParallelCluster
+# expresses "no one" (its own default would be 0.0.0.0/0).
+SSH_CLOSED_CIDR = "127.0.0.1/32"
+PCLUSTER_VERSION = "3.16.1"
 NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False)
 CAPACITY_TYPES = {
     "on-demand": "ONDEMAND",

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fmcluster import reads
-from fmcluster.backends.discovery import scan_instances
-from fmcluster.backends.ownership import require_ours, tag_dict
+from fmcluster.aws.discovery import scan_instances
+from fmcluster.aws.ownership import require_ours, tag_dict
 from fmcluster.backends.parallelcluster.api import (
     FLEET_PHASES,
     PHASES,
@@ -23,9 +22,9 @@ from fmcluster.backends.parallelcluster.api import (
     pcluster,
     set_fleet,
 )
-from fmcluster.engine import AttributeChange, Context, EngineFailed, Observed, Resource, Unknown
+from fmcluster.engine import AttributeChange, Context, EngineFailed, Observed, Resource, Unknown, reads
+from fmcluster.engine.references import references
 from fmcluster.errors import FmclusterError
-from fmcluster.references import references
 from fmcluster.render.documents import Document
 
 # What ParallelCluster says when a change can be made once the compute fleet is stopped.
@@ -34,7 +33,7 @@ FLEET_STOP_NOTES = ("compute fleet", "compute nodes must be stopped", "QueueUpda
 
 def described_cluster(ctx: Context, name: str) -> dict[str, Any] | None:
     """ParallelCluster's DescribeCluster of ``name``, None when it has none; in a read-only pass, read once for the
-    backend's describe, its discovery and this resource's read (fmcluster.reads)."""
+    backend's describe, its discovery and this resource's read (fmcluster.engine.reads)."""
     def fetch() -> dict[str, Any] | None:
         with pcluster() as pc:
             try:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from fmcluster.backends.parallelcluster import slurm_settings
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec import auto_repair, decisions, slurm_settings, ultraserver_capacity
+from fmcluster.spec import auto_repair, decisions, ultraserver_capacity
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_

@@ -11,31 +11,40 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster import reads
-from fmcluster.backends.base import Backend, Discovered, LoginNode, LogLine
-from fmcluster.backends.build import SHARED, Maker, build, by_key
-from fmcluster.backends.discovery import instance_found, instance_row, scan_ec2, scan_fsx, scan_instances, scan_role
-from fmcluster.backends.ec2 import LaunchTemplate, PlacementGroup, error_code
-from fmcluster.backends.efs import EfsFileSystem, scan_efs
-from fmcluster.backends.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
-from fmcluster.backends.fsx import FsxDataRepository, FsxLustre, FsxOpenZfs
-from fmcluster.backends.iam import InstanceProfile
-from fmcluster.backends.ownership import is_ours
+from fmcluster.aws.build import SHARED, Maker, build, by_key
+from fmcluster.aws.discovery import (
+    Discovered,
+    instance_found,
+    instance_row,
+    scan_ec2,
+    scan_fsx,
+    scan_instances,
+    scan_role,
+)
+from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
+from fmcluster.aws.efs import EfsFileSystem, scan_efs
+from fmcluster.aws.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
+from fmcluster.aws.fsx import FsxLustre, FsxOpenZfs
+from fmcluster.aws.fsx_data_repository import FsxDataRepository
+from fmcluster.aws.iam import InstanceProfile
+from fmcluster.aws.ownership import is_ours
+from fmcluster.backends.lazy import LifecycleDefaults
+from fmcluster.backends.pcs.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
+from fmcluster.backends.pcs.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.backends.pcs.logs import cluster_logs
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.render import node_role_name
 from fmcluster.backends.pcs.render import render as render_pcs
 from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue, error_info
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP
-from fmcluster.engine import Resource
+from fmcluster.backends.protocol import LoginNode, LogLine
+from fmcluster.engine import Resource, reads
 from fmcluster.errors import UsageError
-from fmcluster.images import SAMPLE_CAUTION, Image, architectures, find_images
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
-from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 
 if TYPE_CHECKING:
-    from fmcluster.images import Image
-    from fmcluster.session import Session
+    from fmcluster.backends.context import BackendContext
+    from fmcluster.backends.pcs.images import Image
     from fmcluster.spec.models import Spec
 
 # Shared storage: /home made by fmcluster (FSx for OpenZFS or EFS), and look-ups of existing file systems.
@@ -51,39 +60,38 @@ STORAGE_RESOURCES: dict[str, type[Resource]] = {
 
 
 
-class PcsBackend(Backend):
+class PcsLifecycle(LifecycleDefaults):
     name = PROFILE.name
 
     def check_requirements(self) -> None:
         """PCS is driven through boto3 alone: nothing else to install."""
 
     # -- the plan -----------------------------------------------------------------------------------
-    def _images(self, session: Session) -> dict[str, Image]:
+    def _images(self, context: BackendContext) -> dict[str, Image]:
         """The image per architecture, found once and recorded: a newer sample AMI published later must not
         turn every re-run into a node-group update. A new ``image.ami`` in the spec is found again."""
         from dataclasses import asdict
 
-        spec = session.require_spec()
+        spec = context.require_spec()
         wanted = (spec.image.ami or "") if spec.image else ""
-        record = session.store.resource(session.name, session.region, "images", "pcs")
-        if record is not None and record.outputs.get("ami") == wanted and \
-                architectures(spec) <= set(record.outputs.get("images", {})):
-            images = {arch: Image(**fields) for arch, fields in record.outputs["images"].items()}
+        recorded = context.recall("images", "pcs")
+        if recorded is not None and recorded.get("ami") == wanted and \
+                architectures(spec) <= set(recorded.get("images", {})):
+            images = {arch: Image(**fields) for arch, fields in recorded["images"].items()}
             samples = [i for i in images.values() if i.sample]
             if samples:
-                session.warn(f"{SAMPLE_CAUTION}: " + ", ".join(f"{i.name} ({i.ami_id})" for i in samples))
+                context.warn(f"{SAMPLE_CAUTION}: " + ", ".join(f"{i.name} ({i.ami_id})" for i in samples))
             return images
-        images = find_images(spec, session.ctx.client("ec2"), warn=session.warn)
-        if not session.store.readonly:  # a reading command (status) finds them again next time
-            session.store.record_resource(session.name, session.region, "images", "pcs", None, "resolved",
-                                          {"ami": wanted, "images": {a: asdict(i) for a, i in images.items()}})
+        images = find_images(spec, context.ctx.client("ec2"), warn=context.warn)
+        # The command writes it (a reading command, status, does not: it finds them again next time).
+        context.record("images", "pcs", None, {"ami": wanted, "images": {a: asdict(i) for a, i in images.items()}})
         return images
 
-    def resources(self, session: Session, options: dict[str, Any] | None = None) -> list[Resource]:
-        spec = session.require_spec()
-        placement = session.placement()
-        rendered = render_pcs(spec, session.spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
-                              images=self._images(session))
+    def resources(self, context: BackendContext, options: dict[str, Any] | None = None) -> list[Resource]:
+        spec = context.require_spec()
+        placement = context.placement()
+        rendered = render_pcs(spec, context.spec_file, subnet_id=placement.subnet_id, vpc_id=placement.vpc_id,
+                              images=self._images(context))
         return build(rendered.documents, makers(spec, rendered.documents), PROFILE.display)
 
     def scales(self, path: str) -> bool:
@@ -103,39 +111,39 @@ class PcsBackend(Backend):
         return new.model_copy(update={"pcs": old.pcs})
 
     # -- what AWS holds -----------------------------------------------------------------------------
-    def _cluster(self, session: Session) -> dict[str, Any] | None:
+    def _cluster(self, context: BackendContext) -> dict[str, Any] | None:
         def fetch() -> dict[str, Any] | None:
             try:
-                return session.ctx.client("pcs").get_cluster(clusterIdentifier=session.name)["cluster"]
+                return context.ctx.client("pcs").get_cluster(clusterIdentifier=context.name)["cluster"]
             except ClientError as exc:
                 if error_code(exc) == "ResourceNotFoundException":
                     return None
                 raise
 
-        return reads.once(session.ctx, "pcs.Cluster", session.name, fetch, _id_and_name)
+        return reads.once(context.ctx, "pcs.Cluster", context.name, fetch, _id_and_name)
 
-    def _tags(self, session: Session, arn: str) -> dict[str, str] | None:
+    def _tags(self, context: BackendContext, arn: str) -> dict[str, str] | None:
         """The resource's tags; None when it is gone (deleted between listing and asking)."""
         try:
-            return session.ctx.tags(arn, lambda: session.ctx.client("pcs").list_tags_for_resource(
+            return context.ctx.tags(arn, lambda: context.ctx.client("pcs").list_tags_for_resource(
                 resourceArn=arn).get("tags") or {})
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 return None
             raise
 
-    def find_cluster_id(self, session: Session) -> str | None:
-        cluster = self._cluster(session)
+    def find_cluster_id(self, context: BackendContext) -> str | None:
+        cluster = self._cluster(context)
         if cluster is None:
             return None
 
-        tags = self._tags(session, cluster["arn"]) or {}
-        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == session.name else None
+        tags = self._tags(context, cluster["arn"]) or {}
+        return tags.get(CLUSTER_ID_TAG) if tags.get(CLUSTER_TAG) == context.name else None
 
-    def _members(self, session: Session, cluster_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _members(self, context: BackendContext, cluster_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The cluster's node groups and queues, each read whole (describe needs their scaling and errors); in a
         read-only pass, once for describe, discovery and the plan's reads together."""
-        ctx = session.ctx
+        ctx = context.ctx
         pcs = ctx.client("pcs")
 
         def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -151,20 +159,20 @@ class PcsBackend(Backend):
 
         return reads.once(ctx, "pcs.ClusterMembers", cluster_id, fetch)
 
-    def discover(self, session: Session) -> list[Discovered]:
-        ctx = session.ctx
+    def discover(self, context: BackendContext) -> list[Discovered]:
+        ctx = context.ctx
         found = scan_ec2(ctx) + scan_fsx(ctx) + scan_efs(ctx)
-        role = node_role_name(session.name, session.region)
+        role = node_role_name(context.name, context.region)
         found += scan_role(ctx, "nodes", role, role)
-        cluster = self._cluster(session)
+        cluster = self._cluster(context)
         if cluster is not None:
-            found += self._discover_cluster(session, cluster)
+            found += self._discover_cluster(context, cluster)
         found += [instance_found(i, "a PCS node") for i in scan_instances(ctx)]
         return found
 
-    def _discover_cluster(self, session: Session, cluster: dict[str, Any]) -> list[Discovered]:
-        ctx = session.ctx
-        tags = self._tags(session, cluster["arn"])
+    def _discover_cluster(self, context: BackendContext, cluster: dict[str, Any]) -> list[Discovered]:
+        ctx = context.ctx
+        tags = self._tags(context, cluster["arn"])
         if tags is None:
             return []
         ours = is_ours(tags, ctx)
@@ -174,10 +182,10 @@ class PcsBackend(Backend):
                             tags.get(CLUSTER_ID_TAG, ""))]
         if cluster["status"] == "DELETING":
             return found
-        groups, queues = self._members(session, cluster["id"])
+        groups, queues = self._members(context, cluster["id"])
         for kind, items, make in (("compute_node_group", groups, PcsNodeGroup), ("queue", queues, PcsQueue)):
             for item in items:
-                member_tags = self._tags(session, item["arn"])
+                member_tags = self._tags(context, item["arn"])
                 if member_tags is None:
                     continue
                 mine = is_ours(member_tags, ctx)
@@ -188,11 +196,11 @@ class PcsBackend(Backend):
                     member_tags.get(CLUSTER_ID_TAG, "")))
         return found
 
-    def describe(self, session: Session) -> dict[str, Any]:
-        report: dict[str, Any] = {"name": session.name, "backend": PROFILE.name, "region": session.region,
+    def describe(self, context: BackendContext) -> dict[str, Any]:
+        report: dict[str, Any] = {"name": context.name, "backend": PROFILE.name, "region": context.region,
                                   "status": "NOT_FOUND", "backend_status": None, "queues": [],
                                   "slurm_endpoint": None, "instances": [], "problems": []}
-        cluster = self._cluster(session)
+        cluster = self._cluster(context)
         if cluster is None:
             return report
         endpoints = cluster.get("endpoints") or []
@@ -200,10 +208,10 @@ class PcsBackend(Backend):
             or None
         report["backend_status"] = cluster["status"]
         report["error"] = error_info(cluster) or None
-        groups, queues = ([], []) if cluster["status"] == "DELETING" else self._members(session, cluster["id"])
+        groups, queues = ([], []) if cluster["status"] == "DELETING" else self._members(context, cluster["id"])
         by_id = {g["id"]: g for g in groups}
         instances: dict[str, list[dict[str, Any]]] = {}
-        for instance in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:cluster-id", "Values": [cluster["id"]]}]):
+        for instance in scan_instances(context.ctx, [{"Name": "tag:aws:pcs:cluster-id", "Values": [cluster["id"]]}]):
             group = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}.get("aws:pcs:compute-node-group-id")
             instances.setdefault(group or "", []).append(instance)
         for group in groups:
@@ -231,16 +239,16 @@ class PcsBackend(Backend):
                                                   [g["status"] for g in groups] + [q["status"] for q in queues])
         return report
 
-    def login_node(self, session: Session) -> LoginNode | None:
-        cluster = self._cluster(session)
+    def login_node(self, context: BackendContext) -> LoginNode | None:
+        cluster = self._cluster(context)
         if cluster is None:
             return None
-        groups, _ = self._members(session, cluster["id"])
+        groups, _ = self._members(context, cluster["id"])
         login = next((g for g in groups if g["name"] == LOGIN_GROUP), None)
         if login is None:
             return None
         # PCS tags the instances it launches with their node group's id.
-        nodes = sorted((i for i in scan_instances(session.ctx, [{"Name": "tag:aws:pcs:compute-node-group-id",
+        nodes = sorted((i for i in scan_instances(context.ctx, [{"Name": "tag:aws:pcs:compute-node-group-id",
                                                                  "Values": [login["id"]]}])
                         if i["State"]["Name"] in ("pending", "running")),
                        key=lambda i: (i["State"]["Name"] != "running", str(i.get("LaunchTime"))))
@@ -250,16 +258,16 @@ class PcsBackend(Backend):
         return LoginNode(node["InstanceId"], PROFILE.login_role, node["State"]["Name"], node.get("PublicIpAddress"),
                          node.get("PrivateIpAddress"))
 
-    def cluster_logs(self, session: Session, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
-        cluster = self._cluster(session)
+    def cluster_logs(self, context: BackendContext, since: float | None, lines: int) -> tuple[list[LogLine], list[str]]:
+        cluster = self._cluster(context)
         if cluster is None:
-            return [], [f"PCS has no cluster {session.name} in {session.region}"]
-        return cluster_logs(session.ctx, cluster, since, lines)
+            return [], [f"PCS has no cluster {context.name} in {context.region}"]
+        return cluster_logs(context.ctx, cluster, since, lines)
 
 
 def makers(spec: Spec, documents: list[Any], options: dict[str, Any] | None = None) -> dict[str, Maker]:
     """Which resource applies each kind of document the PCS renderer makes (also what the spec-field walk builds
-    its resources with, tests/test_schema_walk.py)."""
+    its resources with, tests/spec/test_schema_walk.py)."""
     cluster = spec.name
     return SHARED | by_key({"placement_group": PlacementGroup, "launch_template": LaunchTemplate,
                             "instance_profile": InstanceProfile, "fsx_lustre": FsxLustre,

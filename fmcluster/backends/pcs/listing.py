@@ -3,8 +3,8 @@ whatever extras are installed."""
 
 from __future__ import annotations
 
-from fmcluster import aws
 from fmcluster.backends.pcs.profile import PROFILE
+from fmcluster.connection import aws
 from fmcluster.render.common import CLUSTER_TAG
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.backends.base import LogLine
+from fmcluster.backends.protocol import LogLine
 
 SCHEDULER_LOGS_PAGE = "https://docs.aws.amazon.com/pcs/latest/userguide/monitoring_scheduler-logs.html"
 

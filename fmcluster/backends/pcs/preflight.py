@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
+from fmcluster.backends.pcs.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import BackendChecks, Context, aws_code, aws_errors, fix, guarded
-from fmcluster.spec.decisions import PCS_SIZE_LIMITS, pcs_nodes, pcs_size
 
 
 @guarded("pcs", "pcs:ListClusters")

@@ -6,9 +6,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from fmcluster import catalog
+from fmcluster.backends.pcs import decisions as pcs_decisions
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP, pcs_health_checks_supported
+from fmcluster.backends.slurm import node_software
 from fmcluster.catalog.hardware import hardware
-from fmcluster.render import node_software, storage
+from fmcluster.render import storage
 from fmcluster.render.common import architecture, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network
@@ -17,7 +19,7 @@ from fmcluster.spec import auto_repair, decisions
 from fmcluster.spec.models import Queue, Spec, instance_types_of, max_nodes, min_nodes
 
 if TYPE_CHECKING:
-    from fmcluster.images import Image
+    from fmcluster.backends.pcs.images import Image
 
 PURCHASE_OPTIONS = {
     "on-demand": "ONDEMAND",
@@ -52,7 +54,7 @@ def render(
     vpc_id: str | None = None,
     images: dict[str, Image] | None = None,
 ) -> RenderedDocuments:
-    """``images`` maps an architecture to the image its nodes boot (:func:`fmcluster.images.find_images`);
+    """``images`` maps an architecture to the image its nodes boot (:func:`fmcluster.backends.pcs.images.find_images`);
     without it (offline) no AMI is named unless the spec gives one, and the root device name is a stand-in."""
     rendered = RenderedDocuments(backend="pcs")
     tags = resource_tags(spec)
@@ -108,8 +110,8 @@ def render(
     mounts = lustre_mounts + ([home_mount] if home_mount else [])
 
     add("cluster.yaml", "cluster", spec.name, "pcs", {"": "CreateCluster"}, "pcs/cluster.yaml.j2",
-        name=spec.name, slurm_version=spec.slurm.version, size=decisions.pcs_size(spec),
-        size_limit=decisions.PCS_SIZE_LIMITS[decisions.pcs_size(spec)], subnet_id=subnet,
+        name=spec.name, slurm_version=spec.slurm.version, size=pcs_decisions.pcs_size(spec),
+        size_limit=pcs_decisions.PCS_SIZE_LIMITS[pcs_decisions.pcs_size(spec)], subnet_id=subnet,
         scaledown_idle_seconds=spec.slurm.scaledown_idle_minutes * 60, accounting=spec.slurm.accounting,
         custom_settings=_settings(_cluster_settings(spec)))
 
@@ -185,7 +187,7 @@ def _cluster_settings(spec: Spec) -> dict[str, object]:
     rules refuse a Prolog of the user's own then: PCS has one)."""
     settings: dict[str, object] = dict(spec.slurm.custom_settings)
     if decisions.imex_prolog(spec):
-        settings["Prolog"] = decisions.PCS_IMEX_PROLOG
+        settings["Prolog"] = pcs_decisions.PCS_IMEX_PROLOG
     return settings
 
 

@@ -13,10 +13,9 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
-from fmcluster import reads
-from fmcluster.backends.ec2 import error_code
-from fmcluster.backends.ownership import require_ours
-from fmcluster.engine import AttributeChange, Context, Observed, Resource, flatten
+from fmcluster.aws.ec2 import error_code
+from fmcluster.aws.ownership import require_ours
+from fmcluster.engine import AttributeChange, Context, Observed, Resource, flatten, reads
 from fmcluster.render.documents import Document
 
 PHASES = {
@@ -65,7 +64,7 @@ class PcsResource(Resource):
     create_operation: ClassVar[str]
     update_operation: ClassVar[str]
     response_key: ClassVar[str]
-    # What a read-only pass keeps its Get answer as (fmcluster.reads), shared with the backend's describe.
+    # What a read-only pass keeps its Get answer as (fmcluster.engine.reads), shared with the backend's describe.
     snapshot_kind: ClassVar[str]
 
     def __init__(self, key: str, document: Document | None = None, cluster: str | None = None,

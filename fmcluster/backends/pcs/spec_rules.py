@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 
+from fmcluster.backends.pcs import decisions as pcs_decisions
+from fmcluster.backends.pcs import slurm_settings
 from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart
-from fmcluster.spec import auto_repair, decisions, slurm_settings, ultraserver_capacity
+from fmcluster.spec import auto_repair, decisions, ultraserver_capacity
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
-from fmcluster.spec.models import Queue, Slurm, Spec
+from fmcluster.spec.backend_settings import Slurm
+from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
 from fmcluster.spec.rules_fields import nvidia_gpus
 from fmcluster.spec.tag_rules import AWS_TAGS_PER_RESOURCE, FMCLUSTER_TAGS
@@ -33,11 +36,11 @@ def pcs_health_checks_supported(spec: Spec) -> bool:
 
 
 class PcsSpecRules(BackendSpecRules):
-    default_os = decisions.PCS_SAMPLE_AMI_OS
+    default_os = pcs_decisions.PCS_SAMPLE_AMI_OS
     stock_images = "AWS's PCS sample AMIs"
 
     def controller(self, spec: Spec | None) -> CostPart | None:
-        size = f" ({decisions.pcs_size(spec)})" if spec is not None else ""
+        size = f" ({pcs_decisions.pcs_size(spec)})" if spec is not None else ""
         return CostPart(f"PCS controller{size}", None,
                         "AWS PCS bills each cluster's controller by the hour, by its size (SMALL, MEDIUM, LARGE), "
                         "while the cluster exists; no bundled rate: the AWS PCS pricing page "
@@ -116,16 +119,16 @@ class PcsSpecRules(BackendSpecRules):
             except LookupError as exc:
                 error(("queues", index, "efa"), f"{exc}; set efa: false, or use the parallelcluster backend, "
                                                 "which lays out EFA itself")
-        total = decisions.pcs_nodes(spec)
+        total = pcs_decisions.pcs_nodes(spec)
         size = spec.pcs.size
         if size == "auto":
-            if total > decisions.PCS_SIZE_LIMITS["LARGE"]:
+            if total > pcs_decisions.PCS_SIZE_LIMITS["LARGE"]:
                 error(("queues",), f"{total} nodes in all (the queues at their maximum and the login node); a PCS "
-                                   f"cluster manages at most {decisions.PCS_SIZE_LIMITS['LARGE']} (size LARGE)")
+                                   f"cluster manages at most {pcs_decisions.PCS_SIZE_LIMITS['LARGE']} (size LARGE)")
             return
-        limit = decisions.PCS_SIZE_LIMITS[size]
+        limit = pcs_decisions.PCS_SIZE_LIMITS[size]
         if total > limit:
-            needed = decisions.pcs_size_for(total)
+            needed = pcs_decisions.pcs_size_for(total)
             hint = f"; use pcs.size {needed}" if needed else ""
             error(("pcs", "size"), f"{size} manages at most {limit} nodes, and the queues at their maximum with "
                                    f"the login node add up to {total}{hint}")
@@ -137,8 +140,8 @@ class PcsSpecRules(BackendSpecRules):
                                         f"{PCS_END_OF_LIFE[slurm.version]}; PCS refuses new clusters on it. Use "
                                         f"{Slurm.model_fields['version'].default}")
         sample = spec.image is None or spec.image.family == "pcs-sample"
-        if sample and spec.os is not None and spec.os != decisions.PCS_SAMPLE_AMI_OS:
-            error(("os",), f"AWS's PCS sample AMIs come only in Amazon Linux 2023 ({decisions.PCS_SAMPLE_AMI_OS}), "
+        if sample and spec.os is not None and spec.os != pcs_decisions.PCS_SAMPLE_AMI_OS:
+            error(("os",), f"AWS's PCS sample AMIs come only in Amazon Linux 2023 ({pcs_decisions.PCS_SAMPLE_AMI_OS}), "
                            f"not {spec.os}: remove os, or set image.ami to a PCS-ready {spec.os} AMI")
         if slurm.database is not None:
             error(("slurm", "database"), "PCS keeps Slurm accounting itself; database is for ParallelCluster")
@@ -181,7 +184,7 @@ class PcsSpecRules(BackendSpecRules):
         if "Prolog" in spec.slurm.custom_settings:
             error(("slurm", "custom_settings", "Prolog"),
                   f"not supported on pcs with queue {names}: PCS takes one cluster Prolog, and NVLink across the "
-                  f"UltraServer's instances needs fmcluster's IMEX prolog there ({decisions.PCS_IMEX_PROLOG}); run "
+                  f"UltraServer's instances needs fmcluster's IMEX prolog there ({pcs_decisions.PCS_IMEX_PROLOG}); run "
                   "your prolog's work from a bootstrap script, or use the parallelcluster backend (its prolog.d runs "
                   "several)")
         if spec.slurm.version < "25.05":

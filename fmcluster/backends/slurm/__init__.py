@@ -1,0 +1,1 @@
+"""Code the two Slurm backends (PCS, ParallelCluster) share; it names neither."""

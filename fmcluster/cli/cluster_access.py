@@ -1,0 +1,166 @@
+"""The commands for a running cluster — ``ssh``, ``kubeconfig``, ``smoke``, ``logs`` — registered on the main app. Thin:
+parse, call :mod:`fmcluster.verbs.connect`, render."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+_HOST_HELP = ("Connect to HOST[:PORT] instead of looking the login node up in AWS (through a VPN or a bastion, "
+              "or any Slurm login host).")
+
+
+def register(app: typer.Typer, name_argument: object) -> None:
+    @app.command()
+    def ssh(
+        name: str = name_argument,  # type: ignore[assignment]
+        command: Optional[list[str]] = typer.Argument(None, metavar="-- CMD…", show_default=False,
+                                                      help="Run this on the node instead of a login shell."),
+        print_only: bool = typer.Option(False, "--print", help="Print the ssh command instead of running it."),
+        config: bool = typer.Option(False, "--config", help="With --print: an ~/.ssh/config Host block instead."),
+        host: Optional[str] = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP),
+        user: Optional[str] = typer.Option(None, "--user", metavar="USER",
+                                           help="Log in as USER (default: the image's user, e.g. ec2-user)."),
+        identity: Optional[str] = typer.Option(None, "--identity", "-i", metavar="KEYFILE",
+                                               help="Private key (default: ~/.ssh/<network.ssh.key_name>.pem)."),
+    ) -> None:
+        """Open a shell on the login node (PCS) or head node (ParallelCluster), or run a command there.
+
+        The user comes from the image's OS, the key from network.ssh.key_name; without a public address or
+        with SSH closed (no network.ssh.allowed_cidr) the connection goes through SSM Session Manager.
+        The exit status is ssh's (the remote command's).
+
+        Examples: fmcluster ssh llama-pretrain   ·   fmcluster ssh llama-pretrain -- sinfo   ·
+        fmcluster ssh llama-pretrain --print --config >> ~/.ssh/config
+        """
+        import os
+
+        from fmcluster.errors import UsageError
+        from fmcluster.output import ui
+        from fmcluster.verbs.connect import ssh as ssh_lines
+        from fmcluster.verbs.connect.resolve import resolve
+
+        if config and not print_only:
+            raise UsageError("--config goes with --print: fmcluster ssh NAME --print --config")
+        _, target = resolve(name, host, user, identity)
+        for note in target.notes:
+            ui.note(note)
+        if print_only:
+            typer.echo(ssh_lines.config_block(target) if config else ssh_lines.command_line(target, command))
+            return
+        argv = ssh_lines.ssh_argv(target, command)
+        try:
+            os.execvp(argv[0], argv)
+        except FileNotFoundError:
+            raise UsageError("ssh is not installed here (install the OpenSSH client)") from None
+
+    @app.command()
+    def kubeconfig(
+        name: str = name_argument,  # type: ignore[assignment]
+        output: Optional[str] = typer.Option(
+            None, "--output", "-o", metavar="FILE",
+            help="Merge it into the kubeconfig FILE (created if missing; other clusters and contexts kept, this one "
+                 "made current, the file made readable by you alone) instead of printing it."),
+        token: bool = typer.Option(False, "--token", help="Print a fresh bearer token as kubectl's exec plugin "
+                                                          "protocol asks (what the kubeconfig's user runs)."),
+    ) -> None:
+        """Print a kubeconfig for an EKS cluster's Kubernetes API: its endpoint, the certificate authority EKS
+        issued, and a user that gets each token from `fmcluster kubeconfig NAME --token` (an EKS token, made as
+        `aws eks get-token` makes it, with the credentials fmcluster uses). The cluster's creator is its admin.
+
+        The user's command is the absolute path of the fmcluster you ran (e.g. /home/me/fmcluster/.venv/bin/fmcluster),
+        so kubectl finds it without that venv on PATH; write the kubeconfig again after moving fmcluster. With -o the
+        file is merged into, as `aws eks update-kubeconfig` does.
+
+        Examples: fmcluster kubeconfig llama-eks -o ~/.kube/config && kubectl get nodes   ·
+        fmcluster kubeconfig llama-eks -o ~/.kube/llama-eks && KUBECONFIG=~/.kube/llama-eks kubectl get nodes
+        """
+        import json
+
+        import yaml
+
+        from fmcluster.errors import UsageError
+        from fmcluster.verbs.connect import kubeconfig as kube
+
+        if token:
+            if output:
+                raise UsageError("--token prints the credential kubectl reads; it takes no --output")
+            typer.echo(json.dumps(kube.exec_credential(name)))
+            return
+        document = kube.kubeconfig(name)
+        if output is None:
+            typer.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
+            return
+        kube.write(output, document)
+
+    @app.command()
+    def smoke(
+        name: str = name_argument,  # type: ignore[assignment]
+        nodes: Optional[int] = typer.Option(None, "--nodes", "-N", min=1, metavar="N",
+                                            help="Nodes to test (default: every static node of the queue, or 2)."),
+        queue: Optional[str] = typer.Option(None, "--queue", "-q", metavar="QUEUE",
+                                            help="Queue to test (default: the first with accelerators; on EKS "
+                                                 "the first with NVIDIA GPUs)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/smoke-json.md); on "
+                                                           "EKS also when the job could not run."),
+        timeout: float = typer.Option(30, "--timeout", min=0.01, metavar="MIN",
+                                      help="Give up (and cancel or delete the job) after MIN minutes."),
+        host: Optional[str] = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP),
+        user: Optional[str] = typer.Option(None, "--user", metavar="USER", help="Log in as USER."),
+        identity: Optional[str] = typer.Option(None, "--identity", "-i", metavar="KEYFILE", help="Private key."),
+        nccl_tests: Optional[str] = typer.Option(None, "--nccl-tests", metavar="PATH",
+                                                 help="all_reduce_perf on the nodes (default: found on PATH, in "
+                                                      "/opt/nccl-tests/build or the DLAMI's CUDA dirs)."),
+        image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE",
+                                            help="EKS: the nccl-tests image (default: AWS's public "
+                                                 "public.ecr.aws/hpc-cloud/nccl-tests, pinned; docs/smoke-json.md)."),
+        print_only: bool = typer.Option(False, "--print", help="EKS: print the MPIJob it would submit, and stop."),
+    ) -> None:
+        """Check that the cluster works: each node's GPUs (nvidia-smi), EFA provider (fi_info -p efa) and EFA
+        devices against the catalog, then nccl-tests all_reduce_perf across the nodes, whose bus bandwidth is
+        compared with the EFA bandwidth. A tool that is missing on the nodes counts as "absent", a failure.
+        Exit 1 when any check fails.
+
+        Slurm (ParallelCluster, PCS): a Slurm job submitted over ssh. EKS: an MPIJob (the MPI Operator's) sent to
+        the queue's scheduler (Kueue, Volcano or KAI), one worker per node holding every GPU and EFA device, deleted
+        when it ends, fails or times out.
+
+        Examples: fmcluster smoke llama-pretrain --nodes 2   ·   fmcluster smoke llama-eks --print
+        """
+        from fmcluster.output import ui
+        from fmcluster.verbs.connect import smoke_command
+        from fmcluster.verbs.connect.view import print_smoke
+
+        if print_only:
+            typer.echo(smoke_command.manifest_text(name, queue, nodes, timeout, image), nl=False)
+            return
+        report = smoke_command.run(name, queue, nodes, host, user, identity, timeout, nccl_tests, image)
+        if as_json:
+            ui.print_json(report)
+        elif report.get("error"):  # the job never produced a result: one line says why
+            ui.error(f"smoke test of {name}: {report['error']}")
+        else:
+            print_smoke(report)
+        if not report["ok"]:
+            raise typer.Exit(1)
+
+    @app.command()
+    def logs(
+        name: str = name_argument,  # type: ignore[assignment]
+        follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until Ctrl-C."),
+        lines: int = typer.Option(200, "--lines", "-n", min=1, metavar="N",
+                                  help="At most N lines per source to start with."),
+    ) -> None:
+        """fmcluster's own event log for the cluster, then the backend's: ParallelCluster's CloudFormation
+        events and CloudWatch log streams, or PCS's scheduler logs where a CloudWatch Logs delivery is set up.
+
+        Example: fmcluster logs llama-pretrain --follow
+        """
+        from fmcluster.output import ui
+        from fmcluster.verbs.connect.logs import render, stream
+
+        try:
+            stream(name, follow, lines, lambda line: print(render(line), flush=True), ui.note)
+        except KeyboardInterrupt:
+            return
