@@ -12,9 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fmcluster.aws.login import SshTarget, ssh_argv
 from fmcluster.errors import FmclusterError
-from fmcluster.verbs.connect.login import SshTarget
-from fmcluster.verbs.connect.ssh import ssh_argv
 
 FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
             "BOOT_FAIL", "DEADLINE"}
