@@ -1,4 +1,4 @@
-"""``fmcluster smoke`` on a Slurm cluster (PCS, ParallelCluster: each backend's ``smoke`` calls :func:`run`): one
+"""``fmcluster smoke`` on a Slurm cluster (each Slurm backend's ``smoke`` calls :func:`run`): one
 Slurm batch job submitted over ssh to the login node (:mod:`fmcluster.backends.slurm.batch`) that checks every node
 of a queue — accelerators visible, the EFA provider and device count the catalog expects — and runs nccl-tests
 ``all_reduce_perf`` across the nodes (``fmcluster/scripts/smoke_job.sh``), judged by
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def job_script() -> str:
-    return resources.files("fmcluster").joinpath("scripts", "smoke_job.sh").read_text()
+    return resources.files("fmcluster").joinpath("scripts").joinpath("smoke_job.sh").read_text()
 
 
 def job_environment(expect: Expectations, nccl_tests: str | None = None) -> dict[str, str]:
