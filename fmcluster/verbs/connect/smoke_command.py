@@ -23,8 +23,9 @@ def _ticker(title: str) -> Iterator[Tick]:
         yield ticker.update
 
 
-# The smoke test's progress, on stderr: notes, warnings, and one status line while its job runs.
-SINK = SmokeSink(note=ui.note, warning=ui.warning, ticker=_ticker)
+# The smoke test's progress, on stderr: notes, warnings, and one status line while its job runs. Looked up in ui at
+# each call, as when the smoke code called ui itself (a test that replaces ui.note still sees every line).
+SINK = SmokeSink(note=lambda message: ui.note(message), warning=lambda message: ui.warning(message), ticker=_ticker)
 
 
 def run(name: str, queue: str | None, nodes: int | None, host: str | None, user: str | None,
