@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -89,6 +90,35 @@ class LogLine:
     at: float  # seconds since the epoch
     source: str  # "fmcluster", "cloudformation", or a CloudWatch log stream
     text: str
+
+
+@dataclass(frozen=True)
+class SmokeRequest:
+    """What ``fmcluster smoke`` asks of the backend: the command's options as given (None: not given). Each backend
+    refuses, with a UsageError, the options that are not its own (``--host`` on EKS, ``--image`` on Slurm)."""
+
+    queue: str | None
+    nodes: int | None
+    timeout_min: float
+    host: str | None = None  # HOST[:PORT] of a Slurm login host: skips the AWS look-up
+    user: str | None = None
+    identity: str | None = None
+    nccl_tests: str | None = None  # all_reduce_perf on a Slurm cluster's nodes
+    image: str | None = None  # the nccl-tests image on a Kubernetes cluster
+
+
+# A progress line's sink: (what it shows now, seconds since the wait began).
+Tick = Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class SmokeSink:
+    """Where a smoke test's progress goes while it runs (backends never print): a line to note, a warning, and a
+    status line for a wait (``with sink.ticker(title) as tick: tick(text, elapsed)``)."""
+
+    note: Callable[[str], None]
+    warning: Callable[[str], None]
+    ticker: Callable[[str], AbstractContextManager[Tick]]
 
 
 class Lifecycle(Protocol):
@@ -211,4 +241,15 @@ class Backend(Lifecycle, Protocol):
     def tagged_clusters(self, region: str) -> list[tuple[str, str]]:
         """(name, common status) of each cluster of this backend that ``region`` holds by its ``fmcluster:cluster``
         tag. boto3 only: it needs no extra, so a teammate's cluster is listed on any install."""
+        ...
+
+    def smoke(self, context: BackendContext, request: SmokeRequest, sink: SmokeSink) -> dict[str, Any]:
+        """``fmcluster smoke``: run the backend's smoke job on the cluster, wait for it, judge its output, and
+        leave nothing running (a timeout, Ctrl-C, SIGTERM or SIGHUP cancel it); the report of docs/smoke-json.md.
+        On the light object: it names the extra it needs itself, when it gets that far."""
+        ...
+
+    def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:
+        """``fmcluster smoke --print``: the job document ``smoke`` would submit, from the spec alone (no AWS call,
+        no extra); a UsageError for a backend whose job is no document (a Slurm batch script)."""
         ...

@@ -4,7 +4,7 @@ client of the kubernetes extra) too."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.spec_rules import RULES
@@ -12,7 +12,8 @@ from fmcluster.backends.lazy import LoadsLifecycle
 from fmcluster.backends.protocol import Capability
 
 if TYPE_CHECKING:
-    from fmcluster.backends.protocol import Lifecycle
+    from fmcluster.backends.context import BackendContext
+    from fmcluster.backends.protocol import Lifecycle, SmokeRequest, SmokeSink
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -51,3 +52,15 @@ class EksBackend(LoadsLifecycle):
         from fmcluster.backends.eks.listing import tagged_clusters
 
         return tagged_clusters(region)
+
+    def smoke(self, context: BackendContext, request: SmokeRequest, sink: SmokeSink) -> dict[str, Any]:
+        # On the light object: the EKS smoke names the extra it needs only once the options and the queue are
+        # found good, in its own words, and --print needs none.
+        from fmcluster.backends.eks import smoke
+
+        return smoke.run(self.profile, context, request, sink)
+
+    def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:
+        from fmcluster.backends.eks import smoke
+
+        return smoke.manifest(spec, request)

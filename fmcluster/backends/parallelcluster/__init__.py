@@ -4,7 +4,7 @@ the parallelcluster extra) too."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.lazy import LoadsLifecycle
 from fmcluster.backends.parallelcluster.profile import PROFILE
@@ -12,7 +12,8 @@ from fmcluster.backends.parallelcluster.spec_rules import RULES
 from fmcluster.backends.protocol import Capability
 
 if TYPE_CHECKING:
-    from fmcluster.backends.protocol import Lifecycle
+    from fmcluster.backends.context import BackendContext
+    from fmcluster.backends.protocol import Lifecycle, SmokeRequest, SmokeSink
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -51,3 +52,13 @@ class ParallelClusterBackend(LoadsLifecycle):
         from fmcluster.backends.parallelcluster.listing import tagged_clusters
 
         return tagged_clusters(region)
+
+    def smoke(self, context: BackendContext, request: SmokeRequest, sink: SmokeSink) -> dict[str, Any]:
+        from fmcluster.backends.slurm import smoke
+
+        return smoke.run(self, context, request, sink)
+
+    def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:
+        from fmcluster.backends.slurm import smoke
+
+        return smoke.manifest(spec, request)

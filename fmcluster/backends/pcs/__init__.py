@@ -3,7 +3,7 @@ any install; the rest of its parts load on first use, the lifecycle (``backend``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.lazy import LoadsLifecycle
 from fmcluster.backends.pcs.profile import PROFILE
@@ -11,7 +11,8 @@ from fmcluster.backends.pcs.spec_rules import RULES
 from fmcluster.backends.protocol import Capability
 
 if TYPE_CHECKING:
-    from fmcluster.backends.protocol import Lifecycle
+    from fmcluster.backends.context import BackendContext
+    from fmcluster.backends.protocol import Lifecycle, SmokeRequest, SmokeSink
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -50,3 +51,13 @@ class PcsBackend(LoadsLifecycle):
         from fmcluster.backends.pcs.listing import tagged_clusters
 
         return tagged_clusters(region)
+
+    def smoke(self, context: BackendContext, request: SmokeRequest, sink: SmokeSink) -> dict[str, Any]:
+        from fmcluster.backends.slurm import smoke
+
+        return smoke.run(self, context, request, sink)
+
+    def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:
+        from fmcluster.backends.slurm import smoke
+
+        return smoke.manifest(spec, request)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from fmcluster.aws.login import NodeNotFound, SshTarget, target_for_host, target_for_node
 from fmcluster.backends import registry
 from fmcluster.backends.protocol import Capability
 from fmcluster.connection import aws
 from fmcluster.spec.models import Spec
 from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state.store import StateStore
-from fmcluster.verbs.connect.login import NodeNotFound, SshTarget, target_for_host, target_for_node
 from fmcluster.verbs.lifecycle.common import open_cluster
 from fmcluster.verbs.session import Session
 

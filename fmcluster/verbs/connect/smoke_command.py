@@ -1,55 +1,51 @@
-"""``fmcluster smoke NAME``: the smoke test the cluster's backend runs — a Slurm job over ssh
-(:mod:`fmcluster.verbs.connect.smoke`) or, on a Kubernetes cluster, an MPIJob through its scheduler
-(:mod:`fmcluster.verbs.connect.smoke_eks`). Both report as docs/smoke-json.md says."""
+"""``fmcluster smoke NAME``: the smoke test the cluster's backend runs (:meth:`Backend.smoke
+<fmcluster.backends.protocol.Backend.smoke>`) — a Slurm job over ssh, or on a Kubernetes cluster an MPIJob through
+its scheduler — reported as docs/smoke-json.md says. The backend prints nothing: its progress comes back through
+:data:`SINK`."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
-from fmcluster import extras
 from fmcluster.backends import registry
-from fmcluster.backends.protocol import Capability
-from fmcluster.errors import UsageError
-from fmcluster.verbs.connect import mpijob, smoke
+from fmcluster.backends.protocol import SmokeRequest, SmokeSink, Tick
+from fmcluster.output import ui
 from fmcluster.verbs.connect.resolve import recorded
+
+
+@contextlib.contextmanager
+def _ticker(title: str) -> Iterator[Tick]:
+    with ui.Ticker(title) as ticker:
+        yield ticker.update
+
+
+# The smoke test's progress, on stderr: notes, warnings, and one status line while its job runs. Looked up in ui at
+# each call, as when the smoke code called ui itself (a test that replaces ui.note still sees every line).
+SINK = SmokeSink(note=lambda message: ui.note(message), warning=lambda message: ui.warning(message), ticker=_ticker)
 
 
 def run(name: str, queue: str | None, nodes: int | None, host: str | None, user: str | None,
         identity: str | None, timeout_min: float, nccl_tests: str | None = None,
         image: str | None = None) -> dict[str, Any]:
-    """Smoke-test cluster NAME: a Slurm job over ssh, or on a Kubernetes cluster an MPIJob through its scheduler."""
+    """Smoke-test cluster NAME by its backend's smoke test."""
     session, spec = recorded(name)
-    if Capability.KUBERNETES_API in registry.get(spec.backend).capabilities:
-        for option, value in (("--host", host), ("--user", user), ("--identity", identity),
-                              ("--nccl-tests", nccl_tests)):
-            if value:
-                raise UsageError(f"{option} is for Slurm clusters, reached over ssh; {name} runs its smoke test as "
-                                 "an MPIJob through its Kubernetes API (--image names the nccl-tests image)")
-        expect = smoke.expectations(spec, queue or mpijob.default_queue(spec), nodes)
-        backend = registry.profile(spec.backend)
-        if backend.extra:  # the Kubernetes API client; --print and the Slurm backends run without it
-            extras.require(backend.extra, f"smoke on {backend.display} cluster {name}")
-        from fmcluster.verbs.connect import smoke_eks
-
-        return smoke_eks.run(session, spec, expect, timeout_min, image)
-    if image:
-        raise UsageError(f"--image is for Kubernetes clusters; {name} runs its smoke test as a Slurm job on the "
-                         "nodes' own software (--nccl-tests names all_reduce_perf there)")
-    return smoke.run(name, queue, nodes, host, user, identity, timeout_min, nccl_tests)
+    request = SmokeRequest(queue, nodes, timeout_min, host, user, identity, nccl_tests, image)
+    # The light backend object, not session.backend: the backend names the extra its smoke test needs, if any, in
+    # its own words and only once the options are found good.
+    return registry.get(spec.backend).smoke(session.context, request, SINK)
 
 
 def manifest_text(name: str, queue: str | None, nodes: int | None, timeout_min: float,
                   image: str | None = None) -> str:
-    """The YAML of what ``smoke NAME`` would submit to a Kubernetes cluster, from the recorded spec alone."""
+    """The YAML of what ``smoke NAME`` would submit, from the recorded spec alone (a UsageError for a backend whose
+    job is no document)."""
     _, spec = recorded(name)
-    if Capability.KUBERNETES_API not in registry.get(spec.backend).capabilities:
-        raise UsageError(f"--print shows the MPIJob a Kubernetes cluster's smoke test submits; {name} runs a Slurm "
-                         "job over ssh (fmcluster/scripts/smoke_job.sh)")
-    expect = smoke.expectations(spec, queue or mpijob.default_queue(spec), nodes)
-    job = mpijob.smoke_job(spec, expect.queue, expect.nodes, image)
-    return yaml.dump(mpijob.manifest(spec, job, int(timeout_min * 60)), Dumper=_BlockDumper, sort_keys=False)
+    document = registry.get(spec.backend).smoke_manifest(spec, SmokeRequest(queue, nodes, timeout_min, image=image))
+    return yaml.dump(document, Dumper=_BlockDumper, sort_keys=False)
 
 
 def _block_strings(dumper: Any, value: str) -> Any:

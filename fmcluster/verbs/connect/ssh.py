@@ -1,36 +1,11 @@
-"""ssh command lines and ssh-config blocks for a :class:`~fmcluster.verbs.connect.login.SshTarget`."""
+"""ssh command lines and ssh-config blocks for a :class:`~fmcluster.aws.login.SshTarget` (its argv is
+:func:`fmcluster.aws.login.ssh_argv`, which the Slurm smoke test uses too)."""
 
 from __future__ import annotations
 
 import shlex
 
-from fmcluster.state.host_keys import known_hosts_file
-from fmcluster.verbs.connect.login import SshTarget
-
-
-def known_hosts(cluster: str) -> str:
-    """The cluster's own known_hosts file (:mod:`fmcluster.state.host_keys`), its directory made."""
-    path = known_hosts_file(cluster)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return str(path)
-
-
-def ssh_options(target: SshTarget, batch: bool = False) -> list[str]:
-    # A fresh cluster's host key is new by definition: accept it once, refuse a changed one.
-    options = ["-o", "StrictHostKeyChecking=accept-new", "-o", f"UserKnownHostsFile={known_hosts(target.cluster)}"]
-    if target.identity:
-        options += ["-i", target.identity]
-    if target.port:
-        options += ["-p", str(target.port)]
-    if target.proxy_command:
-        options += ["-o", f"ProxyCommand={target.proxy_command}"]
-    if batch:  # never stop at a password or passphrase prompt nobody will answer
-        options += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=20"]
-    return options
-
-
-def ssh_argv(target: SshTarget, command: list[str] | None = None, batch: bool = False) -> list[str]:
-    return ["ssh", *ssh_options(target, batch), f"{target.user}@{target.host}", *(command or [])]
+from fmcluster.aws.login import SshTarget, known_hosts, ssh_argv
 
 
 def command_line(target: SshTarget, command: list[str] | None = None) -> str:

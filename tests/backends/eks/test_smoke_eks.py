@@ -16,10 +16,12 @@ import jsonschema
 import pytest
 from fixtures.eks_specs import GB200_SPEC
 
+from fmcluster.backends.eks.smoke import mpijob
+from fmcluster.backends.eks.smoke import submit as smoke_eks
 from fmcluster.backends.eks.software.validate import _closed
+from fmcluster.backends.smoke import checks as smoke
 from fmcluster.errors import UsageError
 from fmcluster.spec import load_spec
-from fmcluster.verbs.connect import mpijob, smoke, smoke_eks
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"

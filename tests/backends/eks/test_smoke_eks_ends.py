@@ -16,8 +16,9 @@ import pytest
 from fixtures.eks_smoke import JOBS, REGION, mpijob_crd, p5_kueue_job
 from fixtures.kube import cluster_api
 
+from fmcluster.backends.eks.smoke import submit as smoke_eks
 from fmcluster.state.store import StateStore
-from fmcluster.verbs.connect import smoke_eks
+from fmcluster.verbs.connect.smoke_command import SINK
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -37,7 +38,7 @@ def test_a_job_no_operator_acts_on_ends_before_the_timeout(api, http, monkeypatc
     monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 1.0)
     job, manifest = p5_kueue_job()
     started = time.monotonic()
-    outcome = smoke_eks._submit_and_wait(api, job, manifest, started + 120)
+    outcome = smoke_eks._submit_and_wait(api, job, manifest, started + 120, SINK)
     assert outcome.state == "NO_OPERATOR", outcome
     assert "set no condition on the job" in outcome.detail and "kubectl -n mpi-operator get pods" in outcome.detail
     assert time.monotonic() - started < 60  # the silence, not the two-minute timeout, ended it

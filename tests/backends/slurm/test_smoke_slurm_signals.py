@@ -1,6 +1,6 @@
 """Issue 35: ``fmcluster smoke`` on a Slurm cluster (PCS, ParallelCluster) cancels its job on SIGTERM and SIGHUP as
 on Ctrl-C, over the same ssh path, and exits 128 + the signal (143, 129; Ctrl-C gives 130), as on EKS
-(fmcluster/verbs/connect/termination.py). Against a real one-host Slurm (tests/fixtures/slurm.py) whose partition is
+(fmcluster/backends/smoke/termination.py). Against a real one-host Slurm (tests/fixtures/slurm.py) whose partition is
 down, so the job stays PENDING until the signal; the cluster is only a local record reached with --host, so no AWS
 call."""
 

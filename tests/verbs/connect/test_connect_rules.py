@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.errors import UsageError
-from fmcluster.spec.models import Spec
-from fmcluster.verbs.connect.login import (
-    LoginNode,
+from fmcluster.aws.login import (
     NodeNotFound,
     login_user,
     parse_host,
     target_for_host,
     target_for_node,
 )
+from fmcluster.backends.protocol import LoginNode
+from fmcluster.errors import UsageError
+from fmcluster.spec.models import Spec
 from fmcluster.verbs.connect.ssh import command_line, config_block
 
 

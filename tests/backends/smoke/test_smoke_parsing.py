@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fmcluster.backends.slurm import smoke as slurm_smoke
+from fmcluster.backends.smoke import checks as smoke
+from fmcluster.backends.smoke import nccl
 from fmcluster.spec.models import Spec
-from fmcluster.verbs.connect import nccl, smoke
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data" / "nccl-tests"
@@ -103,7 +105,7 @@ def test_healthy_p5_pair_passes_against_the_catalog() -> None:
     assert status == {"nodes": "passed", "nccl_all_reduce": "passed", "efa_bandwidth": "passed"}
     bandwidth = next(c for c in overall if c.name == "efa_bandwidth")
     assert bandwidth.found == 487.26 and bandwidth.expected == 400.0  # 3200 Gbps = 400 GB/s
-    report = smoke.report(_spec("p5.48xlarge"), expect, "7", "COMPLETED", "/home/u/fmcluster-smoke-7.out",
+    report = slurm_smoke.report(_spec("p5.48xlarge"), expect, "7", "COMPLETED", "/home/u/fmcluster-smoke-7.out",
                           per_node, overall)
     assert report["ok"] is True
 
@@ -132,7 +134,7 @@ def test_missing_tools_are_absent_and_fail() -> None:
     per_node, overall = smoke.judge(output, expect)
     assert _status(per_node["n1"]) == {"gpus": "absent", "efa_provider": "absent", "efa_devices": "absent"}
     assert _status(overall) == {"nodes": "passed", "nccl_all_reduce": "absent", "efa_bandwidth": "skipped"}
-    report = smoke.report(_spec("p5.48xlarge"), expect, "3", "COMPLETED", "f", per_node, overall)
+    report = slurm_smoke.report(_spec("p5.48xlarge"), expect, "3", "COMPLETED", "f", per_node, overall)
     assert report["ok"] is False
 
 
@@ -194,4 +196,4 @@ def test_job_script_passes_shellcheck() -> None:
 
 
 def test_job_script_ships_in_the_package() -> None:
-    assert smoke.job_script() == SCRIPT.read_text()
+    assert slurm_smoke.job_script() == SCRIPT.read_text()

@@ -1,21 +1,19 @@
-"""``fmcluster smoke``: one Slurm job over ssh that checks every node of a queue — accelerators visible, the
-EFA provider and device count the catalog expects — and runs nccl-tests ``all_reduce_perf`` across the nodes,
-whose bus bandwidth is compared with the catalog's EFA bandwidth. Missing tools are "absent": a failure."""
+"""What every backend's smoke test judges the same way: what the queue's nodes should show (:class:`Expectations`,
+from the catalog and the spec), the facts its job prints (``FMCLUSTER <node> <fact> <value>`` lines and nccl-tests
+``all_reduce_perf`` output between ``FMCLUSTER-NCCL-BEGIN`` and ``-END``) judged against them — accelerators
+visible, the EFA provider and device count, all-reduce bus bandwidth against the catalog's EFA bandwidth — and the
+report of docs/smoke-json.md. Missing tools are "absent": a failure. Names no backend."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from fmcluster import catalog
+from fmcluster.backends.smoke import nccl
 from fmcluster.errors import UsageError
-from fmcluster.output import ui
 from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec, max_nodes, min_nodes
-from fmcluster.verbs.connect import nccl, slurm
-from fmcluster.verbs.connect.resolve import resolve
-from fmcluster.verbs.connect.termination import Terminated, ends_like_ctrl_c
 
 # All-reduce bus bandwidth below this share of the EFA line rate fails the check. Healthy EFA runs sit near
 # or above it (2x p5.48xlarge: 487 GB/s of 400; 2x p4de.24xlarge: 78 of 50, see tests/data/nccl-tests/);
@@ -68,15 +66,6 @@ def expectations(spec: Spec, queue_name: str | None, nodes: int | None) -> Expec
     return Expectations(queue, count, facts.accelerators if facts else None,
                         facts.accelerator.kind if facts else "gpu", efa_devices, efa_on,
                         facts.efa_gbps if facts else None)
-
-
-def job_script() -> str:
-    return resources.files("fmcluster").joinpath("scripts", "smoke_job.sh").read_text()
-
-
-def job_environment(expect: Expectations, nccl_tests: str | None = None) -> dict[str, str]:
-    env = {"FMC_ACCEL_KIND": expect.kind, "FMC_RANKS_PER_NODE": str(expect.accelerators or 1)}
-    return env | ({"FMC_NCCL_TESTS": nccl_tests} if nccl_tests else {})
 
 
 def judge(output: str, expect: Expectations) -> tuple[dict[str, list[Check]], list[Check]]:
@@ -173,13 +162,6 @@ def _bandwidth_check(peak: float | None, expect: Expectations, missing: tuple[st
                  round(peak, 2), round(line_rate, 2), {"fraction": round(fraction, 3)})
 
 
-def report(spec: Spec, expect: Expectations, job_id: str, job_state: str, output_path: str,
-           per_node: dict[str, list[Check]], overall: list[Check]) -> dict[str, Any]:
-    job = Check("job", "passed" if job_state in ("COMPLETED", "GONE") else "failed",
-                f"Slurm job {job_id} {job_state}")
-    return report_of(spec, expect, job_id, job_state, output_path, per_node, [job, *overall])
-
-
 def report_of(spec: Spec, expect: Expectations, job_id: str, job_state: str, output_path: str | None,
               per_node: dict[str, list[Check]], checks: list[Check]) -> dict[str, Any]:
     """The report of docs/smoke-json.md, on any backend: ``checks`` begins with the ``job`` check."""
@@ -190,34 +172,3 @@ def report_of(spec: Spec, expect: Expectations, job_id: str, job_state: str, out
             "node_checks": [{"node": node, "checks": [c.to_json() for c in items]}
                             for node, items in per_node.items()],
             "checks": [c.to_json() for c in checks]}
-
-
-def run(name: str, queue: str | None, nodes: int | None, host: str | None, user: str | None,
-              identity: str | None, timeout_min: float, nccl_tests: str | None = None) -> dict[str, Any]:
-    """Submit the smoke job to NAME's login node, wait for it, collect and judge its output."""
-    spec, target = resolve(name, host, user, identity)
-    expect = expectations(spec, queue, nodes)
-    remote = slurm.Remote(target)
-    home = remote.run('printf %s "$HOME"').stdout.strip() or "/tmp"
-    output_path = f"{home}/fmcluster-smoke-%j.out"
-    options = ["--job-name=fmcluster-smoke", f"--partition={expect.queue.name}", f"--nodes={expect.nodes}",
-               f"--ntasks-per-node={expect.accelerators or 1}", "--exclusive", f"--time={max(1, int(timeout_min))}",
-               f"--chdir={home}", f"--output={output_path}"]
-    ui.note(f"{target.via}: submitting the smoke job to queue {expect.queue.name} ({expect.nodes} × "
-            f"{expect.queue.instance_type})")
-    job_id = slurm.submit(remote, job_script(), options, job_environment(expect, nccl_tests))
-    # SIGTERM and SIGHUP (a kill, a closed terminal, a CI cancel) cancel the job as Ctrl-C does; the handler stays
-    # in place through scancel, so a repeated signal cannot cut it short.
-    with ends_like_ctrl_c():
-        try:
-            with ui.Ticker(f"job {job_id}") as ticker:
-                job = slurm.wait(remote, job_id, timeout_min * 60,
-                                 lambda s, t: ticker.update(f"{s.state}" + (f" ({s.reason})" if s.reason not in
-                                                                             ("", "None") else ""), t))
-        except (KeyboardInterrupt, Terminated):
-            slurm.cancel(remote, job_id)
-            raise
-    path = output_path.replace("%j", job_id)
-    output = slurm.collect(remote, path, job, expect.queue.name)
-    per_node, overall = judge(output, expect)
-    return report(spec, expect, job_id, job.state, path, per_node, overall)

@@ -1,7 +1,7 @@
 """A Slurm batch job driven over ssh from here: submit (script on stdin), wait, collect its output.
 
-The output file is written on the job's batch host. Where /home is shared (ParallelCluster) the login node
-reads it directly; where it is not (PCS by default) a one-task ``srun`` on the batch host prints it.
+The output file is written on the job's batch host. Where /home is shared the login node reads it directly;
+where it is not, a one-task ``srun`` on the batch host prints it.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fmcluster.aws.login import SshTarget, ssh_argv
 from fmcluster.errors import FmclusterError
-from fmcluster.verbs.connect.login import SshTarget
-from fmcluster.verbs.connect.ssh import ssh_argv
 
 FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
             "BOOT_FAIL", "DEADLINE"}

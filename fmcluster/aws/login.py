@@ -1,16 +1,22 @@
 """Who and where to ssh to: the login node a backend reports, the user its image's OS logs in as, the key
-from the spec, and the route (its public address, or SSM Session Manager when SSH is closed)."""
+from the spec, and the route (its public address, or SSM Session Manager when SSH is closed); and the ssh command
+line for it. Below the backends, so that the Slurm smoke test (:mod:`fmcluster.backends.slurm.smoke`) and the
+``ssh`` command reach a login node the same way."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fmcluster.backends.protocol import LoginNode
 from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.spec.decisions import operating_system
 from fmcluster.spec.models import Spec
+from fmcluster.state.host_keys import known_hosts_file
+
+if TYPE_CHECKING:
+    from fmcluster.backends.protocol import LoginNode
 
 # The default login user of the OS images fmcluster launches (PCS sample AMIs, ParallelCluster AMIs, and
 # the vendors' own images for RHEL and Rocky).
@@ -96,3 +102,28 @@ def target_for_host(spec: Spec, host: str, user: str | None, identity: str | Non
     address, port = parse_host(host)
     return SshTarget(spec.name, address, user or login_user(spec), port, identity or key_file(spec), None,
                      f"--host {host}")
+
+
+def known_hosts(cluster: str) -> str:
+    """The cluster's own known_hosts file (:mod:`fmcluster.state.host_keys`), its directory made."""
+    path = known_hosts_file(cluster)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def ssh_options(target: SshTarget, batch: bool = False) -> list[str]:
+    # A fresh cluster's host key is new by definition: accept it once, refuse a changed one.
+    options = ["-o", "StrictHostKeyChecking=accept-new", "-o", f"UserKnownHostsFile={known_hosts(target.cluster)}"]
+    if target.identity:
+        options += ["-i", target.identity]
+    if target.port:
+        options += ["-p", str(target.port)]
+    if target.proxy_command:
+        options += ["-o", f"ProxyCommand={target.proxy_command}"]
+    if batch:  # never stop at a password or passphrase prompt nobody will answer
+        options += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=20"]
+    return options
+
+
+def ssh_argv(target: SshTarget, command: list[str] | None = None, batch: bool = False) -> list[str]:
+    return ["ssh", *ssh_options(target, batch), f"{target.user}@{target.host}", *(command or [])]

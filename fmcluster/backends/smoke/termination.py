@@ -1,5 +1,5 @@
 """SIGTERM and SIGHUP ending a command the way Ctrl-C does: an exception in the main thread, so the ``finally``
-blocks that undo what the command made (``smoke``'s MPIJob on EKS, its Slurm job elsewhere) run before the process
+blocks that undo what the command made (``smoke``'s job, on every backend) run before the process
 ends.
 
 By default Python dies of either signal at once, running no ``finally``: a ``kill``, a closed terminal or a CI

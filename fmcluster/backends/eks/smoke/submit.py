@@ -1,8 +1,8 @@
-"""``fmcluster smoke`` on EKS: the nccl-tests MPIJob (:mod:`fmcluster.verbs.connect.mpijob`) through the queue's
-scheduler, then the launcher's log, judged as the Slurm job's output is (:func:`fmcluster.verbs.connect.smoke.judge`).
+"""``fmcluster smoke`` on EKS: the nccl-tests MPIJob (:mod:`fmcluster.backends.eks.smoke.mpijob`) through the queue's
+scheduler, then the launcher's log, judged as the Slurm job's output is (:func:`fmcluster.backends.smoke.checks.judge`).
 
 The job is deleted whatever happens — a result, a refusal, the timeout, Ctrl-C, SIGTERM or SIGHUP
-(:mod:`fmcluster.verbs.connect.termination`) — so a smoke test never leaves a job holding GPU nodes. A job of the same
+(:mod:`fmcluster.backends.smoke.termination`) — so a smoke test never leaves a job holding GPU nodes. A job of the same
 name left by a killed run (SIGKILL) is deleted first.
 
 A job the MPI Operator never acts on ends the wait early: the operator gives every MPIJob it reconciles a
@@ -16,17 +16,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.eks.kubernetes.access import KubeApi, KubeApiError
+from fmcluster.backends.eks.smoke import mpijob
 from fmcluster.backends.eks.software.releases import MPI_OPERATOR
+from fmcluster.backends.smoke.checks import Check, Expectations, judge, report_of
+from fmcluster.backends.smoke.termination import ends_like_ctrl_c
 from fmcluster.errors import FmclusterError
-from fmcluster.output import ui
 from fmcluster.spec.models import Spec
-from fmcluster.verbs.connect import mpijob
-from fmcluster.verbs.connect.smoke import Check, Expectations, judge, report_of
-from fmcluster.verbs.connect.termination import ends_like_ctrl_c
-from fmcluster.verbs.session import Session
+
+if TYPE_CHECKING:
+    from fmcluster.backends.context import BackendContext
+    from fmcluster.backends.protocol import SmokeSink
 
 POLL_S = 2.0
 # How long a leftover job of the same name may take to go before the new one is created.
@@ -47,23 +49,24 @@ class Outcome:
     hosts: dict[str, str] | None = None  # worker pod name -> node name
 
 
-def run(session: Session, spec: Spec, expect: Expectations, timeout_min: float, image: str | None) -> dict[str, Any]:
+def run(context: BackendContext, spec: Spec, expect: Expectations, timeout_min: float, image: str | None,
+        sink: SmokeSink) -> dict[str, Any]:
     """Submit, wait at most ``timeout_min`` minutes, read, judge, delete: the report of docs/smoke-json.md."""
     job = mpijob.smoke_job(spec, expect.queue, expect.nodes, image)
     deadline = time.monotonic() + timeout_min * 60
     manifest = mpijob.manifest(spec, job, int(timeout_min * 60))
     domain = mpijob.compute_domain(spec, job) if job.compute_domain else None
-    api = KubeApi.of(session.ctx, session.name)
+    api = KubeApi.of(context.ctx, context.name)
     if api is None:
-        outcome = Outcome("NO_API", f"the Kubernetes API of {session.name} is not up in {session.region}; "
-                                    f"`fmcluster status {session.name}` shows what exists", submitted=False)
+        outcome = Outcome("NO_API", f"the Kubernetes API of {context.name} is not up in {context.region}; "
+                                    f"`fmcluster status {context.name}` shows what exists", submitted=False)
     else:
         with ends_like_ctrl_c():
-            outcome = _submit_and_wait(api, job, manifest, deadline, domain)
+            outcome = _submit_and_wait(api, job, manifest, deadline, sink, domain)
     return _report(spec, expect, job, outcome)
 
 
-def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float,
+def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float, sink: SmokeSink,
                      domain: dict[str, Any] | None = None) -> Outcome:
     what = f"MPIJob {job.namespace}/{job.name}"
     try:
@@ -76,9 +79,9 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
     sent = False
     try:
         _delete(api, rtype, job, wait_until=min(deadline, time.monotonic() + LEFTOVER_WAIT_S))
-        ui.note(f"submitting {what} to queue {job.queue.name}: {job.nodes} worker(s) × {job.gpus} GPU(s), "
-                f"{job.efa} EFA device(s), image {job.image}"
-                + (f", each claiming an IMEX channel of ComputeDomain {job.compute_domain}" if domain else ""))
+        sink.note(f"submitting {what} to queue {job.queue.name}: {job.nodes} worker(s) × {job.gpus} GPU(s), "
+                  f"{job.efa} EFA device(s), image {job.image}"
+                  + (f", each claiming an IMEX channel of ComputeDomain {job.compute_domain}" if domain else ""))
         sent = True  # from here on it may exist (a Ctrl-C can land after the API took it): delete it at the end
         try:
             if domain is not None:
@@ -87,8 +90,8 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
         except KubeApiError as exc:
             return Outcome("REFUSED", f"the Kubernetes API refused it: {exc.code} {exc.reason}: {exc.api_message}",
                            submitted=False)
-        with ui.Ticker(what) as ticker:
-            state, detail = _wait(api, rtype, job, deadline, ticker.update)
+        with sink.ticker(what) as tick:
+            state, detail = _wait(api, rtype, job, deadline, tick)
         log, hosts = _launcher_log(api, job)
         return Outcome(state, detail, log=log, hosts=hosts)
     except FmclusterError as exc:
@@ -100,10 +103,10 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
                 if domain is not None:
                     _delete_domain(api, job)
             except FmclusterError as exc:  # the report still comes; the leftover is named
-                ui.warning(f"{what} may be left on the cluster ({str(exc).splitlines()[0]}); `fmcluster smoke` "
-                           f"deletes it on its next run, or: kubectl delete mpijob -n {job.namespace} {job.name}"
-                           + (f"; kubectl delete computedomain -n {job.namespace} {job.compute_domain}"
-                              if domain is not None else ""))
+                sink.warning(f"{what} may be left on the cluster ({str(exc).splitlines()[0]}); `fmcluster smoke` "
+                             f"deletes it on its next run, or: kubectl delete mpijob -n {job.namespace} {job.name}"
+                             + (f"; kubectl delete computedomain -n {job.namespace} {job.compute_domain}"
+                                if domain is not None else ""))
 
 
 def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
