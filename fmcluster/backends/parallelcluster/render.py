@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fmcluster import __version__
 from fmcluster.backends.slurm import node_software
+from fmcluster.backends.slurm.health_checks import slurm_health_checks
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
@@ -16,7 +17,7 @@ from fmcluster.render.storage import (
     openzfs_throughput_mbps,
 )
 from fmcluster.render.templates import render_yaml
-from fmcluster.spec import auto_repair, decisions
+from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
 # Without an allowed network, SSH stays closed to the outside: a loopback-only rule is how ParallelCluster
@@ -63,7 +64,7 @@ def render(
             "max_count": max_nodes(queue),
             "efa": efa,
             "placement_group": decisions.placement_group_enabled(queue),
-            "gpu_health_checks": auto_repair.slurm_health_checks(queue) and facts.has_gpus,
+            "gpu_health_checks": slurm_health_checks(queue) and facts.has_gpus,
             "subnet_id": queue.subnet_id or compute_subnet,
             "instance_types": list(instance_types_of(queue)),
             "root_volume_gib": decisions.queue_root_volume_gib(spec, queue),
