@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from fmcluster import catalog
 from fmcluster.backends.pcs import decisions as pcs_decisions
+from fmcluster.backends.pcs import home as pcs_home
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP, pcs_health_checks_supported
 from fmcluster.backends.slurm import node_software
 from fmcluster.backends.slurm.health_checks import slurm_health_checks
@@ -107,7 +108,7 @@ def render(
 
     lustre_mount = storage.lustre(add, spec, subnet)
     lustre_mounts = [lustre_mount] if lustre_mount else []
-    home_mount = storage.pcs_home(add, spec, subnet)
+    home_mount = pcs_home.home_documents(add, spec, subnet)
     mounts = lustre_mounts + ([home_mount] if home_mount else [])
 
     add("cluster.yaml", "cluster", spec.name, "pcs", {"": "CreateCluster"}, "pcs/cluster.yaml.j2",
