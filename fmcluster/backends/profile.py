@@ -21,6 +21,9 @@ class BackendProfile:
     anchor_kind: str = "cluster"
     # The pip extra the backend's lifecycle needs (None: boto3 alone).
     extra: str | None = None
+    # The backend's own resource kinds that bill by the hour while they exist, whatever their state (EKS's control
+    # plane): ``status`` names them in a cluster's "still billing" line beside the kinds every backend shares.
+    billing_kinds: frozenset[str] = frozenset()
     # What it does that not every backend does is not here: ``Backend.capabilities`` (protocol.Capability).
 
     def common_status(self, raw: str) -> str:
