@@ -24,6 +24,9 @@ class BackendProfile:
     # The backend's own resource kinds that bill by the hour while they exist, whatever their state (EKS's control
     # plane): ``status`` names them in a cluster's "still billing" line beside the kinds every backend shares.
     billing_kinds: frozenset[str] = frozenset()
+    # Well-formed values for what AWS issues at create time for the backend's own kinds, by (kind, attribute):
+    # ``validate`` fills the references (``${kind.key.attribute}``) of documents with them before those exist.
+    stand_ins: Mapping[tuple[str, str], str] = field(default_factory=dict)
     # What it does that not every backend does is not here: ``Backend.capabilities`` (protocol.Capability).
 
     def common_status(self, raw: str) -> str:
