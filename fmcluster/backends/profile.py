@@ -19,6 +19,9 @@ class BackendProfile:
     # The resource kind of the cluster's anchor (what its id and tags hang on): a teardown keeps nothing
     # for it when it keeps storage.
     anchor_kind: str = "cluster"
+    # The kind of the backend's own CloudFormation stack, when it runs one (ParallelCluster's): the stack copies its
+    # tags, ``fmcluster:resource`` naming the stack, onto what it makes, which discovery must tell apart.
+    stack_kind: str | None = None
     # The pip extra the backend's lifecycle needs (None: boto3 alone).
     extra: str | None = None
     # The backend's own resource kinds that bill by the hour while they exist, whatever their state (EKS's control

@@ -17,5 +17,6 @@ PROFILE = BackendProfile(
             "UPDATE_ROLLBACK_IN_PROGRESS": "FAILED", "UPDATE_ROLLBACK_COMPLETE": "FAILED",
             "UPDATE_ROLLBACK_FAILED": "FAILED"},
     anchor_kind="pcluster_cluster",
+    stack_kind="pcluster_cluster",
     extra="parallelcluster",
 )
