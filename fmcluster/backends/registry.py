@@ -5,9 +5,10 @@ Adding a backend means a folder under ``fmcluster/backends/`` (its ``__init__`` 
 lifecycle, ``listing.py``, ``preflight.py``, ``validate.py``, ``render.py``), one line in :data:`_BUILT_IN`
 below, its name in the spec's ``backend`` values (:data:`fmcluster.spec.field_types.Backend`), and its templates.
 
-Importing this module hands each backend's spec rules to the spec layer and its stand-ins to validate, which sit
-below the backends and never import them (:func:`fmcluster.spec.backend_rules.register`,
-:func:`fmcluster.validate.stand_ins.register`): the command line and the tests import it first.
+Importing this module hands each backend's spec rules to the spec layer, its stand-ins to validate and how to drop
+the clients its library keeps to the connection, which sit below the backends and never import them
+(:func:`fmcluster.spec.backend_rules.register`, :func:`fmcluster.validate.stand_ins.register`,
+:func:`fmcluster.connection.aws.keep_default_clients`): the command line and the tests import it first.
 Building the backend objects loads neither boto3 nor a backend's extra (their lifecycle loads on first use).
 """
 
@@ -18,6 +19,7 @@ from fmcluster.backends.parallelcluster import ParallelClusterBackend
 from fmcluster.backends.pcs import PcsBackend
 from fmcluster.backends.profile import BackendProfile
 from fmcluster.backends.protocol import Backend, Capability
+from fmcluster.connection import aws
 from fmcluster.errors import UsageError
 from fmcluster.render.documents import RenderedDocuments
 from fmcluster.spec import backend_rules as spec_backends
@@ -37,6 +39,7 @@ def register(backend: Backend) -> None:
     spec_backends.register(backend.name, backend.spec_rules,
                            runs_head_node=Capability.HEAD_NODE in backend.capabilities)
     stand_ins.register(backend.name, backend.profile.stand_ins)
+    aws.keep_default_clients(backend.name, backend.forget_default_clients)
 
 
 def unregister(name: str) -> None:
@@ -44,6 +47,7 @@ def unregister(name: str) -> None:
     _BACKENDS.pop(name, None)
     spec_backends.unregister(name)
     stand_ins.unregister(name)
+    aws.stop_keeping_default_clients(name)
 
 
 for _backend in _BUILT_IN:
