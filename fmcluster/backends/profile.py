@@ -22,6 +22,9 @@ class BackendProfile:
     # The kind of the backend's own CloudFormation stack, when it runs one (ParallelCluster's): the stack copies its
     # tags, ``fmcluster:resource`` naming the stack, onto what it makes, which discovery must tell apart.
     stack_kind: str | None = None
+    # The tag, besides fmcluster:cluster, by which what the backend's own stack launches names the cluster
+    # (ParallelCluster's launch templates): ``capacity list`` reads a Capacity Block's users from it.
+    cluster_name_tag: str | None = None
     # The pip extra the backend's lifecycle needs (None: boto3 alone).
     extra: str | None = None
     # The backend's own resource kinds that bill by the hour while they exist, whatever their state (EKS's control

@@ -18,5 +18,6 @@ PROFILE = BackendProfile(
             "UPDATE_ROLLBACK_FAILED": "FAILED"},
     anchor_kind="pcluster_cluster",
     stack_kind="pcluster_cluster",
+    cluster_name_tag="parallelcluster:cluster-name",
     extra="parallelcluster",
 )
