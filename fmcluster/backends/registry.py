@@ -33,8 +33,8 @@ _BACKENDS: dict[str, Backend] = {}
 
 
 def register(backend: Backend) -> None:
-    """Add ``backend`` under its name (after those already known), and hand its spec rules to the spec layer and
-    its stand-ins to validate."""
+    """Add ``backend`` under its name (after those already known), and hand its spec rules to the spec layer, its
+    stand-ins to validate and its ``forget_default_clients`` to the connection."""
     _BACKENDS[backend.name] = backend
     spec_backends.register(backend.name, backend.spec_rules,
                            runs_head_node=Capability.HEAD_NODE in backend.capabilities)
