@@ -11,16 +11,18 @@ EC2 answers in three parts (botocore's EC2 model):
   ``TotalUnavailableCapacity`` ("unavailable for use due to a system status check failure").
 
 A block's cluster is read from the block's own ``fmcluster:cluster`` tag and from the launch templates that name
-its reservation: fmcluster's (tagged ``fmcluster:cluster``, PCS and EKS) and ParallelCluster's (tagged
-``parallelcluster:cluster-name``).
+its reservation: fmcluster's (tagged ``fmcluster:cluster``) and those a backend's own stack makes, tagged with the
+cluster's name by that backend's tag (``BackendProfile.cluster_name_tag``, handed in by the caller).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
-CLUSTER_TAGS = ("fmcluster:cluster", "parallelcluster:cluster-name")
+from fmcluster.render.common import CLUSTER_TAG
+
 #: EC2 stops a Capacity Block's instances before its end: "30 minutes before the end time of the Capacity Block"
 #: for instance Capacity Blocks (EC2 user guide, "Capacity Blocks for ML", "How Capacity Blocks work").
 STOPS_BEFORE_END = dt.timedelta(minutes=30)
@@ -33,9 +35,11 @@ def _pages(ec2: Any, operation: str, key: str, **request: Any) -> list[dict[str,
     return [item for page in ec2.get_paginator(operation).paginate(**request) for item in page.get(key, [])]
 
 
-def list_blocks(ec2: Any, now: dt.datetime | None = None) -> list[dict[str, Any]]:
+def list_blocks(ec2: Any, now: dt.datetime | None = None, *, backend_tags: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Every Capacity Block of the account in ``ec2``'s Region, latest end last, each as :func:`block_facts`
-    describes, with ``clusters``: the clusters whose tags or launch templates use it."""
+    describes, with ``clusters``: the clusters whose tags or launch templates use it (tagged ``fmcluster:cluster``,
+    else by one of ``backend_tags``: the backends' own tags for a cluster's name)."""
+    cluster_tags = (CLUSTER_TAG, *backend_tags)
     blocks = _pages(ec2, "describe_capacity_blocks", "CapacityBlocks")
     reservation_ids = sorted({rid for block in blocks for rid in block.get("CapacityReservationIds") or []})
     reservations = {r["CapacityReservationId"]: r for r in _pages(
@@ -44,28 +48,29 @@ def list_blocks(ec2: Any, now: dt.datetime | None = None) -> list[dict[str, Any]
     statuses = {s["CapacityBlockId"]: s for s in _pages(
         ec2, "describe_capacity_block_status", "CapacityBlockStatuses",
         CapacityBlockIds=[b["CapacityBlockId"] for b in blocks])} if blocks else {}
-    users = clusters_by_reservation(ec2)
+    users = clusters_by_reservation(ec2, cluster_tags)
     rows = []
     for block in blocks:
         ids = block.get("CapacityReservationIds") or []
         row = block_facts([reservations[rid] for rid in ids if rid in reservations], block,
                           statuses.get(block["CapacityBlockId"]), now)
         tagged = {t["Key"]: t.get("Value", "") for t in block.get("Tags") or []}
-        named = {tagged[key] for key in CLUSTER_TAGS if tagged.get(key)}
+        named = {tagged[key] for key in cluster_tags if tagged.get(key)}
         row["clusters"] = sorted(named | {c for rid in ids for c in users.get(rid, ())})
         rows.append(row)
     return sorted(rows, key=lambda r: (r["end"] or "", r["capacity_block_id"] or ""))
 
 
-def clusters_by_reservation(ec2: Any) -> dict[str, set[str]]:
-    """Reservation id -> the clusters whose launch templates launch into it (their latest version)."""
+def clusters_by_reservation(ec2: Any, cluster_tags: Sequence[str] = (CLUSTER_TAG,)) -> dict[str, set[str]]:
+    """Reservation id -> the clusters whose launch templates launch into it (their latest version), each named by
+    the first of ``cluster_tags`` its template carries."""
     # Every template, told apart by its tags here: one list either way, and moto 5.2.5 (the sandbox) matches a
     # ``tag-key`` filter of two values as "all of them" where EC2 matches any.
     templates = _pages(ec2, "describe_launch_templates", "LaunchTemplates")
     users: dict[str, set[str]] = {}
     for template in templates:
         tags = {t["Key"]: t.get("Value", "") for t in template.get("Tags") or []}
-        cluster = next((tags[key] for key in CLUSTER_TAGS if tags.get(key)), None)
+        cluster = next((tags[key] for key in cluster_tags if tags.get(key)), None)
         if cluster is None:
             continue
         versions = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"],

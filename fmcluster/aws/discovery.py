@@ -8,7 +8,7 @@ resource fmcluster made, and drift: what exists that the spec no longer has).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -67,13 +67,14 @@ LIVE_INSTANCE_STATES = ["pending", "running", "stopping", "stopped"]
 
 
 def _found(ctx: Context, tags: dict[str, str], ident: str, status: str, description: str,
-           fallback: str) -> Discovered:
+           fallback: str, stack_kinds: Collection[str]) -> Discovered:
     """A tagged resource: managed (with a handle) when it names a resource of the plan and is this cluster's;
-    reported otherwise, saying whose it is."""
+    reported otherwise, saying whose it is. ``stack_kinds``: the kinds of the backends' own stacks."""
     resource = tags.get(RESOURCE_TAG) or fallback
     # CloudFormation copies the stack's tags onto what the stack makes (its security groups, a retained Lustre
     # file system): the tag names the stack, not this resource.
-    stack_made = resource.startswith("pcluster_cluster:")
+    stack_kind, named, _ = resource.partition(":")
+    stack_made = bool(named) and stack_kind in stack_kinds
     if stack_made:
         resource = fallback
     kind, _, key = resource.partition(":")
@@ -88,7 +89,9 @@ def _cluster_filter(ctx: Context) -> list[dict[str, Any]]:
     return [{"Name": f"tag:{CLUSTER_TAG}", "Values": [ctx.cluster]}]
 
 
-def scan_ec2(ctx: Context) -> list[Discovered]:
+def scan_ec2(ctx: Context, stack_kinds: Collection[str]) -> list[Discovered]:
+    """The cluster's security groups, launch templates, placement groups and network; what a backend's own stack
+    made (its tag names one of ``stack_kinds``) is told apart (``Discovered.stack_made``)."""
     ec2 = ctx.client("ec2")
     found: list[Discovered] = []
     for page in ec2.get_paginator("describe_security_groups").paginate(Filters=_cluster_filter(ctx)):
@@ -98,7 +101,7 @@ def scan_ec2(ctx: Context) -> list[Discovered]:
             if tagged_for_cluster(tags, ctx):
                 found.append(_found(ctx, tags, group["GroupId"], "available",
                                     f"security group {group['GroupId']} ({group['GroupName']})",
-                                    f"security_group:{group['GroupName']}"))
+                                    f"security_group:{group['GroupName']}", stack_kinds))
     for page in ec2.get_paginator("describe_launch_templates").paginate(Filters=_cluster_filter(ctx)):
         for template in page["LaunchTemplates"]:
             reads.keep(ctx, "ec2.LaunchTemplates", template, template["LaunchTemplateId"],
@@ -107,16 +110,18 @@ def scan_ec2(ctx: Context) -> list[Discovered]:
             if tagged_for_cluster(tags, ctx):
                 ident, name = template["LaunchTemplateId"], template["LaunchTemplateName"]
                 found.append(_found(ctx, tags, ident, "available", f"launch template {ident} ({name})",
-                                    f"launch_template:{name}"))
+                                    f"launch_template:{name}", stack_kinds))
     # DescribePlacementGroups has no pagination: it answers with every group at once.
     for group in ec2.describe_placement_groups(Filters=_cluster_filter(ctx))["PlacementGroups"]:
         reads.keep(ctx, "ec2.PlacementGroups", group, group["GroupName"])
         tags = tag_dict(group.get("Tags"))
         if tagged_for_cluster(tags, ctx) and group.get("State") not in ("deleted", "deleting"):
             found.append(_found(ctx, tags, group["GroupName"], group.get("State", "available"),
-                                f"placement group {group['GroupName']}", f"placement_group:{group['GroupName']}"))
+                                f"placement group {group['GroupName']}", f"placement_group:{group['GroupName']}",
+                                stack_kinds))
     for kind, ident, state, tags, description, created in scan_network(ctx):  # the network fmcluster created
-        found.append(replace(_found(ctx, tags, ident, state, description, f"{kind}:{ident}"), created=created))
+        found.append(replace(_found(ctx, tags, ident, state, description, f"{kind}:{ident}", stack_kinds),
+                             created=created))
     return found
 
 
@@ -141,7 +146,8 @@ def instance_found(instance: dict[str, Any], owner: str) -> Discovered:
                       f"EC2 instance {ident} ({instance['InstanceType']}, {state}; {owner})")
 
 
-def scan_fsx(ctx: Context) -> list[Discovered]:
+def scan_fsx(ctx: Context, stack_kinds: Collection[str]) -> list[Discovered]:
+    """The cluster's FSx file systems and their data repository associations (``stack_kinds``: as :func:`scan_ec2`)."""
     fsx = ctx.client("fsx")
     found: list[Discovered] = []
     for page in fsx.get_paginator("describe_file_systems").paginate():
@@ -152,7 +158,8 @@ def scan_fsx(ctx: Context) -> list[Discovered]:
                 continue
             kind = {"LUSTRE": "fsx_lustre", "OPENZFS": "fsx_openzfs"}.get(fs["FileSystemType"], "fsx")
             found.append(_found(ctx, tags, fs["FileSystemId"], fs.get("Lifecycle", ""),
-                                f"FSx file system {fs['FileSystemId']} ({fs['FileSystemType']})", f"{kind}:{kind}"))
+                                f"FSx file system {fs['FileSystemId']} ({fs['FileSystemType']})", f"{kind}:{kind}",
+                                stack_kinds))
             if fs["FileSystemType"] != "LUSTRE":
                 continue
             for association in associations(fsx, fs["FileSystemId"]):
@@ -160,7 +167,7 @@ def scan_fsx(ctx: Context) -> list[Discovered]:
                 if tagged_for_cluster(dra_tags, ctx) and association.get("Lifecycle") != "DELETING":
                     found.append(_found(ctx, dra_tags, association["AssociationId"], association.get("Lifecycle", ""),
                                         f"FSx data repository association {association['AssociationId']}",
-                                        "fsx_data_repository:s3"))
+                                        "fsx_data_repository:s3", stack_kinds))
     return found
 
 

@@ -37,6 +37,9 @@ class BackendContext:
     # The queues whose Capacity Block has not begun (their nodes cannot launch yet: waiting, not failing); the
     # command reads the blocks.
     queues_waiting: Callable[[], set[str]] = field(default=_nothing_waits, repr=False)
+    # The kinds of every backend's own stack (``BackendProfile.stack_kind``): what such a stack made carries its
+    # tags, and any backend's scan may meet it (the one that finds everything, on a cluster with no record).
+    stack_kinds: frozenset[str] = frozenset()
 
     def require_spec(self) -> Spec:
         if self.spec is None:

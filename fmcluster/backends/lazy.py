@@ -67,6 +67,9 @@ class LoadsLifecycle:
             self._lifecycle = self.load_lifecycle()
         return self._lifecycle
 
+    def forget_default_clients(self) -> None:
+        """Most backends' libraries keep no clients of boto3's default session: nothing to forget."""
+
     def check_requirements(self) -> None:
         self.lifecycle().check_requirements()
 

@@ -19,8 +19,20 @@ class BackendProfile:
     # The resource kind of the cluster's anchor (what its id and tags hang on): a teardown keeps nothing
     # for it when it keeps storage.
     anchor_kind: str = "cluster"
+    # The kind of the backend's own CloudFormation stack, when it runs one (ParallelCluster's): the stack copies its
+    # tags, ``fmcluster:resource`` naming the stack, onto what it makes, which discovery must tell apart.
+    stack_kind: str | None = None
+    # The tag, besides fmcluster:cluster, by which what the backend's own stack launches names the cluster
+    # (ParallelCluster's launch templates): ``capacity list`` reads a Capacity Block's users from it.
+    cluster_name_tag: str | None = None
     # The pip extra the backend's lifecycle needs (None: boto3 alone).
     extra: str | None = None
+    # The backend's own resource kinds that bill by the hour while they exist, whatever their state (EKS's control
+    # plane): ``status`` names them in a cluster's "still billing" line beside the kinds every backend shares.
+    billing_kinds: frozenset[str] = frozenset()
+    # Well-formed values for what AWS issues at create time for the backend's own kinds, by (kind, attribute):
+    # ``validate`` fills the references (``${kind.key.attribute}``) of documents with them before those exist.
+    stand_ins: Mapping[tuple[str, str], str] = field(default_factory=dict)
     # What it does that not every backend does is not here: ``Backend.capabilities`` (protocol.Capability).
 
     def common_status(self, raw: str) -> str:

@@ -238,6 +238,12 @@ class Backend(Lifecycle, Protocol):
         """``fmcluster validate``'s checks of the rendered documents by the rules of the service that takes them."""
         ...
 
+    def forget_default_clients(self) -> None:
+        """Drop the AWS clients the backend's own library made from boto3's default session and keeps, so that the
+        next ones get the command's current patience (ParallelCluster's AWSApi); nothing for a backend whose library
+        keeps none. The registry hands it to the connection layer (``keep_default_clients``)."""
+        ...
+
     def tagged_clusters(self, region: str) -> list[tuple[str, str]]:
         """(name, common status) of each cluster of this backend that ``region`` holds by its ``fmcluster:cluster``
         tag. boto3 only: it needs no extra, so a teammate's cluster is listed on any install."""

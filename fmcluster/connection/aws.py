@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -210,14 +209,28 @@ def read_only() -> Iterator[None]:
         _give_default_clients(previous)  # writers after us need clients with their own patience
 
 
-def pcluster_clients() -> None:
-    """Give ParallelCluster's clients (made by boto3's default session) the command's patience, before it
-    makes them. Without it, a write's ParallelCluster calls would get botocore's defaults (3 attempts in its
-    standard mode) and a create's config validation would fail under a throttle that fmcluster's own calls
-    ride out ("Invalid cluster configuration: Request limit exceeded")."""
-    with _lock:  # the engine's workers may each be the first to call ParallelCluster
+def patient_default_clients() -> None:
+    """Give the clients boto3's default session makes (a backend's own library, ParallelCluster's Python API, makes
+    its clients there) the command's patience, before it makes them. Without it, a write's calls through that library
+    would get botocore's defaults (3 attempts in its standard mode) and a create's config validation would fail under
+    a throttle that fmcluster's own calls ride out ("Invalid cluster configuration: Request limit exceeded")."""
+    with _lock:  # the engine's workers may each be the first to call the library
         if _default_patience is not _patience:
             _give_default_clients(_patience)
+
+
+# How to drop the clients a backend's own library made from boto3's default session and keeps (by the backend's
+# name; registered by the registry): called whenever their config changes, so the next ones get the new one.
+_default_client_keepers: dict[str, Callable[[], None]] = {}
+
+
+def keep_default_clients(name: str, forget: Callable[[], None]) -> None:
+    """Call ``forget`` whenever the config of the clients boto3's default session makes changes."""
+    _default_client_keepers[name] = forget
+
+
+def stop_keeping_default_clients(name: str) -> None:
+    _default_client_keepers.pop(name, None)
 
 
 _default_patience: Patience | None = None  # what boto3's default session gives its clients (None: botocore's)
@@ -231,21 +244,16 @@ def _give_default_clients(patience: Patience) -> None:
     events.unregister("needs-retry.*.*", unique_id=GiveUpUnanswered.unique_id)
     patience.limit(events)
     _default_patience = patience
-    _forget_pcluster_clients()  # its cached clients carry the previous config
+    for forget in list(_default_client_keepers.values()):  # their kept clients carry the previous config
+        forget()
 
 
 def _default_botocore_session() -> Any:
-    """The session behind ``boto3.client(...)``, which ParallelCluster's Python API uses for its clients."""
+    """The session behind ``boto3.client(...)``, which a backend's own library (ParallelCluster's Python API) uses for
+    its clients."""
     import boto3
 
     return boto3._get_default_session()._session
-
-
-def _forget_pcluster_clients() -> None:
-    """ParallelCluster caches its clients in one AWSApi instance; drop it so the next ones get the current
-    config. Only when pcluster is loaded: a PCS command must not import it."""
-    if "pcluster.aws.aws_api" in sys.modules:
-        sys.modules["pcluster.aws.aws_api"].AWSApi.reset()
 
 
 def client(service: str, region: str, patience: Patience | None = None) -> Any:

@@ -3,7 +3,8 @@
 What it becomes is each backend's own mechanism: on eks the node group's ``nodeRepairConfig`` and the
 ``eks-node-monitoring-agent`` add-on (:mod:`fmcluster.backends.eks.nodes.repair`), on pcs ``instanceHealthChecks``
 and on parallelcluster ``HealthChecks.Gpu``. On the two Slurm backends those were, and stay, ``gpu_health_checks``;
-``auto_repair`` is the same switch there, so a spec that writes both with different values is refused.
+``auto_repair`` is the same switch there, so a spec that writes both with different values is refused (which of
+the two a Slurm backend follows: :mod:`fmcluster.backends.slurm.health_checks`).
 """
 
 from __future__ import annotations
@@ -26,16 +27,6 @@ def auto_repair(queue: Queue) -> bool:
     if queue.auto_repair is not None:
         return queue.auto_repair
     return accelerated(queue)
-
-
-def health_checks_field(queue: Queue) -> str:
-    """The field a Slurm backend's GPU health checks follow: auto_repair where written, else gpu_health_checks."""
-    return "auto_repair" if queue.auto_repair is not None else "gpu_health_checks"
-
-
-def slurm_health_checks(queue: Queue) -> bool:
-    """Whether the Slurm backends turn on their GPU health checks for the queue (before their own limits)."""
-    return queue.auto_repair if queue.auto_repair is not None else queue.gpu_health_checks
 
 
 def in_reservation(queue: Queue) -> bool:

@@ -86,7 +86,8 @@ class Session:
         comes back here (:meth:`_record`), and a reading command (status) records nothing."""
         return BackendContext(name=self.name, region=self.region, ctx=self.ctx, spec=self.spec,
                               spec_file=self.spec_file, warn=self.warn, placement_of=self.placement,
-                              recall=self._recall, record=self._record, queues_waiting=self._queues_waiting)
+                              recall=self._recall, record=self._record, queues_waiting=self._queues_waiting,
+                              stack_kinds=frozenset(p.stack_kind for p in registry.profiles() if p.stack_kind))
 
     def _recall(self, kind: str, key: str) -> dict[str, Any] | None:
         record = self.store.resource(self.name, self.region, kind, key)

@@ -286,3 +286,28 @@ def test_the_fourth_backend_is_gone_after_its_test() -> None:
     assert "toy" not in registry.names()
     with pytest.raises((SpecError, ValueError)):
         load_spec_data({"name": "toy-one", "backend": "toy", "queues": []}, "toy.yaml")
+
+
+def test_the_connection_drops_the_clients_each_backend_s_library_keeps_when_their_patience_changes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry hands each backend's ``forget_default_clients`` to the connection layer (below the backends),
+    which calls it whenever the clients of boto3's default session change config (ParallelCluster's AWSApi)."""
+    import types
+
+    from fmcluster.connection import aws
+
+    assert set(aws._default_client_keepers) == set(registry.names())
+    calls: list[str] = []
+    monkeypatch.setitem(aws._default_client_keepers, "parallelcluster", lambda: calls.append("forgot"))
+    with aws.read_only():
+        assert calls == ["forgot"]
+    assert calls == ["forgot", "forgot"]  # and again for the writers after it
+    # ParallelCluster's own: AWSApi.reset, only when pcluster is loaded (a command on another backend never imports it)
+    resets: list[bool] = []
+    api = types.SimpleNamespace(AWSApi=types.SimpleNamespace(reset=lambda: resets.append(True)))
+    monkeypatch.setitem(sys.modules, "pcluster.aws.aws_api", api)
+    registry.get("parallelcluster").forget_default_clients()
+    assert resets == [True]
+    monkeypatch.delitem(sys.modules, "pcluster.aws.aws_api")
+    registry.get("parallelcluster").forget_default_clients()
+    assert resets == [True]

@@ -211,7 +211,7 @@ class EksLifecycle(LifecycleDefaults):
 
     def discover(self, context: BackendContext) -> list[Discovered]:
         ctx = context.ctx
-        found = scan_ec2(ctx) + scan_fsx(ctx)
+        found = scan_ec2(ctx, context.stack_kinds) + scan_fsx(ctx, context.stack_kinds)
         for key in ROLES:
             found += scan_role(ctx, key, role_name(context.name, context.region, key))
         cluster = self._cluster(context)

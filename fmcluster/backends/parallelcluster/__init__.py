@@ -4,6 +4,7 @@ the parallelcluster extra) too."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.lazy import LoadsLifecycle
@@ -47,6 +48,12 @@ class ParallelClusterBackend(LoadsLifecycle):
         from fmcluster.backends.parallelcluster.validate import checks
 
         return checks(loaded, rendered, region, online, zone)
+
+    def forget_default_clients(self) -> None:
+        """ParallelCluster caches its clients in one AWSApi instance: drop it. Only when it is loaded: a command on
+        another backend must not import it."""
+        if "pcluster.aws.aws_api" in sys.modules:
+            sys.modules["pcluster.aws.aws_api"].AWSApi.reset()
 
     def tagged_clusters(self, region: str) -> list[tuple[str, str]]:
         from fmcluster.backends.parallelcluster.listing import tagged_clusters

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from fmcluster.backends.parallelcluster.nodejs import quiet_jsii_banner
-from fmcluster.connection.aws import describe_error, pcluster_clients, unreachable
+from fmcluster.connection.aws import describe_error, patient_default_clients, unreachable
 from fmcluster.engine import EngineFailed
 from fmcluster.engine.waiting import Stop, WaitTimedOut, growing, wait_until
 from fmcluster.errors import AwsError, FmclusterError
@@ -34,7 +34,7 @@ def pcluster() -> Iterator[Any]:
 
     _quiet_cdk_preload()
     quiet_jsii_banner()
-    pcluster_clients()  # its boto3 clients get the command's patience (WRITING: they ride out throttling)
+    patient_default_clients()  # its boto3 clients get the command's patience (WRITING: they ride out throttling)
     # The engine calls from worker threads; ParallelCluster's CDK step (jsii) wants an event loop there.
     try:
         asyncio.get_event_loop_policy().get_event_loop()

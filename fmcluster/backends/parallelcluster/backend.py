@@ -91,7 +91,7 @@ class ParallelClusterLifecycle(LifecycleDefaults):
                 described["cloudFormationStackStatus"],
                 f"ParallelCluster cluster {context.name} (stack {described['cloudFormationStackStatus']})",
                 ours, PclusterCluster(context.name) if ours else None, tags.get(CLUSTER_ID_TAG, "")))
-        found += scan_ec2(ctx) + scan_fsx(ctx) + scan_buckets(ctx)
+        found += scan_ec2(ctx, context.stack_kinds) + scan_fsx(ctx, context.stack_kinds) + scan_buckets(ctx)
         nodes = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [context.name]}])
         if nodes and described is None:  # the stack is gone and its nodes are not: end them
             found.append(Discovered(f"cluster_instances:{context.name}", context.name, f"{len(nodes)} running",

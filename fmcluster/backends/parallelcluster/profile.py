@@ -17,5 +17,7 @@ PROFILE = BackendProfile(
             "UPDATE_ROLLBACK_IN_PROGRESS": "FAILED", "UPDATE_ROLLBACK_COMPLETE": "FAILED",
             "UPDATE_ROLLBACK_FAILED": "FAILED"},
     anchor_kind="pcluster_cluster",
+    stack_kind="pcluster_cluster",
+    cluster_name_tag="parallelcluster:cluster-name",
     extra="parallelcluster",
 )

@@ -4,24 +4,28 @@ from __future__ import annotations
 
 from fmcluster import __version__
 from fmcluster.backends.slurm import node_software
+from fmcluster.backends.slurm.health_checks import slurm_health_checks
+from fmcluster.backends.slurm.openzfs import (
+    OPENZFS_DEPLOYMENT_TYPE,
+    OPENZFS_NFS_EXPORT_OPTIONS,
+    openzfs_throughput_mbps,
+)
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network
-from fmcluster.render.storage import (
-    OPENZFS_DEPLOYMENT_TYPE,
-    OPENZFS_NFS_EXPORT_OPTIONS,
-    OPENZFS_NFS_PORT_RANGES,
-    OPENZFS_ROOT_VOLUME,
-    openzfs_throughput_mbps,
-)
 from fmcluster.render.templates import render_yaml
-from fmcluster.spec import auto_repair, decisions
+from fmcluster.spec import decisions
 from fmcluster.spec.models import Spec, instance_types_of, max_nodes, min_nodes
 
 # Without an allowed network, SSH stays closed to the outside: a loopback-only rule is how ParallelCluster
 # expresses "no one" (its own default would be 0.0.0.0/0).
 SSH_CLOSED_CIDR = "127.0.0.1/32"
+# ParallelCluster cannot create an OpenZFS file system, only mount a volume; fmcluster creates it first and
+# fills this reference with its root volume's id at create time (``validate`` uses a stand-in offline).
+OPENZFS_ROOT_VOLUME = "${fsx_openzfs.home.root_volume_id}"
+# NFS ports an OpenZFS client needs (FSx OpenZFS guide, "Managing file system access"; ParallelCluster's FSX_PORTS).
+OPENZFS_NFS_PORT_RANGES = ((111, 111), (2049, 2049), (20001, 20003))
 PCLUSTER_VERSION = "3.16.1"
 NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False)
 CAPACITY_TYPES = {
@@ -63,7 +67,7 @@ def render(
             "max_count": max_nodes(queue),
             "efa": efa,
             "placement_group": decisions.placement_group_enabled(queue),
-            "gpu_health_checks": auto_repair.slurm_health_checks(queue) and facts.has_gpus,
+            "gpu_health_checks": slurm_health_checks(queue) and facts.has_gpus,
             "subnet_id": queue.subnet_id or compute_subnet,
             "instance_types": list(instance_types_of(queue)),
             "root_volume_gib": decisions.queue_root_volume_gib(spec, queue),

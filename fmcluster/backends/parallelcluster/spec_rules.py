@@ -7,8 +7,9 @@ import ipaddress
 import re
 
 from fmcluster.backends.parallelcluster import slurm_settings
+from fmcluster.backends.slurm import health_checks
 from fmcluster.catalog.hardware import hardware
-from fmcluster.spec import auto_repair, decisions, ultraserver_capacity
+from fmcluster.spec import decisions, ultraserver_capacity
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.models import Queue, Spec
 from fmcluster.spec.positions import Path_
@@ -178,9 +179,9 @@ class ParallelClusterSpecRules(BackendSpecRules):
 
     def _health_checks(self, spec: Spec, error: Report) -> None:
         for index, queue in enumerate(spec.queues):
-            # auto_repair, where written, is the same switch (fmcluster.spec.auto_repair).
-            field = auto_repair.health_checks_field(queue)
-            if auto_repair.slurm_health_checks(queue) and field in queue.model_fields_set \
+            # auto_repair, where written, is the same switch (fmcluster.backends.slurm.health_checks).
+            field = health_checks.health_checks_field(queue)
+            if health_checks.slurm_health_checks(queue) and field in queue.model_fields_set \
                     and gpu_instance(queue) is False:
                 error(("queues", index, field),
                       f"not supported on parallelcluster: its only health check (HealthChecks.Gpu) runs on GPU "

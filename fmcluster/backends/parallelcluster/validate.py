@@ -7,13 +7,13 @@ from __future__ import annotations
 from fmcluster import extras
 from fmcluster.backends.parallelcluster.config_checks import check_schema, check_with_validators
 from fmcluster.backends.parallelcluster.network_stand_ins import network_stand_ins
+from fmcluster.backends.parallelcluster.render import OPENZFS_ROOT_VOLUME
 from fmcluster.backends.slurm.node_software import BUCKET_REFERENCE, without_bucket
 from fmcluster.checks import CheckResult, Status
 from fmcluster.connection import aws
 from fmcluster.engine.references import references, resolve
 from fmcluster.render.common import CLUSTER_TAG
 from fmcluster.render.documents import RenderedDocuments
-from fmcluster.render.storage import OPENZFS_ROOT_VOLUME
 from fmcluster.spec import LoadedSpec
 from fmcluster.spec.trace import locate
 from fmcluster.validate.requests import botocore_checks, stand_in, with_stand_ins

@@ -161,7 +161,7 @@ class PcsLifecycle(LifecycleDefaults):
 
     def discover(self, context: BackendContext) -> list[Discovered]:
         ctx = context.ctx
-        found = scan_ec2(ctx) + scan_fsx(ctx) + scan_efs(ctx)
+        found = scan_ec2(ctx, context.stack_kinds) + scan_fsx(ctx, context.stack_kinds) + scan_efs(ctx)
         role = node_role_name(context.name, context.region)
         found += scan_role(ctx, "nodes", role, role)
         cluster = self._cluster(context)

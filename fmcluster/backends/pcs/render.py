@@ -7,15 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 from fmcluster import catalog
 from fmcluster.backends.pcs import decisions as pcs_decisions
+from fmcluster.backends.pcs import home as pcs_home
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP, pcs_health_checks_supported
 from fmcluster.backends.slurm import node_software
+from fmcluster.backends.slurm.health_checks import slurm_health_checks
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render import storage
 from fmcluster.render.common import architecture, resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
 from fmcluster.render.network import network_note, render_network
 from fmcluster.render.templates import render_yaml
-from fmcluster.spec import auto_repair, decisions
+from fmcluster.spec import decisions
 from fmcluster.spec.models import Queue, Spec, instance_types_of, max_nodes, min_nodes
 
 if TYPE_CHECKING:
@@ -106,7 +108,7 @@ def render(
 
     lustre_mount = storage.lustre(add, spec, subnet)
     lustre_mounts = [lustre_mount] if lustre_mount else []
-    home_mount = storage.pcs_home(add, spec, subnet)
+    home_mount = pcs_home.home_documents(add, spec, subnet)
     mounts = lustre_mounts + ([home_mount] if home_mount else [])
 
     add("cluster.yaml", "cluster", spec.name, "pcs", {"": "CreateCluster"}, "pcs/cluster.yaml.j2",
@@ -208,7 +210,7 @@ def _health_checks(spec: Spec, queue: Queue) -> dict[str, object] | None:
     described = hardware(queue.instance_type)  # a type outside the catalog: EC2 names the GPU's maker
     nvidia = bool(facts.accelerator.vendor == "nvidia") if facts and facts.accelerator else \
         described.has_gpus and "nvidia" in (described.accelerator_model or "").lower()
-    if not (auto_repair.slurm_health_checks(queue) and nvidia and pcs_health_checks_supported(spec)):
+    if not (slurm_health_checks(queue) and nvidia and pcs_health_checks_supported(spec)):
         return None
     return {"healthMonitoring": {"mode": "STANDARD"}, "deepHealthChecks": {"onStart": {"profile": "QUICK"}}}
 

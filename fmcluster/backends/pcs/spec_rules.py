@@ -7,9 +7,10 @@ import re
 
 from fmcluster.backends.pcs import decisions as pcs_decisions
 from fmcluster.backends.pcs import slurm_settings
+from fmcluster.backends.slurm import health_checks
 from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart
-from fmcluster.spec import auto_repair, decisions, ultraserver_capacity
+from fmcluster.spec import decisions, ultraserver_capacity
 from fmcluster.spec.backend_rules import BackendSpecRules, Report, TagBudget, refuse_section
 from fmcluster.spec.backend_settings import Slurm
 from fmcluster.spec.models import Queue, Spec
@@ -207,10 +208,10 @@ class PcsSpecRules(BackendSpecRules):
     def _health_checks(self, spec: Spec, error: Report, warn: Report) -> None:
         unsupported = []
         for index, queue in enumerate(spec.queues):
-            # auto_repair, where written, is the same switch (fmcluster.spec.auto_repair).
-            field = auto_repair.health_checks_field(queue)
+            # auto_repair, where written, is the same switch (fmcluster.backends.slurm.health_checks).
+            field = health_checks.health_checks_field(queue)
             explicit = field in queue.model_fields_set
-            if not auto_repair.slurm_health_checks(queue):
+            if not health_checks.slurm_health_checks(queue):
                 continue
             if not nvidia_gpus(queue):
                 if explicit:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster.backends import registry
 from fmcluster.connection import aws
 
 
@@ -16,8 +17,10 @@ def run_list() -> list[dict[str, Any]]:
     from fmcluster.aws.capacity_blocks import list_blocks
 
     region = aws.region_for(None)
+    # What a backend's own stack launches names its cluster by that backend's tag.
+    backend_tags = [p.cluster_name_tag for p in registry.profiles() if p.cluster_name_tag]
     try:
-        return list_blocks(aws.client("ec2", region, aws.READING))
+        return list_blocks(aws.client("ec2", region, aws.READING), backend_tags=backend_tags)
     except (BotoCoreError, ClientError) as exc:  # one clear line, never a traceback
         raise aws.describe_error(f"EC2 Capacity Blocks in {region}", exc) from None
 

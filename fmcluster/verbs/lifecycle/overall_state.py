@@ -21,6 +21,9 @@ DESTROY_RECORDED = ("DELETING", "DELETE_INCOMPLETE")
 # A node group or fleet at rest: no scaling or update of its own under way (EKS ``ACTIVE``/``DEGRADED``, PCS
 # ``ACTIVE``, ParallelCluster's compute fleet ``RUNNING``).
 AT_REST = ("ACTIVE", "DEGRADED", "RUNNING")
+# Resource kinds of every backend that bill by the hour while they exist, whatever their state (a file system);
+# a backend adds its own (``BackendProfile.billing_kinds``).
+BILLING_KINDS = frozenset({"fsx_lustre", "fsx_openzfs", "efs"})
 # Missing parts named one by one up to this many per kind; beyond, counted.
 NAMED_PER_KIND = 6
 
@@ -79,7 +82,7 @@ def missing_parts(drift: list[dict[str, Any]] | None, pseudo_kinds: frozenset[st
 
 
 def name_missing(missing: list[str]) -> str:
-    """``missing`` as one line, grouped by kind: ``eks_nodegroup: burst, system, train; kube_object: 18``."""
+    """``missing`` as one line, grouped by kind: ``launch_template: burst, system, train; subnet: 4``."""
     by_kind: dict[str, list[str]] = {}
     for resource in missing:
         kind, _, key = resource.partition(":")
@@ -117,11 +120,12 @@ def shortfalls(queues: list[dict[str, Any]], instances: list[dict[str, Any]],
     return lines
 
 
-def billing_line(report: dict[str, Any]) -> str | None:
+def billing_line(report: dict[str, Any], backend_kinds: frozenset[str] = frozenset()) -> str | None:
     """What the remains of a cluster that is not whole cost now, as ``status`` computed it (``usd_per_hour_now``),
-    with the resources that bill by the hour on their own; None when nothing bills."""
+    with the resources that bill by the hour on their own (``backend_kinds``: the cluster's backend's own kinds
+    that do); None when nothing bills."""
     per_hour = report.get("usd_per_hour_now") or 0.0
-    billing = [f"{r['type']} {r['id']}" for r in report.get("resources") or [] if _bills(r)]
+    billing = [f"{r['type']} {r['id']}" for r in report.get("resources") or [] if _bills(r, backend_kinds)]
     unpriced = report.get("cost_unpriced_now") or []
     if not per_hour and not billing and not unpriced:
         return None
@@ -131,12 +135,12 @@ def billing_line(report: dict[str, Any]) -> str | None:
             + "; `fmcluster destroy` stops it")
 
 
-def _bills(resource: dict[str, Any]) -> bool:
-    """Whether a reported resource bills by the hour while it exists (a NAT gateway, a file system, an EKS control
-    plane, a node that runs), as AWS's pricing pages for each say."""
+def _bills(resource: dict[str, Any], backend_kinds: frozenset[str]) -> bool:
+    """Whether a reported resource bills by the hour while it exists (a NAT gateway, a file system, a backend's
+    own kind such as a managed control plane, a node that runs), as AWS's pricing pages for each say."""
     kind, state = resource.get("type"), str(resource.get("status") or "").lower()
     if kind == "nat_gateway":
         return state in ("pending", "available")
     if kind == "instance":
         return state in ("pending", "running")
-    return kind in ("fsx_lustre", "fsx_openzfs", "efs", "eks_cluster")
+    return kind in BILLING_KINDS or kind in backend_kinds

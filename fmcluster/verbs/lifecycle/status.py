@@ -158,7 +158,7 @@ def _whole(session: Session, report: dict[str, Any], found: list[Discovered]) ->
         problems.append(f"a destroy started and did not finish: `{session.hint(f'fmcluster destroy {session.name}')}` "
                         "finishes it")
     if report["status"] in ("INCOMPLETE", "DELETING", "STORAGE_KEPT", "FAILED"):
-        billing = whole.billing_line(report)
+        billing = whole.billing_line(report, session.backend.profile.billing_kinds)
         if billing:
             problems.append(billing)
     # Queues on a Capacity Block that has not begun (as _add_blocks read them) have no nodes yet by design.

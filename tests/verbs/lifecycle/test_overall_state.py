@@ -90,6 +90,17 @@ def test_billing_line_names_what_bills_on_its_own():
     assert billing_line({"usd_per_hour_now": 0.0, "resources": [{"type": "vpc", "id": "vpc-1"}]}) is None
 
 
+def test_billing_line_names_the_backends_own_kinds_that_bill():
+    """A managed control plane bills by the hour while it exists (Amazon EKS pricing): its backend says so."""
+    from fmcluster.backends import registry
+
+    report = {"usd_per_hour_now": 0.1, "resources": [{"type": "eks_cluster", "id": "train", "status": "ACTIVE"}]}
+    assert billing_line(report, registry.profile("eks").billing_kinds) == \
+        "still billing: $0.1000/hour now (eks_cluster train); `fmcluster destroy` stops it"
+    assert billing_line(report, registry.profile("pcs").billing_kinds) == \
+        "still billing: $0.1000/hour now; `fmcluster destroy` stops it"
+
+
 # -- in this process, against the sandbox ------------------------------------------------------------------------
 @pytest.fixture
 def in_process(sandbox, sandbox_env, tmp_path, monkeypatch):
