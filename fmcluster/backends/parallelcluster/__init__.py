@@ -5,16 +5,15 @@ the parallelcluster extra) too."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fmcluster.backends.lazy import LoadsLifecycle
 from fmcluster.backends.parallelcluster.profile import PROFILE
 from fmcluster.backends.parallelcluster.spec_rules import RULES
 from fmcluster.backends.protocol import Capability
+from fmcluster.backends.slurm.light import SlurmBackend
 
 if TYPE_CHECKING:
-    from fmcluster.backends.context import BackendContext
-    from fmcluster.backends.protocol import Lifecycle, SmokeRequest, SmokeSink
+    from fmcluster.backends.protocol import Lifecycle
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.models import Spec
 
 
-class ParallelClusterBackend(LoadsLifecycle):
+class ParallelClusterBackend(SlurmBackend):
     profile = PROFILE
     spec_rules = RULES
     capabilities = Capability.HEAD_NODE
@@ -60,12 +59,3 @@ class ParallelClusterBackend(LoadsLifecycle):
 
         return tagged_clusters(region)
 
-    def smoke(self, context: BackendContext, request: SmokeRequest, sink: SmokeSink) -> dict[str, Any]:
-        from fmcluster.backends.slurm import smoke
-
-        return smoke.run(self, context, request, sink)
-
-    def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:
-        from fmcluster.backends.slurm import smoke
-
-        return smoke.manifest(spec, request)

@@ -3,16 +3,15 @@ any install; the rest of its parts load on first use, the lifecycle (``backend``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fmcluster.backends.lazy import LoadsLifecycle
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.spec_rules import RULES
 from fmcluster.backends.protocol import Capability
+from fmcluster.backends.slurm.light import SlurmBackend
 
 if TYPE_CHECKING:
-    from fmcluster.backends.context import BackendContext
-    from fmcluster.backends.protocol import Lifecycle, SmokeRequest, SmokeSink
+    from fmcluster.backends.protocol import Lifecycle
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.models import Spec
 
 
-class PcsBackend(LoadsLifecycle):
+class PcsBackend(SlurmBackend):
     profile = PROFILE
     spec_rules = RULES
     capabilities = Capability.HEAD_NODE | Capability.FINDS_EVERYTHING
@@ -52,12 +51,3 @@ class PcsBackend(LoadsLifecycle):
 
         return tagged_clusters(region)
 
-    def smoke(self, context: BackendContext, request: SmokeRequest, sink: SmokeSink) -> dict[str, Any]:
-        from fmcluster.backends.slurm import smoke
-
-        return smoke.run(self, context, request, sink)
-
-    def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:
-        from fmcluster.backends.slurm import smoke
-
-        return smoke.manifest(spec, request)
