@@ -4,8 +4,8 @@ DescribeCapacityReservationTopology as the EC2 API reference and the EC2 user gu
 layout (docs/sandbox-fidelity.md: 2 instances per bottom node, 2 bottom nodes per middle node, 2 middle nodes per
 spine), the ``topology_move`` fault, and the ``topology.k8s.aws/network-node-layer-*`` labels of EKS nodes.
 
-The 16-node queue goes to a zone where no instance has a topology yet (found by asking), so its layout starts
-empty whatever ran before on the same sandbox."""
+The 16-node queue goes to an account of its own, so its zone's layout starts empty whatever ran before on the
+same sandbox."""
 
 from __future__ import annotations
 
@@ -53,26 +53,13 @@ def _zone_id(ec2, zone: str) -> str:
     return ec2.describe_availability_zones(ZoneNames=[zone])["AvailabilityZones"][0]["ZoneId"]
 
 
-def _empty_zone(ec2, instance_type: str) -> str:
-    """An Availability Zone that sells ``instance_type`` and where no instance has a topology yet, so that the
-    layout starts empty there whatever other tests on this sandbox launched before."""
-    regular = {z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]
-               if z.get("ZoneType", "availability-zone") == "availability-zone"}
-    offered = {o["Location"] for o in ec2.describe_instance_type_offerings(
-        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [instance_type]}])[
-        "InstanceTypeOfferings"]}
-    for zone in sorted(regular & offered):
-        if not _topology(ec2, Filters=[{"Name": "availability-zone", "Values": [zone]}]):
-            return zone
-    pytest.fail(f"every zone that sells {instance_type} already holds instances with a topology")
-
-
 @pytest.fixture(scope="module")
 def p5_queue(sandbox):
-    """16 p5.48xlarge launched into one empty zone, as a 16-node queue would be: (ec2, instance ids in launch
-    order, the zone)."""
-    ec2 = sandbox.client("ec2", **NO_RETRY)
-    zone = _empty_zone(ec2, "p5.48xlarge")
+    """16 p5.48xlarge launched into one zone of an account nobody used yet, as a 16-node queue would be: (ec2,
+    instance ids in launch order, the zone). Slots are never reused, so in a used account an instance launched
+    and ended before would shift the layout."""
+    ec2 = sandbox.client_in_a_new_account("ec2", **NO_RETRY)
+    zone = "us-east-1a"
     ids = _launch(ec2, "p5.48xlarge", zone, 16)
     yield ec2, ids, zone
     ec2.terminate_instances(InstanceIds=ids)

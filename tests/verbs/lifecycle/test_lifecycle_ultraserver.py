@@ -102,20 +102,8 @@ def test_gb200_ultraserver_cluster_in_the_dallas_local_zone_on_pcs(pcs_cli, sand
 def fresh_account(sandbox):
     """EC2 in an account of its own (credentials of a role assumed there): the zone-group opt-in belongs to the
     account, as on AWS, so the session account's opt-in (the end-to-end test's) does not show here."""
-    import random
-
-    import boto3
-    from botocore.config import Config
-
-    account = f"{random.randrange(10**11, 10**12)}"
-    role = f"arn:aws:iam::{account}:role/local-zone-test"
-    credentials = sandbox.client("sts").assume_role(RoleArn=role, RoleSessionName="lz")["Credentials"]
-    session = boto3.session.Session(aws_access_key_id=credentials["AccessKeyId"],
-                                    aws_secret_access_key=credentials["SecretAccessKey"],
-                                    aws_session_token=credentials["SessionToken"], region_name="us-east-1")
-    ec2 = session.client("ec2", endpoint_url=sandbox.endpoint_url, verify=sandbox.ca_bundle or False,
-                         config=Config(retries={"max_attempts": 1}))
-    assert ec2.describe_vpcs()["Vpcs"][0]["OwnerId"] == account
+    ec2 = sandbox.client_in_a_new_account("ec2", retries={"max_attempts": 1})
+    assert ec2.describe_vpcs()["Vpcs"][0]["OwnerId"] != sandbox.client("sts").get_caller_identity()["Account"]
     return ec2
 
 
