@@ -14,7 +14,9 @@ cli = cli_fixture(PcsCli)
 
 
 def test_diff_exits_3_while_a_queue_is_still_creating(cli, sandbox):
-    sandbox.faults({"latency": {"pcs.queue": 6.0}})
+    # Long enough that the queue is still CREATING at both diffs on a loaded machine (6 s was not, with 3 workers on
+    # 2 cores); the reset before destroy ends it at once (the sandbox applies latency when a resource is read).
+    sandbox.faults({"latency": {"pcs.queue": 60.0}})
     for _ in range(4):  # --no-wait sends what needs no waiting: the queues go out on the run after their groups'
         sent = _ok(cli.create("--no-wait"))
         if any("queue:gpu" in line and "CREATING not waiting" in line for line in sent.stderr.splitlines()):
