@@ -1,5 +1,5 @@
-"""The commands for a running cluster — ``ssh``, ``kubeconfig``, ``smoke``, ``logs`` — registered on the main app. Thin:
-parse, call :mod:`fmcluster.verbs.connect`, render."""
+"""The commands for a running cluster — ``ssh``, ``kubeconfig``, ``smoke``, ``logs``, ``topology`` — registered on
+the main app. Thin: parse, call :mod:`fmcluster.verbs.connect`, render."""
 
 from __future__ import annotations
 
@@ -164,3 +164,37 @@ def register(app: typer.Typer, name_argument: object) -> None:
             stream(name, follow, lines, lambda line: print(render(line), flush=True), ui.note)
         except KeyboardInterrupt:
             return
+
+    @app.command()
+    def topology(
+        name: str = name_argument,  # type: ignore[assignment]
+        as_json: bool = typer.Option(False, "--json", help="Print the tree as JSON (the shape below)."),
+    ) -> None:
+        """Show where each queue's instances sit in AWS's network: the tree EC2 DescribeInstanceTopology reports
+        for the running instances that `status` lists, the same on ParallelCluster, PCS and EKS. Read-only.
+
+        The layers: AWS gives each instance its network nodes top-down, 3 for most types (p5, p4d, trn1, ...), 4 for
+        some (p6-b200). Layer 1 is the spine, the top; the last is the bottom node the instance hangs off. Instances
+        under the same bottom node are the closest neighbours; those under different spines are the furthest apart,
+        so a job that spans two spines pays the slowest hops. Each node shows how many instances are below it.
+        Instances AWS gives no topology for (an instance type it publishes none for, an instance not running)
+        are listed apart, with the reason.
+
+        --json: {"name", "backend", "region", "status", "instance_count", "queues": [{"name", "instance_count",
+        "tree": [NODE...], "without_topology": [{"id", "instance_type", "state", "reason"}...]}]}, where
+        NODE is {"network_node", "layer" (1 = spine), "zone", "instance_count", "children": [NODE...], "instances":
+        [{"id", "instance_type", "capacity_block_id", "group_name"}...]}.
+
+        Example: fmcluster topology llama-pretrain   ·   fmcluster topology llama-pretrain --json | jq '.queues[0].tree'
+
+        Output (abridged): queue gpu: 4 instances, 4 placed / spine nn-… (us-east-1a, 4 instances) / layer 2 nn-…
+        (4 instances) / bottom node nn-… (2 instances) / i-… (p5.48xlarge)
+        """
+        from fmcluster.output import ui
+        from fmcluster.verbs.connect import topology as tree
+
+        answer = tree.topology(name)
+        if as_json:
+            ui.print_json(answer)
+            return
+        typer.echo(tree.text(answer), nl=False)
