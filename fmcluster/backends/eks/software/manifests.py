@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from fmcluster.backends.eks.nodes import quotas
-from fmcluster.backends.eks.software import autoscaler_install, device_plugins, dra_driver, releases, scheduler_install
+from fmcluster.backends.eks.software import (
+    autoscaler_install,
+    device_plugins,
+    dra_driver,
+    network_topology,
+    releases,
+    scheduler_install,
+)
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
@@ -36,6 +45,7 @@ MANAGED_KINDS: list[tuple[str, str]] = [
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"), ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"), ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.run.ai/v2", "Queue"), ("node.k8s.io/v1", "RuntimeClass"), ("v1", "Namespace"),
+    ("kueue.x-k8s.io/v1beta2", "Topology"), ("kai.scheduler/v1alpha1", "Topology"),
 ]
 MANAGED_KINDS += [kind for kind in releases.kinds() if kind not in MANAGED_KINDS]  # the installed releases' objects
 
@@ -65,6 +75,8 @@ def manifests(spec: Spec) -> list[dict[str, Any]]:
     The engine orders them by :func:`fmcluster.backends.eks.software.apply_order.wire`; this order is the one a reader
     follows."""
     objects: list[dict[str, Any]] = scheduler_install.manifests(spec.kubernetes.scheduler)
+    if spec.kubernetes.scheduler == "volcano":
+        _volcano_discovery(spec, objects)
     objects += autoscaler_install.manifests(spec)  # the Cluster Autoscaler, when a queue is elastic
     objects += _device_plugins(spec)
     if dra_driver.needed(spec):
@@ -116,13 +128,14 @@ def _scheduler_queues(spec: Spec) -> list[dict[str, Any]]:
     if scheduler == "volcano":
         queues = [{"name": queue.name, "quota": quotas.queue_quota(queue)} for queue in spec.queues]
         return render_yaml("eks/volcano.yaml.j2", queues=queues)[1]
+    topologies = network_topology.topologies(_instance_types(spec))
     # KAI's admission webhook sets `runtimeClassName: nvidia` on every GPU pod (its Config's
     # admission.gpuPodRuntimeClassName, default "nvidia"), and Kubernetes refuses a pod whose RuntimeClass does not
     # exist. EKS's NVIDIA AMIs (AL2023 nodeadm) configure a containerd runtime named `nvidia` (as the default
     # runtime) but make no RuntimeClass object, so fmcluster makes RuntimeClass `nvidia` with handler `nvidia`:
     # the injected name then resolves to the runtime the node already has, and KAI's release stays as published
     # (the alternative, gpuPodRuntimeClassName "", would edit its Config and differ from every KAI install guide).
-    return render_yaml("eks/kai.yaml.j2", parent=KAI_PARENT_QUEUE,
+    return render_yaml("eks/kai.yaml.j2", parent=KAI_PARENT_QUEUE, topologies=topologies,
                        queues=[{"name": queue.name, "quota": _kai_quota(queue)} for queue in spec.queues])[1]
 
 
@@ -130,12 +143,67 @@ def _kueue(spec: Spec) -> list[dict[str, Any]]:
     # One flavor per instance type, shared by the queues that launch it; a queue of several types lists each
     # type's flavor, each with that type's quota at the queue's most nodes (its node group may be all of any one
     # type, and a g6.xlarge flavor must not admit what only p5 nodes could hold).
-    flavors = {name: {"name": name, "instance_type": name} for queue in spec.queues
+    # A type EC2 topology describes: its flavor names the Topology of its levels (Kueue's Topology-Aware
+    # Scheduling; the ResourceFlavor CRD wants nodeLabels beside topologyName, which the instance-type label is).
+    topologies = network_topology.topologies(_instance_types(spec))
+    flavors = {name: {"name": name, "instance_type": name, "topology": _topology_of(name)} for queue in spec.queues
                for name in instance_types_of(queue)}
     queues = [{"name": queue.name, "covered": quotas.covered_resources(queue), "flavors": quotas.flavor_quotas(queue)}
               for queue in spec.queues]
-    return render_yaml("eks/kueue.yaml.j2", flavors=list(flavors.values()), queues=queues,
+    return render_yaml("eks/kueue.yaml.j2", topologies=topologies, flavors=list(flavors.values()), queues=queues,
                        namespace=WORKLOAD_NAMESPACE)[1]
+
+
+def _instance_types(spec: Spec) -> list[str]:
+    return [name for queue in spec.queues for name in instance_types_of(queue)]
+
+
+def _topology_of(instance_type: str) -> str | None:
+    levels = network_topology.levels(instance_type)
+    return network_topology.name(levels) if levels else None
+
+
+# Volcano v1.15.1's controller discovers HyperNodes itself from node labels: its `label` source of
+# `networkTopologyDiscovery`, read from the ConfigMap `<release>-controller-configmap`, key `volcano-controller.conf`
+# (the chart's values.yaml, `controller_config_override`; Volcano's "how_to_use_hypernode_auto_discovery"), each
+# type a list of node labels top-down ending with kubernetes.io/hostname, and the HyperNodes follow the nodes as
+# they come and go. The release ships that ConfigMap with an empty configuration; fmcluster fills it.
+VOLCANO_CONTROLLER_CONFIGMAP = "volcano-controller-configmap"
+VOLCANO_CONTROLLER_CONFIG_KEY = "volcano-controller.conf"
+
+
+def volcano_discovery(instance_types: list[str]) -> dict[str, Any] | None:
+    """Volcano's controller configuration for ``instance_types``: label discovery with one topology type per
+    distinct level list; None when no type has topology, or when the lists overlap. Volcano's label discoverer walks
+    every node up each type's list from its lowest label (above the hostname) and shares a HyperNode among types by
+    label and value, so a node that carries another type's lowest label lands in both trees (a p6-b200 node, with
+    layers 1-4, also in the 3-layer type's tree; a p6e-gb200 node in it through its layer 3): one layer-3 HyperNode
+    would then hold nodes and HyperNodes at once. Such a cluster gets no discovery rather than a wrong tree."""
+    topologies = network_topology.topologies(instance_types)
+    if not topologies:
+        return None
+    for name, levels in topologies.items():
+        lowest = levels[-2]
+        if any(lowest in other for other_name, other in topologies.items() if other_name != name):
+            return None
+    types = {name: [{"nodeLabel": label} for label in levels] for name, levels in topologies.items()}
+    return {"networkTopologyDiscovery": [{"source": "label", "enabled": True,
+                                          "config": {"networkTopologyTypes": types}}]}
+
+
+def _volcano_discovery(spec: Spec, objects: list[dict[str, Any]]) -> None:
+    config = volcano_discovery(_instance_types(spec))
+    if config is None:
+        return
+    namespace = releases.SCHEDULERS["volcano"].namespace
+    for obj in objects:
+        metadata = obj.get("metadata") or {}
+        if (obj["kind"] == "ConfigMap" and metadata.get("name") == VOLCANO_CONTROLLER_CONFIGMAP
+                and metadata.get("namespace") == namespace):
+            obj["data"] = {**(obj.get("data") or {}),
+                           VOLCANO_CONTROLLER_CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)}
+            return
+    raise AssertionError(f"the Volcano release has no ConfigMap {namespace}/{VOLCANO_CONTROLLER_CONFIGMAP}")
 
 
 def _kai_quota(queue: Queue) -> dict[str, int]:
