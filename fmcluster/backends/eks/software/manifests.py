@@ -173,19 +173,17 @@ VOLCANO_CONTROLLER_CONFIG_KEY = "volcano-controller.conf"
 
 
 def volcano_discovery(instance_types: list[str]) -> dict[str, Any] | None:
-    """Volcano's controller configuration for ``instance_types``: label discovery with one topology type per
-    distinct level list; None when no type has topology, or when the lists overlap. Volcano's label discoverer walks
-    every node up each type's list from its lowest label (above the hostname) and shares a HyperNode among types by
-    label and value, so a node that carries another type's lowest label lands in both trees (a p6-b200 node, with
-    layers 1-4, also in the 3-layer type's tree; a p6e-gb200 node in it through its layer 3): one layer-3 HyperNode
-    would then hold nodes and HyperNodes at once. Such a cluster gets no discovery rather than a wrong tree."""
+    """Volcano's controller configuration for ``instance_types``: label discovery of their one level list; None when
+    no type has topology, or when the types have more than one level list. Volcano's label discoverer walks every
+    node up each topology type's labels from its lowest one (above the hostname) and shares a HyperNode among types
+    by label and value, so a node that carries another type's lowest label lands in both trees (a p6-b200 node, with
+    layers 1-4, also in a 3-layer type's tree; a p6e-gb200 node in it through its layer 3): one layer-3 HyperNode
+    would then hold nodes and HyperNodes at once. Distributions of Volcano document label discovery as supporting
+    one topology type per cluster (Huawei CCE, "Hypernode Topology-aware Affinity Scheduling": no clusters with
+    multiple network topologies). Such a cluster gets no discovery rather than a wrong tree."""
     topologies = network_topology.topologies(instance_types)
-    if not topologies:
+    if len(topologies) != 1:
         return None
-    for name, levels in topologies.items():
-        lowest = levels[-2]
-        if any(lowest in other for other_name, other in topologies.items() if other_name != name):
-            return None
     types = {name: [{"nodeLabel": label} for label in levels] for name, levels in topologies.items()}
     return {"networkTopologyDiscovery": [{"source": "label", "enabled": True,
                                           "config": {"networkTopologyTypes": types}}]}
