@@ -34,6 +34,10 @@ WORKLOAD_NAMESPACE = "default"
 LUSTRE_NAME = "fsx-lustre"
 KAI_PARENT_QUEUE = "fmcluster"
 MEGABYTES_PER_GIB = 1024**3 / 10**6
+# The node label naming a node's UltraServer (NVLink domain), the topology level under the network layers for a
+# p6e-gb200 queue: None while no node fmcluster makes carries one (why a level without its label would hurt:
+# :mod:`fmcluster.backends.eks.software.network_topology`); network_topology.ULTRASERVER_LABEL once they do.
+ULTRASERVER_NODE_LABEL: str | None = None
 
 
 # Every kind of object :func:`manifests` makes, for any scheduler: what ``discover`` lists by label to find what
@@ -128,7 +132,7 @@ def _scheduler_queues(spec: Spec) -> list[dict[str, Any]]:
     if scheduler == "volcano":
         queues = [{"name": queue.name, "quota": quotas.queue_quota(queue)} for queue in spec.queues]
         return render_yaml("eks/volcano.yaml.j2", queues=queues)[1]
-    topologies = network_topology.topologies(_instance_types(spec))
+    topologies = _topologies(spec)
     # KAI's admission webhook sets `runtimeClassName: nvidia` on every GPU pod (its Config's
     # admission.gpuPodRuntimeClassName, default "nvidia"), and Kubernetes refuses a pod whose RuntimeClass does not
     # exist. EKS's NVIDIA AMIs (AL2023 nodeadm) configure a containerd runtime named `nvidia` (as the default
@@ -145,7 +149,7 @@ def _kueue(spec: Spec) -> list[dict[str, Any]]:
     # type, and a g6.xlarge flavor must not admit what only p5 nodes could hold).
     # A type EC2 topology describes: its flavor names the Topology of its levels (Kueue's Topology-Aware
     # Scheduling; the ResourceFlavor CRD wants nodeLabels beside topologyName, which the instance-type label is).
-    topologies = network_topology.topologies(_instance_types(spec))
+    topologies = _topologies(spec)
     flavors = {name: {"name": name, "instance_type": name, "topology": _topology_of(name)} for queue in spec.queues
                for name in instance_types_of(queue)}
     queues = [{"name": queue.name, "covered": quotas.covered_resources(queue), "flavors": quotas.flavor_quotas(queue)}
@@ -158,8 +162,12 @@ def _instance_types(spec: Spec) -> list[str]:
     return [name for queue in spec.queues for name in instance_types_of(queue)]
 
 
+def _topologies(spec: Spec) -> dict[str, list[str]]:
+    return network_topology.topologies(_instance_types(spec), ULTRASERVER_NODE_LABEL)
+
+
 def _topology_of(instance_type: str) -> str | None:
-    levels = network_topology.levels(instance_type)
+    levels = network_topology.levels(instance_type, ULTRASERVER_NODE_LABEL)
     return network_topology.name(levels) if levels else None
 
 
@@ -172,16 +180,15 @@ VOLCANO_CONTROLLER_CONFIGMAP = "volcano-controller-configmap"
 VOLCANO_CONTROLLER_CONFIG_KEY = "volcano-controller.conf"
 
 
-def volcano_discovery(instance_types: list[str]) -> dict[str, Any] | None:
-    """Volcano's controller configuration for ``instance_types``: label discovery of their one level list; None when
-    no type has topology, or when the types have more than one level list. Volcano's label discoverer walks every
+def volcano_discovery(topologies: dict[str, list[str]]) -> dict[str, Any] | None:
+    """Volcano's controller configuration for a cluster's ``topologies`` (:func:`network_topology.topologies`): label
+    discovery of its one level list; None when it has none, or more than one. Volcano's label discoverer walks every
     node up each topology type's labels from its lowest one (above the hostname) and shares a HyperNode among types
     by label and value, so a node that carries another type's lowest label lands in both trees (a p6-b200 node, with
     layers 1-4, also in a 3-layer type's tree; a p6e-gb200 node in it through its layer 3): one layer-3 HyperNode
     would then hold nodes and HyperNodes at once. Distributions of Volcano document label discovery as supporting
     one topology type per cluster (Huawei CCE, "Hypernode Topology-aware Affinity Scheduling": no clusters with
     multiple network topologies). Such a cluster gets no discovery rather than a wrong tree."""
-    topologies = network_topology.topologies(instance_types)
     if len(topologies) != 1:
         return None
     types = {name: [{"nodeLabel": label} for label in levels] for name, levels in topologies.items()}
@@ -190,7 +197,7 @@ def volcano_discovery(instance_types: list[str]) -> dict[str, Any] | None:
 
 
 def _volcano_discovery(spec: Spec, objects: list[dict[str, Any]]) -> None:
-    config = volcano_discovery(_instance_types(spec))
+    config = volcano_discovery(_topologies(spec))
     if config is None:
         return
     namespace = releases.SCHEDULERS["volcano"].namespace
