@@ -1,6 +1,7 @@
-"""The network topology an EKS cluster's scheduler is given: Kueue's Topology and the flavor naming it, KAI's Topology,
-Volcano's label-based HyperNode discovery; checked against the pinned CRDs offline (the sandbox's API admits them in
-test_eks_manifests.py and test_eks_kube.py).
+"""The network topology an EKS cluster's scheduler is given: Kueue's Topology and the flavor naming it, and KAI's
+Topology; checked against the pinned CRDs offline (the sandbox's API admits them in test_eks_manifests.py and
+test_eks_kube.py). Volcano gets none: its HyperNode discovery is set in its release's own controller ConfigMap, and
+fmcluster ships the releases unchanged.
 
 Facts typed by hand, with their source:
 
@@ -14,9 +15,6 @@ Facts typed by hand, with their source:
 * the UltraServer (NVLink domain) label ``nvidia.com/gpu.clique``: NVIDIA GPU Feature Discovery, as AWS's P6e-GB200
   example uses it (shared/reference/kubernetes-addons/README.md); no node fmcluster makes carries it yet, so the
   level is rendered only once manifests.ULTRASERVER_NODE_LABEL names it (the tests set it to show the objects);
-* Volcano's discovery configuration: v1.15.1 chart values.yaml (``controller_config_override``: ConfigMap
-  ``volcano-controller-configmap``, key ``volcano-controller.conf``, ``networkTopologyDiscovery`` source ``label``,
-  ``networkTopologyTypes`` of ``nodeLabel`` lists ending with the hostname).
 """
 
 from __future__ import annotations
@@ -24,12 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 from fixtures.eks_specs import GB200_SPEC, eks_spec
 
 from fmcluster.backends.eks.software import manifests as manifests_module
-from fmcluster.backends.eks.software.manifests import manifests, volcano_discovery
-from fmcluster.backends.eks.software.network_topology import ULTRASERVER_LABEL, topologies
+from fmcluster.backends.eks.software.manifests import manifests
+from fmcluster.backends.eks.software.network_topology import ULTRASERVER_LABEL
 from fmcluster.backends.eks.software.validate import manifest_problems
 from fmcluster.catalog.network_topology import network_layers
 from fmcluster.spec import load_spec
@@ -173,36 +170,3 @@ def test_a_topology_outside_the_crd_is_reported() -> None:
     topology["spec"]["levels"][0] = {"nodeLabels": L1}
     problems = manifest_problems(objects, spec.kubernetes.version)
     assert problems and any("network-3-layers" in p for p in problems), problems
-
-
-def _volcano_conf(objects: list[dict[str, Any]]) -> str:
-    (config_map,) = [o for o in of_kind(objects, "ConfigMap")
-                     if (o["metadata"]["name"], o["metadata"]["namespace"]) == ("volcano-controller-configmap",
-                                                                                "volcano-system")]
-    return config_map["data"]["volcano-controller.conf"]
-
-
-def test_volcano_discovers_hypernodes_from_the_same_labels() -> None:
-    spec = eks_spec("volcano")
-    objects = manifests(spec)
-    conf = yaml.safe_load(_volcano_conf(objects))
-    assert conf == {"networkTopologyDiscovery": [{"source": "label", "enabled": True, "config": {
-        "networkTopologyTypes": {"network-3-layers": [{"nodeLabel": label} for label in P5_LEVELS]}}}]}
-    assert of_kind(objects, "HyperNode") == []  # the controller makes them, from the nodes it sees
-    assert manifest_problems(objects, spec.kubernetes.version) == []
-
-
-def test_volcano_gets_no_discovery_unless_the_cluster_has_one_level_list() -> None:
-    """Volcano's label discoverer walks every node up each type's labels from the lowest and shares HyperNodes among
-    types by label and value: a p6-b200 node (layers 1-4) would join a 3-layer tree too, and so would a GB200 node
-    under an UltraServer level. Two p5 types and a type without topology share one level list, so they get it."""
-    assert volcano_discovery(topologies(["p5.48xlarge", "p6-b200.48xlarge"])) is None
-    assert volcano_discovery(topologies(["p5.48xlarge", "p6e-gb200.36xlarge"], CLIQUE)) is None
-    assert volcano_discovery(topologies(["g6.xlarge"])) is None
-    shared = volcano_discovery(topologies(["p5.48xlarge", "g6.xlarge", "p5en.48xlarge", "p6e-gb200.36xlarge"]))
-    assert shared is not None
-    assert shared["networkTopologyDiscovery"][0]["config"]["networkTopologyTypes"] == {
-        "network-3-layers": [{"nodeLabel": label} for label in P5_LEVELS]}
-    # nothing to discover: the release's ConfigMap as published (an empty configuration)
-    plain = manifests(eks_spec("volcano", instance_type="g6.xlarge", capacity={"type": "on-demand"}))
-    assert _volcano_conf(plain) == ""

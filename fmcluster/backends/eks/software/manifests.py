@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from fmcluster.backends.eks.nodes import quotas
 from fmcluster.backends.eks.software import (
     autoscaler_install,
@@ -79,8 +77,6 @@ def manifests(spec: Spec) -> list[dict[str, Any]]:
     The engine orders them by :func:`fmcluster.backends.eks.software.apply_order.wire`; this order is the one a reader
     follows."""
     objects: list[dict[str, Any]] = scheduler_install.manifests(spec.kubernetes.scheduler)
-    if spec.kubernetes.scheduler == "volcano":
-        _volcano_discovery(spec, objects)
     objects += autoscaler_install.manifests(spec)  # the Cluster Autoscaler, when a queue is elastic
     objects += _device_plugins(spec)
     if dra_driver.needed(spec):
@@ -169,46 +165,6 @@ def _topologies(spec: Spec) -> dict[str, list[str]]:
 def _topology_of(instance_type: str) -> str | None:
     levels = network_topology.levels(instance_type, ULTRASERVER_NODE_LABEL)
     return network_topology.name(levels) if levels else None
-
-
-# Volcano v1.15.1's controller discovers HyperNodes itself from node labels: its `label` source of
-# `networkTopologyDiscovery`, read from the ConfigMap `<release>-controller-configmap`, key `volcano-controller.conf`
-# (the chart's values.yaml, `controller_config_override`; Volcano's "how_to_use_hypernode_auto_discovery"), each
-# type a list of node labels top-down ending with kubernetes.io/hostname, and the HyperNodes follow the nodes as
-# they come and go. The release ships that ConfigMap with an empty configuration; fmcluster fills it.
-VOLCANO_CONTROLLER_CONFIGMAP = "volcano-controller-configmap"
-VOLCANO_CONTROLLER_CONFIG_KEY = "volcano-controller.conf"
-
-
-def volcano_discovery(topologies: dict[str, list[str]]) -> dict[str, Any] | None:
-    """Volcano's controller configuration for a cluster's ``topologies`` (:func:`network_topology.topologies`): label
-    discovery of its one level list; None when it has none, or more than one. Volcano's label discoverer walks every
-    node up each topology type's labels from its lowest one (above the hostname) and shares a HyperNode among types
-    by label and value, so a node that carries another type's lowest label lands in both trees (a p6-b200 node, with
-    layers 1-4, also in a 3-layer type's tree; a p6e-gb200 node in it through its layer 3): one layer-3 HyperNode
-    would then hold nodes and HyperNodes at once. Distributions of Volcano document label discovery as supporting
-    one topology type per cluster (Huawei CCE, "Hypernode Topology-aware Affinity Scheduling": no clusters with
-    multiple network topologies). Such a cluster gets no discovery rather than a wrong tree."""
-    if len(topologies) != 1:
-        return None
-    types = {name: [{"nodeLabel": label} for label in levels] for name, levels in topologies.items()}
-    return {"networkTopologyDiscovery": [{"source": "label", "enabled": True,
-                                          "config": {"networkTopologyTypes": types}}]}
-
-
-def _volcano_discovery(spec: Spec, objects: list[dict[str, Any]]) -> None:
-    config = volcano_discovery(_topologies(spec))
-    if config is None:
-        return
-    namespace = releases.SCHEDULERS["volcano"].namespace
-    for obj in objects:
-        metadata = obj.get("metadata") or {}
-        if (obj["kind"] == "ConfigMap" and metadata.get("name") == VOLCANO_CONTROLLER_CONFIGMAP
-                and metadata.get("namespace") == namespace):
-            obj["data"] = {**(obj.get("data") or {}),
-                           VOLCANO_CONTROLLER_CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)}
-            return
-    raise AssertionError(f"the Volcano release has no ConfigMap {namespace}/{VOLCANO_CONTROLLER_CONFIGMAP}")
 
 
 def _kai_quota(queue: Queue) -> dict[str, int]:

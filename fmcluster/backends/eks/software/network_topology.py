@@ -1,5 +1,5 @@
 """The network topology the EKS schedulers are given: per instance type, the node labels of its levels, top-down,
-and one named level list per distinct shape (Kueue's and KAI's ``Topology`` objects, Volcano's label discovery).
+and one named level list per distinct shape (Kueue's and KAI's ``Topology`` objects).
 
 Levels, top-down (Kueue's Topology-Aware Scheduling: the lowest level should be ``kubernetes.io/hostname``; the
 pinned Kueue and KAI Topology CRDs allow the hostname label only as the last level):
@@ -58,7 +58,7 @@ def levels(instance_type: str, ultraserver_label: str | None = None) -> list[str
 def name(level_list: list[str]) -> str:
     """The name of the Topology for ``level_list``: ``network-3-layers``, ``network-4-layers``, or
     ``ultraserver-3-layers`` when an UltraServer level sits under the network layers. At most 20 characters (the
-    longest topology type name Volcano's label discovery accepts)."""
+    longest topology type name Volcano's label discovery accepts, should Volcano get it)."""
     layers = sum(1 for label in level_list if label.startswith(LAYER_LABEL.format("")))
     kind = "network" if len(level_list) == layers + 1 else "ultraserver"  # the layers and the hostname, or more
     return f"{kind}-{layers}-layers"
