@@ -227,7 +227,8 @@ def _api_path(obj: dict[str, Any]) -> str:
     group_version = obj["apiVersion"]
     base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
     kind = obj["kind"].lower()
-    plural = kind + ("es" if kind.endswith("s") else "s")
+    plural = (kind[:-1] + "ies" if kind.endswith("y") else  # Topology: topologies (the CRD's spec.names.plural)
+              kind + ("es" if kind.endswith("s") else "s"))
     namespace = obj["metadata"].get("namespace")
     return f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
 
@@ -260,6 +261,18 @@ def test_the_kueue_manifests_are_accepted_by_the_sandbox_kubernetes_api(sandbox)
     assert status == 200 and stored["metadata"]["labels"][CLUSTER_LABEL] == "p5-train"
     quota = {r["name"]: r["nominalQuota"] for r in stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
     assert quota == TWO_P5_QUOTA
+    # The p5 flavor names the 3-layer Topology (EC2's "Prerequisites for Amazon EC2 topology": p5.48xlarge returns 3
+    # network nodes), both admitted by the pinned CRDs' schemas and CEL rules.
+    status, flavor = call("GET", "/apis/kueue.x-k8s.io/v1beta2/resourceflavors/p5.48xlarge")
+    assert status == 200 and flavor["spec"]["topologyName"] == "network-3-layers"
+    status, topology = call("GET", "/apis/kueue.x-k8s.io/v1beta2/topologies/network-3-layers")
+    assert status == 200 and topology["spec"]["levels"][-1] == {"nodeLabel": "kubernetes.io/hostname"}
+    # The CRD's CEL rule (the hostname only at the lowest level) refuses a Topology with it higher up.
+    upside_down = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "upside-down"},
+                   "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"},
+                                       {"nodeLabel": "topology.k8s.aws/network-node-layer-1"}]}}
+    status, answer = call("POST", "/apis/kueue.x-k8s.io/v1beta2/topologies", upside_down)
+    assert status == 422 and "lowest level" in json.dumps(answer), answer
 
     # The API's CEL rule (every flavor lists as many resources as the group covers) refuses a short flavor.
     short = copy.deepcopy(of_kind(objects, "ClusterQueue")[0])

@@ -11,7 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster.backends.eks.nodes import quotas
-from fmcluster.backends.eks.software import autoscaler_install, device_plugins, dra_driver, releases, scheduler_install
+from fmcluster.backends.eks.software import (
+    autoscaler_install,
+    device_plugins,
+    dra_driver,
+    network_topology,
+    releases,
+    scheduler_install,
+)
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.templates import render_yaml
 from fmcluster.spec import decisions
@@ -25,6 +32,10 @@ WORKLOAD_NAMESPACE = "default"
 LUSTRE_NAME = "fsx-lustre"
 KAI_PARENT_QUEUE = "fmcluster"
 MEGABYTES_PER_GIB = 1024**3 / 10**6
+# The node label naming a node's UltraServer (NVLink domain), the topology level under the network layers for a
+# p6e-gb200 queue: None while no node fmcluster makes carries one (why a level without its label would hurt:
+# :mod:`fmcluster.backends.eks.software.network_topology`); network_topology.ULTRASERVER_LABEL once they do.
+ULTRASERVER_NODE_LABEL: str | None = None
 
 
 # Every kind of object :func:`manifests` makes, for any scheduler: what ``discover`` lists by label to find what
@@ -36,6 +47,7 @@ MANAGED_KINDS: list[tuple[str, str]] = [
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"), ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"), ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.run.ai/v2", "Queue"), ("node.k8s.io/v1", "RuntimeClass"), ("v1", "Namespace"),
+    ("kueue.x-k8s.io/v1beta2", "Topology"), ("kai.scheduler/v1alpha1", "Topology"),
 ]
 MANAGED_KINDS += [kind for kind in releases.kinds() if kind not in MANAGED_KINDS]  # the installed releases' objects
 
@@ -116,13 +128,14 @@ def _scheduler_queues(spec: Spec) -> list[dict[str, Any]]:
     if scheduler == "volcano":
         queues = [{"name": queue.name, "quota": quotas.queue_quota(queue)} for queue in spec.queues]
         return render_yaml("eks/volcano.yaml.j2", queues=queues)[1]
+    topologies = _topologies(spec)
     # KAI's admission webhook sets `runtimeClassName: nvidia` on every GPU pod (its Config's
     # admission.gpuPodRuntimeClassName, default "nvidia"), and Kubernetes refuses a pod whose RuntimeClass does not
     # exist. EKS's NVIDIA AMIs (AL2023 nodeadm) configure a containerd runtime named `nvidia` (as the default
     # runtime) but make no RuntimeClass object, so fmcluster makes RuntimeClass `nvidia` with handler `nvidia`:
     # the injected name then resolves to the runtime the node already has, and KAI's release stays as published
     # (the alternative, gpuPodRuntimeClassName "", would edit its Config and differ from every KAI install guide).
-    return render_yaml("eks/kai.yaml.j2", parent=KAI_PARENT_QUEUE,
+    return render_yaml("eks/kai.yaml.j2", parent=KAI_PARENT_QUEUE, topologies=topologies,
                        queues=[{"name": queue.name, "quota": _kai_quota(queue)} for queue in spec.queues])[1]
 
 
@@ -130,12 +143,28 @@ def _kueue(spec: Spec) -> list[dict[str, Any]]:
     # One flavor per instance type, shared by the queues that launch it; a queue of several types lists each
     # type's flavor, each with that type's quota at the queue's most nodes (its node group may be all of any one
     # type, and a g6.xlarge flavor must not admit what only p5 nodes could hold).
-    flavors = {name: {"name": name, "instance_type": name} for queue in spec.queues
+    # A type EC2 topology describes: its flavor names the Topology of its levels (Kueue's Topology-Aware
+    # Scheduling; the ResourceFlavor CRD wants nodeLabels beside topologyName, which the instance-type label is).
+    topologies = _topologies(spec)
+    flavors = {name: {"name": name, "instance_type": name, "topology": _topology_of(name)} for queue in spec.queues
                for name in instance_types_of(queue)}
     queues = [{"name": queue.name, "covered": quotas.covered_resources(queue), "flavors": quotas.flavor_quotas(queue)}
               for queue in spec.queues]
-    return render_yaml("eks/kueue.yaml.j2", flavors=list(flavors.values()), queues=queues,
+    return render_yaml("eks/kueue.yaml.j2", topologies=topologies, flavors=list(flavors.values()), queues=queues,
                        namespace=WORKLOAD_NAMESPACE)[1]
+
+
+def _instance_types(spec: Spec) -> list[str]:
+    return [name for queue in spec.queues for name in instance_types_of(queue)]
+
+
+def _topologies(spec: Spec) -> dict[str, list[str]]:
+    return network_topology.topologies(_instance_types(spec), ULTRASERVER_NODE_LABEL)
+
+
+def _topology_of(instance_type: str) -> str | None:
+    levels = network_topology.levels(instance_type, ULTRASERVER_NODE_LABEL)
+    return network_topology.name(levels) if levels else None
 
 
 def _kai_quota(queue: Queue) -> dict[str, int]:
