@@ -57,22 +57,26 @@ def check_reservation_topology(ctx: Context) -> list[CheckResult]:
 
 
 def _read(ctx: Context, ids: list[str]) -> dict[str, ReservationPlace]:
-    """Every id in one go; when AWS refuses an unknown id (which fails the whole request, and the reservation check
-    reports), each on its own, so the others are still read."""
+    """Every id in one go; an unknown id (which the reservation check fails on) fails the whole request, so then each
+    on its own, the unknown ones left out."""
     ec2 = ctx.aws("ec2")
     try:
         return reservation_topology(ec2, ids)
     except AwsError as exc:
-        if len(ids) == 1 or not exc.code.startswith("InvalidCapacityReservationId"):
+        if not _unknown(exc):
             raise
     places: dict[str, ReservationPlace] = {}
-    for rid in ids:
+    for rid in ids if len(ids) > 1 else []:
         try:
             places.update(reservation_topology(ec2, [rid]))
         except AwsError as exc:
-            if not exc.code.startswith("InvalidCapacityReservationId"):
+            if not _unknown(exc):
                 raise
     return places
+
+
+def _unknown(exc: AwsError) -> bool:
+    return exc.code.startswith("InvalidCapacityReservationId")
 
 
 def _refusal(queue: Queue, exc: AwsError) -> CheckResult:
