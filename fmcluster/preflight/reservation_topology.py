@@ -20,7 +20,7 @@ from fmcluster.catalog.network_topology import SOURCE, network_layers
 from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError
 from fmcluster.preflight.common import Context, aws_failure, fix
-from fmcluster.spec.models import Queue, max_nodes
+from fmcluster.spec.models import Queue, instance_types_of, max_nodes
 
 #: EC2 API reference, CapacityReservationTopology NetworkNodes: empty "if the Capacity Reservation is in a state
 #: other than active or pending".
@@ -31,18 +31,23 @@ def result_name(queue: Queue) -> str:
     return f"reservation topology {queue.name}"
 
 
+def _type(queue: Queue) -> str:
+    """A reserved queue's one instance type (the spec refuses several with a reservation: spec/instance_mix.py)."""
+    return instance_types_of(queue)[0]
+
+
 def check_reservation_topology(ctx: Context) -> list[CheckResult]:
     """One result per queue with a ``capacity.reservation_id``, in the spec's order."""
     reserved = [q for q in ctx.spec.queues if q.capacity.reservation_id]
     results: dict[str, CheckResult] = {}
     asked: list[Queue] = []
     for queue in reserved:
-        if network_layers(queue.instance_type):
+        if network_layers(_type(queue)):
             asked.append(queue)
         else:
             results[queue.name] = CheckResult(
                 result_name(queue), "skipped",
-                f"AWS gives no network topology for {queue.instance_type}",
+                f"AWS gives no network topology for {_type(queue)}",
                 [f"the types with one are listed in the {SOURCE}"])
     if asked:
         try:
@@ -101,11 +106,11 @@ def _judge(queue: Queue, place: ReservationPlace | None) -> CheckResult:
     if place is None:
         return CheckResult(name, "skipped", f"AWS did not describe {what} {rid}'s topology",
                            ["the reservation check says whether it exists in this Region"])
-    instance_type = place.instance_type or queue.instance_type
+    instance_type = place.instance_type or _type(queue)
     if place.state not in TOPOLOGY_STATES:
         return CheckResult(name, "skipped", f"{what} {rid} is {place.state or 'in no state AWS named'}: AWS shows a "
                            "reservation's topology once it is active or pending", [])
-    layers = network_layers(instance_type) or network_layers(queue.instance_type)
+    layers = network_layers(instance_type) or network_layers(_type(queue))
     if place.network_nodes:
         shared = len(place.network_nodes)
         details = [f"network nodes all of its capacity shares, top-down: {', '.join(place.network_nodes)}"]
