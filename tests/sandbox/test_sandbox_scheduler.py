@@ -230,11 +230,12 @@ def test_a_role_scheduler_may_not_assume_fails_the_run(sandbox, world):
 def test_pcs_compute_node_group_scaled_to_zero_when_due(sandbox):
     """pcs:UpdateComputeNodeGroup acts on the compute node group's ARN (Service Authorization Reference, AWS PCS);
     the role is limited by a tag condition (aws:ResourceTag, IAM User Guide "Controlling access to AWS resources
-    using tags")."""
+    using tags"): the same call on a group tagged for another cluster is denied and leaves it as it was."""
     pcs = Pcs(sandbox)
     cluster = pcs.cluster()
-    group = pcs.wait_group(pcs.node_group(cluster, pcs.launch_template(), low=2, high=2,
-                                          tags={"fmcluster:cluster": "demo"}))
+    template = pcs.launch_template()
+    group = pcs.wait_group(pcs.node_group(cluster, template, low=2, high=2, tags={"fmcluster:cluster": "demo"}))
+    foreign = pcs.wait_group(pcs.node_group(cluster, template, low=1, high=1, tags={"fmcluster:cluster": "other"}))
     assert group["scalingConfiguration"]["minInstanceCount"] == 2
     role = _role(sandbox, json.dumps({"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow", "Action": "pcs:UpdateComputeNodeGroup", "Resource": "*",
@@ -245,13 +246,20 @@ def test_pcs_compute_node_group_scaled_to_zero_when_due(sandbox):
     _schedule(scheduler, name, expression, "arn:aws:scheduler:::aws-sdk:pcs:updateComputeNodeGroup", role,
               {"clusterIdentifier": cluster["id"], "computeNodeGroupIdentifier": group["id"],
                "scalingConfiguration": {"minInstanceCount": 0, "maxInstanceCount": 2}})
+    _schedule(scheduler, f"{name}-foreign", expression, "arn:aws:scheduler:::aws-sdk:pcs:updateComputeNodeGroup", role,
+              {"clusterIdentifier": cluster["id"], "computeNodeGroupIdentifier": foreign["id"],
+               "scalingConfiguration": {"minInstanceCount": 0, "maxInstanceCount": 1}})
     _move_to(sandbox, due - 60)
     assert _runs(sandbox, name) == []
     assert pcs.wait_group(group)["scalingConfiguration"]["minInstanceCount"] == 2
-    (run,) = _ran(_move_to(sandbox, due + 1), name)
+    answer = _move_to(sandbox, due + 1)
+    (run,) = _ran(answer, name)
     assert run["outcome"] == "succeeded", run
     assert group["arn"] in run["message"]
     assert pcs.wait_group(group)["scalingConfiguration"]["minInstanceCount"] == 0
+    (denied,) = _ran(answer, f"{name}-foreign")
+    assert denied["outcome"] == "denied", denied
+    assert pcs.wait_group(foreign)["scalingConfiguration"]["minInstanceCount"] == 1
 
 
 def test_dynamodb_update_item_target(sandbox):
