@@ -21,6 +21,9 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   (:mod:`fmcluster_sandbox.resource_groups`), and launches into them
   (:mod:`fmcluster_sandbox.reservation_group_launch`);
 * Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster_sandbox.service_quotas`);
+* Cost Explorer's cost allocation tags, which moto lacks (:mod:`fmcluster_sandbox.cost_allocation_tags`), AWS
+  Budgets (moto's) with each request checked against the model first, and the Budgets action moto lacks
+  (:mod:`fmcluster_sandbox.budgets_extras`);
 * EventBridge Scheduler: moto's store behind AWS's request rules (:mod:`fmcluster_sandbox.scheduler_api`), and
   one-time schedules that come due on the sandbox clock calling their universal target as their execution role
   (:mod:`fmcluster_sandbox.scheduler_runs`);
@@ -102,7 +105,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster_sandbox import ec2_faults, protocols, scheduler_runs
+from fmcluster_sandbox import cost_allocation_tags, ec2_faults, protocols, scheduler_runs
 from fmcluster_sandbox.clock import CLOCK
 from fmcluster_sandbox.faults import Faults
 
@@ -110,8 +113,9 @@ HOST = "127.0.0.1"
 STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
 FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
+BUDGETS_TARGET_PREFIX = "AWSBudgetServiceGateway."
 ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs",
-                       "resource-groups", "eks", "scheduler"]
+                       "resource-groups", "eks", "scheduler", "budgets", "ce"]
 #: Path prefix of the per-cluster Kubernetes API endpoints (``<endpoint>/k8s/<cluster name>``).
 KUBE_PREFIX = "/k8s/"
 #: moto backends created eagerly in the background after start-up, so the first real call is fast.
@@ -199,6 +203,9 @@ class SandboxApp:
         self._pcs_lock = threading.Lock()
         self.clock = CLOCK
         self.schedule_runs = scheduler_runs.Runs(CLOCK, lambda: self.endpoint_url, lambda: self.ca_bundle)
+        self.cost_tags = cost_allocation_tags.CostAllocationTags(
+            lambda account: cost_allocation_tags.ec2_tag_keys(account) | self.pcs.tag_keys(account)
+            | self.eks.tag_keys(account), CLOCK.now)
         self._conditional_writes = threading.Lock()
         from fmcluster_sandbox.kube import KubeApi
 
@@ -267,6 +274,7 @@ class SandboxApp:
 
         topology.LAYOUT.reset()
         self.schedule_runs.reset()
+        self.cost_tags.reset()
         self.clock.reset()
 
     def reset_state(self) -> None:
@@ -415,6 +423,16 @@ class SandboxApp:
             return self._pcs(environ, operation, access_key, region)
         if service == "eks":
             return self._eks(environ, access_key, region)
+        if target.startswith(cost_allocation_tags.TARGET_PREFIX) and operation in cost_allocation_tags.OPERATIONS:
+            return self.cost_tags.handle(operation, protocols.read_body(environ), self._account(environ, access_key))
+        if target.startswith(BUDGETS_TARGET_PREFIX):  # moto serves Budgets unchecked, and not all of it
+            from fmcluster_sandbox import budgets_extras
+
+            body = protocols.read_body(environ)
+            refusal = protocols.model_refusal("budgets", operation, body, "InvalidParameterException")
+            if refusal is None and operation in budgets_extras.OPERATIONS:
+                return budgets_extras.describe_subscribers(body, self._account(environ, access_key))
+            return refusal
         if service == "scheduler":
             from fmcluster_sandbox import scheduler_api
 
