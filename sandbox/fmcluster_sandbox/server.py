@@ -113,7 +113,6 @@ HOST = "127.0.0.1"
 STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
 FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
-BUDGETS_TARGET_PREFIX = "AWSBudgetServiceGateway."
 ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs",
                        "resource-groups", "eks", "scheduler", "budgets", "ce"]
 #: Path prefix of the per-cluster Kubernetes API endpoints (``<endpoint>/k8s/<cluster name>``).
@@ -423,22 +422,11 @@ class SandboxApp:
             return self._pcs(environ, operation, access_key, region)
         if service == "eks":
             return self._eks(environ, access_key, region)
-        if target.startswith(cost_allocation_tags.TARGET_PREFIX) and operation in cost_allocation_tags.OPERATIONS:
-            return self.cost_tags.handle(operation, protocols.read_body(environ), self._account(environ, access_key))
-        if target.startswith(BUDGETS_TARGET_PREFIX):  # moto serves Budgets unchecked, and not all of it
-            from fmcluster_sandbox import budgets_extras
+        if service in ("scheduler", "budgets", "ce"):
+            from fmcluster_sandbox import guard_services
 
-            body = protocols.read_body(environ)
-            refusal = protocols.model_refusal("budgets", operation, body, "InvalidParameterException")
-            if refusal is None and operation in budgets_extras.OPERATIONS:
-                return budgets_extras.describe_subscribers(body, self._account(environ, access_key))
-            return refusal
-        if service == "scheduler":
-            from fmcluster_sandbox import scheduler_api
-
-            return scheduler_api.handle(environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", ""),
-                                        environ.get("QUERY_STRING", ""), protocols.read_body(environ), region,
-                                        self._account(environ, access_key))
+            return guard_services.answer(self.cost_tags, environ, service, target, operation, region,
+                                         self._account(environ, access_key))
         if service == "ec2" and operation in PLACEMENT_GROUP_ACTIONS:
             return self.placement_groups.handle(operation, params, region, self._account(environ, access_key))
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:

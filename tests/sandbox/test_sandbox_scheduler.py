@@ -296,3 +296,40 @@ def test_input_that_does_not_match_the_operation_fails_the_run(sandbox):
     assert run["outcome"] == "failed" and "NoSuchMember" in run["message"], run
 
 
+
+
+def test_at_expressions_are_read_in_their_time_zone():
+    """"at(yyyy-mm-ddThh:mm:ss)" "at the time and in the time zone that you specify" (API reference, CreateSchedule
+    ScheduleExpression, ScheduleExpressionTimezone); America/New_York is UTC-5 in December and UTC-4 in July (IANA
+    time zone database, EST/EDT)."""
+    from fmcluster_sandbox.scheduler_api import at_time
+
+    utc = dt.timezone.utc
+    assert at_time("at(2026-12-07T20:00:00)", "America/New_York") == dt.datetime(2026, 12, 8, 1, 0, tzinfo=utc)
+    assert at_time("at(2026-07-01T12:00:00)", "America/New_York") == dt.datetime(2026, 7, 1, 16, 0, tzinfo=utc)
+    assert at_time("at(2026-12-07T20:00:00)", None) == dt.datetime(2026, 12, 7, 20, 0, tzinfo=utc)
+    assert at_time("rate(5 minutes)", "UTC") is None
+    with pytest.raises(ValueError):
+        at_time("at(2026-12-07T20:00:00)", "Mars/Olympus_Mons")
+
+
+def test_a_schedule_runs_as_real_time_passes(sandbox):
+    """Without a clock move, the sandbox's background tick runs a schedule once real time reaches it (as AWS runs it
+    within that minute: "Schedule types", 60-second precision)."""
+    dynamodb = sandbox.client("dynamodb", REGION)
+    table = f"t-{uuid.uuid4().hex[:8]}"
+    arn = dynamodb.create_table(TableName=table, AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                                BillingMode="PAY_PER_REQUEST")["TableDescription"]["TableArn"]
+    role = _role(sandbox, _allow("dynamodb:UpdateItem", arn))
+    expression, due = _at(sandbox, 2)
+    name = f"tick-{uuid.uuid4().hex[:8]}"
+    _schedule(sandbox.client("scheduler", REGION), name, expression, "arn:aws:scheduler:::aws-sdk:dynamodb:updateItem",
+              role, {"TableName": table, "Key": {"id": {"S": "guard"}}, "UpdateExpression": "SET fired = :t",
+                     "ExpressionAttributeValues": {":t": {"BOOL": True}}})
+    deadline = time.monotonic() + 30
+    while not _runs(sandbox, name) and time.monotonic() < deadline:
+        time.sleep(0.2)  # poll interval of the signal, not a guess at the tick's
+    (run,) = _runs(sandbox, name)
+    assert run["outcome"] == "succeeded", run
+    assert dynamodb.get_item(TableName=table, Key={"id": {"S": "guard"}})["Item"]["fired"] == {"BOOL": True}
