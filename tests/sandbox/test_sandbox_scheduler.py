@@ -333,3 +333,37 @@ def test_a_schedule_runs_as_real_time_passes(sandbox):
     (run,) = _runs(sandbox, name)
     assert run["outcome"] == "succeeded", run
     assert dynamodb.get_item(TableName=table, Key={"id": {"S": "guard"}})["Item"]["fired"] == {"BOOL": True}
+
+
+def test_a_parallelcluster_fleet_stopped_by_a_scheduled_update_item(sandbox):
+    """ParallelCluster keeps its compute fleet's status in the DynamoDB table ``parallelcluster-<cluster>`` (item
+    ``COMPUTE_FLEET``, ``Data.status``); ``pcluster update-compute-fleet --status STOP_REQUESTED`` writes it and
+    clustermgtd moves it through STOPPING to STOPPED (ParallelCluster user guide, "pcluster update-compute-fleet";
+    the sandbox's stand-in, fmcluster_sandbox.pcluster_fleet). A schedule's dynamodb:updateItem target does the
+    same write as its role."""
+    pytest.importorskip("pcluster")
+    dynamodb = sandbox.client("dynamodb", REGION)
+    table = f"parallelcluster-c{uuid.uuid4().hex[:8]}"
+    arn = dynamodb.create_table(TableName=table, AttributeDefinitions=[{"AttributeName": "Id", "AttributeType": "S"}],
+                                KeySchema=[{"AttributeName": "Id", "KeyType": "HASH"}],
+                                BillingMode="PAY_PER_REQUEST")["TableDescription"]["TableArn"]
+    dynamodb.put_item(TableName=table, Item={"Id": {"S": "COMPUTE_FLEET"},
+                                             "Data": {"M": {"status": {"S": "RUNNING"}}}})
+    role = _role(sandbox, _allow("dynamodb:UpdateItem", arn))
+    expression, due = _at(sandbox, 900)
+    name = f"fleet-{uuid.uuid4().hex[:8]}"
+    _schedule(sandbox.client("scheduler", REGION), name, expression, "arn:aws:scheduler:::aws-sdk:dynamodb:updateItem",
+              role, {"TableName": table, "Key": {"Id": {"S": "COMPUTE_FLEET"}}, "UpdateExpression": "SET #d.#s = :s",
+                     "ExpressionAttributeNames": {"#d": "Data", "#s": "status"},
+                     "ExpressionAttributeValues": {":s": {"S": "STOP_REQUESTED"}}})
+    (run,) = _ran(_move_to(sandbox, due + 1), name)
+    assert run["outcome"] == "succeeded", run
+
+    def status() -> str:
+        item = dynamodb.get_item(TableName=table, Key={"Id": {"S": "COMPUTE_FLEET"}})["Item"]
+        return item["Data"]["M"]["status"]["S"]
+
+    deadline = time.monotonic() + 30
+    while status() != "STOPPED" and time.monotonic() < deadline:
+        time.sleep(0.2)  # poll interval of the signal: the stand-in moves a step a second
+    assert status() == "STOPPED"
