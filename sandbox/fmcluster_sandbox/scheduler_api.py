@@ -58,7 +58,8 @@ def at_time(expression: str, timezone: str | None) -> _dt.datetime | None:
     if not found:
         raise ValueError(f"Invalid Schedule Expression {expression}: expected at(yyyy-mm-ddThh:mm:ss)")
     try:
-        zone = zoneinfo.ZoneInfo(timezone or "UTC")
+        # UTC needs no time zone database (a host without tzdata still reads the default zone)
+        zone: _dt.tzinfo = _dt.timezone.utc if timezone in (None, "UTC") else zoneinfo.ZoneInfo(str(timezone))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"Invalid ScheduleExpressionTimezone {timezone}") from None
     try:
