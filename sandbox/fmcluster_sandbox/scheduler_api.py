@@ -63,7 +63,8 @@ def at_time(expression: str, timezone: str | None) -> _dt.datetime | None:
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"Invalid ScheduleExpressionTimezone {timezone}") from None
     try:
-        local = _dt.datetime(*(int(part) for part in found.groups()), tzinfo=zone)
+        year, month, day, hour, minute, second = (int(part) for part in found.groups())
+        local = _dt.datetime(year, month, day, hour, minute, second, tzinfo=zone)
     except ValueError as exc:
         raise ValueError(f"Invalid Schedule Expression {expression}: {exc}") from None
     return local.astimezone(_dt.timezone.utc)
@@ -126,7 +127,7 @@ def handle(method: str, path: str, query: str, body: bytes, region: str, account
     route = _route(method, path)
     if route is None or not route[0] or route[1] is None:
         return None
-    operation, name = route
+    operation, name = route[0], route[1]
     backend = scheduler_backends[account][region]
     group_name = parse_qs(query).get("groupName", [None])[0]
     try:
