@@ -11,18 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import json
-import sys
 import time
 import urllib.error
 import uuid
-from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-from fixtures.sandbox_eks import REGION, trust  # noqa: E402
-from pcs_world import Pcs  # noqa: E402 - the conformance suite's PCS toolbox, plain boto3
+from fixtures.pcs_world import Pcs
+from fixtures.sandbox_eks import REGION, trust
 
 # "Set up the execution role" (user guide): the role trusts scheduler.amazonaws.com.
 ASSUME_SCHEDULER = trust("scheduler.amazonaws.com")
