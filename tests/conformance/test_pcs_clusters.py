@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from pcs_world import REGION, Pcs
+from fixtures.pcs_world import REGION, Pcs
 
 QUOTA_REGION = "ap-northeast-1"  # the quota and page tests fill this Region with clusters
 
