@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+#: Spines per queue, and bottom nodes per spine, named before the rest is counted: a few lines, whatever the size.
+MOST_SHOWN = 8
+
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
@@ -20,10 +23,19 @@ def _queue_lines(name: str, topology: Mapping[str, Any]) -> list[str]:
     by_spine: dict[str, list[str]] = {}
     for group in topology["groups"]:
         by_spine.setdefault(group["path"][0], []).append(f"{group['bottom_node']} ({len(group['instances'])})")
-    return [head, *(f"    spine {spine}: {' '.join(bottoms)}" for spine, bottoms in by_spine.items())]
+    spines = list(by_spine.items())
+    lines = [f"    spine {spine}: {_some(bottoms, 'bottom node')}" for spine, bottoms in spines[:MOST_SHOWN]]
+    if len(by_spine) > MOST_SHOWN:
+        lines.append(f"    … and {_plural(len(by_spine) - MOST_SHOWN, 'more spine')}")
+    return [head, *lines]
 
 
-def topology_lines(queues: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+def _some(items: list[str], word: str) -> str:
+    shown = " ".join(items[:MOST_SHOWN])
+    return shown + (f" … and {_plural(len(items) - MOST_SHOWN, f'more {word}')}" if len(items) > MOST_SHOWN else "")
+
+
+def topology_lines(queues: Sequence[Mapping[str, Any]], cluster: str) -> tuple[list[str], list[str]]:
     """(lines, warnings) for the queues that have a ``topology``; ([], []) when none has."""
     shown = [q for q in queues if q.get("topology")]
     if not shown:
@@ -31,8 +43,8 @@ def topology_lines(queues: Sequence[Mapping[str, Any]]) -> tuple[list[str], list
     unavailable = next((q["topology"]["unavailable"] for q in shown if q["topology"]["unavailable"]), None)
     if unavailable:  # one read serves every queue: one line says why it is missing
         return [f"network topology unavailable: {unavailable}"], []
-    lines = ["network topology (EC2 network nodes: bottom node (nodes) per spine; `fmcluster topology NAME` "
-             "shows the tree):"]
+    lines = ["network topology (EC2 network nodes: bottom node (nodes) per spine; `fmcluster topology "
+             f"{cluster}` shows the tree):"]
     for queue in shown:
         lines += _queue_lines(queue["name"], queue["topology"])
     return lines, [q["topology"]["warning"] for q in shown if q["topology"]["warning"]]

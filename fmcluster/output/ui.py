@@ -193,7 +193,7 @@ def status_view(report: dict | list) -> RenderableType:
         queues.add_row(*map(Text, cells))
     from fmcluster.output.status_topology import topology_lines
 
-    lines, warnings = topology_lines(report["queues"])
+    lines, warnings = topology_lines(report["queues"], report["name"])
     network = [Text(line) for line in lines] + [Text(f"  warning: {w}", style="yellow") for w in warnings]
     scheduler = (_scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
                  + _scheduler_table(report.get("dra_driver"), "driver"))

@@ -61,19 +61,33 @@ def test_the_text_is_one_line_per_spine_and_the_warning_once():
                                                        ("nn-s2", "nn-b3", 1)], 2, unplaced=("i-9",))},
               {"name": "burst", "topology": None},
               {"name": "one", "topology": _topology([("nn-s3", "nn-b4", 1)], 1)}]
-    assert topology_lines(queues) == ([
-        "network topology (EC2 network nodes: bottom node (nodes) per spine; `fmcluster topology NAME` shows the "
+    assert topology_lines(queues, "llama") == ([
+        "network topology (EC2 network nodes: bottom node (nodes) per spine; `fmcluster topology llama` shows the "
         "tree):",
         "  gpu: 5 nodes under 2 spines (1 running node not in AWS's answer)",
         "    spine nn-s1: nn-b1 (2) nn-b2 (2)",
         "    spine nn-s2: nn-b3 (1)",
         "  one: 1 node under 1 spine",
         "    spine nn-s3: nn-b4 (1)"], ["W"])
-    assert topology_lines([{"name": "burst", "topology": None}, {"name": "x"}]) == ([], [])
+    assert topology_lines([{"name": "burst", "topology": None}, {"name": "x"}], "llama") == ([], [])
     refused = {"node_count": None, "spine_count": None, "groups": [], "unplaced": [], "warning": None,
                "unavailable": "EC2 DescribeInstanceTopology: AWS said UnauthorizedOperation: no"}
-    assert topology_lines([{"name": "gpu", "topology": refused}, {"name": "big", "topology": refused}]) == (
+    assert topology_lines([{"name": "gpu", "topology": refused}, {"name": "big", "topology": refused}], "llama") == (
         ["network topology unavailable: EC2 DescribeInstanceTopology: AWS said UnauthorizedOperation: no"], [])
+
+
+def test_a_large_queue_stays_a_few_lines():
+    """64 nodes, 2 per bottom node, 4 bottom nodes per spine... and one spine of 12: 8 named per line, then a count."""
+    groups = [(f"nn-s{k // 4:02}", f"nn-b{k:02}", 2) for k in range(20)] + [("nn-s99", f"nn-c{k:02}", 2)
+                                                                           for k in range(12)]
+    lines, _ = topology_lines([{"name": "gpu", "topology": _topology(groups, 6)}], "llama")
+    assert lines[1:] == [
+        "  gpu: 64 nodes under 6 spines",
+        *(f"    spine nn-s{s:02}: " + " ".join(f"nn-b{k:02} (2)" for k in range(4 * s, 4 * s + 4)) for s in range(5)),
+        "    spine nn-s99: " + " ".join(f"nn-c{k:02} (2)" for k in range(8)) + " … and 4 more bottom nodes"]
+    many = [(f"nn-s{k:02}", f"nn-b{k:02}", 1) for k in range(10)]
+    lines, _ = topology_lines([{"name": "gpu", "topology": _topology(many, 10)}], "llama")
+    assert len(lines) == 2 + 8 + 1 and lines[-1] == "    … and 2 more spines", lines
 
 
 # --- against the sandbox: a 10-node p5.48xlarge queue in an account of its own -----------------------------------
@@ -219,3 +233,25 @@ def test_a_moved_node_shows_under_its_new_bottom_node(p5, sandbox, monkeypatch):
     assert gpu["groups"] == _groups_as_ec2_says(now)
     assert (gpu["node_count"], gpu["spine_count"], gpu["warning"]) == (NODES, 1, None)
     assert sorted(len(g["instances"]) for g in gpu["groups"]) == [2, 2, 3, 3]
+
+
+def _quickstart(sandbox, tmp_path):
+    """configs/quickstart-pcs.yaml as shipped: queues of p5.4xlarge, a type AWS gives no topology."""
+    cli = PcsCli(sandbox, tmp_path)
+    _ok(cli.run_in_process("create", str(cli.spec), "--yes", "--skip-preflight"))
+    yield cli
+    _ok(cli.run_in_process("destroy", cli.name, "--yes"))
+
+
+setattr(_quickstart, E2E_FIXTURE_ATTR, True)
+quickstart = pytest.fixture(_quickstart, name="quickstart")
+
+
+def test_a_cluster_without_topology_types_makes_no_topology_call(quickstart, monkeypatch):
+    report, sent = _status(quickstart, monkeypatch)
+    running = [i for i in report["instances"] if i["state"] == "running" and i["queue"] == "gpu"]
+    assert [i["instance_type"] for i in running] == ["p5.4xlarge"], report["instances"]
+    assert not [operation for operation, _ in sent if operation == TOPOLOGY_CALL], sent
+    assert [q["topology"] for q in report["queues"]] == [None, None]
+    shown = _ok(quickstart.run_in_process("status", quickstart.name)).stdout
+    assert "network topology" not in shown and "spine" not in shown, shown
