@@ -298,3 +298,43 @@ def test_parallelcluster_status_groups_its_queue_as_ec2_says(pcluster_p5, sandbo
     assert gpu["groups"] == _groups_as_ec2_says(said)
     assert (gpu["node_count"], gpu["spine_count"]) == (2, len({path[0] for path in said.values()}))
     assert sum(n for (operation, _), n in sent.items() if operation == TOPOLOGY_CALL) == 1
+
+
+def test_eks_status_groups_a_node_group_as_ec2_says(sandbox, sandbox_env, tmp_path, monkeypatch):
+    """EKS through its own ``describe``: a p5.48xlarge node group made with plain boto3 (as
+    tests/backends/eks/test_eks_system_row.py makes its cluster), the cluster recorded, then ``status``."""
+    from fixtures.lifecycle import CONFIGS
+    from fixtures.sandbox_eks import REGION, new_cluster
+
+    from fmcluster.connection import aws
+    from fmcluster.render.common import CLUSTER_TAG
+    from fmcluster.state.store import StateStore
+    from fmcluster.verbs.lifecycle.status import status
+
+    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
+    aws.configure(None, REGION, sandbox.endpoint_url)
+    monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "home"))
+    eks, ec2, name, node_role, subnets = new_cluster(sandbox, "topo", creator_admin=True)
+    try:
+        eks.tag_resource(resourceArn=eks.describe_cluster(name=name)["cluster"]["arn"], tags={CLUSTER_TAG: name})
+        eks.create_nodegroup(clusterName=name, nodegroupName="gpu", subnets=subnets[:1], nodeRole=node_role,
+                             instanceTypes=["p5.48xlarge"], scalingConfig={"minSize": 2, "maxSize": 2,
+                                                                           "desiredSize": 2})
+        spec = (CONFIGS / "p5-kueue-eks.yaml").read_text()
+        spec = spec.replace("name: p5-kueue", f"name: {name}").replace("region: us-east-1", f"region: {REGION}")
+        StateStore().save_cluster(name, REGION, "eks", spec, None, "ACTIVE", endpoint_url=aws.target_label())
+        eks.get_waiter("nodegroup_active").wait(clusterName=name, nodegroupName="gpu",
+                                                WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+        found = ec2.describe_instances(Filters=[
+            {"Name": "tag:eks:nodegroup-name", "Values": ["gpu"]}, {"Name": "tag:eks:cluster-name", "Values": [name]}])
+        states = {i["InstanceId"]: i["State"]["Name"] for r in found["Reservations"] for i in r["Instances"]}
+        running = sorted(i for i, state in states.items() if state == "running")
+        assert len(running) == 2, states
+        said = _said(sandbox.client("ec2", REGION), running)
+        gpu = _gpu(status(name, False))
+        assert gpu["groups"] == _groups_as_ec2_says(said)
+        assert (gpu["node_count"], gpu["spine_count"]) == (2, len({path[0] for path in said.values()}))
+    finally:
+        for group in eks.list_nodegroups(clusterName=name)["nodegroups"]:
+            eks.delete_nodegroup(clusterName=name, nodegroupName=group)
+        eks.delete_cluster(name=name)
