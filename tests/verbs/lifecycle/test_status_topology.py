@@ -5,7 +5,9 @@ Expected values are hand-typed: from the places made here, or from the sandbox's
 (docs/sandbox-fidelity.md, "EC2 topology": 2 instances per bottom node, 2 bottom nodes per middle node, 2 middle
 nodes per spine, filled in order per account and zone; p5.48xlarge returns 3 network nodes, p5.4xlarge none, as the
 EC2 user guide's "Prerequisites for Amazon EC2 topology" lists). Which instance sits where is read back with plain
-boto3 DescribeInstanceTopology, never from fmcluster."""
+boto3 DescribeInstanceTopology, never from fmcluster. The sandbox grants every EC2 call, so AWS's refusal is answered
+by a ``before-call`` hook on the session fmcluster's clients come from (what botocore's Stubber does on one client):
+fmcluster's own call still goes through botocore and gets AWS's error as botocore parses it."""
 
 from __future__ import annotations
 
