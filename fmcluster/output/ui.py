@@ -191,6 +191,10 @@ def status_view(report: dict | list) -> RenderableType:
                       "none (no scheduler queue)" if queue.get("scheduler_queue") is False
                       else ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
         queues.add_row(*map(Text, cells))
+    from fmcluster.output.status_topology import topology_lines
+
+    lines, warnings = topology_lines(report["queues"], report["name"])
+    network = [Text(line) for line in lines] + [Text(f"  warning: {w}", style="yellow") for w in warnings]
     scheduler = (_scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
                  + _scheduler_table(report.get("dra_driver"), "driver"))
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
@@ -211,7 +215,7 @@ def status_view(report: dict | list) -> RenderableType:
                             f"actual {item['actual']}") for item in drift]
     else:
         drift_view = [Text.from_markup("[green]in sync with the spec[/]")]
-    return Group(*parts, queues, *scheduler, resources, *drift_view)
+    return Group(*parts, queues, *network, *scheduler, resources, *drift_view)
 
 
 def _scheduler_table(scheduler: dict | None, what: str = "scheduler") -> list[RenderableType]:
