@@ -36,7 +36,8 @@ SIZE_SUFFIX = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
 
 def _world() -> dict:
     with open(os.environ["FMCLUSTER_SANDBOX_WORLD"], encoding="utf-8") as handle:
-        return json.load(handle)
+        world: dict = json.load(handle)
+    return world
 
 
 def _host() -> str:
@@ -44,7 +45,8 @@ def _host() -> str:
 
 
 def _node(world: dict) -> dict:
-    return world["hosts"].get(_host(), {"gpus": 0, "efa": 0, "gpu_name": "", "never_finishes": False})
+    node: dict = world["hosts"].get(_host(), {"gpus": 0, "efa": 0, "gpu_name": "", "never_finishes": False})
+    return node
 
 
 def hostname(args: list[str]) -> int:

@@ -13,9 +13,9 @@ The command (the launcher container's ``command`` + ``args``) runs in bash in a 
 * the hostfile the MPI Operator would mount (``<worker>.<job>.<namespace>.svc slots=N``) is named by
   ``OMPI_MCA_orte_default_hostfile``, as the operator sets it.
 
-``timeout`` ends a run at the job's deadline whatever happens; :func:`stop` kills its process group sooner (the job
-deleted). Where ``unshare -rm`` is refused, no run starts: :func:`start` says why, and the launcher pod fails with
-that reason.
+``timeout`` ends a run shortly after the job's deadline whatever happens; :func:`kill` ends its process group sooner
+(the deadline passed), :func:`stop` also removes its files (the job deleted). Where ``unshare -rm`` is refused, no
+run starts: :func:`start` says why, and the launcher pod fails with that reason.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ TOOLS = Path(__file__).with_name("fake_tools.py")
 IMAGE_PATHS = {"opt/amazon/openmpi/bin/mpirun": "mpirun", "opt/nccl-tests/build/all_reduce_perf": "all_reduce_perf",
                "opt/amazon/efa/bin/fi_info": "fi_info"}
 ON_PATH = ("hostname", "nvidia-smi", "fi_info", "mpirun")
+# ``timeout`` ends a run this long after the job's deadline, should the operator never look again (the operator
+# itself fails the job at the deadline, as the launcher's Job controller does).
+BACKSTOP_S = 30
 SETUP = 'set -e; mount --bind /opt "$0/host-opt"; mount --bind "$0/opt" /opt; exec "$@"'
 
 
@@ -103,18 +106,24 @@ def start(command: list[str], launcher: str, hosts: list[str], slots: int, names
            "FMCLUSTER_SANDBOX_WORLD": str(root / "world.json"), "FMCLUSTER_SANDBOX_HOST": launcher,
            "OMPI_MCA_orte_default_hostfile": str(root / "hostfile")}
     with open(root / "log", "wb") as log:
-        proc = subprocess.Popen(["unshare", "-rm", "sh", "-c", SETUP, str(root), "timeout", "-k", "5",
-                                 str(max(1, deadline_s)), *command], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=root)
+        argv = ["unshare", "-rm", "sh", "-c", SETUP, str(root), "timeout", "-k", "5",
+                str(max(1, deadline_s) + BACKSTOP_S), *command]
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=root)
     return Run(proc, root)
 
 
-def stop(run: Run) -> None:
-    """Kill the run's processes and remove its files."""
+def kill(run: Run) -> None:
+    """Kill the run's processes; its log stays readable."""
     if run.proc.poll() is None:
         try:
             os.killpg(run.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         run.proc.wait()
+
+
+def stop(run: Run) -> None:
+    """Kill the run's processes and remove its files."""
+    kill(run)
     shutil.rmtree(run.root, ignore_errors=True)

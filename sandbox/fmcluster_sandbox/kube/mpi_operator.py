@@ -39,6 +39,7 @@ from fractions import Fraction
 from typing import Any
 
 from fmcluster_sandbox.kube import launcher_run, node_health, placement, workloads
+from fmcluster_sandbox.kube.store import ClusterStore
 
 GROUP, PLURAL = "kubeflow.org", "mpijobs"
 JOB_NAME, JOB_ROLE = "training.kubeflow.org/job-name", "training.kubeflow.org/job-role"
@@ -69,7 +70,7 @@ def _pod_key(namespace: str, name: str) -> tuple[str, str, str, str]:
     return ("", "pods", namespace, name)
 
 
-def owned_pods(store: Any, job: dict[str, Any], role: str) -> list[dict[str, Any]]:
+def owned_pods(store: ClusterStore, job: dict[str, Any], role: str) -> list[dict[str, Any]]:
     meta = job["metadata"]
     return [p for p in store.items("", "pods", meta["namespace"])
             if p["metadata"].get("labels", {}).get(JOB_NAME) == meta["name"]
@@ -130,7 +131,7 @@ def _new_pod(job: dict[str, Any], role: str, name: str, extra: dict[str, str]) -
 class Controller:
     """The operator acting on one request's view of a cluster: its store, its Nodes, the sandbox's faults."""
 
-    def __init__(self, store: Any, nodes: list[dict[str, Any]], faults: Any, now: str):
+    def __init__(self, store: ClusterStore, nodes: list[dict[str, Any]], faults: Any, now: str):
         self.store, self.nodes, self.faults, self.now = store, nodes, faults, now
 
     def reconcile(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -212,8 +213,9 @@ class Controller:
               status: dict[str, Any]) -> dict[str, Any]:
         run = RUNS.get(job["metadata"]["uid"])
         code = run.proc.poll() if run is not None else 1
-        if code is None and deadline_s is not None and _elapsed(status["startTime"], self.now) > int(deadline_s):
-            launcher_run.stop(run) if run is not None else None
+        if code != 0 and deadline_s is not None and _elapsed(status["startTime"], self.now) >= int(deadline_s):
+            if run is not None:
+                launcher_run.kill(run)
             launcher["status"].update({"phase": "Failed", "reason": "DeadlineExceeded",
                                        "message": "Job was active longer than specified deadline"})
         elif code is not None:
@@ -249,7 +251,7 @@ def _elapsed(start: str, now: str) -> float:
     return (parse(now) - parse(start)).total_seconds()
 
 
-def log(store: Any, namespace: str, name: str) -> str | None:
+def log(store: ClusterStore, namespace: str, name: str) -> str | None:
     """The log of a pod this controller made (its launcher's output so far), or None for no such pod."""
     pod = store.get(_pod_key(namespace, name))
     if pod is None:
@@ -261,7 +263,7 @@ def log(store: Any, namespace: str, name: str) -> str | None:
     return run.log if run is not None else pod["status"].get("message", "")
 
 
-def deleted(store: Any, job: dict[str, Any]) -> None:
+def deleted(store: ClusterStore, job: dict[str, Any]) -> None:
     """The job is gone: its pods go (the garbage collector) and its run is killed."""
     for role in ("worker", "launcher"):
         for pod in owned_pods(store, job, role):

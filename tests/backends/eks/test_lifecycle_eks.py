@@ -2,7 +2,8 @@
 Capacity Block of 2 × p5.48xlarge) goes create → status --json → scale → destroy, and boto3 and the cluster's own
 Kubernetes API show what fmcluster said: the cluster ACTIVE, one node group per queue on a launch template with
 every EFA interface and the On-Demand `system` node group, the nodes on the block, the scheduler's queue objects
-sized as AWS publishes the instance, and after destroy nothing tagged or labelled for the cluster."""
+sized as AWS publishes the instance, ``smoke`` passing on the Kueue cluster (and failing a faulted node's check),
+and after destroy nothing tagged or labelled for the cluster."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fixtures.eks_smoke import check_smoke_runs
 from fixtures.kube import cluster_api
 from fixtures.lifecycle import CONFIGS, Cli, _ok, cli_fixture
 
@@ -211,46 +213,6 @@ def _buy_block(sandbox, instances: int, zone: str) -> tuple[str, str]:
     return block["CapacityReservationId"], block["AvailabilityZone"]
 
 
-def _smoke(cli, *options: str) -> tuple[int, dict[str, Any]]:
-    ran = cli.run("smoke", cli.name, "--timeout", "2", "--json", *options)
-    assert "Traceback" not in ran.stderr, ran.stderr
-    return ran.returncode, json.loads(ran.stdout)
-
-
-def _check_smoke_runs(cli, sandbox, cluster: dict[str, Any]) -> None:
-    """The MPI Operator fmcluster installed runs the unchanged smoke MPIJob on the sandbox's emulated p5 nodes
-    (fmcluster_sandbox/kube/mpi_operator.py): healthy, every check passes; a node short of a GPU or of an EFA
-    device fails that node's check, named by its worker; no MPIJob is left either way."""
-    api = cluster_api(sandbox.endpoint_url, cluster, REGION)
-    code, report = _smoke(cli)
-    assert (code, report["ok"], report["job_state"]) == (0, True, "SUCCEEDED"), report
-    checks = {c["name"]: c for c in report["checks"]}
-    assert {name: c["status"] for name, c in checks.items()} == {
-        "job": "passed", "nodes": "passed", "nccl_all_reduce": "passed", "efa_bandwidth": "passed"}
-    # The replayed capture (aws-samples, 2 x p5.48xlarge): its 4 GiB out-of-place row, the largest -e 4G reaches,
-    # is 465.87 GB/s; AWS's P5 page gives 3,200 Gbps of EFA = 400 GB/s.
-    assert (checks["efa_bandwidth"]["found"], checks["efa_bandwidth"]["expected"]) == (465.87, 400.0)
-    node_checks = {n["node"]: {c["name"]: (c["status"], c.get("found")) for c in n["checks"]}
-                   for n in report["node_checks"]}
-    # p5.48xlarge: 8 H100 GPUs and 32 EFA devices (AWS's P5 page)
-    healthy = {"gpus": ("passed", 8), "efa_provider": ("passed", 32), "efa_devices": ("passed", 32)}
-    assert node_checks == {f"fmcluster-smoke-train-worker-{i}": healthy for i in range(2)}, node_checks
-    assert api("GET", "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs")[1]["items"] == []
-    assert api("GET", "/api/v1/namespaces/default/pods")[1]["items"] == []
-
-    # Workers go to the queue's nodes in name order: worker-1 lands on the second.
-    nodes = sorted(n["metadata"]["name"] for n in api("GET", "/api/v1/nodes?labelSelector=fmcluster.io%2Fqueue%3D"
-                                                                "train")[1]["items"])
-    for fault, check, found in (("gpus_missing", "gpus", 7), ("efa_devices_missing", "efa_devices", 31)):
-        sandbox.faults({"node_health": {nodes[1]: {fault: 1}}})
-        code, report = _smoke(cli)
-        sandbox.faults({"node_health": {nodes[1]: None}})
-        assert (code, report["ok"]) == (1, False), report
-        failed = [(n["node"], c["name"], c.get("found")) for n in report["node_checks"] for c in n["checks"]
-                  if c["status"] == "failed"]
-        assert failed == [("fmcluster-smoke-train-worker-1", check, found)], report
-
-
 def _kube_get(sandbox, cluster: dict[str, Any], path: str) -> dict[str, Any]:
     """GET ``path`` from the cluster's Kubernetes API, verified with the CA EKS issued, as the cluster's creator."""
     status, answer = cluster_api(sandbox.endpoint_url, cluster, REGION)("GET", path)
@@ -394,7 +356,7 @@ def test_create_status_scale_destroy_on_a_capacity_block(cli, sandbox, scheduler
     worker = printed["spec"]["mpiReplicaSpecs"]["Worker"]
     limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert (worker["replicas"], limits["nvidia.com/gpu"], limits["vpc.amazonaws.com/efa"]) == (2, 8, 32)
-    _check_smoke_runs(cli, sandbox, cluster)
+    check_smoke_runs(cli, sandbox, cluster)
 
     kubeconfig = yaml.safe_load(_ok(cli.run("kubeconfig", cli.name)).stdout)
     assert kubeconfig["clusters"][0]["cluster"]["server"] == cluster["endpoint"]
