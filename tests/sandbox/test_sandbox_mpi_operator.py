@@ -29,7 +29,7 @@ PODS = "/api/v1/namespaces/default/pods"
 NODES = ["ip-10-0-0-1.ec2.internal", "ip-10-0-0-2.ec2.internal"]
 QUEUE = {"fmcluster.io/queue": "train"}
 
-pytestmark = pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable()))
+needs_unshare = pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable()))
 
 
 def _p5(name: str, index: int) -> dict[str, Any]:
@@ -89,6 +89,7 @@ def test_without_the_operator_running_a_job_gets_no_status(server, k8s):
     assert k8s.call("GET", PODS)[1]["items"] == []
 
 
+@needs_unshare
 def test_the_operator_runs_the_smoke_job_on_healthy_p5_nodes(server, k8s):
     _cluster(server, k8s)
     job, manifest = p5_kueue_job()
@@ -123,6 +124,7 @@ def test_the_operator_runs_the_smoke_job_on_healthy_p5_nodes(server, k8s):
     assert k8s.call("GET", PODS)[1]["items"] == []  # the launcher went with its job
 
 
+@needs_unshare
 def test_a_node_that_never_finishes_fails_the_job_at_its_deadline(server, k8s):
     server["kube"].faults = faults = Faults()
     try:
@@ -138,6 +140,19 @@ def test_a_node_that_never_finishes_fails_the_job_at_its_deadline(server, k8s):
         assert time.monotonic() - started < 10
     finally:
         server["kube"].faults = None
+
+
+def test_where_launchers_cannot_run_the_launcher_pod_fails_saying_why(server, k8s, monkeypatch):
+    why = "unshare -rm is refused here: unshare: unshare failed: Operation not permitted"
+    monkeypatch.setattr(launcher_run, "unavailable", lambda: why)
+    _cluster(server, k8s)
+    _, manifest = p5_kueue_job()
+    assert k8s.call("POST", JOBS, manifest)[0] == 201
+    failed = conditions(_until(k8s, _finished, seconds=5))["Failed"]
+    assert (failed["reason"], failed["message"]) == ("BackoffLimitExceeded/SandboxCannotRun",
+                                                     f"Job has reached the specified backoff limit: {why}")
+    (launcher,) = _pods(k8s, "launcher")
+    assert launcher["status"]["phase"] == "Failed" and _log(k8s, launcher["metadata"]["name"]) == why
 
 
 def _expectations() -> checks.Expectations:
