@@ -234,8 +234,9 @@ class Controller:
             pod_reason, pod_message = launcher["status"].get("reason", ""), launcher["status"].get("message", "")
             _conditions(status, "Failed", "True", f"BackoffLimitExceeded/{pod_reason}",
                         f"Job has reached the specified backoff limit: {pod_message}", self.now)
-        _conditions(status, "Running", "False", status["conditions"][-1]["reason"], status["conditions"][-1]["message"],
-                    self.now)
+        for condition in status["conditions"]:  # filterOutCondition: a finished job's Running turns False, as it was
+            if condition["type"] == "Running":
+                condition["status"] = "False"
         status["completionTime"] = self.now
         policy = ((job["spec"].get("runPolicy") or {}).get("cleanPodPolicy")) or "None"
         if policy in ("Running", "All"):
