@@ -52,7 +52,14 @@ Control routes (JSON in, JSON out; not AWS APIs):
     merge changes (``Faults.update``), e.g. ``{"throttle_rate": {"ec2": 1.0}}``,
     ``{"insufficient_capacity": ["p5.48xlarge"]}``, ``{"latency": {"pcs": 0.5}}``,
     ``{"topology_move": {"i-0123456789abcdef0": "nn-0123456789abcdef0"}}``, or ``{"reset": true}``;
-    answers with the new faults.
+    answers with the new faults. The health of an EKS node for the workloads the sandbox runs there (the MPI
+    Operator's launcher, :mod:`fmcluster_sandbox.kube.mpi_operator`), by node name or instance id:
+    ``{"node_health": {"<node>": {"gpus_missing": 1}}}`` (``nvidia-smi -L`` lists one GPU fewer, a rank on it
+    fails as CUDA does), ``{"efa_devices_missing": 1}`` (one ``fi_info`` block and one ``/sys/class/infiniband``
+    device fewer; the all-reduce slows to the node's remaining share), ``{"never_finishes": true}`` (its
+    all_reduce_perf hangs until the job's deadline); ``{"node_health": {"<node>": null}}`` heals it;
+    ``{"slow_link": ["<node a>", "<node b>", 0.5]}`` (an all-reduce spanning both runs at that factor;
+    ``null`` removes it). :mod:`fmcluster_sandbox.kube.node_health` says what a healthy node has.
 ``GET /_fmcluster/quotas?region=us-east-1``
     the service quotas the sandbox answers with for that region (``ec2`` vCPU quotas, ``pcs`` Clusters).
 ``POST /_fmcluster/quotas``
@@ -213,7 +220,7 @@ class SandboxApp:
         #: without it no principal is allowed and no node runs.
         self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
                             cluster_version=self._kube_version, access_policies=self._kube_access_policies,
-                            cluster_region=self._kube_region)
+                            cluster_region=self._kube_region, faults=self.faults)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
