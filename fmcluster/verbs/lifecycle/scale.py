@@ -19,6 +19,7 @@ from fmcluster.spec.stored import record_cluster
 from fmcluster.state.store import StateStore
 from fmcluster.verbs.lifecycle.common import dump_json, open_cluster, run_engine, spec_text
 from fmcluster.verbs.lifecycle.diff import make_plan
+from fmcluster.verbs.lifecycle.guard import not_installed
 from fmcluster.verbs.lifecycle.status import check_reachable
 from fmcluster.verbs.session import Session
 
@@ -97,6 +98,7 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
     if new_spec.backend != session.backend_name:
         raise UsageError(f"{name} runs on {session.backend_name}; a spec for {new_spec.backend} cannot scale it")
     _check_capacity(session, new_spec)
+    not_installed(new_spec, "scale")
     session.spec = new_spec
     with store.locked(name, session.region, f"fmcluster scale {target}", force=force_unlock, warn=ui.warning):
         # One read per resource for the change shown; the pass ends before the walk, which reads AWS afresh.

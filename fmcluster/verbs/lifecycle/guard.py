@@ -1,0 +1,88 @@
+"""The budget guard as the lifecycle verbs see it: ``create`` refuses a budget that cannot be kept and says when
+the guard fires; ``status`` counts it down with the spend so far. Time is AWS's (:mod:`fmcluster.aws.clock`).
+
+The guard's resources in AWS (schedules, their role, the Budgets backstop) are not made by this build yet, so
+``create`` and ``scale`` refuse a spec with ``budget:`` rather than drop it silently (:func:`not_installed`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from fmcluster.aws.clock import aws_now
+from fmcluster.errors import UsageError
+from fmcluster.output import ui
+from fmcluster.pricing.deadline import GuardDeadline, guard_deadline, iso, refuse_unkeepable
+from fmcluster.pricing.model import usd_per_hour_max
+from fmcluster.spec import load_spec
+from fmcluster.spec.models import Spec
+from fmcluster.spec.positions import PositionedDocument
+from fmcluster.state.store import ClusterRecord
+from fmcluster.verbs.session import Session
+
+
+def created_at(record: ClusterRecord | None, now: dt.datetime) -> dt.datetime:
+    """When the cluster was made (its record's first write); ``now`` for a cluster not made yet."""
+    return dt.datetime.fromtimestamp(record.created_at, dt.timezone.utc) if record is not None else now
+
+
+def _document(spec_file: str) -> PositionedDocument:
+    """The spec file's positions, so that a refusal points at the budget's line; the bare name when it is gone."""
+    try:
+        return load_spec(spec_file).document
+    except Exception:  # the spec was already loaded once; a refusal without a line still names the field
+        return PositionedDocument(file=spec_file, data=None)
+
+
+def check_at_create(session: Session, spec: Spec, existing: ClusterRecord | None, yes: bool,
+                    spent: float = 0.0) -> GuardDeadline | None:
+    """Refuse (exit 2, before anything is claimed or made) a budget that cannot be kept from AWS's now, or a
+    destroy-compute guard not confirmed with --yes; else the guard's moment."""
+    budget = spec.budget
+    if budget is None:
+        return None
+    now = aws_now(session.ctx)
+    deadline = guard_deadline(budget, usd_per_hour_max(spec), created_at(existing, now), now, spent)
+    refuse_unkeepable(budget, deadline, now, _document(session.spec_file))
+    if budget.on_limit == "destroy-compute" and not yes:
+        queues = ", ".join(q.name for q in spec.queues)
+        raise UsageError(f"budget.on_limit destroy-compute: when the guard fires ({iso(deadline.at) or 'never'}) it "
+                         f"deletes the node groups of every queue ({queues}) in AWS, not only their nodes; storage and "
+                         "the rest stay. Re-run with --yes to accept that, or use on_limit: stop")
+    return deadline
+
+
+def say_deadline(deadline: GuardDeadline, now: dt.datetime) -> None:
+    """The plan's line for the guard: when it fires, on which limit, and why."""
+    left = deadline.hours_left(now)
+    when = f"{iso(deadline.at)} (in {left:,.2f} h)" if left is not None else "at no placeable moment"
+    ui.err_console().print(f"  budget guard: fires {ui.escape(when)}, {deadline.on_limit}; "
+                           f"{ui.escape(deadline.why)}", highlight=False)
+
+
+def not_installed(spec: Spec, verb: str) -> None:
+    """Refuse ``budget:`` until this build installs the guard in AWS, rather than make a cluster without it."""
+    if spec.budget is not None:
+        raise UsageError(f"{verb}: budget: the guard in AWS is not installed by this build (its schedules, role and "
+                         "Budgets backstop are not made yet), and a cluster without it would run past its cap; "
+                         "remove budget: from the spec to go ahead without a guard. Nothing changed")
+
+
+def status_fields(session: Session, report: dict[str, Any]) -> dict[str, Any] | None:
+    """``status``'s ``budget``: the guard's moment from the spend so far (``usd_so_far``, already in ``report``),
+    its countdown on AWS's clock, and whether that moment has passed."""
+    spec = session.spec
+    if spec is None or spec.budget is None:
+        return None
+    now = aws_now(session.ctx)
+    spent = float(report.get("usd_so_far") or 0.0)
+    deadline = guard_deadline(spec.budget, usd_per_hour_max(spec), created_at(session.record, now), now, spent)
+    shown = deadline.as_json(now)
+    left = deadline.hours_left(now)
+    shown["now"] = iso(now)
+    shown["passed"] = left is not None and left <= 0
+    at = iso(deadline.at)
+    shown["countdown"] = ("no moment can be placed" if left is None else
+                          f"passed {at}" if left <= 0 else f"{left:,.1f} h left (fires {at})")
+    return shown
