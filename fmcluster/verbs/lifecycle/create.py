@@ -146,6 +146,8 @@ def _guard(session: Session, spec: Spec, existing: Any, yes: bool) -> None:
     deadline = guard.check_at_create(session, spec, existing, yes, spent)
     if deadline is not None:
         guard.say_deadline(deadline, aws_now(session.ctx))
+        for warning in guard.after_blocks(session, spec, deadline):
+            ui.warning(warning)
     guard.not_installed(spec, "create")
 
 

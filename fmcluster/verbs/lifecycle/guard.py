@@ -53,6 +53,20 @@ def check_at_create(session: Session, spec: Spec, existing: ClusterRecord | None
     return deadline
 
 
+def after_blocks(session: Session, spec: Spec, deadline: GuardDeadline) -> list[str]:
+    """A warning per Capacity Block the spec names that ends before the guard fires: allowed (the block's nodes stop at
+    its end anyway), and said, since the lease then is not what ends the queue."""
+    from fmcluster.aws.cluster_blocks import cluster_blocks
+
+    if deadline.at is None:
+        return []
+    blocks, _ = cluster_blocks(session.ctx, spec)
+    fires = iso(deadline.at) or ""
+    return [f"the budget guard fires {fires}, after Capacity Block {(b.get('reservation_ids') or ['?'])[0]} ends "
+            f"({b['end']}; queue {', '.join(b.get('queues') or [])}): EC2 stops that queue's nodes at the block's end, "
+            "before the guard" for b in blocks if b.get("end") and str(b["end"]) < fires]
+
+
 def say_deadline(deadline: GuardDeadline, now: dt.datetime) -> None:
     """The plan's line for the guard: when it fires, on which limit, and why."""
     left = deadline.hours_left(now)

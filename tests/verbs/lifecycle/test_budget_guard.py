@@ -159,3 +159,35 @@ def _ssl(sandbox):
     import ssl
 
     return ssl.create_default_context(cafile=sandbox.ca_bundle)
+
+
+def test_a_guard_after_a_capacity_blocks_end_is_allowed_and_said(in_process, tmp_path) -> None:
+    """Bought as EC2 sells it (DescribeCapacityBlockOfferings, PurchaseCapacityBlock): a one-day block from
+    tomorrow; a lease of 10 days outlasts it."""
+    from fmcluster.pricing.deadline import guard_deadline
+    from fmcluster.spec import load_spec
+    from fmcluster.verbs.lifecycle.guard import after_blocks
+    from fmcluster.verbs.session import Session
+
+    ec2 = in_process.client("ec2")
+    after = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    offerings = ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=2,
+                                                      CapacityDurationHours=24,
+                                                      StartDateRange=after)["CapacityBlockOfferings"]
+    offering = min(offerings, key=lambda o: (o["StartDate"], o["AvailabilityZone"]))
+    block = ec2.purchase_capacity_block(CapacityBlockOfferingId=offering["CapacityBlockOfferingId"],
+                                       InstancePlatform="Linux/UNIX")["CapacityReservation"]
+    rid = block["CapacityReservationId"]
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"name: guard-{uuid.uuid4().hex[:8]}\nregion: us-east-1\nbackend: pcs\nqueues:\n"
+                    f"  - {{name: train, instance_type: p5.48xlarge, nodes: 2, capacity: {{type: capacity-block, "
+                    f"reservation_id: {rid}}}}}\nbudget: {{expires: 10d}}\n")
+    spec = load_spec(path).spec
+    assert spec.budget is not None
+    session = Session.open(spec)
+    now = dt.datetime.now(dt.timezone.utc)
+    said = after_blocks(session, spec, guard_deadline(spec.budget, None, now, now))
+    assert len(said) == 1 and f"after Capacity Block {rid} ends" in said[0] and "queue train" in said[0], said
+    # a lease inside the block's life says nothing
+    spec_short = spec.model_copy(update={"budget": spec.budget.model_copy(update={"expires": "1h"})})
+    assert after_blocks(session, spec_short, guard_deadline(spec_short.budget, None, now, now)) == []
