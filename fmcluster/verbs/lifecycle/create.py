@@ -8,7 +8,6 @@ import uuid
 from typing import Any
 
 from fmcluster import catalog
-from fmcluster.aws.clock import aws_now
 from fmcluster.aws.placement import offering_zones
 from fmcluster.backends import registry
 from fmcluster.backends.protocol import Capability
@@ -136,19 +135,17 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
 
 
 def _guard(session: Session, spec: Spec, existing: Any, yes: bool) -> None:
-    """The budget guard's checks (exit 2 before anything is claimed), its moment said; then, in this build, its
-    refusal (:func:`guard.not_installed`)."""
+    """The budget guard's checks (exit 2 before anything is claimed), and its moment said (or its move)."""
     if spec.budget is None:
         return
     spent = 0.0
     if existing is not None and spec.budget.max_usd is not None:  # the cap counts what the cluster has cost
         spent = float(live_cost(session.backend.describe(session.context), spec).get("usd_so_far") or 0.0)
-    deadline = guard.check_at_create(session, spec, existing, yes, spent)
+    guard.check_at_create(session, spec, existing, yes, spent)
+    deadline = guard.say_move(session)  # the moment the schedules get: decided once, kept until a limit moves it
     if deadline is not None:
-        guard.say_deadline(deadline, aws_now(session.ctx))
         for warning in guard.after_blocks(session, spec, deadline):
             ui.warning(warning)
-    guard.not_installed(spec, "create")
 
 
 class Unhealthy(FmclusterError):

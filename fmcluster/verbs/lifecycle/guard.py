@@ -1,8 +1,7 @@
 """The budget guard as the lifecycle verbs see it: ``create`` refuses a budget that cannot be kept and says when
-the guard fires; ``status`` counts it down with the spend so far. Time is AWS's (:mod:`fmcluster.aws.clock`).
-
-The guard's resources in AWS (schedules, their role, the Budgets backstop) are not made by this build yet, so
-``create`` and ``scale`` refuse a spec with ``budget:`` rather than drop it silently (:func:`not_installed`).
+the guard fires (and when it moves); ``status`` counts it down with the spend so far and says when it has fired.
+Time is AWS's (:mod:`fmcluster.aws.clock`); the moment is decided once (:mod:`fmcluster.verbs.guard_plan`), and
+the guard's resources in AWS are :mod:`fmcluster.aws.guard`.
 """
 
 from __future__ import annotations
@@ -75,28 +74,54 @@ def say_deadline(deadline: GuardDeadline, now: dt.datetime) -> None:
                            f"{ui.escape(deadline.why)}", highlight=False)
 
 
-def not_installed(spec: Spec, verb: str) -> None:
-    """Refuse ``budget:`` until this build installs the guard in AWS, rather than make a cluster without it."""
-    if spec.budget is not None:
-        raise UsageError(f"{verb}: budget: the guard in AWS is not installed by this build (its schedules, role and "
-                         "Budgets backstop are not made yet), and a cluster without it would run past its cap; "
-                         "remove budget: from the spec to go ahead without a guard. Nothing changed")
+# What new node counts change in the guard: its schedules' moment, and the EKS stop call's maxSize.
+MOVED_BY_SCALE = frozenset({"ScheduleExpression", "Target.Input"})
+
+
+def say_move(session: Session) -> GuardDeadline | None:
+    """Say when the guard in force fires, and when this command moves it, from when; the moment in force."""
+    from fmcluster.verbs.guard_plan import decided
+
+    deadline, previous = decided(session)
+    if deadline is None:
+        return None
+    now = aws_now(session.ctx)
+    say_deadline(deadline, now)
+    if previous is not None and previous.at != deadline.at:
+        ui.note(f"the budget guard moves from {iso(previous.at)} to {iso(deadline.at)} (the cap, the lease or the "
+                "maximum $/h changed; what the cluster spent since is counted at the old maximum)")
+    if deadline.at is None:
+        ui.warning("the budget guard has no moment to fire at (max_usd alone, and the cluster's maximum $/h has no "
+                   "bundled price): no schedule is made; set budget.expires")
+    return deadline
 
 
 def status_fields(session: Session, report: dict[str, Any]) -> dict[str, Any] | None:
-    """``status``'s ``budget``: the guard's moment from the spend so far (``usd_so_far``, already in ``report``),
-    its countdown on AWS's clock, and whether that moment has passed."""
+    """``status``'s ``budget``: the moment the guard's schedules hold (as ``create`` decided it), its countdown on
+    AWS's clock with the spend so far (``usd_so_far``, already in ``report``), and, once it has passed, what the guard
+    stopped and what still bills."""
+    from fmcluster.verbs.guard_plan import decided
+
     spec = session.spec
     if spec is None or spec.budget is None:
         return None
+    deadline, _ = decided(session)
+    if deadline is None:
+        return None
     now = aws_now(session.ctx)
-    spent = float(report.get("usd_so_far") or 0.0)
-    deadline = guard_deadline(spec.budget, usd_per_hour_max(spec), created_at(session.record, now), now, spent)
     shown = deadline.as_json(now)
     left = deadline.hours_left(now)
+    at = iso(deadline.at)
+    shown["usd_spent"] = float(report.get("usd_so_far") or 0.0)
     shown["now"] = iso(now)
     shown["passed"] = left is not None and left <= 0
-    at = iso(deadline.at)
     shown["countdown"] = ("no moment can be placed" if left is None else
                           f"passed {at}" if left <= 0 else f"{left:,.1f} h left (fires {at})")
+    if shown["passed"]:
+        what = "stopped every queue (zero nodes)" if deadline.on_limit == "stop" else "deleted every queue's nodes"
+        report.setdefault("problems", []).append(
+            f"the budget guard fired at {at} ({deadline.decided_by} reached) and {what}; storage, the head or login "
+            f"node and the control plane still bill (${float(report.get('usd_per_hour_now') or 0.0):,.2f}/hour "
+            f"now); `{session.hint(f'fmcluster create {session.spec_file}')}` with a later budget.expires or a "
+            "higher budget.max_usd brings the nodes back")
     return shown

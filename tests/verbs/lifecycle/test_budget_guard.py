@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -33,6 +34,15 @@ def spec_file(tmp_path, budget: str) -> tuple[str, str]:
     path = tmp_path / "spec.yaml"
     path.write_text(text + budget)
     return name, str(path)
+
+
+def scaled_queues(path: str) -> list:
+    """The spec's queues as `scale burst=0:1` left them."""
+    from fmcluster.spec import load_spec
+    from fmcluster.spec.models import NodeRange
+
+    queues = load_spec(path).spec.queues
+    return [q.model_copy(update={"nodes": NodeRange(min=0, max=1)}) if q.name == "burst" else q for q in queues]
 
 
 def create_refused(path: str, yes: bool = True) -> FmclusterError:
@@ -68,14 +78,71 @@ def test_destroy_compute_without_yes_says_what_it_deletes(in_process, tmp_path) 
     nothing_made(name)
 
 
-def test_this_build_refuses_a_budget_at_create_rather_than_drop_it(in_process, tmp_path, capsys) -> None:
-    name, path = spec_file(tmp_path, "budget: {expires: 72h, max_usd: 50}\n")
-    refused = create_refused(path)
-    assert isinstance(refused, UsageError) and refused.exit_code == 2
-    assert "the guard in AWS is not installed by this build" in str(refused)
-    # the plan's line said when the guard would have fired
-    assert "budget guard: fires" in capsys.readouterr().err
-    nothing_made(name)
+def test_create_installs_the_guard_as_plan_printed_and_destroy_leaves_nothing(in_process, tmp_path, capsys) -> None:
+    """The schedules' at() is the moment create printed; the role may do only the stop calls, on only this
+    cluster's node groups; the budget filters on the cluster's tag; destroy removes all of it. Expected values are
+    read with plain boto3 and typed by hand from the EventBridge Scheduler and IAM references."""
+    from fmcluster.spec import load_spec
+    from fmcluster.verbs.lifecycle.create import create
+    from fmcluster.verbs.lifecycle.destroy import destroy
+    from fmcluster.verbs.lifecycle.scale import scale
+    from fmcluster.verbs.lifecycle.status import status
+
+    name, path = spec_file(tmp_path, "budget: {max_usd: 50, expires: 72h, notify: ops@example.com}\n")
+    assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
+    printed = capsys.readouterr().err
+    scheduler, iam, budgets = (in_process.client(s) for s in ("scheduler", "iam", "budgets"))
+    pcs = in_process.client("pcs")
+    account = in_process.client("sts").get_caller_identity()["Account"]
+    try:
+        fires = printed.split("budget guard: fires ", 1)[1].split(" ", 1)[0]  # 2026-12-07T01:23:45Z
+        group = f"fmcluster-{name}"
+        listed = scheduler.list_schedules(GroupName=group)["Schedules"]
+        assert sorted(s["Name"] for s in listed) == ["stop-burst", "stop-gpu"]
+        for schedule in ("stop-gpu", "stop-burst"):
+            got = scheduler.get_schedule(Name=schedule, GroupName=group)
+            assert got["ScheduleExpression"] == f"at({fires[:-1]})" and got["ScheduleExpressionTimezone"] == "UTC"
+            assert got["FlexibleTimeWindow"] == {"Mode": "OFF"} and got["ActionAfterCompletion"] == "NONE"
+            assert got["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:pcs:updateComputeNodeGroup"
+            assert json.loads(got["Target"]["Input"])["scalingConfiguration"] == {"minInstanceCount": 0,
+                                                                                 "maxInstanceCount": 0}
+        role = f"fmcluster-guard-us-east-1-{name}"
+        trust = iam.get_role(RoleName=role)["Role"]["AssumeRolePolicyDocument"]
+        trust = json.loads(urllib.parse.unquote(trust)) if isinstance(trust, str) else trust
+        assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+        assert trust["Statement"][0]["Condition"] == {"StringEquals": {"aws:SourceAccount": account}}
+        policy = iam.get_role_policy(RoleName=role, PolicyName="budget-guard")["PolicyDocument"]
+        policy = json.loads(urllib.parse.unquote(policy)) if isinstance(policy, str) else policy
+        arns = {pcs.get_compute_node_group(clusterIdentifier=name, computeNodeGroupIdentifier=g)
+                ["computeNodeGroup"]["arn"] for g in ("gpu", "burst")}
+        assert {a for st in policy["Statement"] for a in st["Resource"]} == arns
+        assert {st["Action"] for st in policy["Statement"]} == {"pcs:UpdateComputeNodeGroup"}
+        budget = budgets.describe_budget(AccountId=account, BudgetName=f"fmcluster-{name}-us-east-1")["Budget"]
+        assert budget["BudgetLimit"] == {"Amount": "50.00", "Unit": "USD"}
+        assert budget["CostFilters"] == {"TagKeyValue": [f"user:fmcluster:cluster${name}"]}
+
+        # scale lowers the maximum rate: the guard moves (later), says so, and the schedules hold the new moment
+        assert scale(name, ["burst=0:1"], yes=True) == 0
+        said = capsys.readouterr().err
+        moved = said.split("budget guard: fires ", 1)[1].split(" ", 1)[0]
+        assert f"the budget guard moves from {fires} to {moved}" in " ".join(said.split()) and moved > fires, said
+        assert scheduler.get_schedule(Name="stop-gpu", GroupName=group)["ScheduleExpression"] == f"at({moved[:-1]})"
+
+        # a schedule deleted outside fmcluster is drift, and create puts it back at the same moment
+        scheduler.delete_schedule(Name="stop-gpu", GroupName=group)
+        drift = status(name, refresh=False)["drift"]
+        assert {"resource": "schedule:stop-gpu", "expected": "exists", "actual": "missing"} in drift, drift
+        assert create(load_spec(path).spec.model_copy(update={"queues": scaled_queues(path)}), path, yes=True,
+                      wait=True, timeout_min=10) == 0
+        again = scheduler.get_schedule(Name="stop-gpu", GroupName=group)
+        assert again["ScheduleExpression"] == f"at({moved[:-1]})"
+    finally:
+        assert destroy(name, yes=True, keep_storage=False) == 0
+    groups = [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"]]
+    assert f"fmcluster-{name}" not in groups
+    assert not [r for r in iam.list_roles()["Roles"] if r["RoleName"].endswith(name)]
+    names = [b["BudgetName"] for b in budgets.describe_budgets(AccountId=account).get("Budgets", [])]
+    assert f"fmcluster-{name}-us-east-1" not in names
 
 
 def test_status_counts_the_guard_down_from_the_creation_on_aws_clock(in_process, tmp_path) -> None:
@@ -104,27 +171,6 @@ def test_status_counts_the_guard_down_from_the_creation_on_aws_clock(in_process,
             said = answer.headers["Date"]
         assert said and budget["now"][:13] == dt.datetime.strptime(said, "%a, %d %b %Y %H:%M:%S GMT").strftime(
             "%Y-%m-%dT%H")
-    finally:
-        assert destroy(name, yes=True, keep_storage=False) == 0
-
-
-def test_this_build_refuses_to_scale_a_cluster_whose_spec_has_a_budget(in_process, tmp_path) -> None:
-    from fmcluster.spec import load_spec
-    from fmcluster.spec.stored import record_cluster
-    from fmcluster.verbs.lifecycle.common import spec_text
-    from fmcluster.verbs.lifecycle.destroy import destroy
-    from fmcluster.verbs.lifecycle.scale import scale
-    from fmcluster.verbs.session import Session
-
-    name, path = spec_file(tmp_path, "budget: {max_usd: 500}\n")
-    spec = load_spec(path).spec
-    session = Session.open(spec)
-    session.set_cluster_id(uuid.uuid4().hex)
-    record_cluster(session.store, name, session.region, "pcs", spec_text(spec), path, "ACTIVE",
-                   session.ctx.cluster_id)
-    try:
-        with pytest.raises(UsageError, match="scale: budget: the guard in AWS is not installed by this build"):
-            scale(name, ["burst=0:1"], yes=True)
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
 
