@@ -283,18 +283,53 @@ def guard_resources(documents: list[Document]) -> list[Resource]:
         elif document.kind == "schedule":
             made.append(GuardSchedule(document.key, document, group=group))
         else:
-            made.append(GuardBudget(document.key, document))
+            budget = GuardBudget(document.key, document)
+            budget.extra_edges = (f"iam_role:{ROLE_KEY}",)  # made after the role, which discovery finds it by
+            made.append(budget)
     return made
 
 
 def scan_guard(ctx: Context) -> list[Any]:
     """The guard's schedule group and budget as AWS holds them, by the names fmcluster gives them (Budgets and
     Scheduler have no tag filter on lists); the role is found with the other roles (``discovery.scan_role``)."""
-    from fmcluster.aws.discovery import Discovered, scan_role
+    from fmcluster.aws import unread
+    from fmcluster.aws.discovery import scan_role
+
+    found: list[Any] = scan_role(ctx, ROLE_KEY, role_name(ctx.cluster, ctx.region))
+    try:
+        found += _scan_group(ctx)
+    except ClientError as exc:
+        if error_code(exc) not in DENIED:
+            raise
+        # a caller without Scheduler rights still sees (and destroys) the rest; status names what it could not read
+        unread.note(ctx, "eventbridge scheduler", f"the budget guard's schedules were not read: {exc}")
+    # The budget is made after the role (an edge, below): no role, no budget to look for, and the role's ARN
+    # carries the account the budget is named in (no STS call of its own).
+    from fmcluster.aws.discovery import _entity
+
+    role = reads.once(ctx, "iam.Role", role_name(ctx.cluster, ctx.region), lambda: _entity(
+        lambda: ctx.client("iam").get_role(RoleName=role_name(ctx.cluster, ctx.region)), "Role"))
+    if role is None:
+        return found
+    try:
+        found += _scan_budget(ctx, str(role["Arn"]).split(":")[4])
+    except ClientError as exc:
+        if error_code(exc) not in DENIED:
+            raise
+        unread.note(ctx, "aws budgets", f"the budget guard's backstop was not read: {exc}")
+    return found
+
+
+# What AWS answers a caller its policy does not allow (IAM "Troubleshoot access denied error messages").
+DENIED = ("AccessDenied", "AccessDeniedException")
+
+
+def _scan_group(ctx: Context) -> list[Any]:
+    from fmcluster.aws.discovery import Discovered
     from fmcluster.aws.ownership import is_ours
     from fmcluster.render.common import CLUSTER_ID_TAG
 
-    found: list[Any] = scan_role(ctx, ROLE_KEY, role_name(ctx.cluster, ctx.region))
+    found: list[Any] = []
     group = ScheduleGroup(GROUP_KEY, name=group_name(ctx.cluster))
     item = _read_group(ctx, group.group)
     if item is not None:
@@ -305,7 +340,14 @@ def scan_guard(ctx: Context) -> list[Any]:
             found.append(Discovered(f"schedule_group:{GROUP_KEY}", item["Arn"], item.get("State", "ACTIVE"),
                                     f"EventBridge Scheduler schedule group {group.group} (the budget guard)", ours,
                                     group if ours else None, tags.get(CLUSTER_ID_TAG, "")))
-    budget = GuardBudget(BUDGET_KEY, account=account_of(ctx), name=budget_name(ctx.cluster, ctx.region))
+    return found
+
+
+def _scan_budget(ctx: Context, account: str) -> list[Any]:
+    from fmcluster.aws.discovery import Discovered
+
+    found: list[Any] = []
+    budget = GuardBudget(BUDGET_KEY, account=account, name=budget_name(ctx.cluster, ctx.region))
     if budget.read(ctx, None) is not None:
         # Named for this cluster and Region, which the name's claim keeps to one owner per account.
         found.append(Discovered(f"budget:{BUDGET_KEY}", str(budget.budget), "available",
