@@ -5,6 +5,8 @@ stop applied to a table in the sandbox as pcluster.lib's own write would be."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import botocore.session
 import pytest
 from botocore.validate import ParamValidator
@@ -104,3 +106,24 @@ def test_the_fleet_stop_lands_where_pcluster_reads_it(sandbox) -> None:
         assert data["lastStatusUpdatedTime"] == {"S": "2026-12-07 09:05:03+00:00"}
     finally:
         ddb.delete_table(TableName=table)
+
+
+def test_two_clusters_guard_roles_name_only_their_own_resources() -> None:
+    """The role's policy is built from the cluster's own calls: a second cluster's names nothing of the first's."""
+    import json
+
+    from fmcluster.aws.guard import guard_documents
+
+    def policy(backend: str, name: str) -> set[str]:
+        data = spec(backend).model_copy(update={"name": name})
+        calls = registry.get(backend).guard_calls(data, "stop", FIRES)
+        documents = guard_documents(name, "us-east-1", "123456789012", {}, calls,
+                                    dt.datetime(2026, 12, 7, 9, 5, 3, tzinfo=dt.timezone.utc), None, [])
+        role = next(d for d in documents if d.kind == "iam_role")
+        statements = json.loads(role.body["inline_policy"]["PolicyDocument"])["Statement"]
+        return {arn for statement in statements for arn in statement["Resource"]}
+
+    assert policy("parallelcluster", "one") == {"arn:aws:dynamodb:us-east-1:123456789012:table/parallelcluster-one"}
+    assert policy("parallelcluster", "two") == {"arn:aws:dynamodb:us-east-1:123456789012:table/parallelcluster-two"}
+    # EKS and PCS name their node groups by the ARN AWS issues each (the engine fills it in from that group)
+    assert policy("eks", "one") == {"${eks_nodegroup.train.arn}", "${eks_nodegroup.debug.arn}"}
