@@ -90,6 +90,12 @@ def say_move(session: Session) -> GuardDeadline | None:
     if previous is not None and previous.at != deadline.at:
         ui.note(f"the budget guard moves from {iso(previous.at)} to {iso(deadline.at)} (the cap, the lease or the "
                 "maximum $/h changed; what the cluster spent since is counted at the old maximum)")
+    if deadline.at is not None and deadline.at <= now:
+        # The moment kept from before has passed (the guard fired): schedules cannot be set in the past, and the
+        # nodes come back only with a limit that lies ahead.
+        raise UsageError(f"budget: the guard's moment {iso(deadline.at)} has passed (it fired on "
+                         f"{deadline.decided_by}): give a later budget.expires or a higher budget.max_usd to bring "
+                         "the cluster back. Nothing changed")
     if deadline.at is None:
         ui.warning("the budget guard has no moment to fire at (max_usd alone, and the cluster's maximum $/h has no "
                    "bundled price): no schedule is made; set budget.expires")
