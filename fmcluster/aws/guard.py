@@ -248,14 +248,20 @@ class GuardBudget(Resource):
             return None
         item = answer["Budget"]
         limit = item.get("BudgetLimit") or {}
+        notes = ctx.client("budgets").describe_notifications_for_budget(
+            AccountId=self.account, BudgetName=self.budget).get("Notifications") or []
         return Observed(self.budget, "available", "ready", attributes={
             "Budget.BudgetLimit.Amount": f"{float(limit.get('Amount', 0)):.2f}",
-            "Budget.CostFilters": item.get("CostFilters")})
+            "Budget.CostFilters": item.get("CostFilters"),
+            "notifications": sorted(float(n["Threshold"]) for n in notes)})
 
     def desired(self, ctx: Context) -> dict[str, Any]:
+        # The notifications' thresholds (present with notify, absent without); their subscribers are not compared.
         budget = self.document.body["Budget"]
         return {"Budget.BudgetLimit.Amount": budget["BudgetLimit"]["Amount"],
-                "Budget.CostFilters": budget["CostFilters"]}
+                "Budget.CostFilters": budget["CostFilters"],
+                "notifications": sorted(float(n["Notification"]["Threshold"])
+                                        for n in self.document.body["NotificationsWithSubscribers"])}
 
     def create(self, ctx: Context, token: str) -> Observed:
         body = ctx.resolve(self.document.body)
@@ -263,7 +269,16 @@ class GuardBudget(Resource):
         return Observed(self.budget, "available", "ready")
 
     def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
-        ctx.client("budgets").update_budget(AccountId=self.account, NewBudget=ctx.resolve(self.document.body)["Budget"])
+        budgets = ctx.client("budgets")
+        body = ctx.resolve(self.document.body)
+        if any(not c.path.startswith("notifications") for c in changes):
+            budgets.update_budget(AccountId=self.account, NewBudget=body["Budget"])
+        if any(c.path.startswith("notifications") for c in changes):  # made again as the spec has them
+            for note in budgets.describe_notifications_for_budget(
+                    AccountId=self.account, BudgetName=self.budget).get("Notifications") or []:
+                budgets.delete_notification(AccountId=self.account, BudgetName=self.budget, Notification=note)
+            for wanted in body["NotificationsWithSubscribers"]:
+                budgets.create_notification(AccountId=self.account, BudgetName=self.budget, **wanted)
         return Observed(self.budget, "available", "ready")
 
     def delete(self, ctx: Context, observed: Observed) -> None:

@@ -136,6 +136,18 @@ def test_create_installs_the_guard_as_plan_printed_and_destroy_leaves_nothing(in
                       wait=True, timeout_min=10) == 0
         again = scheduler.get_schedule(Name="stop-gpu", GroupName=group)
         assert again["ScheduleExpression"] == f"at({moved[:-1]})"
+
+        # notify emptied: the budget's 80% and 100% notifications go (AWS Budgets DeleteNotification)
+        def thresholds() -> list[float]:
+            return sorted(n["Threshold"] for n in budgets.describe_notifications_for_budget(
+                AccountId=account, BudgetName=f"fmcluster-{name}-us-east-1")["Notifications"])
+
+        assert thresholds() == [80.0, 100.0]
+        quiet = load_spec(path).spec
+        quiet = quiet.model_copy(update={"queues": scaled_queues(path),
+                                         "budget": quiet.budget.model_copy(update={"notify": []})})
+        assert create(quiet, path, yes=True, wait=True, timeout_min=10) == 0
+        assert thresholds() == []
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
     groups = [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"]]
