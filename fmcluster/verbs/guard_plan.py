@@ -2,10 +2,10 @@
 
 The spend limit's moment depends on "now" and on what the cluster has cost; computed afresh at each read it would
 drift by the seconds between two commands, and ``diff`` would never be in sync. So the moment is decided when the
-budget or the cluster's maximum rate changes (``create``, ``scale``), from AWS's clock, and recorded in the state
-with what it was decided from (the pseudo-resource ``guard:deadline``); every later reader recomputes the same
-moment from that record. Spend since the last decision is counted at the old maximum rate: never less than the
-cluster spent, so a moved guard never fires late.
+budget or the cluster's maximum rate changes, from AWS's clock, and recorded in the state with what it was decided
+from (the pseudo-resource ``guard:deadline``) once ``create`` or ``scale`` has installed it; every later reader
+recomputes the same moment from that record. Spend since the last decision is counted at the old maximum rate:
+never less than the cluster spent, so a moved guard never fires late.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def decided(session: Session) -> tuple[GuardDeadline | None, GuardDeadline | Non
     rate = usd_per_hour_max(spec)
     basis = {"max_usd": budget.max_usd, "expires": budget.expires, "usd_per_hour_max": rate}
     kept = session.store.resource(session.name, session.region, KIND, KEY)
-    kept_outputs: dict[str, Any] = dict(kept.outputs) if kept is not None else {}
+    # This command's own decision first: every step of one command installs the same moment.
+    kept_outputs: dict[str, Any] = session.guard_pending or (dict(kept.outputs) if kept is not None else {})
     previous = _from(session, kept_outputs) if kept_outputs else None
     if kept_outputs.get("basis") == basis and previous is not None:
         return previous, session.guard_moved_from
@@ -50,10 +51,17 @@ def decided(session: Session) -> tuple[GuardDeadline | None, GuardDeadline | Non
             0.0, (now - since).total_seconds() / 3600)
     created = kept_outputs.get("created_at") or _created(session, now).isoformat()
     outputs = {"basis": basis, "decided_at": now.isoformat(), "usd_spent": round(spent, 4), "created_at": created}
-    if not session.store.readonly:
-        session.store.record_resource(session.name, session.region, KIND, KEY, None, "resolved", outputs)
+    session.guard_pending = outputs  # kept in the state once the walk has installed it (:func:`keep`)
     session.guard_moved_from = previous  # said once by the command, whichever of its steps decided it
     return _from(session, outputs), previous
+
+
+def keep(session: Session) -> None:
+    """Record the moment this command installed, so that later commands (and ``diff``, which installs nothing and
+    records nothing) read the same one."""
+    if session.guard_pending is not None and not session.store.readonly:
+        session.store.record_resource(session.name, session.region, KIND, KEY, None, "resolved",
+                                      session.guard_pending)
 
 
 def _from(session: Session, outputs: dict[str, Any]) -> GuardDeadline | None:

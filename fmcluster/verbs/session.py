@@ -41,6 +41,7 @@ class Session:
     _backend: Any = field(default=None, repr=False)
     # The budget guard's moment this command replaced, when it moved it (fmcluster.verbs.guard_plan.decided).
     guard_moved_from: Any = field(default=None, repr=False)
+    guard_pending: Any = field(default=None, repr=False)
 
     @classmethod
     def open(cls, spec: Spec, spec_file: str = "spec.yaml", store: StateStore | None = None) -> Session:

@@ -24,6 +24,7 @@ from fmcluster.spec.models import Spec, max_nodes, min_nodes
 from fmcluster.spec.stored import record_cluster
 from fmcluster.spec.trace import locate
 from fmcluster.state.claims import claim, release_quietly
+from fmcluster.verbs import guard_plan
 from fmcluster.verbs.lifecycle import data_loss, future_blocks, guard
 from fmcluster.verbs.lifecycle.common import PreflightFailed, dump_json, run_engine, spec_text, what_exists
 from fmcluster.verbs.lifecycle.diff import make_plan, print_plan
@@ -111,6 +112,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         try:
             _walk_waypoints(session, waypoints, options, timeout_min)
             _apply_with_capacity_retries(session, plan, wait, timeout_min, retry_capacity_min)
+            guard_plan.keep(session)  # the guard's moment, as its schedules now hold it
         except (Interrupted, TimedOut):
             ui.note(f"resume with: {session.hint(f'fmcluster create {spec_file} --yes')}")
             raise

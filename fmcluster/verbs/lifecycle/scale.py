@@ -17,6 +17,7 @@ from fmcluster.spec import load_spec, load_spec_data
 from fmcluster.spec.models import NodeRange, Spec
 from fmcluster.spec.stored import record_cluster
 from fmcluster.state.store import StateStore
+from fmcluster.verbs import guard_plan
 from fmcluster.verbs.lifecycle import guard
 from fmcluster.verbs.lifecycle.common import dump_json, open_cluster, run_engine, spec_text
 from fmcluster.verbs.lifecycle.diff import make_plan
@@ -131,6 +132,7 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
         resources = session.resources(options)
         store.set_cluster_status(name, session.region, "UPDATING")
         run_engine(session, f"Scaling {name}", "apply", resources, only=_scales(session))
+        guard_plan.keep(session)
         record_cluster(store, name, session.region, new_spec.backend, spec_text(new_spec),
                        session.record.spec_path, "ACTIVE", session.record.cluster_id, session.record.endpoint_url)
     if json_output:

@@ -290,3 +290,19 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
         assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
+
+
+def test_diff_shows_the_guard_and_records_no_moment(in_process, tmp_path, capsys) -> None:
+    """diff installs nothing, so it keeps no moment: the next create decides it from AWS's clock then."""
+    from fmcluster.spec import load_spec
+    from fmcluster.state.store import StateStore
+    from fmcluster.verbs.lifecycle.diff import diff
+
+    name, path = spec_file(tmp_path, "budget: {max_usd: 50, notify: ops@example.com}\n")
+    diff(load_spec(path).spec, path, json_output=True)
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    planned = {c["resource"]: c["action"] for c in changes}
+    for resource in ("iam_role:budget-guard", "schedule_group:guard", "schedule:stop-gpu", "schedule:stop-burst",
+                     "budget:guard"):
+        assert planned.get(resource) == "create", planned
+    assert StateStore(readonly=True).resource(name, "us-east-1", "guard", "deadline") is None
