@@ -306,3 +306,33 @@ def test_diff_shows_the_guard_and_records_no_moment(in_process, tmp_path, capsys
                      "budget:guard"):
         assert planned.get(resource) == "create", planned
     assert StateStore(readonly=True).resource(name, "us-east-1", "guard", "deadline") is None
+
+
+def test_eks_guard_stops_its_own_node_groups_only(in_process, tmp_path, capsys) -> None:
+    """On EKS the role may call eks:UpdateNodegroupConfig on the queues' node groups alone (as EKS issued their
+    ARNs; not the system node group), and each schedule's input keeps the group's maxSize (at least 1)."""
+    from fmcluster.spec import load_spec
+    from fmcluster.verbs.lifecycle.create import create
+    from fmcluster.verbs.lifecycle.destroy import destroy
+
+    name = f"guard-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "eks.yaml"
+    path.write_text(f"name: {name}\nregion: us-east-1\nbackend: eks\nkubernetes: {{scheduler: kueue}}\n"
+                    "queues:\n  - {name: train, instance_type: p5.48xlarge, nodes: {min: 0, max: 2}}\n"
+                    "budget: {expires: 72h}\n")
+    assert create(load_spec(path).spec, str(path), yes=True, wait=True, timeout_min=15) == 0
+    eks, iam, scheduler = (in_process.client(s) for s in ("eks", "iam", "scheduler"))
+    try:
+        train = eks.describe_nodegroup(clusterName=name, nodegroupName="train")["nodegroup"]["nodegroupArn"]
+        policy = iam.get_role_policy(RoleName=f"fmcluster-guard-us-east-1-{name}", PolicyName="budget-guard")
+        document = policy["PolicyDocument"]
+        document = json.loads(urllib.parse.unquote(document)) if isinstance(document, str) else document
+        assert [(s["Action"], s["Resource"]) for s in document["Statement"]] == [
+            ("eks:UpdateNodegroupConfig", [train])]
+        got = scheduler.get_schedule(Name="stop-train", GroupName=f"fmcluster-{name}")
+        assert got["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
+        assert json.loads(got["Target"]["Input"]) == {"clusterName": name, "nodegroupName": "train",
+                                                      "scalingConfig": {"minSize": 0, "maxSize": 2,
+                                                                        "desiredSize": 0}}
+    finally:
+        assert destroy(name, yes=True, keep_storage=False) == 0
