@@ -336,3 +336,32 @@ def test_eks_guard_stops_its_own_node_groups_only(in_process, tmp_path, capsys) 
                                                                         "desiredSize": 0}}
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
+
+
+def test_parallelcluster_guard_writes_the_fleet_stop_to_the_clusters_own_table(in_process, tmp_path) -> None:
+    """The role may only UpdateItem the cluster's parallelcluster-<name> table; the schedule's request, sent as
+    EventBridge Scheduler would send it, lands where pcluster reads the fleet's status (Data.status)."""
+    from fmcluster.spec import load_spec
+    from fmcluster.verbs.lifecycle.create import create
+    from fmcluster.verbs.lifecycle.destroy import destroy
+
+    name = f"guard-{uuid.uuid4().hex[:8]}"
+    text = (REPO_ROOT / "configs" / "quickstart-parallelcluster.yaml").read_text()
+    path = tmp_path / "pc.yaml"
+    path.write_text(text.replace("name: quickstart-pc\n", f"name: {name}\n") + "budget: {expires: 72h}\n")
+    assert create(load_spec(path).spec, str(path), yes=True, wait=True, timeout_min=15) == 0
+    iam, scheduler, ddb = (in_process.client(s) for s in ("iam", "scheduler", "dynamodb"))
+    account = in_process.client("sts").get_caller_identity()["Account"]
+    try:
+        policy = iam.get_role_policy(RoleName=f"fmcluster-guard-us-east-1-{name}", PolicyName="budget-guard")
+        document = policy["PolicyDocument"]
+        document = json.loads(urllib.parse.unquote(document)) if isinstance(document, str) else document
+        assert [(s["Action"], s["Resource"]) for s in document["Statement"]] == [
+            ("dynamodb:UpdateItem", [f"arn:aws:dynamodb:us-east-1:{account}:table/parallelcluster-{name}"])]
+        got = scheduler.get_schedule(Name="stop-fleet", GroupName=f"fmcluster-{name}")
+        assert got["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:dynamodb:updateItem"
+        ddb.update_item(**json.loads(got["Target"]["Input"]))
+        item = ddb.get_item(TableName=f"parallelcluster-{name}", Key={"Id": {"S": "COMPUTE_FLEET"}})["Item"]
+        assert item["Data"]["M"]["status"] == {"S": "STOP_REQUESTED"}
+    finally:
+        assert destroy(name, yes=True, keep_storage=False) == 0
