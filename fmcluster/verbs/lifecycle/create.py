@@ -148,6 +148,9 @@ def _guard(session: Session, spec: Spec, existing: Any, yes: bool) -> None:
     if deadline is not None:
         for warning in guard.after_blocks(session, spec, deadline):
             ui.warning(warning)
+    tag = guard.cost_tag_warning(session)
+    if tag:
+        ui.warning(tag)
 
 
 class Unhealthy(FmclusterError):

@@ -10,6 +10,7 @@ import datetime as dt
 from typing import Any
 
 from fmcluster.aws.clock import aws_now
+from fmcluster.connection import aws
 from fmcluster.errors import UsageError
 from fmcluster.output import ui
 from fmcluster.pricing.deadline import GuardDeadline, guard_deadline, iso, refuse_unkeepable
@@ -64,6 +65,37 @@ def after_blocks(session: Session, spec: Spec, deadline: GuardDeadline) -> list[
     return [f"the budget guard fires {fires}, after Capacity Block {(b.get('reservation_ids') or ['?'])[0]} ends "
             f"({b['end']}; queue {', '.join(b.get('queues') or [])}): EC2 stops that queue's nodes at the block's end, "
             "before the guard" for b in blocks if b.get("end") and str(b["end"]) < fires]
+
+
+# One attempt: whether the tag is active is advice, and it must not hold create up on an endpoint that cannot say.
+ADVICE = aws.Patience("advice", retries=0, connect_timeout=2, read_timeout=10)
+
+
+def cost_tag_warning(session: Session) -> str | None:
+    """Why the Budgets backstop would see no spend: the cluster's cost-allocation tag not active (Billing user guide,
+    "Activating user-defined cost allocation tags"; Cost Explorer ListCostAllocationTags); None when it is, or when
+    the spec makes no budget. A failed read is said as a note, never as a failure."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from fmcluster.aws.guard import COST_TAG
+
+    spec = session.spec
+    if spec is None or spec.budget is None or spec.budget.max_usd is None:
+        return None
+    try:
+        # Cost Explorer has one endpoint, in us-east-1 (Cost Explorer API reference, "Endpoints").
+        answer = aws.client("ce", "us-east-1", ADVICE).list_cost_allocation_tags(TagKeys=[COST_TAG],
+                                                                                 Type="UserDefined")
+    except (BotoCoreError, ClientError) as exc:
+        ui.note(f"whether the cost-allocation tag {COST_TAG} is active was not checked "
+                f"({aws.describe_error('Cost Explorer', exc).aws_message})")
+        return None
+    if any(t.get("TagKey") == COST_TAG and t.get("Status") == "Active" for t in answer.get("CostAllocationTags", [])):
+        return None
+    return (f"the cost-allocation tag {COST_TAG} is not active, so the AWS Budgets backstop sees none of this "
+            "cluster's spend: activate it with `aws ce update-cost-allocation-tags-status "
+            f"--cost-allocation-tags-status TagKey={COST_TAG},Status=Active` (AWS lists a new tag key within 24 "
+            "hours of its first use)")
 
 
 def say_deadline(deadline: GuardDeadline, now: dt.datetime) -> None:
