@@ -111,6 +111,10 @@ PATCHES: dict[str, dict[str, Any]] = {
             "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}},
         "queues[0].capacity.ultraserver": "u-p6e-gb200x72"},
 }
+# A budget needs a limit; the guard's moment and settings show in the plan report (``budget``).
+PATCHES["budget.expires"] = {"budget.expires": "72h"}
+PATCHES["budget.on_limit"] = {"__base__": {"budget.max_usd": 100}, "budget.on_limit": "destroy-compute"}
+PATCHES["budget.notify"] = {"__base__": {"budget.max_usd": 100}, "budget.notify": ["ops@example.com"]}
 # Where EKS's base (no head node, no node scripts) needs another change to reach the field.
 EKS_PATCHES: dict[str, dict[str, Any]] = {
     "queues[].capacity.ultraserver": {
@@ -126,7 +130,7 @@ BASE_KEY = "__base__"
 # One change covers a section whose fields only come together.
 PATCHES["slurm.database.user"] = PATCHES["slurm.database.password_secret_arn"] = PATCHES["slurm.database.uri"]
 # Fields with one allowed value have nothing to change to (deployment_type: PERSISTENT_2 only).
-PLAN_ONLY = ("workload.",)
+PLAN_ONLY = ("workload.", "budget.")
 # What _judge says of an edit refused at load time as the walk requires.
 REFUSED = "refused at load time"
 

@@ -27,6 +27,7 @@ from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.aws.existing_storage import ExistingFsxLustre
 from fmcluster.aws.fsx import FsxLustre
 from fmcluster.aws.fsx_data_repository import FsxDataRepository
+from fmcluster.aws.guard import scan_guard
 from fmcluster.aws.iam import IamRole
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement
@@ -217,6 +218,7 @@ class EksLifecycle(LifecycleDefaults):
         cluster = self._cluster(context)
         if cluster is not None:
             found += self._discover_cluster(context, cluster)
+        found += scan_guard(ctx)  # the budget guard's schedules and backstop
         found += [instance_found(i, "an EKS node") for i in scan_instances(ctx)]
         return found
 

@@ -19,6 +19,7 @@ from fmcluster.spec.models import max_nodes
 from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import locks
 from fmcluster.state.store import ClusterRecord, StateStore
+from fmcluster.verbs.lifecycle import guard
 from fmcluster.verbs.lifecycle.common import PSEUDO_KINDS, ClusterNotFound, known_clusters, spec_of
 from fmcluster.verbs.lifecycle.diff import make_plan
 from fmcluster.verbs.lifecycle.status_topology import add_queue_topology
@@ -132,6 +133,9 @@ def describe(session: Session, spec_problem: str = "",
             report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
         report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"], found)
     report.update(live_cost(report, session.spec))
+    budget = guard.status_fields(session, report)
+    if budget is not None:
+        report["budget"] = budget
     _whole(session, report, found)
     return report
 
