@@ -156,6 +156,20 @@ def status_fields(session: Session, report: dict[str, Any]) -> dict[str, Any] | 
     shown["countdown"] = ("no moment can be placed" if left is None else
                           f"passed {at}" if left <= 0 else f"{left:,.1f} h left (fires {at})")
     if shown["passed"]:
+        # Said from what AWS shows, not from the clock alone: a guard whose call failed (its role changed, the
+        # group gone) passes its moment with the nodes still running.
+        stopped = {q.name for q in spec.queues}  # what the guard stops: not EKS's system node group
+        running = {str(q["name"]): int(q.get("running_instances") or 0) for q in report.get("queues") or []
+                   if q["name"] in stopped}
+        still = {name: count for name, count in running.items() if count}
+        shown["nodes_still_running"] = sum(still.values())
+        if still:
+            report.setdefault("problems", []).append(
+                f"the budget guard's moment {at} has passed ({deadline.decided_by} reached) but "
+                + ", ".join(f"queue {name} still runs {count} node(s)" for name, count in sorted(still.items()))
+                + f": its stop is still under way, or its call failed (EventBridge Scheduler's TargetErrorCount "
+                  f"metric for schedule group fmcluster-{session.name} says which)")
+            return shown
         what = "stopped every queue (zero nodes)" if deadline.on_limit == "stop" else "deleted every queue's nodes"
         report.setdefault("problems", []).append(
             f"the budget guard fired at {at} ({deadline.decided_by} reached) and {what}; storage, the head or login "

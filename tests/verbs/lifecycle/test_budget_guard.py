@@ -1,7 +1,8 @@
 """The budget guard in ``create`` and ``status``, in this process against the sandbox: a budget that cannot be kept
-is refused with exit 2 before anything is claimed or made; this build refuses any ``budget:`` at create (the guard
-in AWS is not installed yet) rather than drop it; ``status`` counts the guard down on AWS's clock (the sandbox's
-``Date`` header) from the cluster's creation."""
+is refused with exit 2 before anything is claimed or made; ``create`` installs the guard in AWS (a role, one
+EventBridge Scheduler schedule per stop call, a Budgets budget) and ``destroy`` removes it; when the sandbox's clock
+passes the moment, its schedules call each backend's stop as the role; ``status`` counts the guard down on AWS's
+clock (the sandbox's ``Date`` header) and says it fired only when the queues are at zero nodes."""
 
 from __future__ import annotations
 
@@ -187,7 +188,6 @@ def test_status_counts_the_guard_down_from_the_creation_on_aws_clock(in_process,
         assert destroy(name, yes=True, keep_storage=False) == 0
 
 
-@pytest.mark.skip(reason="needs sandbox-scheduler: the sandbox's clock (POST /_fmcluster/clock) and its Date")
 def test_status_says_the_guard_has_passed_when_aws_clock_has(in_process, tmp_path) -> None:
     from fmcluster.spec import load_spec
     from fmcluster.spec.stored import record_cluster
@@ -204,9 +204,7 @@ def test_status_says_the_guard_has_passed_when_aws_clock_has(in_process, tmp_pat
                    session.ctx.cluster_id)
     try:
         assert status(name, refresh=False)["budget"]["passed"] is False
-        request = urllib.request.Request(in_process.endpoint_url + "/_fmcluster/clock", method="POST",
-                                         data=json.dumps({"advance_seconds": 2 * 3600}).encode())
-        urllib.request.urlopen(request, context=_ssl(in_process)).close()
+        in_process.clock({"advance_seconds": 2 * 3600})
         budget = status(name, refresh=False)["budget"]
         assert budget["passed"] is True and budget["countdown"].startswith("passed ")
     finally:
@@ -252,13 +250,9 @@ def test_a_guard_after_a_capacity_blocks_end_is_allowed_and_said(in_process, tmp
 
 
 def _advance(sandbox, seconds: float) -> None:
-    request = urllib.request.Request(sandbox.endpoint_url + "/_fmcluster/clock", method="POST",
-                                     data=json.dumps({"advance_seconds": seconds}).encode(),
-                                     headers={"Content-Type": "application/json"})
-    urllib.request.urlopen(request, context=_ssl(sandbox)).close()
+    sandbox.clock({"advance_seconds": seconds})
 
 
-@pytest.mark.skip(reason="needs sandbox-scheduler: the clock, and schedules that call their target as their role")
 def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_the_nodes_back(in_process,
                                                                                               tmp_path) -> None:
     from fmcluster.spec import load_spec
@@ -310,15 +304,17 @@ def test_diff_shows_the_guard_and_records_no_moment(in_process, tmp_path, capsys
 
 def test_eks_guard_stops_its_own_node_groups_only(in_process, tmp_path, capsys) -> None:
     """On EKS the role may call eks:UpdateNodegroupConfig on the queues' node groups alone (as EKS issued their
-    ARNs; not the system node group), and each schedule's input keeps the group's maxSize (at least 1)."""
+    ARNs; not the system node group), and each schedule's input keeps the group's maxSize (at least 1). When the
+    sandbox's clock passes the lease, the schedule scales the group to zero and status says the guard fired."""
     from fmcluster.spec import load_spec
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
+    from fmcluster.verbs.lifecycle.status import status
 
     name = f"guard-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "eks.yaml"
     path.write_text(f"name: {name}\nregion: us-east-1\nbackend: eks\nkubernetes: {{scheduler: kueue}}\n"
-                    "queues:\n  - {name: train, instance_type: p5.48xlarge, nodes: {min: 0, max: 2}}\n"
+                    "queues:\n  - {name: train, instance_type: p5.48xlarge, nodes: 2}\n"
                     "budget: {expires: 72h}\n")
     assert create(load_spec(path).spec, str(path), yes=True, wait=True, timeout_min=15) == 0
     eks, iam, scheduler = (in_process.client(s) for s in ("eks", "iam", "scheduler"))
@@ -334,6 +330,14 @@ def test_eks_guard_stops_its_own_node_groups_only(in_process, tmp_path, capsys) 
         assert json.loads(got["Target"]["Input"]) == {"clusterName": name, "nodegroupName": "train",
                                                       "scalingConfig": {"minSize": 0, "maxSize": 2,
                                                                         "desiredSize": 0}}
+        before = status(name, refresh=False)
+        assert [q["running_instances"] for q in before["queues"] if q["name"] == "train"] == [2]
+        _advance(in_process, before["budget"]["hours_left"] * 3600 + 60)
+        scaling = eks.describe_nodegroup(clusterName=name, nodegroupName="train")["nodegroup"]["scalingConfig"]
+        assert scaling == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
+        after = _settled(lambda: status(name, refresh=False), "train")
+        assert any(p.startswith("the budget guard fired at ") for p in after["problems"]), after["problems"]
+        assert after["budget"]["nodes_still_running"] == 0
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
 
@@ -360,14 +364,16 @@ def test_parallelcluster_guard_writes_the_fleet_stop_to_the_clusters_own_table(i
             ("dynamodb:UpdateItem", [f"arn:aws:dynamodb:us-east-1:{account}:table/parallelcluster-{name}"])]
         got = scheduler.get_schedule(Name="stop-fleet", GroupName=f"fmcluster-{name}")
         assert got["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:dynamodb:updateItem"
-        ddb.update_item(**json.loads(got["Target"]["Input"]))
+        # 72 h on: the schedule sends its request as the role; clustermgtd's stand-in moves the fleet to STOPPED
+        _advance(in_process, 72 * 3600 + 60)
+        [run] = [r for r in in_process.schedule_runs() if r["group"] == f"fmcluster-{name}"]
+        assert run["outcome"] == "succeeded", run
         item = ddb.get_item(TableName=f"parallelcluster-{name}", Key={"Id": {"S": "COMPUTE_FLEET"}})["Item"]
-        assert item["Data"]["M"]["status"] == {"S": "STOP_REQUESTED"}
+        assert item["Data"]["M"]["status"]["S"] in ("STOP_REQUESTED", "STOPPING", "STOPPED"), item
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
 
 
-@pytest.mark.skip(reason="needs sandbox-scheduler: Cost Explorer's cost allocation tags (moto has none)")
 def test_create_warns_while_the_clusters_cost_tag_is_not_active(in_process, tmp_path, capsys) -> None:
     """Billing user guide, "Activating user-defined cost allocation tags": a budget filtered on a tag sees spend only
     once the tag is active; create says so, with the command that activates it, until it is."""
@@ -385,5 +391,46 @@ def test_create_warns_while_the_clusters_cost_tag_is_not_active(in_process, tmp_
             CostAllocationTagsStatus=[{"TagKey": "fmcluster:cluster", "Status": "Active"}])
         assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
         assert "update-cost-allocation-tags-status" not in capsys.readouterr().err
+    finally:
+        assert destroy(name, yes=True, keep_storage=False) == 0
+
+
+def _settled(read, queue: str, seconds: float = 30.0) -> dict:
+    """``read()`` once ``queue`` runs no node (the backend ends its instances a moment after the stop)."""
+    import time
+
+    ends = time.monotonic() + seconds
+    while True:
+        report = read()
+        running = [q.get("running_instances") for q in report["queues"] if q["name"] == queue]
+        if running == [0] or time.monotonic() > ends:
+            return report
+        time.sleep(1)
+
+
+def test_status_does_not_claim_a_stop_aws_refused(in_process, tmp_path) -> None:
+    """A guard whose role lost its rights (edited outside fmcluster) passes its moment with the nodes running: the
+    sandbox refuses the call as IAM would, and status says the moment passed with nodes still running, not that the
+    guard stopped the cluster."""
+    from fmcluster.spec import load_spec
+    from fmcluster.verbs.lifecycle.create import create
+    from fmcluster.verbs.lifecycle.destroy import destroy
+    from fmcluster.verbs.lifecycle.status import status
+
+    name, path = spec_file(tmp_path, "budget: {expires: 1h}\n")
+    assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
+    iam = in_process.client("iam")
+    try:
+        iam.put_role_policy(RoleName=f"fmcluster-guard-us-east-1-{name}", PolicyName="budget-guard",
+                            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+                                {"Effect": "Allow", "Action": "pcs:UpdateComputeNodeGroup",
+                                 "Resource": "arn:aws:pcs:us-east-1:123456789012:cluster/pcs_0000000000/*"}]}))
+        _advance(in_process, status(name, refresh=False)["budget"]["hours_left"] * 3600 + 60)
+        runs = [r for r in in_process.schedule_runs() if r["group"] == f"fmcluster-{name}"]
+        assert runs and {r["outcome"] for r in runs} == {"denied"}, runs
+        report = status(name, refresh=False)
+        assert report["budget"]["passed"] is True and report["budget"]["nodes_still_running"] >= 1
+        assert not any(p.startswith("the budget guard fired at ") for p in report["problems"]), report["problems"]
+        assert any("has passed" in p and "still runs" in p for p in report["problems"]), report["problems"]
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
