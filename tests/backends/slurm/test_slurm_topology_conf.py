@@ -1,0 +1,174 @@
+"""The head-node step that hands EC2's network tree to Slurm on ParallelCluster (fmcluster/scripts/slurm_topology.py),
+checked by Slurm itself: a 16-node p5 queue's worth of instances launched in an account nobody used yet (so its
+zone's layout starts empty and the queue spans two spines), plus a powered-down node and one of a type EC2 gives
+no topology. The script's own reads run against the sandbox (its requests are the EC2 API's shapes, sent here
+through boto3 instead of the AWS CLI); the real slurmctld (Debian's slurm-wlm 22.05, as .ci/run installs it) starts
+with ``TopologyPlugin=topology/tree`` and that topology.conf, and ``scontrol show topology`` must put every node
+under the switch plain boto3 says it hangs off.
+
+Skipped when Slurm is missing, failing instead under FMCLUSTER_REQUIRE_SLURM=1 (tests/fixtures/slurm.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+
+import pytest
+from fixtures.slurm import CONTROLLER_BINARIES, missing_requirements, skip_or_fail, start_controller, stop
+
+from fmcluster.backends.slurm.node_software import shipped
+
+AMI = "ami-12c6146b"  # one of the AMIs every moto region has
+CLUSTER = "topo-test"
+ZONE = "us-east-1a"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("slurm_topology", shipped("slurm_topology.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["slurm_topology"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _boto3_call(ec2):
+    def call(operation: str, request: dict) -> dict:
+        return getattr(ec2, re.sub(r"(?<!^)([A-Z])", r"_\1", operation).lower())(**request)
+    return call
+
+
+def _launch(ec2, instance_type: str, count: int, node_type: str = "Compute") -> list[dict]:
+    subnet = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
+                                           {"Name": "availability-zone", "Values": [ZONE]}])["Subnets"][0]
+    # The tags ParallelCluster puts on its instances (ParallelCluster user guide, "Tags" in the Slurm queue docs).
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "parallelcluster:cluster-name", "Value": CLUSTER},
+                                                  {"Key": "parallelcluster:node-type", "Value": node_type}]}]
+    out = ec2.run_instances(ImageId=AMI, InstanceType=instance_type, MinCount=count, MaxCount=count,
+                            SubnetId=subnet["SubnetId"], TagSpecifications=tags)["Instances"]
+    return sorted(out, key=lambda i: i["AmiLaunchIndex"])
+
+
+@pytest.fixture(scope="module")
+def slurm_available():
+    reason = missing_requirements(CONTROLLER_BINARIES)
+    if reason:
+        skip_or_fail(reason)
+
+
+@pytest.fixture(scope="module")
+def queue(sandbox, slurm_available):
+    ec2 = sandbox.client_in_a_new_account("ec2", retries={"max_attempts": 1})
+    p5 = _launch(ec2, "p5.48xlarge", 16)
+    cpu = _launch(ec2, "m5.large", 1)
+    head = _launch(ec2, "p5.48xlarge", 1, node_type="HeadNode")  # not a Slurm node: never asked about
+    yield ec2, p5, cpu
+    ec2.terminate_instances(InstanceIds=[i["InstanceId"] for i in p5 + cpu + head])
+
+
+def _expected_paths(ec2, instance_ids: list[str]) -> dict[str, list[str]]:
+    """Plain boto3, the way any client reads EC2 topology: instance id -> its network nodes top-down."""
+    found = {}
+    for page in ec2.get_paginator("describe_instance_topology").paginate(InstanceIds=instance_ids):
+        found.update({i["InstanceId"]: i["NetworkNodes"] for i in page["Instances"]})
+    return found
+
+
+def _show_topology(env: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """Switch -> {"level": n, "nodes": [...], "switches": [...]} as slurmctld holds it (a switch's Nodes are every
+    node below it; its Level 0 when it has no switch below), hostlists expanded by Slurm itself."""
+    out = subprocess.run(["scontrol", "show", "topology"], env=env, capture_output=True, text=True, check=True)
+    switches = {}
+    for line in out.stdout.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        switches[fields["SwitchName"]] = {
+            "level": int(fields["Level"]),
+            **{kind: _expand(fields[key], env) if fields.get(key) else []
+               for kind, key in (("nodes", "Nodes"), ("switches", "Switches"))}}
+    return switches
+
+
+def _expand(hostlist: str, env: dict[str, str]) -> list[str]:
+    return subprocess.run(["scontrol", "show", "hostnames", hostlist], env=env, capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def test_slurm_places_every_node_under_the_switch_ec2_names(queue, tmp_path):
+    ec2, p5, cpu = queue
+    script = _script()
+    # ParallelCluster's node names (queue-st|dy-compute resource-N); NodeAddr is the instance's IP once it is up
+    # and the node's own name while it is powered down.
+    nodes = [(f"gpu-st-p5-{n}", i["PrivateIpAddress"]) for n, i in enumerate(p5, 1)]
+    nodes += [("cpu-st-m5-1", cpu[0]["PrivateIpAddress"]), ("gpu-dy-p5-1", "gpu-dy-p5-1")]
+    call = _boto3_call(ec2)
+    ips = script.instance_ips(call, CLUSTER)
+    text = script.topology_conf(nodes, ips, script.network_paths(call, list(ips.values())))
+
+    env, procs = start_controller(tmp_path / "slurm", [
+        "TopologyPlugin=topology/tree",
+        *(f"NodeName={name} NodeAddr={addr} CPUs=1 State=CLOUD" for name, addr in nodes),
+        "PartitionName=gpu Nodes=gpu-st-p5-[1-16],gpu-dy-p5-1 Default=YES State=UP",
+        "PartitionName=cpu Nodes=cpu-st-m5-1 State=UP",
+    ], {"topology.conf": text})
+    try:
+        tree = _show_topology(env)
+    finally:
+        stop(procs)
+
+    expected = _expected_paths(ec2, [i["InstanceId"] for i in p5 + cpu])
+    assert set(expected) == {i["InstanceId"] for i in p5}  # m5: "supported for specific instance types only"
+    parent = {child: name for name, s in tree.items() for child in s["switches"]}
+    leaves = [(node, name) for name, s in tree.items() if s["level"] == 0 for node in s["nodes"]]
+    leaf_of = dict(leaves)
+    assert len(leaf_of) == len(leaves)  # one bottom switch a node
+    for n, instance in enumerate(p5, 1):
+        path = expected[instance["InstanceId"]]
+        assert len(path) == 3  # p5.48xlarge: "Returns 3 network nodes" (EC2 user guide, topology prerequisites)
+        switch = leaf_of[f"gpu-st-p5-{n}"]
+        chain = [switch]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        # bottom node, middle node, spine: EC2's nodes top-down, then the one root joining the spines
+        assert chain == [*reversed(path), "fmc-root"], f"gpu-st-p5-{n}"
+    assert len({expected[i["InstanceId"]][0] for i in p5}) == 2  # the queue spans two spines
+    # Every node is under a switch (topology.conf(5)); those EC2 places nowhere share one under the root.
+    assert leaf_of["cpu-st-m5-1"] == leaf_of["gpu-dy-p5-1"] == "fmc-unplaced"
+    assert parent["fmc-unplaced"] == "fmc-root"
+    assert set(leaf_of) == {name for name, _ in nodes}
+
+
+def test_the_same_network_writes_the_same_file_and_a_moved_node_changes_it(queue):
+    ec2, p5, _ = queue
+    script = _script()
+    call = _boto3_call(ec2)
+    nodes = [(f"gpu-st-p5-{n}", i["PrivateIpAddress"]) for n, i in enumerate(p5, 1)]
+    ips = script.instance_ips(call, CLUSTER)
+    first = script.topology_conf(nodes, ips, script.network_paths(call, list(ips.values())))
+    assert script.topology_conf(list(reversed(nodes)), ips, script.network_paths(call, list(ips.values()))) == first
+    # A replaced node: the same Slurm name, a new instance (a new IP) on another bottom node.
+    [replacement] = _launch(ec2, "p5.48xlarge", 1)
+    try:
+        moved = [(name, replacement["PrivateIpAddress"]) if name == "gpu-st-p5-1" else (name, addr)
+                 for name, addr in nodes]
+        ips = script.instance_ips(call, CLUSTER)
+        paths = script.network_paths(call, list(ips.values()))
+        second = script.topology_conf(moved, ips, paths)
+        assert second != first
+        leaf = paths[replacement["InstanceId"]][-1]
+        assert re.search(rf"^SwitchName={leaf} Nodes=gpu-st-p5-1$", second, re.M), second
+    finally:
+        ec2.terminate_instances(InstanceIds=[replacement["InstanceId"]])
+
+
+def test_hostlist_and_the_leaf_of_a_switch_with_both_kinds_of_children():
+    script = _script()
+    # Slurm's hostlist form (topology.conf(5): "Nodes=tux[0-3,12,18-20]")
+    assert script.hostlist(["q-st-a-3", "q-st-a-1", "q-st-a-2", "q-st-a-7", "q-dy-a-10", "odd01"]) == \
+        "q-dy-a-10,q-st-a-[1-3,7],odd01"
+    # a 4-layer instance under the node another instance hangs off: a switch lists Nodes or Switches, not both
+    text = script.topology_conf([("a", "10.0.0.1"), ("b", "10.0.0.2")], {"10.0.0.1": "i-1", "10.0.0.2": "i-2"},
+                                {"i-1": ("nn-1", "nn-2", "nn-3"), "i-2": ("nn-1", "nn-2", "nn-3", "nn-4")})
+    assert text.splitlines()[1:] == ["SwitchName=nn-3-nodes Nodes=a", "SwitchName=nn-4 Nodes=b",
+                                     "SwitchName=nn-3 Switches=nn-3-nodes,nn-4", "SwitchName=nn-2 Switches=nn-3",
+                                     "SwitchName=nn-1 Switches=nn-2", "SwitchName=fmc-root Switches=nn-1"]
