@@ -16,6 +16,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fmcluster.backends.slurm.topology_plugin import tree_topology
 from fmcluster.engine.references import references
 from fmcluster.errors import UsageError
 from fmcluster.render.templates import render_text
@@ -41,6 +42,8 @@ class Step:
     source: Path | None  # a local file (shipped or the user's); None for an s3:// script used as is
     args: tuple[str, ...] = ()
     s3_url: str | None = None
+    # ParallelCluster's CustomActions event; PCS runs every step from user data, in order.
+    event: str = "OnNodeConfigured"
 
     @property
     def sha256(self) -> str:
@@ -82,6 +85,11 @@ class NodeLayout:
     imex_prolog_on_head: bool
     # Whether fmcluster formats and mounts the NVMe scratch (ParallelCluster mounts its EphemeralVolume itself).
     mounts_scratch: bool
+    # Whether the head node keeps Slurm's topology.conf from EC2 topology (slurm_topology.py): ParallelCluster's
+    # head node runs slurmctld; PCS runs it itself, out of reach.
+    keeps_slurm_topology: bool = False
+    # Instance families whose Slurm topology the backend's own software writes (see topology_plugin.py).
+    scheduler_block_families: tuple[str, ...] = ()
 
 
 def head_steps(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
@@ -93,6 +101,12 @@ def head_steps(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
         steps.append(Step("containers.sh", shipped("containers.sh"), (layout.backend,)))
     if spec.software.monitoring:
         steps.append(Step("monitoring.sh", shipped("monitoring.sh")))
+    if layout.keeps_slurm_topology and tree_topology(spec, layout.scheduler_block_families):
+        # slurmctld starts during the head node's bootstrap, before OnNodeConfigured, and topology/tree needs a
+        # topology.conf to start with: an empty one first (OnNodeStart), the real one after.
+        script = shipped("slurm_topology.py")
+        steps.append(Step("slurm_topology.py", script, ("placeholder",), event="OnNodeStart"))
+        steps.append(Step("slurm_topology.py", script, ("install", spec.name, spec.region)))
     return steps + _user_steps(spec, spec_file, ("head", "login"))
 
 
@@ -131,8 +145,11 @@ def custom_actions(steps: list[Step]) -> dict | None:
     """ParallelCluster ``CustomActions`` for these steps (None when there are none)."""
     if not steps:
         return None
-    return {"OnNodeConfigured": {"Sequence": [{"Script": s.url(), **({"Args": list(s.args)} if s.args else {})}
-                                              for s in steps]}}
+    actions: dict[str, dict] = {}
+    for s in steps:
+        actions.setdefault(s.event, {"Sequence": []})["Sequence"].append(
+            {"Script": s.url(), **({"Args": list(s.args)} if s.args else {})})
+    return actions
 
 
 def bucket_objects(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
