@@ -2,15 +2,15 @@
 """fmcluster: Slurm's topology.conf on a ParallelCluster head node, kept in step with where EC2 says each compute
 node sits in the network, for ``TopologyPlugin=topology/tree`` (which fmcluster sets through CustomSlurmSettings).
 
-One pass maps each Slurm node to its instance (``scontrol show nodes``: NodeAddr is the instance's private IP once
-the node is up; DescribeInstances filtered to the cluster's running compute instances), reads the instances' places
-(DescribeInstanceTopology, at most 100 ids a request, every page: EC2 API reference), and writes one switch per
-network node, its ``Switches=`` the network nodes under it and the bottom ones' ``Nodes=`` the Slurm nodes hanging
-off them. "All nodes in the network must be connected to at least one switch" (topology.conf(5)): nodes EC2 places
-nowhere (powered down, or a type without a topology) hang off a switch of their own, and one root switch joins
-every tree, because jobs "can only span nodes connected by the same switch fabric" and every instance of a Region
-can reach every other. Slurm is told (``scontrol reconfigure``) only when the file changed, so a replaced node
-moves in the tree within one timer period.
+One pass maps each Slurm node (every partition's nodes) to its instance (``scontrol show nodes``: NodeAddr is the
+instance's private IP once the node is up; DescribeInstances filtered to the cluster's running compute instances),
+reads the instances' places (DescribeInstanceTopology, at most 100 ids a request, every page: EC2 API reference),
+and writes one switch per network node, its ``Switches=`` the network nodes under it and the bottom ones'
+``Nodes=`` the Slurm nodes hanging off them. "All nodes in the network must be connected to at least one switch"
+(topology.conf(5)): nodes EC2 places nowhere (powered down, or a type without a topology) hang off a switch of
+their own, and one root switch joins every tree, because jobs "can only span nodes connected by the same switch
+fabric" and every instance of a Region can reach every other. Slurm is told (``scontrol reconfigure``) only when
+the file changed, so a replaced node moves in the tree within one timer period.
 
 Runs on the head node's own python3 and AWS CLI (no boto3): the AWS CLI's ``--cli-input-json`` takes the API's
 own request shape, so a request here is what boto3 would send.
@@ -61,6 +61,19 @@ def slurm_nodes(show_nodes: str) -> list[tuple[str, str]]:
         if name:
             nodes.append((name.group(1), addr.group(1) if addr else name.group(1)))
     return nodes
+
+
+def partition_hostlists(show_partitions: str) -> list[str]:
+    """The ``Nodes=`` hostlist of each partition in ``scontrol -a -o show partitions``. Powered-down cloud nodes
+    are hidden from ``scontrol show nodes`` ("Without this flag [PrivateData=cloud], cloud nodes will not appear
+    in the output of commands like sinfo unless they are powered on, even for SlurmUser and root", slurm.conf(5)),
+    yet they too must hang off a switch: a partition lists them all."""
+    found = []
+    for line in show_partitions.splitlines():
+        nodes = re.search(r"\sNodes=(\S+)", line)
+        if nodes and nodes.group(1) != "(null)":
+            found.append(nodes.group(1))
+    return found
 
 
 def _pages(call: Call, operation: str, request: dict) -> Iterable[dict]:
@@ -186,7 +199,10 @@ def _scontrol(*args: str) -> str:
 def update(cluster: str, region: str, call: Optional[Call] = None) -> bool:
     """One pass; True when topology.conf changed (and Slurm was told)."""
     call = call or aws_cli(region)
-    nodes = slurm_nodes(_scontrol("-o", "show", "nodes"))
+    addresses = dict(slurm_nodes(_scontrol("-o", "show", "nodes")))
+    hostlists = partition_hostlists(_scontrol("-a", "-o", "show", "partitions"))
+    names = set(_scontrol("show", "hostnames", ",".join(hostlists)).split()) if hostlists else set()
+    nodes = [(name, addresses.get(name, name)) for name in sorted(names | set(addresses))]
     ips = instance_ips(call, cluster)
     text = topology_conf(nodes, ips, network_paths(call, list(ips.values())))
     try:

@@ -65,6 +65,10 @@ def queue(sandbox, slurm_available):
     head = _launch(ec2, "p5.48xlarge", 1, node_type="HeadNode")  # not a Slurm node: never asked about
     yield ec2, p5, cpu
     ec2.terminate_instances(InstanceIds=[i["InstanceId"] for i in p5 + cpu + head])
+    for stray in ec2.describe_instances(Filters=[{"Name": "tag:parallelcluster:cluster-name", "Values": [CLUSTER]},
+                                                 {"Name": "instance-state-name", "Values": ["running"]}])[
+            "Reservations"]:
+        ec2.terminate_instances(InstanceIds=[i["InstanceId"] for i in stray["Instances"]])
 
 
 def _expected_paths(ec2, instance_ids: list[str]) -> dict[str, list[str]]:
@@ -94,71 +98,67 @@ def _expand(hostlist: str, env: dict[str, str]) -> list[str]:
                           check=True).stdout.split()
 
 
-def test_slurm_places_every_node_under_the_switch_ec2_names(queue, tmp_path):
+def _chain(tree: dict, node: str) -> list[str]:
+    """The switches from ``node``'s bottom switch up to the root."""
+    parent = {child: name for name, s in tree.items() for child in s["switches"]}
+    leaves = [name for name, s in tree.items() if s["level"] == 0 and node in s["nodes"]]
+    assert len(leaves) == 1, (node, leaves)  # one bottom switch a node
+    chain = leaves
+    while chain[-1] in parent:
+        chain = [*chain, parent[chain[-1]]]
+    return chain
+
+
+def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(queue, tmp_path, monkeypatch):
+    """The script's whole pass on a real slurmctld: it reads the nodes from ``scontrol show nodes``, asks EC2,
+    writes topology.conf and reconfigures Slurm; a second pass over the same network changes nothing; a node
+    replaced by an instance elsewhere (ParallelCluster's resume sets the new NodeAddr) moves to its new switch."""
     ec2, p5, cpu = queue
     script = _script()
+    conf = tmp_path / "slurm" / "topology.conf"
+    monkeypatch.setattr(script, "TOPOLOGY_CONF", str(conf))
     # ParallelCluster's node names (queue-st|dy-compute resource-N); NodeAddr is the instance's IP once it is up
-    # and the node's own name while it is powered down.
+    # and the node's own name while it is powered down (a CLOUD node, which `scontrol show nodes` hides).
     nodes = [(f"gpu-st-p5-{n}", i["PrivateIpAddress"]) for n, i in enumerate(p5, 1)]
-    nodes += [("cpu-st-m5-1", cpu[0]["PrivateIpAddress"]), ("gpu-dy-p5-1", "gpu-dy-p5-1")]
-    call = _boto3_call(ec2)
-    ips = script.instance_ips(call, CLUSTER)
-    text = script.topology_conf(nodes, ips, script.network_paths(call, list(ips.values())))
-
+    nodes += [("cpu-st-m5-1", cpu[0]["PrivateIpAddress"])]
+    conf.parent.mkdir(parents=True)
+    script.placeholder()  # what OnNodeStart leaves: slurmctld must start on it
     env, procs = start_controller(tmp_path / "slurm", [
         "TopologyPlugin=topology/tree",
-        *(f"NodeName={name} NodeAddr={addr} CPUs=1 State=CLOUD" for name, addr in nodes),
+        *(f"NodeName={name} NodeAddr={addr} CPUs=1" for name, addr in nodes),
+        "NodeName=gpu-dy-p5-1 CPUs=1 State=CLOUD",
         "PartitionName=gpu Nodes=gpu-st-p5-[1-16],gpu-dy-p5-1 Default=YES State=UP",
         "PartitionName=cpu Nodes=cpu-st-m5-1 State=UP",
-    ], {"topology.conf": text})
+    ], {})
+    monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
+    [replacement] = _launch(ec2, "p5.48xlarge", 1)
     try:
+        assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is True
         tree = _show_topology(env)
+        assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is False  # same network, same file
+        subprocess.run(["scontrol", "update", "NodeName=gpu-st-p5-1", f"NodeAddr={replacement['PrivateIpAddress']}"],
+                       env=env, check=True)
+        assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is True
+        moved = _show_topology(env)
     finally:
         stop(procs)
 
-    expected = _expected_paths(ec2, [i["InstanceId"] for i in p5 + cpu])
-    assert set(expected) == {i["InstanceId"] for i in p5}  # m5: "supported for specific instance types only"
-    parent = {child: name for name, s in tree.items() for child in s["switches"]}
-    leaves = [(node, name) for name, s in tree.items() if s["level"] == 0 for node in s["nodes"]]
-    leaf_of = dict(leaves)
-    assert len(leaf_of) == len(leaves)  # one bottom switch a node
+    expected = _expected_paths(ec2, [i["InstanceId"] for i in p5 + cpu + [replacement]])
+    assert set(expected) == {i["InstanceId"] for i in p5 + [replacement]}  # m5: no topology for its type
     for n, instance in enumerate(p5, 1):
         path = expected[instance["InstanceId"]]
         assert len(path) == 3  # p5.48xlarge: "Returns 3 network nodes" (EC2 user guide, topology prerequisites)
-        switch = leaf_of[f"gpu-st-p5-{n}"]
-        chain = [switch]
-        while chain[-1] in parent:
-            chain.append(parent[chain[-1]])
-        # bottom node, middle node, spine: EC2's nodes top-down, then the one root joining the spines
-        assert chain == [*reversed(path), "fmc-root"], f"gpu-st-p5-{n}"
+        # bottom node, middle node, spine (EC2's nodes top-down, reversed), then the one root joining the spines
+        assert _chain(tree, f"gpu-st-p5-{n}") == [*reversed(path), "fmc-root"], f"gpu-st-p5-{n}"
     assert len({expected[i["InstanceId"]][0] for i in p5}) == 2  # the queue spans two spines
     # Every node is under a switch (topology.conf(5)); those EC2 places nowhere share one under the root.
-    assert leaf_of["cpu-st-m5-1"] == leaf_of["gpu-dy-p5-1"] == "fmc-unplaced"
-    assert parent["fmc-unplaced"] == "fmc-root"
-    assert set(leaf_of) == {name for name, _ in nodes}
+    assert _chain(tree, "cpu-st-m5-1") == _chain(tree, "gpu-dy-p5-1") == ["fmc-unplaced", "fmc-root"]
+    assert {n for s in tree.values() for n in s["nodes"]} == {name for name, _ in nodes} | {"gpu-dy-p5-1"}
 
-
-def test_the_same_network_writes_the_same_file_and_a_moved_node_changes_it(queue):
-    ec2, p5, _ = queue
-    script = _script()
-    call = _boto3_call(ec2)
-    nodes = [(f"gpu-st-p5-{n}", i["PrivateIpAddress"]) for n, i in enumerate(p5, 1)]
-    ips = script.instance_ips(call, CLUSTER)
-    first = script.topology_conf(nodes, ips, script.network_paths(call, list(ips.values())))
-    assert script.topology_conf(list(reversed(nodes)), ips, script.network_paths(call, list(ips.values()))) == first
-    # A replaced node: the same Slurm name, a new instance (a new IP) on another bottom node.
-    [replacement] = _launch(ec2, "p5.48xlarge", 1)
-    try:
-        moved = [(name, replacement["PrivateIpAddress"]) if name == "gpu-st-p5-1" else (name, addr)
-                 for name, addr in nodes]
-        ips = script.instance_ips(call, CLUSTER)
-        paths = script.network_paths(call, list(ips.values()))
-        second = script.topology_conf(moved, ips, paths)
-        assert second != first
-        leaf = paths[replacement["InstanceId"]][-1]
-        assert re.search(rf"^SwitchName={leaf} Nodes=gpu-st-p5-1$", second, re.M), second
-    finally:
-        ec2.terminate_instances(InstanceIds=[replacement["InstanceId"]])
+    new_path = expected[replacement["InstanceId"]]
+    assert new_path[-1] != expected[p5[0]["InstanceId"]][-1]  # the sandbox hangs it off another bottom node
+    assert _chain(moved, "gpu-st-p5-1") == [*reversed(new_path), "fmc-root"]
+    assert _chain(moved, "gpu-st-p5-2") == _chain(tree, "gpu-st-p5-2")
 
 
 def test_hostlist_and_the_leaf_of_a_switch_with_both_kinds_of_children():
