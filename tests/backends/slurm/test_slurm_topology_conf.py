@@ -58,7 +58,7 @@ def slurm_available():
 
 
 @pytest.fixture(scope="module")
-def queue(sandbox, slurm_available):
+def queue(sandbox):
     ec2 = sandbox.client_in_a_new_account("ec2", retries={"max_attempts": 1})
     p5 = _launch(ec2, "p5.48xlarge", 16)
     cpu = _launch(ec2, "m5.large", 1)
@@ -109,7 +109,8 @@ def _chain(tree: dict, node: str) -> list[str]:
     return chain
 
 
-def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(queue, tmp_path, monkeypatch):
+def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(slurm_available, queue, tmp_path,
+                                                                       monkeypatch):
     """The script's whole pass on a real slurmctld: it reads the nodes from ``scontrol show nodes``, asks EC2,
     writes topology.conf and reconfigures Slurm; a second pass over the same network changes nothing; a node
     replaced by an instance elsewhere (ParallelCluster's resume sets the new NodeAddr) moves to its new switch."""
@@ -159,6 +160,26 @@ def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(queue, tm
     assert new_path[-1] != expected[p5[0]["InstanceId"]][-1]  # the sandbox hangs it off another bottom node
     assert _chain(moved, "gpu-st-p5-1") == [*reversed(new_path), "fmc-root"]
     assert _chain(moved, "gpu-st-p5-2") == _chain(tree, "gpu-st-p5-2")
+
+
+def test_ids_go_at_most_100_a_request(queue):
+    """A fleet of more than 100 instances: DescribeInstanceTopology takes "Maximum 100 explicitly specified
+    instance IDs" (EC2 API reference; the sandbox refuses more), so the ids go in chunks; ids EC2 gives no
+    topology (here, none it knows) are simply absent."""
+    ec2, p5, _ = queue
+    subnet = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]},
+                                           {"Name": "availability-zone", "Values": [ZONE]}])["Subnets"][0]
+    more = [i["InstanceId"] for i in ec2.run_instances(ImageId=AMI, InstanceType="p5.48xlarge", MinCount=8,
+                                                         MaxCount=8, SubnetId=subnet["SubnetId"])["Instances"]]
+    try:
+        # 24 with a topology in one chunk: more than a page ("Default: 20" results a request), so pages are followed
+        real = [i["InstanceId"] for i in p5] + more
+        unknown = [f"i-{n:017x}" for n in range(230)]
+        paths = _script().network_paths(_boto3_call(ec2), unknown[:110] + real + unknown[110:])
+    finally:
+        ec2.terminate_instances(InstanceIds=more)
+    assert set(paths) == set(real)
+    assert all(len(p) == 3 for p in paths.values())  # p5.48xlarge: 3 network nodes
 
 
 def test_hostlist_and_the_leaf_of_a_switch_with_both_kinds_of_children():
