@@ -109,11 +109,11 @@ def _chain(tree: dict, node: str) -> list[str]:
     return chain
 
 
-def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(slurm_available, queue, tmp_path,
+def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(slurm_available, sandbox, queue, tmp_path,
                                                                        monkeypatch):
     """The script's whole pass on a real slurmctld: it reads the nodes from ``scontrol show nodes``, asks EC2,
-    writes topology.conf and reconfigures Slurm; a second pass over the same network changes nothing; a node
-    replaced by an instance elsewhere (ParallelCluster's resume sets the new NodeAddr) moves to its new switch."""
+    writes topology.conf and reconfigures Slurm; a second pass over the same network changes nothing; a node whose
+    instance AWS re-homes (the sandbox's ``topology_move`` fault) moves to its new switch in the next pass."""
     ec2, p5, cpu = queue
     script = _script()
     conf = tmp_path / "slurm" / "topology.conf"
@@ -132,20 +132,20 @@ def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(slurm_ava
         "PartitionName=cpu Nodes=cpu-st-m5-1 State=UP",
     ], {})
     monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
-    [replacement] = _launch(ec2, "p5.48xlarge", 1)
+    first, last = p5[0]["InstanceId"], p5[-1]["InstanceId"]
     try:
+        expected = _expected_paths(ec2, [i["InstanceId"] for i in p5 + cpu])
         assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is True
         tree = _show_topology(env)
         assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is False  # same network, same file
-        subprocess.run(["scontrol", "update", "NodeName=gpu-st-p5-1", f"NodeAddr={replacement['PrivateIpAddress']}"],
-                       env=env, check=True)
+        sandbox.faults({"topology_move": {first: expected[last][-1]}})  # to the last node's bottom node
+        new_path = _expected_paths(ec2, [first])[first]
         assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is True
         moved = _show_topology(env)
     finally:
         stop(procs)
 
-    expected = _expected_paths(ec2, [i["InstanceId"] for i in p5 + cpu + [replacement]])
-    assert set(expected) == {i["InstanceId"] for i in p5 + [replacement]}  # m5: no topology for its type
+    assert set(expected) == {i["InstanceId"] for i in p5}  # m5: no topology for its type
     for n, instance in enumerate(p5, 1):
         path = expected[instance["InstanceId"]]
         assert len(path) == 3  # p5.48xlarge: "Returns 3 network nodes" (EC2 user guide, topology prerequisites)
@@ -156,8 +156,7 @@ def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(slurm_ava
     assert _chain(tree, "cpu-st-m5-1") == _chain(tree, "gpu-dy-p5-1") == ["fmc-unplaced", "fmc-root"]
     assert {n for s in tree.values() for n in s["nodes"]} == {name for name, _ in nodes} | {"gpu-dy-p5-1"}
 
-    new_path = expected[replacement["InstanceId"]]
-    assert new_path[-1] != expected[p5[0]["InstanceId"]][-1]  # the sandbox hangs it off another bottom node
+    assert new_path != expected[first] and new_path[0] != expected[first][0]  # now under the other spine
     assert _chain(moved, "gpu-st-p5-1") == [*reversed(new_path), "fmc-root"]
     assert _chain(moved, "gpu-st-p5-2") == _chain(tree, "gpu-st-p5-2")
 
