@@ -197,7 +197,17 @@ def _scontrol(*args: str) -> str:
 
 
 def update(cluster: str, region: str, call: Optional[Call] = None) -> bool:
-    """One pass; True when topology.conf changed (and Slurm was told)."""
+    """One pass; True when topology.conf changed (and Slurm was told). A topology.conf fmcluster did not write
+    (an admin's own) is left alone."""
+    try:
+        with open(TOPOLOGY_CONF) as f:
+            current: Optional[str] = f.read()
+    except OSError:
+        current = None
+    if current is not None and not current.startswith(HEADER.split(":")[0] + ":"):
+        print(f"fmcluster slurm_topology: {TOPOLOGY_CONF} was not written by fmcluster; left as it is",
+              file=sys.stderr)
+        return False
     call = call or aws_cli(region)
     addresses = dict(slurm_nodes(_scontrol("-o", "show", "nodes")))
     hostlists = partition_hostlists(_scontrol("-a", "-o", "show", "partitions"))
@@ -205,12 +215,8 @@ def update(cluster: str, region: str, call: Optional[Call] = None) -> bool:
     nodes = [(name, addresses.get(name, name)) for name in sorted(names | set(addresses))]
     ips = instance_ips(call, cluster)
     text = topology_conf(nodes, ips, network_paths(call, list(ips.values())))
-    try:
-        with open(TOPOLOGY_CONF) as f:
-            if f.read() == text:
-                return False
-    except OSError:
-        pass
+    if current == text:
+        return False
     partial = TOPOLOGY_CONF + ".fmcluster"
     with open(partial, "w") as f:
         f.write(text)

@@ -181,6 +181,21 @@ def test_ids_go_at_most_100_a_request(queue):
     assert all(len(p) == 3 for p in paths.values())  # p5.48xlarge: 3 network nodes
 
 
+def test_a_topology_conf_fmcluster_did_not_write_is_left_alone(tmp_path, monkeypatch):
+    script = _script()
+    mine = tmp_path / "topology.conf"
+    mine.write_text("SwitchName=rack1 Nodes=tux[0-3]\n")
+    monkeypatch.setattr(script, "TOPOLOGY_CONF", str(mine))
+
+    def no_aws(operation: str, request: dict) -> dict:
+        raise AssertionError(f"{operation} asked although the file is the admin's")
+
+    assert script.update(CLUSTER, "us-east-1", call=no_aws) is False
+    assert mine.read_text() == "SwitchName=rack1 Nodes=tux[0-3]\n"
+    script.placeholder()  # OnNodeStart never replaces one either
+    assert mine.read_text() == "SwitchName=rack1 Nodes=tux[0-3]\n"
+
+
 def test_hostlist_and_the_leaf_of_a_switch_with_both_kinds_of_children():
     script = _script()
     # Slurm's hostlist form (topology.conf(5): "Nodes=tux[0-3,12,18-20]")
