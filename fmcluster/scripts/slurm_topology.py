@@ -20,7 +20,7 @@ Usage:
                                               exists, so slurmctld starts with topology/tree before the first pass
   slurm_topology.py install CLUSTER REGION    OnNodeConfigured: copy to /opt/fmcluster, a systemd timer every
                                               5 minutes, and one pass now
-  slurm_topology.py update CLUSTER REGION     one pass
+  slurm_topology.py update CLUSTER REGION     one pass; nothing while slurmctld runs another TopologyPlugin
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ def slurm_nodes(show_nodes: str) -> list[tuple[str, str]]:
         if name:
             nodes.append((name.group(1), addr.group(1) if addr else name.group(1)))
     return nodes
+
+
+def topology_plugin(show_config: str) -> str:
+    """The TopologyPlugin slurmctld runs, from ``scontrol show config`` ("TopologyPlugin = topology/tree")."""
+    found = re.search(r"^TopologyPlugin\s*=\s*(\S+)", show_config, re.M)
+    return found.group(1) if found else ""
 
 
 def partition_hostlists(show_partitions: str) -> list[str]:
@@ -208,6 +214,9 @@ def update(cluster: str, region: str, call: Optional[Call] = None) -> bool:
         print(f"fmcluster slurm_topology: {TOPOLOGY_CONF} was not written by fmcluster; left as it is",
               file=sys.stderr)
         return False
+    plugin = topology_plugin(_scontrol("show", "config"))
+    if plugin != "topology/tree":
+        return False  # fmcluster turned it off (no queue of a type with a topology), or another plugin rules
     call = call or aws_cli(region)
     addresses = dict(slurm_nodes(_scontrol("-o", "show", "nodes")))
     hostlists = partition_hostlists(_scontrol("-a", "-o", "show", "partitions"))

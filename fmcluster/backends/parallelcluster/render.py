@@ -28,10 +28,11 @@ OPENZFS_ROOT_VOLUME = "${fsx_openzfs.home.root_volume_id}"
 # NFS ports an OpenZFS client needs (FSx OpenZFS guide, "Managing file system access"; ParallelCluster's FSX_PORTS).
 OPENZFS_NFS_PORT_RANGES = ((111, 111), (2049, 2049), (20001, 20003))
 PCLUSTER_VERSION = "3.16.1"
+NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False,
+                                       keeps_slurm_topology=True)
 # ParallelCluster's cookbook makes each p6e-gb200 UltraServer a Slurm block (topology/block) itself
 # (ULTRASERVER_INSTANCE_PREFIX_LIST in pcluster/constants.py, 3.16.1).
-NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False,
-                                       keeps_slurm_topology=True, scheduler_block_families=("p6e-gb200",))
+SCHEDULER_BLOCK_FAMILIES = ("p6e-gb200",)
 # What the head node's topology step needs beyond ParallelCluster's own head-node policy (which already allows
 # ec2:DescribeInstances): ec2:DescribeInstanceTopology. ParallelCluster's HeadNode/Iam takes policies only by ARN
 # (AdditionalIamPolicies), so the narrowest it can name without fmcluster owning an IAM policy is AWS's read-only
@@ -129,7 +130,7 @@ def render(
                                    "existing_id": None})
 
     head_steps = node_software.head_steps(spec, spec_file, NODE_LAYOUT)
-    tree = tree_topology(spec, NODE_LAYOUT.scheduler_block_families)
+    tree = tree_topology(spec, SCHEDULER_BLOCK_FAMILIES)
     if tree:
         rendered.notes.append(f"{TOPOLOGY_PLUGIN}={TREE}: the head node keeps topology.conf from EC2 "
                               "DescribeInstanceTopology (at start and every 5 minutes)")

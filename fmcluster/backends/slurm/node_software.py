@@ -16,7 +16,6 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fmcluster.backends.slurm.topology_plugin import tree_topology
 from fmcluster.engine.references import references
 from fmcluster.errors import UsageError
 from fmcluster.render.templates import render_text
@@ -88,8 +87,6 @@ class NodeLayout:
     # Whether the head node keeps Slurm's topology.conf from EC2 topology (slurm_topology.py): ParallelCluster's
     # head node runs slurmctld; PCS runs it itself, out of reach.
     keeps_slurm_topology: bool = False
-    # Instance families whose Slurm topology the backend's own software writes (see topology_plugin.py).
-    scheduler_block_families: tuple[str, ...] = ()
 
 
 def head_steps(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
@@ -101,8 +98,11 @@ def head_steps(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
         steps.append(Step("containers.sh", shipped("containers.sh"), (layout.backend,)))
     if spec.software.monitoring:
         steps.append(Step("monitoring.sh", shipped("monitoring.sh")))
-    if layout.keeps_slurm_topology and tree_topology(spec, layout.scheduler_block_families):
-        # slurmctld starts during the head node's bootstrap, before OnNodeConfigured, and topology/tree needs a
+    if layout.keeps_slurm_topology:
+        # On every such head node, whatever the queues: ParallelCluster cannot change a head node's OnNodeStart or
+        # OnNodeConfigured on a running cluster (update policy UNSUPPORTED: a new cluster), while TopologyPlugin
+        # (CustomSlurmSettings) and the head node's policies change in place; the step acts only while Slurm runs
+        # topology/tree. slurmctld starts during the bootstrap, before OnNodeConfigured, and topology/tree needs a
         # topology.conf to start with: an empty one first (OnNodeStart), the real one after.
         script = shipped("slurm_topology.py")
         steps.append(Step("slurm_topology.py", script, ("placeholder",), event="OnNodeStart"))

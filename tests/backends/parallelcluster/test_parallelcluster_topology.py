@@ -1,9 +1,11 @@
-"""Slurm's network tree on ParallelCluster (issue 39): a queue of a type EC2 gives a topology renders
-``TopologyPlugin=topology/tree`` in the cluster's CustomSlurmSettings, the head node's topology step
-(slurm_topology.py: an empty topology.conf OnNodeStart, the timer and first pass OnNodeConfigured) from the
-cluster's bucket, and the head-node policy that allows ec2:DescribeInstanceTopology; other types render none of it,
-and a TopologyPlugin of the user's own is left alone. ParallelCluster's validators judge the rendered config in
-tests/validate/test_validate_examples.py (configs/p5-odcr-parallelcluster.yaml is a topology cluster)."""
+"""Slurm's network tree on ParallelCluster (issue 39). Every head node carries the topology step
+(slurm_topology.py: an empty topology.conf OnNodeStart, the timer and first pass OnNodeConfigured, from the
+cluster's bucket), because ParallelCluster cannot add it to a running cluster's head node; what turns the tree on
+is ``TopologyPlugin=topology/tree`` in the cluster's CustomSlurmSettings and the head-node policy that allows
+ec2:DescribeInstanceTopology, both changed in place, rendered when a queue's type is one EC2 gives a topology, not
+over a TopologyPlugin of the user's own nor over ParallelCluster's own GB200 blocks. ParallelCluster's validators
+judge the rendered config in tests/validate/test_validate_examples.py (configs/p5-odcr-parallelcluster.yaml is a
+topology cluster)."""
 
 from __future__ import annotations
 
@@ -51,13 +53,15 @@ def test_a_p5_queue_gets_topology_tree_and_the_head_node_step():
         assert EC2_READ_ONLY not in [p["Policy"] for p in (queue.get("Iam") or {}).get("AdditionalIamPolicies", [])]
 
 
-def test_a_type_without_a_topology_renders_none_of_it():
+def test_a_type_without_a_topology_turns_nothing_on():
     config, bucket = _config(CONFIGS / "quickstart-parallelcluster.yaml")  # p5.4xlarge: not on EC2's list
     assert "CustomSlurmSettings" not in config["Scheduling"]["SlurmSettings"]
-    assert "OnNodeStart" not in config["HeadNode"].get("CustomActions", {})
-    assert "slurm_topology" not in yaml.safe_dump(config)
     assert EC2_READ_ONLY not in yaml.safe_dump(config)
-    assert "fmcluster/scripts/slurm_topology.py" not in {o["Key"] for o in bucket["objects"]}
+    # the step is there all the same (idle while Slurm runs no topology/tree), so a topology queue added later
+    # changes the cluster in place
+    assert config["HeadNode"]["CustomActions"]["OnNodeStart"] == {"Sequence": [{"Script": SCRIPT,
+                                                                                  "Args": ["placeholder"]}]}
+    assert "fmcluster/scripts/slurm_topology.py" in {o["Key"] for o in bucket["objects"]}
 
 
 def test_the_users_own_topology_plugin_wins(tmp_path):
@@ -65,7 +69,7 @@ def test_the_users_own_topology_plugin_wins(tmp_path):
                  slurm={"scaledown_idle_minutes": 10, "custom_settings": {"topologyplugin": "topology/flat"}})
     config, _ = _config(spec)
     assert config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"topologyplugin": "topology/flat"}]
-    assert "slurm_topology" not in yaml.safe_dump(config)
+    assert EC2_READ_ONLY not in yaml.safe_dump(config)
 
 
 def test_one_topology_queue_among_others_turns_it_on(tmp_path):
@@ -86,7 +90,7 @@ def test_gb200_ultraservers_keep_parallelclusters_own_blocks(tmp_path):
                  head_node={"instance_type": "m7g.8xlarge"})  # ParallelCluster: one architecture on every node
     config, _ = _config(spec)
     assert "CustomSlurmSettings" not in config["Scheduling"]["SlurmSettings"]
-    assert "slurm_topology" not in yaml.safe_dump(config)
+    assert EC2_READ_ONLY not in yaml.safe_dump(config)
 
 
 def _tags(s3, bucket: str) -> list[dict]:
@@ -123,3 +127,27 @@ def test_create_ships_the_step_parallelcluster_runs_from_the_bucket(topology_cli
     body = s3.get_object(Bucket=bucket, Key="fmcluster/scripts/slurm_topology.py")["Body"].read()
     assert body == shipped("slurm_topology.py").read_bytes()
     _ok(topology_cli.destroy())
+
+
+plain_cli = cli_fixture(PclusterCli)
+
+
+def test_a_topology_queue_added_later_changes_the_cluster_in_place(plain_cli):
+    """The head node's step is there from the start, so the first queue of a type with a topology changes only
+    what ParallelCluster updates in place (CustomSlurmSettings, the head node's policies): an update, not the new
+    cluster a head-node CustomActions change would take (update policy UNSUPPORTED in ParallelCluster's schema)."""
+    import json
+
+    _ok(plain_cli.create())
+    data = yaml.safe_load(plain_cli.spec.read_text())
+    data["queues"].append(dict(data["queues"][0], name="big", instance_type="p5.48xlarge"))
+    plain_cli.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    diff = json.loads(_ok(plain_cli.run("diff", str(plain_cli.spec), "--json")).stdout)
+    [change] = [c for c in diff["changes"] if c["resource"].startswith("pcluster_cluster:")]
+    assert change["action"] == "update", change
+    # ParallelCluster's change set gives values as text
+    assert "'TopologyPlugin': 'topology/tree'" in str(
+        change["attributes"]["Scheduling.SlurmSettings.CustomSlurmSettings"]["new"])
+    assert EC2_READ_ONLY in str(change["attributes"]["HeadNode.Iam.AdditionalIamPolicies"]["new"])
+    assert not any(path.startswith("HeadNode.CustomActions") for path in change["attributes"])
+    _ok(plain_cli.destroy())

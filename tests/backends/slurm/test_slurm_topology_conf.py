@@ -196,6 +196,16 @@ def test_a_topology_conf_fmcluster_did_not_write_is_left_alone(tmp_path, monkeyp
     assert mine.read_text() == "SwitchName=rack1 Nodes=tux[0-3]\n"
 
 
+def test_the_pass_acts_only_under_topology_tree():
+    script = _script()
+    # `scontrol show config` lines as Slurm 22.05 prints them (name padded, " = ", value)
+    assert script.topology_plugin("SwitchType               = (null)\nTopologyParam           = (null)\n"
+                                  "TopologyPlugin          = topology/tree\nTrackWCKey              = No\n") == \
+        "topology/tree"
+    assert script.topology_plugin("TopologyPlugin          = topology/none\n") == "topology/none"
+    assert script.topology_plugin("TopologyParam           = (null)\n") == ""
+
+
 def test_hostlist_and_the_leaf_of_a_switch_with_both_kinds_of_children():
     script = _script()
     # Slurm's hostlist form (topology.conf(5): "Nodes=tux[0-3,12,18-20]")
