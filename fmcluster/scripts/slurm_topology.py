@@ -272,9 +272,10 @@ def main(argv: list[str]) -> int:
         try:
             (install if argv[0] == "install" else update)(argv[1], argv[2])
         except (RuntimeError, OSError, subprocess.CalledProcessError, ValueError) as exc:
-            # The last good topology.conf stays; the timer tries again.
-            print(f"fmcluster slurm_topology: {exc}", file=sys.stderr)
-            return 1
+            # update: the last good topology.conf stays and the timer tries again. install: said in the head
+            # node's bootstrap log, but never failing the head node over the network tree (exit 0).
+            print(f"fmcluster slurm_topology {argv[0]}: {exc}", file=sys.stderr)
+            return 1 if argv[0] == "update" else 0
     else:
         print(__doc__.split("Usage:", 1)[1], file=sys.stderr)
         return 2

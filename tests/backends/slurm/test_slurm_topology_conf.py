@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import socket
 import subprocess
 import sys
 
 import pytest
-from fixtures.slurm import CONTROLLER_BINARIES, missing_requirements, skip_or_fail, start_controller, stop
+from fixtures.slurm import (
+    CONTROLLER_BINARIES,
+    _free_port,
+    missing_requirements,
+    skip_or_fail,
+    start_controller,
+    stop,
+)
 
 from fmcluster.backends.slurm.node_software import shipped
 
@@ -194,6 +202,24 @@ def test_a_topology_conf_fmcluster_did_not_write_is_left_alone(tmp_path, monkeyp
     assert mine.read_text() == "SwitchName=rack1 Nodes=tux[0-3]\n"
     script.placeholder()  # OnNodeStart never replaces one either
     assert mine.read_text() == "SwitchName=rack1 Nodes=tux[0-3]\n"
+
+
+def test_a_failed_pass_exits_1_and_leaves_the_file(slurm_available, tmp_path, monkeypatch, capsys):
+    script = _script()
+    conf = tmp_path / "topology.conf"
+    monkeypatch.setattr(script, "TOPOLOGY_CONF", str(conf))
+    script.placeholder()
+    before = conf.read_text()
+    # a controller nobody runs, given up on at once
+    dead = tmp_path / "slurm.conf"
+    dead.write_text(f"ClusterName=dead\nSlurmctldHost={socket.gethostname()}(127.0.0.1)\nSlurmctldPort={_free_port()}\n"
+                    f"AuthType=auth/munge\nAuthInfo=socket={tmp_path / 'no-munge'}\nMessageTimeout=1\nTCPTimeout=1\n"
+                    "NodeName=a CPUs=1\nPartitionName=p Nodes=a\n")
+    monkeypatch.setenv("SLURM_CONF", str(dead))
+    assert script.main(["update", CLUSTER, "us-east-1"]) == 1
+    assert conf.read_text() == before
+    assert "fmcluster slurm_topology update:" in capsys.readouterr().err
+    assert script.main(["unknown"]) == 2
 
 
 def test_the_pass_acts_only_under_topology_tree():
