@@ -249,43 +249,6 @@ def test_a_guard_after_a_capacity_blocks_end_is_allowed_and_said(in_process, tmp
     assert after_blocks(session, spec_short, guard_deadline(spec_short.budget, None, now, now)) == []
 
 
-def _advance(sandbox, seconds: float) -> None:
-    sandbox.clock({"advance_seconds": seconds})
-
-
-def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_the_nodes_back(in_process,
-                                                                                              tmp_path) -> None:
-    from fmcluster.spec import load_spec
-    from fmcluster.verbs.lifecycle.create import create
-    from fmcluster.verbs.lifecycle.destroy import destroy
-    from fmcluster.verbs.lifecycle.status import status
-
-    name, path = spec_file(tmp_path, "budget: {expires: 1h}\n")
-    assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
-    pcs = in_process.client("pcs")
-
-    def scaling(group: str) -> dict:
-        return pcs.get_compute_node_group(clusterIdentifier=name, computeNodeGroupIdentifier=group)[
-            "computeNodeGroup"]["scalingConfiguration"]
-
-    try:
-        left = status(name, refresh=False)["budget"]["hours_left"] * 3600
-        _advance(in_process, left - 60)  # a minute before: nothing stops
-        assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
-        _advance(in_process, 120)  # a minute after
-        assert scaling("gpu") == {"minInstanceCount": 0, "maxInstanceCount": 0}
-        assert scaling("burst") == {"minInstanceCount": 0, "maxInstanceCount": 0}
-        report = status(name, refresh=False)
-        assert report["budget"]["passed"] is True
-        assert any(p.startswith("the budget guard fired at ") for p in report["problems"]), report["problems"]
-        path_later = tmp_path / "later.yaml"
-        path_later.write_text(open(path).read().replace("expires: 1h", "expires: 5h"))
-        assert create(load_spec(str(path_later)).spec, str(path_later), yes=True, wait=True, timeout_min=10) == 0
-        assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
-    finally:
-        assert destroy(name, yes=True, keep_storage=False) == 0
-
-
 def test_diff_shows_the_guard_and_records_no_moment(in_process, tmp_path, capsys) -> None:
     """diff installs nothing, so it keeps no moment: the next create decides it from AWS's clock then."""
     from fmcluster.spec import load_spec
@@ -300,78 +263,6 @@ def test_diff_shows_the_guard_and_records_no_moment(in_process, tmp_path, capsys
                      "budget:guard"):
         assert planned.get(resource) == "create", planned
     assert StateStore(readonly=True).resource(name, "us-east-1", "guard", "deadline") is None
-
-
-def test_eks_guard_stops_its_own_node_groups_only(in_process, tmp_path, capsys) -> None:
-    """On EKS the role may call eks:UpdateNodegroupConfig on the queues' node groups alone (as EKS issued their
-    ARNs; not the system node group), and each schedule's input keeps the group's maxSize (at least 1). When the
-    sandbox's clock passes the lease, the schedule scales the group to zero and status says the guard fired."""
-    from fmcluster.spec import load_spec
-    from fmcluster.verbs.lifecycle.create import create
-    from fmcluster.verbs.lifecycle.destroy import destroy
-    from fmcluster.verbs.lifecycle.status import status
-
-    name = f"guard-{uuid.uuid4().hex[:8]}"
-    path = tmp_path / "eks.yaml"
-    path.write_text(f"name: {name}\nregion: us-east-1\nbackend: eks\nkubernetes: {{scheduler: kueue}}\n"
-                    "queues:\n  - {name: train, instance_type: p5.48xlarge, nodes: 2}\n"
-                    "budget: {expires: 72h}\n")
-    assert create(load_spec(path).spec, str(path), yes=True, wait=True, timeout_min=15) == 0
-    eks, iam, scheduler = (in_process.client(s) for s in ("eks", "iam", "scheduler"))
-    try:
-        train = eks.describe_nodegroup(clusterName=name, nodegroupName="train")["nodegroup"]["nodegroupArn"]
-        policy = iam.get_role_policy(RoleName=f"fmcluster-guard-us-east-1-{name}", PolicyName="budget-guard")
-        document = policy["PolicyDocument"]
-        document = json.loads(urllib.parse.unquote(document)) if isinstance(document, str) else document
-        assert [(s["Action"], s["Resource"]) for s in document["Statement"]] == [
-            ("eks:UpdateNodegroupConfig", [train])]
-        got = scheduler.get_schedule(Name="stop-train", GroupName=f"fmcluster-{name}")
-        assert got["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
-        assert json.loads(got["Target"]["Input"]) == {"clusterName": name, "nodegroupName": "train",
-                                                      "scalingConfig": {"minSize": 0, "maxSize": 2,
-                                                                        "desiredSize": 0}}
-        before = status(name, refresh=False)
-        assert [q["running_instances"] for q in before["queues"] if q["name"] == "train"] == [2]
-        _advance(in_process, before["budget"]["hours_left"] * 3600 + 60)
-        scaling = eks.describe_nodegroup(clusterName=name, nodegroupName="train")["nodegroup"]["scalingConfig"]
-        assert scaling == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
-        after = _settled(lambda: status(name, refresh=False), "train")
-        assert any(p.startswith("the budget guard fired at ") for p in after["problems"]), after["problems"]
-        assert after["budget"]["nodes_still_running"] == 0
-    finally:
-        assert destroy(name, yes=True, keep_storage=False) == 0
-
-
-def test_parallelcluster_guard_writes_the_fleet_stop_to_the_clusters_own_table(in_process, tmp_path) -> None:
-    """The role may only UpdateItem the cluster's parallelcluster-<name> table; the schedule's request, sent as
-    EventBridge Scheduler would send it, lands where pcluster reads the fleet's status (Data.status)."""
-    from fmcluster.spec import load_spec
-    from fmcluster.verbs.lifecycle.create import create
-    from fmcluster.verbs.lifecycle.destroy import destroy
-
-    name = f"guard-{uuid.uuid4().hex[:8]}"
-    text = (REPO_ROOT / "configs" / "quickstart-parallelcluster.yaml").read_text()
-    path = tmp_path / "pc.yaml"
-    path.write_text(text.replace("name: quickstart-pc\n", f"name: {name}\n") + "budget: {expires: 72h}\n")
-    assert create(load_spec(path).spec, str(path), yes=True, wait=True, timeout_min=15) == 0
-    iam, scheduler, ddb = (in_process.client(s) for s in ("iam", "scheduler", "dynamodb"))
-    account = in_process.client("sts").get_caller_identity()["Account"]
-    try:
-        policy = iam.get_role_policy(RoleName=f"fmcluster-guard-us-east-1-{name}", PolicyName="budget-guard")
-        document = policy["PolicyDocument"]
-        document = json.loads(urllib.parse.unquote(document)) if isinstance(document, str) else document
-        assert [(s["Action"], s["Resource"]) for s in document["Statement"]] == [
-            ("dynamodb:UpdateItem", [f"arn:aws:dynamodb:us-east-1:{account}:table/parallelcluster-{name}"])]
-        got = scheduler.get_schedule(Name="stop-fleet", GroupName=f"fmcluster-{name}")
-        assert got["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:dynamodb:updateItem"
-        # 72 h on: the schedule sends its request as the role; clustermgtd's stand-in moves the fleet to STOPPED
-        _advance(in_process, 72 * 3600 + 60)
-        [run] = [r for r in in_process.schedule_runs() if r["group"] == f"fmcluster-{name}"]
-        assert run["outcome"] == "succeeded", run
-        item = ddb.get_item(TableName=f"parallelcluster-{name}", Key={"Id": {"S": "COMPUTE_FLEET"}})["Item"]
-        assert item["Data"]["M"]["status"]["S"] in ("STOP_REQUESTED", "STOPPING", "STOPPED"), item
-    finally:
-        assert destroy(name, yes=True, keep_storage=False) == 0
 
 
 def test_create_warns_while_the_clusters_cost_tag_is_not_active(in_process, tmp_path, capsys) -> None:
@@ -395,19 +286,6 @@ def test_create_warns_while_the_clusters_cost_tag_is_not_active(in_process, tmp_
         assert destroy(name, yes=True, keep_storage=False) == 0
 
 
-def _settled(read, queue: str, seconds: float = 30.0) -> dict:
-    """``read()`` once ``queue`` runs no node (the backend ends its instances a moment after the stop)."""
-    import time
-
-    ends = time.monotonic() + seconds
-    while True:
-        report = read()
-        running = [q.get("running_instances") for q in report["queues"] if q["name"] == queue]
-        if running == [0] or time.monotonic() > ends:
-            return report
-        time.sleep(1)
-
-
 def test_status_does_not_claim_a_stop_aws_refused(in_process, tmp_path) -> None:
     """A guard whose role lost its rights (edited outside fmcluster) passes its moment with the nodes running: the
     sandbox refuses the call as IAM would, and status says the moment passed with nodes still running, not that the
@@ -425,7 +303,7 @@ def test_status_does_not_claim_a_stop_aws_refused(in_process, tmp_path) -> None:
                             PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
                                 {"Effect": "Allow", "Action": "pcs:UpdateComputeNodeGroup",
                                  "Resource": "arn:aws:pcs:us-east-1:123456789012:cluster/pcs_0000000000/*"}]}))
-        _advance(in_process, status(name, refresh=False)["budget"]["hours_left"] * 3600 + 60)
+        in_process.clock({"advance_seconds": status(name, refresh=False)["budget"]["hours_left"] * 3600 + 60})
         runs = [r for r in in_process.schedule_runs() if r["group"] == f"fmcluster-{name}"]
         assert runs and {r["outcome"] for r in runs} == {"denied"}, runs
         report = status(name, refresh=False)
