@@ -18,17 +18,6 @@ from fixtures.lifecycle import REPO_ROOT
 from fmcluster.errors import FmclusterError, SpecError, UsageError
 
 
-@pytest.fixture
-def in_process(sandbox, sandbox_env, tmp_path, monkeypatch):
-    """fmcluster's own code in this process, pointed at the sandbox, with a state directory of its own."""
-    from fmcluster.connection import aws
-
-    monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test
-    aws.configure(None, None, sandbox.endpoint_url)
-    return sandbox
-
-
 def spec_file(tmp_path, budget: str) -> tuple[str, str]:
     name = f"guard-{uuid.uuid4().hex[:8]}"
     text = (REPO_ROOT / "configs" / "quickstart-pcs.yaml").read_text().replace("name: quickstart-pcs", f"name: {name}")

@@ -14,22 +14,10 @@ import time
 import urllib.parse
 import uuid
 
-import pytest
 from fixtures.lifecycle import REPO_ROOT
 
 # FSx for Lustre's smallest file system is 1,200 GiB (FSx for Lustre user guide, "Storage capacity").
 LUSTRE = "storage: {lustre: {capacity_gib: 1200}}\n"
-
-
-@pytest.fixture
-def in_process(sandbox, sandbox_env, tmp_path, monkeypatch):
-    """fmcluster's own code in this process, pointed at the sandbox, with a state directory of its own."""
-    from fmcluster.connection import aws
-
-    monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test
-    aws.configure(None, None, sandbox.endpoint_url)
-    return sandbox
 
 
 def _pcs_spec(tmp_path, extra: str) -> tuple[str, str]:
