@@ -13,17 +13,9 @@ import urllib.request
 import uuid
 
 import pytest
-from fixtures.lifecycle import REPO_ROOT
+from fixtures.guard_specs import pcs_spec
 
 from fmcluster.errors import FmclusterError, SpecError, UsageError
-
-
-def spec_file(tmp_path, budget: str) -> tuple[str, str]:
-    name = f"guard-{uuid.uuid4().hex[:8]}"
-    text = (REPO_ROOT / "configs" / "quickstart-pcs.yaml").read_text().replace("name: quickstart-pcs", f"name: {name}")
-    path = tmp_path / "spec.yaml"
-    path.write_text(text + budget)
-    return name, str(path)
 
 
 def scaled_queues(path: str) -> list:
@@ -53,7 +45,7 @@ def nothing_made(name: str) -> None:
 
 
 def test_a_lease_already_over_is_refused_at_its_line(in_process, tmp_path) -> None:
-    name, path = spec_file(tmp_path, "budget: {expires: '2020-01-01T00:00:00Z'}\n")
+    name, path = pcs_spec(tmp_path, "budget: {expires: '2020-01-01T00:00:00Z'}\n")
     refused = create_refused(path)
     assert isinstance(refused, SpecError) and refused.exit_code == 2
     assert ":18:" in str(refused) and "budget.expires" in str(refused) and "not after now" in str(refused)
@@ -61,7 +53,7 @@ def test_a_lease_already_over_is_refused_at_its_line(in_process, tmp_path) -> No
 
 
 def test_destroy_compute_without_yes_says_what_it_deletes(in_process, tmp_path) -> None:
-    name, path = spec_file(tmp_path, "budget: {expires: 72h, on_limit: destroy-compute}\n")
+    name, path = pcs_spec(tmp_path, "budget: {expires: 72h, on_limit: destroy-compute}\n")
     refused = create_refused(path, yes=False)
     assert isinstance(refused, UsageError) and refused.exit_code == 2
     assert "deletes the node groups of every queue (gpu, burst)" in str(refused) and "--yes" in str(refused)
@@ -78,7 +70,7 @@ def test_create_installs_the_guard_as_plan_printed_and_destroy_leaves_nothing(in
     from fmcluster.verbs.lifecycle.scale import scale
     from fmcluster.verbs.lifecycle.status import status
 
-    name, path = spec_file(tmp_path, "budget: {max_usd: 50, expires: 72h, notify: ops@example.com}\n")
+    name, path = pcs_spec(tmp_path, "budget: {max_usd: 50, expires: 72h, notify: ops@example.com}\n")
     assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
     printed = capsys.readouterr().err
     scheduler, iam, budgets = (in_process.client(s) for s in ("scheduler", "iam", "budgets"))
@@ -155,7 +147,7 @@ def test_status_counts_the_guard_down_from_the_creation_on_aws_clock(in_process,
     from fmcluster.verbs.lifecycle.status import status
     from fmcluster.verbs.session import Session
 
-    name, path = spec_file(tmp_path, "budget: {expires: 90m}\n")
+    name, path = pcs_spec(tmp_path, "budget: {expires: 90m}\n")
     spec = load_spec(path).spec
     session = Session.open(spec)
     session.set_cluster_id(uuid.uuid4().hex)
@@ -185,7 +177,7 @@ def test_status_says_the_guard_has_passed_when_aws_clock_has(in_process, tmp_pat
     from fmcluster.verbs.lifecycle.status import status
     from fmcluster.verbs.session import Session
 
-    name, path = spec_file(tmp_path, "budget: {expires: 1h}\n")
+    name, path = pcs_spec(tmp_path, "budget: {expires: 1h}\n")
     spec = load_spec(path).spec
     session = Session.open(spec)
     session.set_cluster_id(uuid.uuid4().hex)
@@ -244,7 +236,7 @@ def test_diff_shows_the_guard_and_records_no_moment(in_process, tmp_path, capsys
     from fmcluster.state.store import StateStore
     from fmcluster.verbs.lifecycle.diff import diff
 
-    name, path = spec_file(tmp_path, "budget: {max_usd: 50, notify: ops@example.com}\n")
+    name, path = pcs_spec(tmp_path, "budget: {max_usd: 50, notify: ops@example.com}\n")
     diff(load_spec(path).spec, path, json_output=True)
     changes = json.loads(capsys.readouterr().out)["changes"]
     planned = {c["resource"]: c["action"] for c in changes}
@@ -261,7 +253,7 @@ def test_create_warns_while_the_clusters_cost_tag_is_not_active(in_process, tmp_
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
 
-    name, path = spec_file(tmp_path, "budget: {max_usd: 50}\n")
+    name, path = pcs_spec(tmp_path, "budget: {max_usd: 50}\n")
     assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
     try:
         said = " ".join(capsys.readouterr().err.split())
@@ -284,7 +276,7 @@ def test_status_does_not_claim_a_stop_aws_refused(in_process, tmp_path) -> None:
     from fmcluster.verbs.lifecycle.destroy import destroy
     from fmcluster.verbs.lifecycle.status import status
 
-    name, path = spec_file(tmp_path, "budget: {expires: 1h}\n")
+    name, path = pcs_spec(tmp_path, "budget: {expires: 1h}\n")
     assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
     iam = in_process.client("iam")
     try:

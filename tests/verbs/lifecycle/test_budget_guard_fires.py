@@ -14,18 +14,16 @@ import time
 import urllib.parse
 import uuid
 
+from fixtures.guard_specs import pcs_spec
 from fixtures.lifecycle import REPO_ROOT
 
 # FSx for Lustre's smallest file system is 1,200 GiB (FSx for Lustre user guide, "Storage capacity").
 LUSTRE = "storage: {lustre: {capacity_gib: 1200}}\n"
 
 
-def _pcs_spec(tmp_path, extra: str) -> tuple[str, str]:
-    name = f"guard-{uuid.uuid4().hex[:8]}"
-    text = (REPO_ROOT / "configs" / "quickstart-pcs.yaml").read_text().replace("name: quickstart-pcs", f"name: {name}")
-    path = tmp_path / "spec.yaml"
-    path.write_text(text + extra)
-    return name, str(path)
+def _scaling(pcs, cluster: str, group: str) -> dict:
+    return pcs.get_compute_node_group(clusterIdentifier=cluster, computeNodeGroupIdentifier=group)[
+        "computeNodeGroup"]["scalingConfiguration"]
 
 
 def _advance(sandbox, seconds: float) -> None:
@@ -64,13 +62,12 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
     from fmcluster.verbs.lifecycle.destroy import destroy
     from fmcluster.verbs.lifecycle.status import status
 
-    name, path = _pcs_spec(tmp_path, "budget: {expires: 1h}\n" + LUSTRE)
+    name, path = pcs_spec(tmp_path, "budget: {expires: 1h}\n" + LUSTRE)
     assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
     pcs = in_process.client("pcs")
 
     def scaling(group: str) -> dict:
-        return pcs.get_compute_node_group(clusterIdentifier=name, computeNodeGroupIdentifier=group)[
-            "computeNodeGroup"]["scalingConfiguration"]
+        return _scaling(pcs, name, group)
 
     try:
         storage = _file_systems(in_process, name)
@@ -216,7 +213,7 @@ def test_a_cap_alone_fires_within_a_minute_of_the_moment_plan_printed(in_process
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
 
-    name, path = _pcs_spec(tmp_path, "budget: {max_usd: 40}\n")
+    name, path = pcs_spec(tmp_path, "budget: {max_usd: 40}\n")
     offset = dt.timedelta(seconds=in_process.clock()["offset_seconds"])
     planned = _plan_json(path)["budget"]
     assert planned["decided_by"] == "max_usd" and planned["expires_at"] is None, planned
@@ -225,8 +222,7 @@ def test_a_cap_alone_fires_within_a_minute_of_the_moment_plan_printed(in_process
     pcs = in_process.client("pcs")
 
     def scaling(group: str) -> dict:
-        return pcs.get_compute_node_group(clusterIdentifier=name, computeNodeGroupIdentifier=group)[
-            "computeNodeGroup"]["scalingConfiguration"]
+        return _scaling(pcs, name, group)
 
     try:
         now = _when(in_process.clock()["now"])
