@@ -4,7 +4,8 @@ On when a queue's instance type is one EC2 gives a topology (the catalog's ``net
 guide's "Prerequisites for Amazon EC2 topology"): that is where placement under one switch pays. Off otherwise,
 and off when the spec's own ``slurm.custom_settings`` names a ``TopologyPlugin`` (Slurm reads parameter names
 case-insensitively, slurm.conf(5)): the user's choice wins, and fmcluster writes no topology.conf over theirs.
-Slurm 22.05 (the one CI runs) has no topology/block, so GB200 UltraServers get the tree here too.
+fmcluster writes no topology/block (Debian's Slurm 22.05, the one CI checks with, has none); where the backend
+makes blocks itself (ParallelCluster for GB200 UltraServers) the cluster gets no tree from fmcluster either.
 """
 
 from __future__ import annotations
