@@ -1,5 +1,5 @@
-"""Read what a node says it has: GPUs (``nvidia-smi -L``) and EFA devices (``fi_info -p efa``), to count against the
-catalog.
+"""Read what a node says it has: GPUs (``nvidia-smi -L``), Neuron devices (``neuron-ls``) and EFA devices
+(``fi_info -p efa``), to count against the catalog.
 
 ``fi_info -p efa`` prints one block per endpoint: ``provider: efa`` then indented ``fabric:``, ``domain:``,
 ``version:``, ``type:`` and ``protocol:`` lines. Each EFA device shows one domain per endpoint type, named after the
@@ -10,6 +10,10 @@ When no provider matches, ``fi_info`` prints ``fi_getinfo: -61``: -FI_ENODATA, w
 
 ``nvidia-smi -L`` prints ``GPU <i>: <name> (UUID: GPU-…)`` per GPU; under MIG each GPU is followed by indented
 ``MIG …`` lines, which are slices of that GPU, not more GPUs.
+
+``neuron-ls`` prints a table, one row per Neuron device, its header in two rows (``NEURON`` over ``DEVICE``…); with
+``--show-all-procs`` a device with more processes gets more rows whose device cell is blank (AWS Neuron docs,
+"Neuron LS User Guide"). Newer versions print ``instance-type:`` lines before the table.
 """
 
 from __future__ import annotations
@@ -72,6 +76,43 @@ def gpus(text: str) -> tuple[Gpu, ...]:
         raise UnreadableOutput("nvidia-smi -L", "no GPU line", text)
     if len({g.index for g in found}) != len(found):
         raise UnreadableOutput("nvidia-smi -L", "a GPU index listed twice", text)
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class NeuronDevice:
+    index: int
+    cores: int
+    memory: str
+    connected: tuple[int, ...]
+
+
+def neuron_devices(text: str) -> tuple[NeuronDevice, ...]:
+    """The devices ``neuron-ls`` lists; raises :class:`UnreadableOutput` on anything else."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.strip().startswith("|")]
+    if len(rows) < 2 or len(rows[0]) != len(rows[1]):
+        raise UnreadableOutput("neuron-ls", "no device table", text)
+    names = [" ".join(pair).strip() for pair in zip(rows[0], rows[1], strict=True)]
+    columns = {name: i for i, name in enumerate(names)}
+    wanted = ("NEURON DEVICE", "NEURON CORES", "NEURON MEMORY", "CONNECTED DEVICES")
+    if any(name not in columns for name in wanted):
+        raise UnreadableOutput("neuron-ls", f"a table without the columns {', '.join(wanted)} ({names})", text)
+    found: list[NeuronDevice] = []
+    for row in rows[2:]:
+        if len(row) != len(names):
+            raise UnreadableOutput("neuron-ls", f"a row of {len(row)} cells under {len(names)} columns", text)
+        cell = row[columns["NEURON DEVICE"]]
+        if not cell:
+            continue  # another process on the device above (--show-all-procs)
+        try:
+            connected = row[columns["CONNECTED DEVICES"]]
+            found.append(NeuronDevice(int(cell), int(row[columns["NEURON CORES"]]), row[columns["NEURON MEMORY"]],
+                                      tuple(int(c) for c in connected.split(",") if c.strip())))
+        except ValueError:
+            raise UnreadableOutput("neuron-ls", f"a device row that is not numbers: {row}", text) from None
+    if not found:
+        raise UnreadableOutput("neuron-ls", "a table without devices", text)
     return tuple(found)
 
 

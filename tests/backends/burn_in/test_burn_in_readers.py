@@ -143,3 +143,26 @@ def test_nvidia_smi_no_devices_is_zero_gpus() -> None:
 def test_nvidia_smi_unreadable_output(text: str) -> None:
     with pytest.raises(UnreadableOutput, match="cannot read nvidia-smi -L output"):
         devices.gpus(text)
+
+
+# --- neuron-ls ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["neuron-ls-trn2n.48xlarge.txt", "neuron-ls-trn2n.48xlarge-show-all-procs.txt"])
+def test_neuron_ls_lists_sixteen_trainium2_devices(name: str) -> None:
+    found = devices.neuron_devices(_read(name))
+    assert [d.index for d in found] == list(range(16))  # the process rows under each device are not devices
+    assert found[0] == devices.NeuronDevice(0, 8, "96 GB", (12, 3, 4, 1))
+    assert found[14].connected == (10, 13, 2, 15)
+
+
+def test_neuron_ls_before_its_table_and_with_a_missing_device() -> None:
+    lines = _read("neuron-ls-trn2n.48xlarge.txt").splitlines()
+    text = "instance-type: trn2n.48xlarge\n" + "\n".join(line for line in lines if "| 7  " not in line)
+    assert len(devices.neuron_devices(text)) == 15
+
+
+@pytest.mark.parametrize("text", ["", "neuron-ls: command not found", "| NEURON |\n| DEVICE |\n",
+                                  "| NEURON | NEURON |\n| DEVICE | CORES |\n| 0 | 8 |\n"])
+def test_neuron_ls_unreadable_output(text: str) -> None:
+    with pytest.raises(UnreadableOutput, match="cannot read neuron-ls output"):
+        devices.neuron_devices(text)
