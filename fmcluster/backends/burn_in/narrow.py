@@ -45,11 +45,21 @@ class Hypothesis:
 @dataclass(frozen=True)
 class Finding:
     rounds: int
-    candidates: tuple[Hypothesis, ...]  # what the runs could not tell apart; one when narrowed down
+    # What the runs could not tell apart: one when narrowed down; none when no single slow node or link explains
+    # them (two faults, or a run that was slow once and fast once).
+    candidates: tuple[Hypothesis, ...]
 
     @property
     def found(self) -> Hypothesis | None:
         return self.candidates[0] if len(self.candidates) == 1 else None
+
+    def summary(self) -> str:
+        if not self.candidates:
+            return (f"after {self.rounds} round(s) no single slow node or link explains the runs: more than one "
+                    "fault, or a run that changed speed")
+        if self.found is not None:
+            return f"{self.found}, found in {self.rounds} round(s)"
+        return f"after {self.rounds} round(s) the runs cannot tell apart: " + ", ".join(map(str, self.candidates))
 
     @property
     def suspects(self) -> tuple[str, ...]:

@@ -101,3 +101,28 @@ def test_measure_must_answer_every_run() -> None:
 def test_needs_two_distinct_nodes(nodes: list[str]) -> None:
     with pytest.raises(ValueError, match="two or more distinct nodes"):
         narrow(nodes, lambda runs: {run: False for run in runs})
+
+
+def test_two_slow_nodes_are_not_blamed_on_one() -> None:
+    nodes = _nodes(8)
+    fabric = Fabric(nodes)
+    measure_one = fabric.measure
+
+    def two_slow(runs: list[Run]) -> Mapping[Run, bool]:
+        slow = dict(measure_one(runs))
+        return {run: slow[run] or nodes[1] in run or nodes[6] in run for run in runs}
+
+    finding = narrow(nodes, two_slow)
+    assert finding.found is None and finding.candidates == ()
+    assert finding.summary().endswith("no single slow node or link explains the runs: more than one fault, or a "
+                                      "run that changed speed")
+    assert finding.rounds <= BOUND[8]
+
+
+def test_summary_names_what_was_found() -> None:
+    nodes = _nodes(8)
+    fabric = Fabric(nodes, slow_link=(nodes[2], nodes[5]))
+    assert narrow(nodes, fabric.measure).summary() == "the link ip-10-0-0-2 – ip-10-0-0-5, found in 4 round(s)"
+    pair = narrow(_nodes(2), Fabric(_nodes(2), slow_node="ip-10-0-0-0").measure)
+    assert pair.summary() == ("after 1 round(s) the runs cannot tell apart: node ip-10-0-0-0, node ip-10-0-0-1, "
+                              "the link ip-10-0-0-0 – ip-10-0-0-1")
