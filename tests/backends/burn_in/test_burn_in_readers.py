@@ -166,3 +166,9 @@ def test_neuron_ls_before_its_table_and_with_a_missing_device() -> None:
 def test_neuron_ls_unreadable_output(text: str) -> None:
     with pytest.raises(UnreadableOutput, match="cannot read neuron-ls output"):
         devices.neuron_devices(text)
+
+
+def test_dcgm_everything_skipped_checked_nothing() -> None:
+    report = dcgm.parse(_read("dcgm-3.1.0-nvidia-real-output.json").replace('"PASS"', '"SKIPPED"'))
+    assert len(report.skipped) == 17 and report.failures == ()
+    assert not report.passed
