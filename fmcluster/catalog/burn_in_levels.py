@@ -83,7 +83,8 @@ def estimate(level: str, instance_type: str, nodes: int) -> Estimate:
     if level == "quick":
         return Estimate(level, instance_type, nodes, tuple(parts))
     # fi_pingpong between two p4de.24xlarge printed 0.00 s for every size it sent (aws-samples/
-    # awsome-distributed-training 1.architectures/efa-cheatsheet.md): the loopback is under a second.
+    # awsome-distributed-training 1.architectures/efa-cheatsheet.md, the version with "What is Elastic Fabric Adapter
+    # (EFA)?"; tests/data/burn-in/README.md): the loopback is under a second.
     parts.append(Part("EFA loopback (fi_pingpong)", 0.0, 1.0, "aws-samples/awsome-distributed-training "
                       "1.architectures/efa-cheatsheet.md, fi_pingpong -p efa on 2x p4de.24xlarge"))
     if nodes >= 2:
