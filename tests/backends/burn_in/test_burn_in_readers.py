@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,15 @@ def test_dcgm_a_failing_gpu_is_named_with_its_message() -> None:  # derived fixt
     assert (failure.category, failure.test, failure.status) == ("Hardware", "GPU Memory", "fail")
     assert failure.messages == ("derived fixture, not DCGM's wording: GPU 3 memory fault",)
     assert "GPU Memory on GPU 3: fail (derived fixture" in report.summary()
+
+
+def test_dcgm_4_derived_fixture_has_the_shape_nvidia_tests_dcgm_against() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    # The schema's "$schema" (json-schema.org/schema#) names no draft; its keywords are all in draft 7.
+    validator = jsonschema.Draft7Validator(json.loads(_read("dcgm_diag_schema-nvidia.json")))
+    validator.validate(json.loads(_read("dcgm-derived-4.x-gpu1-memory-fail.json")))
+    with pytest.raises(jsonschema.ValidationError, match="'DCGM Diagnostic' is a required property"):
+        validator.validate(json.loads(_read("dcgm-3.1.0-nvidia-real-output.json")))
 
 
 def test_dcgm_4_shape_reads_entities_and_metadata_version() -> None:  # derived fixture, see the README
