@@ -95,7 +95,7 @@ def test_each_level_runs_the_tests_dcgm_lists_for_it(tmp_path, run, tests):
 @pytest.mark.parametrize("run", ["5", "0", "x"])
 def test_an_unknown_level_gets_dcgmis_parse_error(tmp_path, run):
     out = _dcgmi(_env(tmp_path), "diag", "-r", run, "-j")
-    # dcgm_diag_common_populate_run_diag's "Invalid value '%s' specified for -r." through CommandLineParser's
+    # modules/diag/DcgmDiagCommon.cpp's "Invalid value '%s' specified for -r." through dcgmi/CommandLineParser's
     # "Error: " … "." and main_dcgmi.cpp's runtime_error; main returns -2 (254 to the shell)
     assert (out.returncode, out.stdout) == (254, "")
     assert out.stderr == (f"Error: Invalid value '{run}' specified for -r..\n"

@@ -99,7 +99,8 @@ def dcgmi(args: list[str]) -> int:
         return 1
     run = _option(args, "-r", "--run") or "1"
     if len(run) == 1 and run not in "1234":
-        # dcgm_diag_common_populate_run_diag's error, thrown as a TCLAP parse error: CommandLineParser prints it
+        # modules/diag/DcgmDiagCommon.cpp dcgm_diag_common_populate_run_diag's error, thrown as a TCLAP parse
+        # error by dcgmi/CommandLineParser.cpp (commit 1477d8785e899ab3450fdff2b486102e9bed096b), which prints it
         # with "Error: " and a "." of its own, main_dcgmi.cpp the runtime_error, and exits -2
         print(f"Error: Invalid value '{run}' specified for -r..\n"
               "An error occurred trying to parse the command line.", file=sys.stderr)
