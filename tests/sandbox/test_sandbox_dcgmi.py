@@ -8,21 +8,28 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from fixtures.eks_smoke import mpijob_crd, p5_kueue_job
+from fixtures.kube import CLUSTER, conditions, daemonset
 
 from fmcluster.backends.burn_in import dcgm
 from fmcluster_sandbox.faults import Faults
-from fmcluster_sandbox.kube import fake_tools, node_health
+from fmcluster_sandbox.kube import fake_tools, launcher_run, node_health
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "data" / "burn-in" / "dcgm_diag_schema-nvidia.json")
                     .read_text())
 # NVIDIA's schema names no draft ("http://json-schema.org/schema#"); its keywords are all draft 7's
 VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+JOBS = "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs"
+PODS = "/api/v1/namespaces/default/pods"
+NODES = ["ip-10-0-0-1.ec2.internal", "ip-10-0-0-2.ec2.internal"]
 # Each level's tests, typed from NVIDIA/DCGM nvvs/src/NvidiaValidationSuite.cpp FillTestVectors (commit 28bfbd4c):
 # level 1 the software (deployment) checks; 2 adds memory and pcie; 3 adds diagnostic, nvbandwidth and the stress
 # tests memory_bandwidth, targeted_stress, targeted_power (eud left out: root and a separate package); 4 adds
@@ -133,3 +140,52 @@ def test_the_faults_route_refuses_an_unknown_test_naming_the_tests(sandbox):
     assert "'gpu_burn'" in error
     assert ("software, memory, pcie, diagnostic, nvbandwidth, memory_bandwidth, targeted_stress, targeted_power, "
             "pulse_test, memtest") in error
+
+
+@pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable()))
+def test_an_mpijob_on_the_emulated_nodes_finds_the_faulted_gpu(server, k8s):
+    """The fault reaches a job's dcgmi through the operator's world file: a launcher running ``dcgmi diag`` on both
+    workers gets a passing node and GPU 3 failing memory on the faulted one, and fails as mpirun does."""
+    server["kube"].faults = faults = Faults()
+    try:
+        server["eks"].instances[CLUSTER] = [{"name": name, "instance_type": "p5.48xlarge",
+                                             "instance_id": f"i-0123456789abcdef{i}", "nodegroup": "train",
+                                             "labels": {"fmcluster.io/queue": "train"}, "efa_interfaces": 32}
+                                            for i, name in enumerate(NODES)]
+        for name, image in (("nvidia", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"),
+                            ("efa", "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:"
+                                    "v0.5.6")):
+            assert k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", daemonset(name, image))[0] == 201
+        assert k8s.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", mpijob_crd())[0] == 201
+        assert k8s.call("POST", "/api/v1/namespaces", {"metadata": {"name": "mpi-operator"}})[0] == 201
+        labels = {"app": "mpi-operator"}
+        operator = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mpi-operator"},
+                    "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+                        "containers": [{"name": "mpi-operator", "image": "mpioperator/mpi-operator:0.8.0",
+                                        "resources": {"requests": {"cpu": "100m"}}}]}}}}
+        assert k8s.call("POST", "/apis/apps/v1/namespaces/mpi-operator/deployments", operator)[0] == 201
+        faults.update({"node_health": {NODES[1]: {"dcgm_failures": [{"gpu": 3, "test": "memory"}]}}})
+        _, manifest = p5_kueue_job()
+        launcher = manifest["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+        launcher["command"] = ["/bin/bash", "-c", "/opt/amazon/openmpi/bin/mpirun --allow-run-as-root -np 2 -N 1 "
+                                                  "dcgmi diag -r 2 -j"]
+        assert k8s.call("POST", JOBS, manifest)[0] == 201
+        deadline = time.monotonic() + 30
+        while not any(conditions(job := k8s.call("GET", f"{JOBS}/fmcluster-smoke-train")[1]).get(t, {}).get("status")
+                      == "True" for t in ("Succeeded", "Failed")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert conditions(job)["Failed"]["status"] == "True"
+        pods = k8s.call("GET", f"{PODS}?labelSelector=training.kubeflow.org/job-role%3Dlauncher")[1]["items"]
+        req = urllib.request.Request(f"{k8s.url}/k8s/{CLUSTER}{PODS}/{pods[0]['metadata']['name']}/log",
+                                     headers={"Authorization": f"Bearer {k8s.token}"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            log = resp.read().decode()
+        first, end = json.JSONDecoder().raw_decode(log)
+        second = log[end:].lstrip()
+        healthy, faulted = dcgm.parse(json.dumps(first)), dcgm.parse(second)
+        assert healthy.passed and len(healthy.results) == 3 * 8
+        assert not faulted.passed and faulted.failing_gpus == (3,) and faulted.failures[0].test == "memory"
+        assert "Exit code:    205" in log  # mpirun's abort names the rank's exit code, DCGM_ST_NVVS_ISOLATE_ERROR
+    finally:
+        server["kube"].faults = None
+        k8s.call("DELETE", f"{JOBS}/fmcluster-smoke-train")
