@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fmcluster_sandbox.kube.fake_tools import DCGM_TESTS
+
 LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue", "eks.cluster", "eks.nodegroup", "eks.addon")
 FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack", "eks_cluster", "eks_nodegroup", "eks_addon")
 # Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name; an EKS
@@ -62,8 +64,10 @@ class Faults:
       it; ``null`` moves it back. The server refuses a move of an instance without topology, or to a node that is
       not a bottom node of the instance's zone.
     - ``node_health``: an EKS node's name or its instance id -> ``{"gpus_missing": n, "efa_devices_missing": n,
-      "never_finishes": true}``: what the tools of the workloads the sandbox runs there find
-      (:mod:`fmcluster_sandbox.kube.node_health`); ``null`` makes the node healthy again.
+      "never_finishes": true, "dcgm_failures": [{"gpu": i, "test": "memory"}]}``: what the tools of the workloads
+      the sandbox runs there find (:mod:`fmcluster_sandbox.kube.node_health`); ``dcgm_failures`` makes that test of
+      ``dcgmi diag`` fail on GPU ``i`` when the run level includes it (a name ``dcgmi diag`` does not run is refused,
+      naming those it does); ``null`` makes the node healthy again.
     - ``slow_link``: ``["<node a>", "<node b>", factor]``, a link between two nodes (names or instance ids) that
       runs at ``factor`` (0 < factor <= 1) of its speed in an all-reduce spanning both; ``null`` removes it.
     """
@@ -320,14 +324,34 @@ def _check_moves(moves: dict) -> None:
             raise ValueError(f"topology_move {key!r} must name a network node id (nn- and 17 hex digits)")
 
 
-NODE_FAULTS = {"gpus_missing": int, "efa_devices_missing": int, "never_finishes": bool}
+NODE_FAULTS = {"gpus_missing": int, "efa_devices_missing": int, "never_finishes": bool, "dcgm_failures": list}
+
+
+def _check_dcgm_failures(key: str, failures: list) -> None:
+    """Each item names a GPU index and a test the sandbox's ``dcgmi diag`` runs (kube/fake_tools.py DCGM_LEVELS)."""
+    for item in failures:
+        if not isinstance(item, dict) or set(item) != {"gpu", "test"}:
+            raise ValueError(f"node_health {key!r}: each dcgm_failures item must be "
+                             '{"gpu": <index>, "test": "<dcgmi diag test>"}')
+        gpu, test = item["gpu"], item["test"]
+        if not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0:
+            raise ValueError(f"node_health {key!r}: dcgm_failures gpu must be a GPU index >= 0, not {gpu!r}")
+        if test not in DCGM_TESTS:
+            raise ValueError(f"node_health {key!r}: dcgm_failures test {test!r} is not a dcgmi diag test the "
+                             f"sandbox runs; the tests are {', '.join(DCGM_TESTS)}")
 
 
 def _check_node_health(nodes: dict, link: Any) -> None:
     for key, value in nodes.items():
         if not isinstance(value, dict) or not value or set(value) - set(NODE_FAULTS):
             raise ValueError(f"node_health {key!r} must be an object with any of {', '.join(NODE_FAULTS)}")
+        if "dcgm_failures" in value:
+            if not isinstance(value["dcgm_failures"], list):
+                raise ValueError(f"node_health {key!r}: dcgm_failures must be a list")
+            _check_dcgm_failures(key, value["dcgm_failures"])
         for name, kind in NODE_FAULTS.items():
+            if kind is list:
+                continue
             item = value.get(name)
             if item is not None and (not isinstance(item, kind) or (kind is int and (isinstance(item, bool)
                                                                                       or item < 0))):

@@ -57,7 +57,9 @@ Control routes (JSON in, JSON out; not AWS APIs):
     ``{"node_health": {"<node>": {"gpus_missing": 1}}}`` (``nvidia-smi -L`` lists one GPU fewer, a rank on it
     fails as CUDA does), ``{"efa_devices_missing": 1}`` (one ``fi_info`` block and one ``/sys/class/infiniband``
     device fewer; the all-reduce slows to the node's remaining share), ``{"never_finishes": true}`` (its
-    all_reduce_perf hangs until the job's deadline); ``{"node_health": {"<node>": null}}`` heals it;
+    all_reduce_perf hangs until the job's deadline), ``{"dcgm_failures": [{"gpu": 3, "test": "memory"}]}``
+    (``dcgmi diag -r 2 -j`` there fails GPU 3's memory test, with DCGM's message and exit code; a test name
+    dcgmi diag does not run is a 400 naming those it does); ``{"node_health": {"<node>": null}}`` heals it;
     ``{"slow_link": ["<node a>", "<node b>", 0.5]}`` (an all-reduce spanning both runs at that factor;
     ``null`` removes it). :mod:`fmcluster_sandbox.kube.node_health` says what a healthy node has.
 ``GET /_fmcluster/quotas?region=us-east-1``

@@ -10,6 +10,8 @@ written by :mod:`.launcher_run` from :mod:`.node_health`); the node a process ru
 * ``nvidia-smi -L``: one line per GPU in NVIDIA's format, ``GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-…)``; no GPU:
   ``No devices were found``, exit 6 (nvidia-smi's documented return code 6, "A query to find an object was
   unsuccessful").
+* ``dcgmi diag -r LEVEL -j``: DCGM 4.x's JSON (see :func:`dcgmi`), one result per GPU per test of the level, a test
+  failing on a GPU the node's ``dcgm_failures`` fault names.
 * ``fi_info -p efa -t FI_EP_RDM``: one ``provider: efa`` block per EFA device, as AWS's "Get started with EFA"
   page shows it; none: ``fi_getinfo: -61 (No data available)``, exit 1.
 * ``mpirun -np N -N M CMD…`` (Open MPI's meaning: N processes in all, M per node, nodes in the hostfile's order,
@@ -47,6 +49,101 @@ def _host() -> str:
 def _node(world: dict) -> dict:
     node: dict = world["hosts"].get(_host(), {"gpus": 0, "efa": 0, "gpu_name": "", "never_finishes": False})
     return node
+
+
+# dcgmi diag's suites, from NVIDIA/DCGM at commit 28bfbd4c97413d4aec249cdd9543a67d24f95b78:
+# nvvs/src/NvidiaValidationSuite.cpp FillTestVectors (each suite adds tests to the one below) and
+# nvvs/include/PluginStrings.h (each test's name and category). Left out: ``eud`` (level 3 only as root with NVIDIA's
+# separate EUD package installed, which a node image need not have) and ``cpu_eud`` (Grace CPUs).
+DCGM_LEVELS: dict[int, tuple[tuple[str, str], ...]] = {
+    1: (("Deployment", "software"),),
+    2: (("Hardware", "memory"), ("Integration", "pcie")),
+    3: (("Hardware", "diagnostic"), ("Hardware", "nvbandwidth"), ("Stress", "memory_bandwidth"),
+        ("Stress", "targeted_stress"), ("Stress", "targeted_power")),
+    4: (("Hardware", "pulse_test"), ("Stress", "memtest")),
+}
+DCGM_TESTS = tuple(test for level in DCGM_LEVELS.values() for _, test in level)
+# The level names dcgmi also accepts (DCGM docs, "dcgmi diag" reference, -r: "quick and short, medium, long, and
+# xlong are aliases for levels 1 through 4").
+DCGM_ALIASES = {"quick": 1, "short": 1, "medium": 2, "long": 3, "xlong": 4}
+# What a failing test reports, in DCGM's message shape: (DCGM_FR_* error_id, its message format, error_category).
+# Codes and formats: dcgmlib/dcgm_errors.h (commit ffde4e54bc7249a6039a5e6b45b395141e1217f9); every one is
+# DCGM_ERROR_ISOLATE (severity 2) in dcgmlib/src/dcgm_errors.c's table (commit 28bfbd4c). Which code each test
+# reports and the category (dcgmErrorCategory_t) are the sandbox's choice: messages that carry no figure.
+DCGM_FAILURES: dict[str, tuple[int, str, int]] = {
+    "software": (85, "GPU {gpu} had memory errors and row remappings are pending", 10),
+    "memory": (52, "Found 1 faulty memory elements on GPU {gpu}", 10),
+    "memtest": (58, "A memory mismatch was detected on GPU {gpu}, but no error was reported by CUDA or NVML.", 10),
+    "pcie": (86, "GPU {gpu} was unsuccessfully written to in a peer-to-peer test: broken_p2p", 13),
+}
+CUDA_DBE = (57, "CUDA APIs have indicated that a double-bit ECC error has occured on GPU {gpu}.", 10)
+# The PCI device id DCGM lists per GPU (entity_groups): PCI ID Repository, vendor 10de, 2330 "GH100 [H100 SXM5 80GB]".
+# A GPU not listed gets no entity_groups (the schema does not require them) rather than an invented id.
+DEVICE_IDS = {"NVIDIA H100 80GB HBM3": "2330"}
+DCGM_VERSION = "4.x-sandbox"  # says the JSON is not a capture; the reader only shows it
+
+
+def _styled(document: dict) -> None:
+    # jsoncpp's toStyledString: keys sorted (Json::Value objects are std::map), three-space indent, " : "
+    print(json.dumps(document, indent=3, sort_keys=True, separators=(",", " : ")) + "\n")
+
+
+def dcgmi(args: list[str]) -> int:
+    """``dcgmi diag -r LEVEL -j`` as DCGM 4.x prints it (key names: nvvs/include/NvvsJsonStrings.h; shape: NVIDIA's
+    testing/python3/dcgm_diag_schema.json, tests/data/burn-in/). Exit codes are dcgmi's ``main`` returning
+    dcgmReturn_t (dcgmi/main_dcgmi.cpp), so the shell sees it modulo 256: a failure of DCGM_ERROR_ISOLATE severity is
+    DCGM_ST_NVVS_ISOLATE_ERROR (-51, 205), another DCGM_ST_NVVS_ERROR (-30, 226) (dcgmi/Diag.cpp GetFailureResult;
+    dcgmlib/dcgm_structs.h)."""
+    if args[:1] != ["diag"] or "-j" not in args and "--json" not in args:
+        print(f"sandbox: only `dcgmi diag -r LEVEL -j` is emulated, not `dcgmi {' '.join(args)}`", file=sys.stderr)
+        return 1
+    run = _option(args, "-r", "--run") or "1"
+    if len(run) == 1 and run not in "1234":
+        # modules/diag/DcgmDiagCommon.cpp dcgm_diag_common_populate_run_diag's error, thrown as a TCLAP parse
+        # error by dcgmi/CommandLineParser.cpp (commit 1477d8785e899ab3450fdff2b486102e9bed096b), which prints it
+        # with "Error: " and a "." of its own, main_dcgmi.cpp the runtime_error, and exits -2
+        print(f"Error: Invalid value '{run}' specified for -r..\n"
+              "An error occurred trying to parse the command line.", file=sys.stderr)
+        return 254
+    level = int(run) if len(run) == 1 else DCGM_ALIASES.get(run.lower())
+    if level is None:
+        # dcgmi takes it for test names (nvvs looks them up); the sandbox runs whole levels only
+        print(f"sandbox: dcgmi diag -r {run!r} is not emulated: levels 1-4 and {', '.join(DCGM_ALIASES)} are",
+              file=sys.stderr)
+        return 254
+    node = _node(_world())
+    if not node["gpus"]:
+        # Diag::RunDiagOnce's message for a diagnostic that could not run, with DCGM_ST_GROUP_IS_EMPTY's
+        # errorString (dcgmlib/src/dcgm_errors.c), as HelperDisplayFailureMessage prints it under -j
+        _styled({"DCGM Diagnostic": {"version": DCGM_VERSION, "runtime_error": (
+            "Error: Unable to complete diagnostic for entities *,cpu:*. Return: (-35) : The specified group is "
+            "empty, and this operation is incompatible with an empty group\n")}})
+        return 221
+    failing = {(f["gpu"], f["test"]) for f in node.get("dcgm_failures", [])}
+    categories: dict[str, list[dict]] = {}
+    worst = 0
+    for category, test in (pair for lv in sorted(DCGM_LEVELS) if lv <= level for pair in DCGM_LEVELS[lv]):
+        results = []
+        for gpu in range(node["gpus"]):
+            result: dict = {"entity_group": "GPU", "entity_group_id": 1, "entity_id": gpu, "status": "Pass"}
+            if (gpu, test) in failing:
+                code, message, error_category = DCGM_FAILURES.get(test, CUDA_DBE)
+                result.update(status="Fail", warnings=[{"error_category": error_category, "error_id": code,
+                                                        "error_severity": 2, "warning": message.format(gpu=gpu)}])
+                worst = 205
+            results.append(result)
+        summary = "Fail" if any(r["status"] == "Fail" for r in results) else "Pass"
+        categories.setdefault(category, []).append({"name": test, "results": results,
+                                                    "test_summary": {"status": summary}})
+    document: dict = {"DCGM Diagnostic": {"test_categories": [{"category": c, "tests": t}
+                                                              for c, t in categories.items()]},
+                      "metadata": {"version": DCGM_VERSION}}
+    device = DEVICE_IDS.get(node["gpu_name"])
+    if device:
+        document["entity_groups"] = [{"entity_group": "GPU", "entity_group_id": 1, "entities": [
+            {"device_id": device, "entity_id": gpu} for gpu in range(node["gpus"])]}]
+    _styled(document)
+    return worst
 
 
 def hostname(args: list[str]) -> int:
@@ -202,7 +299,7 @@ def all_reduce_perf(args: list[str]) -> int:
 
 
 TOOLS = {"hostname": hostname, "nvidia-smi": nvidia_smi, "fi_info": fi_info, "mpirun": mpirun,
-         "all_reduce_perf": all_reduce_perf}
+         "all_reduce_perf": all_reduce_perf, "dcgmi": dcgmi}
 
 if __name__ == "__main__":
     sys.exit(TOOLS[sys.argv[1]](sys.argv[2:]))

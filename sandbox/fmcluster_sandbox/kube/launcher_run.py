@@ -7,7 +7,8 @@ The command (the launcher container's ``command`` + ``args``) runs in bash in a 
   them (``/opt/amazon/openmpi/bin/mpirun``, ``/opt/nccl-tests/build/all_reduce_perf``,
   ``/opt/amazon/efa/bin/fi_info``) and a link to every entry of the host's own ``/opt`` (the sandbox's Python may
   live there);
-* the fake tools (:mod:`.fake_tools`: ``hostname``, ``nvidia-smi``, ``fi_info``, ``mpirun``) come first on PATH;
+* the fake tools (:mod:`.fake_tools`: ``hostname``, ``nvidia-smi``, ``fi_info``, ``mpirun``, ``dcgmi``) come first on
+  PATH;
 * each node has its own ``/sys/class/infiniband``, one ``rdmap<i>s0`` per EFA device whose ``device/driver`` links
   to a driver named ``efa``; the fake ``mpirun`` mounts a rank's node's at ``/sys/class``;
 * the hostfile the MPI Operator would mount (``<worker>.<job>.<namespace>.svc slots=N``) is named by
@@ -35,7 +36,7 @@ from typing import Any
 TOOLS = Path(__file__).with_name("fake_tools.py")
 IMAGE_PATHS = {"opt/amazon/openmpi/bin/mpirun": "mpirun", "opt/nccl-tests/build/all_reduce_perf": "all_reduce_perf",
                "opt/amazon/efa/bin/fi_info": "fi_info"}
-ON_PATH = ("hostname", "nvidia-smi", "fi_info", "mpirun")
+ON_PATH = ("hostname", "nvidia-smi", "fi_info", "mpirun", "dcgmi")
 # ``timeout`` ends a run this long after the job's deadline, should the operator never look again (the operator
 # itself fails the job at the deadline, as the launcher's Job controller does).
 BACKSTOP_S = 30

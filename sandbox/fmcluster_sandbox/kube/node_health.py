@@ -8,7 +8,8 @@ p5.48xlarge and 2 × p4de.24xlarge). Any other type or node count has none, and 
 a figure nobody measured would let a smoke test pass or fail on the sandbox's word.
 
 Faults (``POST /_fmcluster/faults``, :class:`fmcluster_sandbox.faults.Faults`), by node name or instance id:
-``node_health: {"<node>": {"gpus_missing": n, "efa_devices_missing": n, "never_finishes": true}}`` and
+``node_health: {"<node>": {"gpus_missing": n, "efa_devices_missing": n, "never_finishes": true,
+"dcgm_failures": [{"gpu": i, "test": "<dcgmi diag test>"}]}}`` and
 ``slow_link: ["<node a>", "<node b>", factor]``. A model, said here so no one takes it for a measurement: a ring
 all-reduce runs at its slowest member's speed, so the measured rows are scaled by the smallest of each node's
 remaining share of its EFA devices and, when both ends of the slow link are in the job, the link's factor.
@@ -53,7 +54,7 @@ def node_faults(faults: Any, node: dict[str, Any]) -> dict[str, Any]:
 
 
 def node_facts(node: dict[str, Any], faults: Any) -> dict[str, Any]:
-    """One node as its tools see it: GPUs, EFA devices, GPU name, whether it hangs."""
+    """One node as its tools see it: GPUs, EFA devices, GPU name, whether it hangs, which DCGM tests fail."""
     instance_type = node["metadata"]["labels"].get("node.kubernetes.io/instance-type", "")
     facts = instance_catalog.instance_type(instance_type) or {}
     gpus = [g for g in facts.get("GpuInfo", {}).get("Gpus", []) if g.get("Manufacturer") == "NVIDIA"]
@@ -63,7 +64,8 @@ def node_facts(node: dict[str, Any], faults: Any) -> dict[str, Any]:
     fault = node_faults(faults, node)
     return {"gpus": max(0, count - int(fault.get("gpus_missing", 0))), "gpu_name": name,
             "efa": max(0, efa - int(fault.get("efa_devices_missing", 0))), "healthy_efa": efa,
-            "never_finishes": bool(fault.get("never_finishes", False)), "instance_type": instance_type}
+            "never_finishes": bool(fault.get("never_finishes", False)), "instance_type": instance_type,
+            "dcgm_failures": [dict(f) for f in fault.get("dcgm_failures", [])]}
 
 
 def bandwidth(nodes: list[dict[str, Any]], facts: list[dict[str, Any]], faults: Any) -> dict[str, Any]:
