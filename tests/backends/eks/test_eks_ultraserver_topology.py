@@ -1,0 +1,166 @@
+"""The UltraServer level of an EKS cluster's topology: fmcluster labels each node of an UltraServer queue with its
+UltraServer, read from EC2, so that Kueue's and KAI's Topology can name it under the network layers.
+
+Facts typed by hand, with their source:
+
+* DescribeInstanceTopology's ``CapacityBlockId`` "is only supported for UltraServer instances and identifies
+  instances within the UltraServer domain" (EC2 API reference, InstanceTopology);
+* a managed node group's nodes carry ``eks.amazonaws.com/nodegroup`` (EKS user guide, "Managed node groups"), and a
+  node's ``spec.providerID`` is ``aws:///<zone>/<instance id>`` (the AWS cloud provider's form);
+* u-p6e-gb200x36 = 9 ``p6e-gb200.36xlarge`` instances, u-p6e-gb200x72 = 18 (EKS user guide, "Use P6e-GB200
+  UltraServers with Amazon EKS"); P6e-GB200 Capacity Blocks are in the Dallas Local Zone (EC2 user guide, "Launch
+  instances using Capacity Blocks": "you must be opted in to the Dallas Local Zone");
+* the Topology objects are checked against the pinned Kueue and KAI CRDs (as tests/backends/eks/test_eks_topology.py
+  does).
+
+The sandbox cluster here is made with plain boto3 (an EKS cluster and one GB200 node group on a u-p6e-gb200x36
+block): no fmcluster `create`, no scheduler, so it costs seconds; the labelling pass is fmcluster's own code, and the
+check is plain boto3's DescribeInstanceTopology and the cluster's own Kubernetes API.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+
+import pytest
+from fixtures.eks_specs import eks_spec
+
+from fmcluster.backends.eks.nodes import ultraserver_labels
+from fmcluster.backends.eks.nodes.ultraserver_labels import Node, decide, instance_of
+
+pytest.importorskip("fmcluster_sandbox.eks")
+
+LABEL = "fmcluster.io/ultraserver"
+REGION, DALLAS, DALLAS_GROUP = "us-east-1", "us-east-1-dfw-2a", "us-east-1-dfw-2"
+GB200 = "p6e-gb200.36xlarge"
+
+
+def test_the_instance_of_a_provider_id() -> None:
+    assert instance_of("aws:///us-east-1-dfw-2a/i-0123456789abcdef0") == "i-0123456789abcdef0"
+    assert instance_of("kind://docker/kind/node") is None
+    assert instance_of(None) is None
+
+
+def test_what_one_pass_decides() -> None:
+    """A node already right is kept, a wrong or missing one labelled, one EC2 has no UltraServer for yet waits, and a
+    value more nodes share than one UltraServer holds (9 for u-p6e-gb200x36) labels none of them."""
+    nodes = [Node("a", "i-a", "cb-1"), Node("b", "i-b", None), Node("c", "i-c", "cb-old"), Node("d", "i-d", None),
+             Node("e", None, None)]
+    found = decide("train", nodes, {"i-a": "cb-1", "i-b": "cb-1", "i-c": "cb-1", "i-d": None}, 9)
+    assert (found.kept, found.labelled, sorted(found.waiting), found.too_many) == (
+        {"a": "cb-1"}, {"b": "cb-1", "c": "cb-1"}, ["d", "e"], {})
+    crowded = decide("train", [Node(f"n{i}", f"i-{i}", None) for i in range(10)], {f"i-{i}": "cb-1" for i in range(10)},
+                     9)
+    assert (crowded.labelled, sorted(crowded.too_many["cb-1"])) == ({}, [f"n{i}" for i in range(10)])
+    assert any("more than one UltraServer holds" in line for line in crowded.lines())
+
+
+def test_only_ultraserver_queues_are_labelled(tmp_path, monkeypatch) -> None:
+    """A p5 queue gets no UltraServer label; a GB200 queue on a u-p6e-gb200x36 block gets it, 9 nodes a domain."""
+    from fixtures.eks_specs import GB200_SPEC
+
+    from fmcluster.spec import load_spec
+
+    assert ultraserver_labels.ultraserver_queues(eks_spec("kueue")) == {}
+    monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "state"))
+    path = tmp_path / "spec.yaml"
+    path.write_text(GB200_SPEC)
+    spec = load_spec(path).spec
+    assert set(ultraserver_labels.ultraserver_queues(spec).values()) <= {9, 18}
+    assert ultraserver_labels.ultraserver_queues(spec)
+
+
+def _role(iam, name: str, service: str) -> str:
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": service},
+                                                     "Action": "sts:AssumeRole"}]}
+    return iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+
+
+def _gb200_cluster(sandbox) -> tuple[str, str, str]:
+    """An EKS cluster (two AZ subnets) and a 9-node GB200 node group ``train`` on a u-p6e-gb200x36 Capacity Block
+    in the Dallas Local Zone: (cluster, node group, reservation id)."""
+    sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
+    ec2, eks, iam = (sandbox.client(s, REGION) for s in ("ec2", "eks", "iam"))
+    network = sandbox.private_network()
+    block = ec2.describe_vpcs(VpcIds=[network["vpc"]])["Vpcs"][0]["CidrBlock"].split(".")[1]
+    second = ec2.create_subnet(VpcId=network["vpc"], CidrBlock=f"10.{block}.32.0/20",
+                               AvailabilityZone="us-east-1b")["Subnet"]["SubnetId"]
+    ec2.modify_availability_zone_group(GroupName=DALLAS_GROUP, OptInStatus="opted-in")
+    dallas = ec2.create_subnet(VpcId=network["vpc"], CidrBlock=f"10.{block}.48.0/20",
+                               AvailabilityZone=DALLAS)["Subnet"]["SubnetId"]
+    offers = ec2.describe_capacity_block_offerings(UltraserverType="u-p6e-gb200x36", UltraserverCount=1,
+                                                   CapacityDurationHours=24)["CapacityBlockOfferings"]
+    now = dt.datetime.now(dt.timezone.utc)
+    offer = next(o for o in offers if o["StartDate"] <= now)
+    reservation = ec2.purchase_capacity_block(CapacityBlockOfferingId=offer["CapacityBlockOfferingId"],
+                                              InstancePlatform="Linux/UNIX")["CapacityReservation"]
+    suffix = uuid.uuid4().hex[:8]
+    name = f"us-{suffix}"
+    eks.create_cluster(name=name, roleArn=_role(iam, f"us-cluster-{suffix}", "eks.amazonaws.com"),
+                       resourcesVpcConfig={"subnetIds": [network["private_subnet"], second]},
+                       accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True})
+    template = ec2.create_launch_template(LaunchTemplateName=f"us-{suffix}", LaunchTemplateData={
+        "InstanceType": GB200, "InstanceMarketOptions": {"MarketType": "capacity-block"},
+        "CapacityReservationSpecification": {"CapacityReservationTarget": {
+            "CapacityReservationId": reservation["CapacityReservationId"]}}})["LaunchTemplate"]
+    eks.create_nodegroup(clusterName=name, nodegroupName="train", nodeRole=_role(iam, f"us-node-{suffix}",
+                                                                                   "ec2.amazonaws.com"),
+                         subnets=[dallas], capacityType="CAPACITY_BLOCK", amiType="AL2023_ARM_64_NVIDIA",
+                         scalingConfig={"minSize": 9, "maxSize": 9, "desiredSize": 9},
+                         launchTemplate={"id": template["LaunchTemplateId"], "version": "1"})
+    assert eks.describe_nodegroup(clusterName=name, nodegroupName="train")["nodegroup"]["status"] == "ACTIVE"
+    return name, "train", reservation["CapacityReservationId"]
+
+
+def test_every_gb200_node_carries_its_ultraserver_from_ec2(sandbox, sandbox_env, monkeypatch) -> None:
+    from fmcluster.backends.eks.kubernetes.access import KubeAccess, KubeApi
+    from fmcluster.connection import aws
+
+    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
+    aws.configure(None, None, sandbox.endpoint_url)
+    cluster, group, _ = _gb200_cluster(sandbox)
+    ec2, eks = sandbox.client("ec2", REGION), sandbox.client("eks", REGION)
+    item = eks.describe_cluster(name=cluster)["cluster"]
+    api = KubeApi(KubeAccess(cluster, REGION, item["endpoint"], item["certificateAuthority"]["data"]))
+    try:
+        first = ultraserver_labels.label_queue(api, ec2, group, 9)
+        assert (len(first.labelled), first.waiting, first.too_many) == (9, [], {}), first
+        again = ultraserver_labels.label_queue(api, ec2, group, 9)  # a second pass writes nothing
+        assert (again.labelled, len(again.kept)) == ({}, 9)
+        from lightkube.resources.core_v1 import Node as KubeNode
+
+        nodes = list(api.client.list(KubeNode, labels={"eks.amazonaws.com/nodegroup": group}))
+    finally:
+        api.close()
+    # plain boto3: each node's label is its instance's CapacityBlockId, one value for the UltraServer's 9 instances
+    ids = [n.spec.providerID.rsplit("/", 1)[-1] for n in nodes]
+    topology = {i["InstanceId"]: i.get("CapacityBlockId") for i in
+                ec2.describe_instance_topology(InstanceIds=ids)["Instances"]}
+    assert len(nodes) == 9 and all(topology[i] for i in ids)
+    assert {n.metadata.name: n.metadata.labels.get(LABEL) for n in nodes} == {
+        n.metadata.name: topology[i] for n, i in zip(nodes, ids, strict=True)}
+    assert len(set(topology.values())) == 1
+
+
+def test_the_gb200_flavor_names_the_ultraserver_topology_the_crd_admits(tmp_path, monkeypatch) -> None:
+    from fixtures.eks_specs import GB200_SPEC
+
+    from fmcluster.backends.eks.software import manifests as manifests_module
+    from fmcluster.backends.eks.software.validate import manifest_problems
+    from fmcluster.spec import load_spec
+
+    monkeypatch.setattr(manifests_module, "ULTRASERVER_NODE_LABEL", LABEL)
+    monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "state"))
+    path = tmp_path / "spec.yaml"
+    path.write_text(GB200_SPEC.replace("region: us-east-1\n", "region: us-east-1\nkubernetes: {scheduler: kueue}\n"))
+    spec = load_spec(path).spec
+    objects = manifests_module.manifests(spec)
+    (topology,) = [o for o in objects if o["kind"] == "Topology"]
+    assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == [
+        "topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+        "topology.k8s.aws/network-node-layer-3", LABEL, "kubernetes.io/hostname"]
+    (flavor,) = [o for o in objects if o["kind"] == "ResourceFlavor"]
+    assert flavor["spec"]["topologyName"] == topology["metadata"]["name"] == "ultraserver-3-layers"
+    assert manifest_problems(objects, spec.kubernetes.version) == []
