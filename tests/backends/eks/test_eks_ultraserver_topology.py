@@ -68,8 +68,15 @@ def test_only_ultraserver_queues_are_labelled(tmp_path, monkeypatch) -> None:
     path = tmp_path / "spec.yaml"
     path.write_text(GB200_SPEC)
     spec = load_spec(path).spec
-    assert set(ultraserver_labels.ultraserver_queues(spec).values()) <= {9, 18}
-    assert ultraserver_labels.ultraserver_queues(spec)
+    sizes = ultraserver_labels.ultraserver_queues(spec)
+    assert sizes and set(sizes.values()) <= {9, 18}
+    # create's step for each: after its node group, by the reference to the group's ARN (the graph's edge)
+    from fmcluster.backends.eks.nodes import ultraserver_resource
+
+    steps = ultraserver_resource.resources(spec)
+    assert [(s.kind, s.key) for s in steps] == [("ultraserver_labels", q) for q in sizes]
+    assert all(f"eks_nodegroup.{s.key}.arn" in s.references() for s in steps)
+    assert ultraserver_resource.resources(eks_spec("kueue")) == []
 
 
 def _role(iam, name: str, service: str) -> str:
@@ -114,34 +121,71 @@ def _gb200_cluster(sandbox) -> tuple[str, str, str]:
     return name, "train", reservation["CapacityReservationId"]
 
 
+def _nodes(api, group: str) -> dict[str, tuple[str, str | None]]:
+    """Node name -> (its instance id, its UltraServer label), as the cluster's API serves them."""
+    from lightkube.resources.core_v1 import Node as KubeNode
+
+    return {n.metadata.name: (n.spec.providerID.rsplit("/", 1)[-1], (n.metadata.labels or {}).get(LABEL))
+            for n in api.client.list(KubeNode, labels={"eks.amazonaws.com/nodegroup": group})}
+
+
+def _capacity_block_ids(ec2, ids: list[str]) -> dict[str, str | None]:
+    """Plain boto3: each instance's DescribeInstanceTopology CapacityBlockId."""
+    return {i["InstanceId"]: i.get("CapacityBlockId")
+            for i in ec2.describe_instance_topology(InstanceIds=ids)["Instances"]}
+
+
 def test_every_gb200_node_carries_its_ultraserver_from_ec2(sandbox, sandbox_env, monkeypatch) -> None:
-    from fmcluster.backends.eks.kubernetes.access import KubeAccess, KubeApi
+    """fmcluster's create step for the queue (the engine resource `create` walks after the node group): the plan
+    shows each node's label to be written, the step writes them, the next plan is in sync; a node replaced after it
+    has no label, and the next pass labels it. Each label equals plain boto3's CapacityBlockId for the node's
+    instance, one value for the UltraServer's 9 instances."""
+    from fmcluster.backends.eks.kubernetes.access import KubeApi
+    from fmcluster.backends.eks.nodes.ultraserver_resource import UltraServerLabels
     from fmcluster.connection import aws
+    from fmcluster.engine import Context
+    from fmcluster.render.documents import Document
 
     monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
     aws.configure(None, None, sandbox.endpoint_url)
     cluster, group, _ = _gb200_cluster(sandbox)
-    ec2, eks = sandbox.client("ec2", REGION), sandbox.client("eks", REGION)
-    item = eks.describe_cluster(name=cluster)["cluster"]
-    api = KubeApi(KubeAccess(cluster, REGION, item["endpoint"], item["certificateAuthority"]["data"]))
+    ec2 = sandbox.client("ec2", REGION)
+    ctx = Context(cluster=cluster, region=REGION, client=lambda service: sandbox.client(service, REGION))
+    ctx.publish({f"eks_nodegroup.{group}.arn": "arn:aws:eks:us-east-1:123456789012:nodegroup/x",
+                 f"eks_nodegroup.{group}.desired": 9})
+    body = {"nodegroup": f"${{eks_nodegroup.{group}.arn}}", "nodes": f"${{eks_nodegroup.{group}.desired}}"}
+    document = Document("ultraserver-labels-train.yaml", "ultraserver_labels", group, "kubernetes", {"": "patch"}, "",
+                        body)
+    step = UltraServerLabels(group, document, cluster, per_ultraserver=9)
     try:
-        first = ultraserver_labels.label_queue(api, ec2, group, 9)
-        assert (len(first.labelled), first.waiting, first.too_many) == (9, [], {}), first
-        again = ultraserver_labels.label_queue(api, ec2, group, 9)  # a second pass writes nothing
-        assert (again.labelled, len(again.kept)) == ({}, 9)
-        from lightkube.resources.core_v1 import Node as KubeNode
+        before = step.read(ctx, None)
+        planned = step.changes(ctx, before)
+        assert len(planned) == 9 and {c.old for c in planned} == {None}, planned
+        done = step.create(ctx, "token")
+        assert (done.phase, done.status) == ("ready", "LABELLED") and "labelled 9 node(s)" in done.detail, done
+        api = KubeApi.of(ctx, cluster)
+        nodes = _nodes(api, group)
+        blocks = _capacity_block_ids(ec2, [i for i, _ in nodes.values()])
+        assert len(nodes) == 9 and all(blocks.values())
+        assert {name: label for name, (_, label) in nodes.items()} == {
+            name: blocks[instance] for name, (instance, _) in nodes.items()}
+        assert len(set(blocks.values())) == 1  # one UltraServer, one value
+        assert step.changes(ctx, step.read(ctx, None)) == []  # the next plan: in sync
 
-        nodes = list(api.client.list(KubeNode, labels={"eks.amazonaws.com/nodegroup": group}))
+        # a node replaced after the pass (EKS replaces an instance terminated out of band) has no label yet
+        gone = sorted(nodes)[0]
+        ec2.terminate_instances(InstanceIds=[nodes[gone][0]])
+        after = _nodes(api, group)
+        fresh = sorted(set(after) - set(nodes))
+        assert len(fresh) == 1 and after[fresh[0]][1] is None, after
+        again = step.read(ctx, None)
+        assert [c.path for c in step.changes(ctx, again)] == [f"labels.{fresh[0]}"]
+        step.update(ctx, again, step.changes(ctx, again), "token2")
+        assert _nodes(api, group)[fresh[0]][1] == _capacity_block_ids(ec2, [after[fresh[0]][0]])[after[fresh[0]][0]]
     finally:
-        api.close()
-    # plain boto3: each node's label is its instance's CapacityBlockId, one value for the UltraServer's 9 instances
-    ids = [n.spec.providerID.rsplit("/", 1)[-1] for n in nodes]
-    topology = {i["InstanceId"]: i.get("CapacityBlockId") for i in
-                ec2.describe_instance_topology(InstanceIds=ids)["Instances"]}
-    assert len(nodes) == 9 and all(topology[i] for i in ids)
-    assert {n.metadata.name: n.metadata.labels.get(LABEL) for n in nodes} == {
-        n.metadata.name: topology[i] for n, i in zip(nodes, ids, strict=True)}
-    assert len(set(topology.values())) == 1
+        api = KubeApi.of(ctx, cluster)
+        if api is not None:
+            api.close()
 
 
 def test_the_gb200_flavor_names_the_ultraserver_topology_the_crd_admits(tmp_path, monkeypatch) -> None:

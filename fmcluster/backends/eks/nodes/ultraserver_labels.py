@@ -46,6 +46,7 @@ class LabelPass:
     queue: str
     labelled: dict[str, str] = field(default_factory=dict)  # node -> value written now
     kept: dict[str, str] = field(default_factory=dict)  # node -> value it already had
+    current: dict[str, str] = field(default_factory=dict)  # node -> its label now, where it has one
     waiting: list[str] = field(default_factory=list)  # nodes EC2 gives no UltraServer yet
     too_many: dict[str, list[str]] = field(default_factory=dict)  # value -> nodes, more than one UltraServer holds
 
@@ -81,6 +82,8 @@ def decide(queue: str, nodes: list[Node], blocks: dict[str, str | None], per_ult
     wanted = {n.name: blocks.get(n.instance_id or "") for n in nodes}
     counts = Counter(v for v in wanted.values() if v)
     for node in nodes:
+        if node.current:
+            found.current[node.name] = node.current
         value = wanted[node.name]
         if not value:
             found.waiting.append(node.name)
@@ -93,9 +96,10 @@ def decide(queue: str, nodes: list[Node], blocks: dict[str, str | None], per_ult
     return found
 
 
-def label_queue(api: Any, ec2: Any, queue: str, per_ultraserver: int) -> LabelPass:
+def label_queue(api: Any, ec2: Any, queue: str, per_ultraserver: int, write: bool = True) -> LabelPass:
     """One pass over ``queue``'s nodes through the cluster's :class:`~fmcluster.backends.eks.kubernetes.access.KubeApi`
-    and an EC2 client; patches only :data:`ULTRASERVER_LABEL` (a JSON merge patch of ``metadata.labels``)."""
+    and an EC2 client; patches only :data:`ULTRASERVER_LABEL` (a JSON merge patch of ``metadata.labels``), unless
+    ``write`` is False (a plan: what it would write)."""
     from lightkube.resources.core_v1 import Node as KubeNode
     from lightkube.types import PatchType
 
@@ -106,7 +110,7 @@ def label_queue(api: Any, ec2: Any, queue: str, per_ultraserver: int) -> LabelPa
     ids = [n.instance_id for n in nodes if n.instance_id]
     places = instance_topology(ec2, ids) if ids else {}
     found = decide(queue, nodes, {i: p.capacity_block_id for i, p in places.items()}, per_ultraserver)
-    for name, value in found.labelled.items():
+    for name, value in found.labelled.items() if write else ():
         api.call(f"labelling node {name} with its UltraServer", lambda name=name, value=value: api.client.patch(
             KubeNode, name, {"metadata": {"labels": {ULTRASERVER_LABEL: value}}}, patch_type=PatchType.MERGE))
     return found
