@@ -182,6 +182,14 @@ def test_every_gb200_node_carries_its_ultraserver_from_ec2(sandbox, sandbox_env,
         assert [c.path for c in step.changes(ctx, again)] == [f"labels.{fresh[0]}"]
         step.update(ctx, again, step.changes(ctx, again), "token2")
         assert _nodes(api, group)[fresh[0]][1] == _capacity_block_ids(ec2, [after[fresh[0]][0]])[after[fresh[0]][0]]
+
+        # a node whose instance is not running has no topology ("only available for: Instances in the running
+        # state"): the step says it waits, and leaves it for the next pass
+        stopped = sorted(after)[-1]
+        ec2.stop_instances(InstanceIds=[after[stopped][0]])
+        waiting = step.read(ctx, None)
+        assert waiting.status == "WAITING (1 node(s) without their UltraServer yet)", waiting
+        assert stopped in waiting.detail and "next `fmcluster create`" in waiting.detail
     finally:
         api = KubeApi.of(ctx, cluster)
         if api is not None:

@@ -42,7 +42,9 @@ class UltraServerLabels(Resource):
         if isinstance(expected, int) and seen < expected:
             lines.append(f"{self.key}: {seen} of {expected} nodes registered with Kubernetes; the others are labelled "
                          "by the next `fmcluster create`")
-        status = "WAITING" if found.waiting or (isinstance(expected, int) and seen < expected) else "LABELLED"
+        # the status is what the walk's last line shows: who still waits is said there, not only in the detail
+        unlabelled = len(found.waiting) + (expected - seen if isinstance(expected, int) and seen < expected else 0)
+        status = f"WAITING ({unlabelled} node(s) without their UltraServer yet)" if unlabelled else "LABELLED"
         return Observed(f"{self.cluster}/{self.key}", status, "ready", detail="; ".join(lines),
                         attributes={"labels": labels})
 
