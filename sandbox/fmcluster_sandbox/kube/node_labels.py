@@ -22,6 +22,9 @@ import re
 import threading
 from typing import Any
 
+from fmcluster_sandbox.kube import patches
+from fmcluster_sandbox.kube.status import invalid, unsupported_media_type
+
 _NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 _PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -97,3 +100,17 @@ def write(where: tuple[str, str, str], before: dict[str, Any], after: dict[str, 
     with _LOCK:
         _WRITTEN.setdefault(_key(where, before), {}).update(changes)
     return []
+
+
+def patch(where: tuple[str, str, str], node: dict[str, Any], content_type: str, body: Any) -> dict[str, Any]:
+    """The Node after a PATCH of ``body`` (its content type as the API server reads it), its label changes kept;
+    KubeError 422 for what :func:`write` refuses, 415 for server-side apply (not emulated for Nodes)."""
+    if content_type == patches.APPLY:
+        raise unsupported_media_type(content_type)
+    merged = (patches.json_patch(node, body) if content_type == patches.JSON_PATCH else
+              patches.strategic_merge_patch(node, body) if content_type == patches.STRATEGIC else
+              patches.merge_patch(node, body))
+    causes = write(where, node, merged)
+    if causes:
+        raise invalid("Node", node["metadata"]["name"], causes)
+    return overlay(where, node)

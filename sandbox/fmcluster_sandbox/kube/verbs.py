@@ -470,16 +470,8 @@ class Request:
 
     def _patch_node(self, node: dict[str, Any]) -> tuple[int, dict, Any]:
         """A PATCH of a Node's labels (:mod:`.node_labels`: the only part of a Node the sandbox keeps)."""
-        content_type, patch = self._body()
-        if content_type == patches.APPLY:
-            raise unsupported_media_type(content_type)  # server-side apply of Nodes: not emulated
-        merged = (patches.json_patch(node, patch) if content_type == patches.JSON_PATCH else
-                  patches.strategic_merge_patch(node, patch) if content_type == patches.STRATEGIC else
-                  patches.merge_patch(node, patch))
-        causes = node_labels.write((self.identity.account, self.identity.region, self.cluster), node, merged)
-        if causes:
-            raise invalid("Node", node["metadata"]["name"], causes)
-        return 200, {}, node_labels.overlay((self.identity.account, self.identity.region, self.cluster), node)
+        return 200, {}, node_labels.patch((self.identity.account, self.identity.region, self.cluster), node,
+                                          *self._body())
 
     # -- controllers' status, admission, field managers ----------------------------------------------
     def _refresh(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
