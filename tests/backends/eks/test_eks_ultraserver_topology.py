@@ -77,6 +77,18 @@ def test_only_ultraserver_queues_are_labelled(tmp_path, monkeypatch) -> None:
     assert [(s.kind, s.key) for s in steps] == [("ultraserver_labels", q) for q in sizes]
     assert all(f"eks_nodegroup.{s.key}.arn" in s.references() for s in steps)
     assert ultraserver_resource.resources(eks_spec("kueue")) == []
+    # in the whole plan's graph, each step comes after its node group and nothing waits on it
+    from fmcluster.aws.build import build
+    from fmcluster.backends.eks.backend import makers
+    from fmcluster.backends.eks.render import render
+    from fmcluster.engine.graph import wire
+
+    documents = render(spec, subnet_id="subnet-0123456789abcdef0", vpc_id="vpc-0123456789abcdef0").documents
+    ordered = wire(build(documents, makers(spec, documents), "EKS") + steps)
+    for step in steps:
+        assert step.depends_on == (f"eks_nodegroup:{step.key}",)
+        assert ordered.index(step) > ordered.index(next(r for r in ordered if r.name == step.depends_on[0]))
+    assert not any(set(r.depends_on) & {s.name for s in steps} for r in ordered)
 
 
 def _role(iam, name: str, service: str) -> str:
