@@ -28,6 +28,7 @@ from fmcluster_sandbox.kube import (
     fields,
     kind_rules,
     mpi_operator,
+    node_labels,
     patches,
     validation,
     workloads,
@@ -450,7 +451,8 @@ class Request:
             efa = spec.get("efa_interfaces")
             if efa is None and spec.get("instance_id"):
                 efa = node_objects.efa_interfaces(spec["instance_id"], account, region)
-            built.append(node_objects.node_object(spec, daemonsets, self.version, efa))
+            built.append(node_labels.overlay((account, region, self.cluster),
+                                             node_objects.node_object(spec, daemonsets, self.version, efa)))
         return built
 
     def _nodes(self, verb: str, name: str | None) -> tuple[int, dict, Any]:
@@ -458,13 +460,18 @@ class Request:
         built = self._node_objects()
         for node in built:
             node["metadata"]["resourceVersion"] = str(self.store.revision)
-        if verb == "get":
+        if verb in ("get", "patch"):
             found = [n for n in built if n["metadata"]["name"] == name]
             if not found:
                 raise not_found("nodes", name or "")
-            return 200, {}, found[0]
+            return (200, {}, found[0]) if verb == "get" else self._patch_node(found[0])
         match = self._matcher()
         return 200, {}, self._paged(rtype, [n for n in built if match(n)])
+
+    def _patch_node(self, node: dict[str, Any]) -> tuple[int, dict, Any]:
+        """A PATCH of a Node's labels (:mod:`.node_labels`: the only part of a Node the sandbox keeps)."""
+        return 200, {}, node_labels.patch((self.identity.account, self.identity.region, self.cluster), node,
+                                          *self._body())
 
     # -- controllers' status, admission, field managers ----------------------------------------------
     def _refresh(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
