@@ -19,7 +19,7 @@ TAG = "fmcluster:cluster"
 
 # The leftover scan lives with the tests (they must not import bench/); the benchmarks use the same one.
 sys.path.insert(0, str(REPO / "tests"))
-from leftovers import duplicates, inventory_of  # noqa: E402,F401
+from fixtures.leftovers import duplicates, inventory_of  # noqa: E402,F401
 
 
 def free_port() -> int:

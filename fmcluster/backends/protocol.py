@@ -121,6 +121,28 @@ class SmokeSink:
     ticker: Callable[[str], AbstractContextManager[Tick]]
 
 
+@dataclass(frozen=True)
+class GuardCall:
+    """One AWS call the budget guard makes when it fires, as data: EventBridge Scheduler sends it as a universal
+    target ("Using universal targets", EventBridge Scheduler user guide): ``Target.Arn``
+    ``arn:aws:scheduler:::aws-sdk:<service>:<action>``, ``Target.Input`` the request's parameters as JSON, named as
+    in the API's reference (botocore's member names). The guard's role may make ``iam_action`` on
+    ``resource_arns`` and nothing else. Values may be engine references (``${kind.key.arn}``: the ARN AWS issues
+    when the node group is made) or hold ``{account}``, the account's id, filled when the role is made."""
+
+    name: str  # the schedule's name within the cluster's schedule group: [0-9a-zA-Z-_.]{1,64}
+    service: str  # the SDK's service id, lower case: eks, pcs, dynamodb
+    action: str  # the API action in lowerCamelCase: updateNodegroupConfig
+    input: dict[str, Any]
+    resource_arns: tuple[str, ...]
+    iam_action: str  # eks:UpdateNodegroupConfig
+    does: str  # one line for people: what the call does to which part
+
+    @property
+    def target_arn(self) -> str:
+        return f"arn:aws:scheduler:::aws-sdk:{self.service}:{self.action}"
+
+
 class Lifecycle(Protocol):
     """The part of a backend that talks to AWS (boto3, and the backend's extra): loaded on first use. Every
     method that needs the cluster takes a :class:`BackendContext`, never the command's session."""
@@ -253,6 +275,13 @@ class Backend(Lifecycle, Protocol):
         """``fmcluster smoke``: run the backend's smoke job on the cluster, wait for it, judge its output, and
         leave nothing running (a timeout, Ctrl-C, SIGTERM or SIGHUP cancel it); the report of docs/smoke-json.md.
         On the light object: it names the extra it needs itself, when it gets that far."""
+        ...
+
+    def guard_calls(self, spec: Spec, on_limit: str, fires_at: str) -> list[GuardCall]:
+        """The calls that stop this cluster's compute for ``budget.on_limit`` (``stop``: every queue to zero
+        nodes; ``destroy-compute``: the queues' node groups deleted), one per call, from the spec alone (no AWS call,
+        no extra); ``fires_at`` is the guard's moment (ISO 8601 UTC), for a request that records when it was made.
+        What a backend cannot do is refused at load time (``spec_rules.on_limit_problem``), never here."""
         ...
 
     def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:

@@ -52,6 +52,8 @@ def create(
     cannot change it in place), queues removed from the spec are deleted — each shown and confirmed first.
     A plan that deletes or replaces stored data (an FSx shrink, a file system or bucket that left the spec) is
     refused unless --allow-data-loss, which backs FSx up first (--no-backup skips that).
+    A spec with budget: gets its guard in AWS (EventBridge Scheduler schedules that stop the compute at the moment
+    the plan prints, and an AWS Budgets backstop); on_limit: destroy-compute needs --yes.
     Ctrl-C stops waiting (exit 130) and everything made so far stays recorded.
 
     Example: fmcluster --sandbox create configs/quickstart-pcs.yaml --yes
@@ -133,8 +135,11 @@ def status(
     """Show what exists: every cluster (local records and those tagged in AWS), or one cluster live from AWS:
     the state of the whole (CREATING, ACTIVE, UPDATING, DELETING, FAILED, INCOMPLETE, STORAGE_KEPT, NOT_FOUND),
     queues and node counts, every resource made for it, drift from the spec, and cost (so far, per hour now, per
-    hour at the maximum). On EKS also what its Kubernetes API sees: nodes Ready, GPUs and EFA devices, each
-    queue's quota; Kubernetes objects show as Kind/name (namespace), as kubectl names them.
+    hour at the maximum). For queues of an instance type EC2 gives a network topology for (p5, p4d, trn1, ...):
+    their nodes per bottom network node and spine, and a warning when a queue spans more than one spine
+    (`fmcluster topology NAME` prints the whole tree). On EKS also what its Kubernetes API sees: nodes Ready,
+    GPUs and EFA devices, each queue's quota; Kubernetes objects show as Kind/name (namespace), as kubectl names
+    them.
 
     Example: fmcluster status quickstart-pcs --json   ·   fmcluster status quickstart-pcs --watch
     """

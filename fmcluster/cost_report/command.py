@@ -7,6 +7,7 @@ refused (2) before anything is printed or written.
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ from fmcluster.cost_report.chart import chart_for, render_svg
 from fmcluster.cost_report.figures import plan_report
 from fmcluster.cost_report.report import print_report
 from fmcluster.pricing.capacity_blocks import fetch_capacity_block_prices
+from fmcluster.pricing.deadline import guard_deadline, refuse_unkeepable
 from fmcluster.pricing.rates import LivePriceBook, PriceBook, PriceError, fetch_on_demand
 from fmcluster.spec import decisions
 from fmcluster.spec.instance_facts import load_with_instance_facts
@@ -51,7 +53,11 @@ def run_plan(
             console_err.print(f"error: {exc}", markup=False, highlight=False)
             return exc.exit_code
 
-    report = plan_report(spec, prices)
+    now = dt.datetime.now(dt.timezone.utc)
+    report = plan_report(spec, prices, now)
+    if spec.budget is not None:  # a lease already over or a cap at zero cannot be planned: exit 2, as a bad spec
+        refuse_unkeepable(spec.budget, guard_deadline(spec.budget, report.usd_per_hour, now, now), now,
+                          loaded.document)
     if as_json:
         # Console.out writes the text as-is: no wrapping, markup or highlighting to corrupt the JSON.
         console_out.out(report.to_json(), highlight=False)

@@ -9,12 +9,14 @@ gathered into the report's shape (``report_model``) by :func:`plan_report`.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import replace
 
 from fmcluster.cost_report.hardware_figures import queue_figures, storage_figures
-from fmcluster.cost_report.report_model import CostFigures, PlanReport, PricesInfo
+from fmcluster.cost_report.report_model import BudgetFigures, CostFigures, PlanReport, PricesInfo
 from fmcluster.cost_report.verdict import verdict
 from fmcluster.cost_report.workload import checkpoint_curve, workload_figures
+from fmcluster.pricing.deadline import guard_deadline
 from fmcluster.pricing.model import SpecCost, spec_cost
 from fmcluster.pricing.rates import PriceBook
 from fmcluster.spec.backend_rules import backend_rules
@@ -43,11 +45,35 @@ def cost_figures(cost: SpecCost) -> CostFigures:
     )
 
 
+# --- budget -----------------------------------------------------------------------------------------
+
+ON_LIMIT_DOES = {
+    "stop": "every queue to zero nodes; storage, the head or login node and the control plane stay (and bill)",
+    "destroy-compute": "every queue's node group deleted; storage, the head or login node and the control plane "
+                       "stay (and bill)",
+}
+
+
+def budget_figures(spec: Spec, usd_per_hour_max: float | None, now: dt.datetime) -> BudgetFigures | None:
+    """When the guard fires for the cluster created at ``now`` (nothing spent yet)."""
+    budget = spec.budget
+    if budget is None:
+        return None
+    deadline = guard_deadline(budget, usd_per_hour_max, now, now)
+    shown = deadline.as_json(now)
+    return BudgetFigures(
+        max_usd=budget.max_usd, expires=budget.expires, on_limit=budget.on_limit, notify=list(budget.notify),
+        fires_at=shown["fires_at"], decided_by=deadline.decided_by, expires_at=shown["expires_at"],
+        spend_at=shown["spend_at"], hours_left=shown["hours_left"], usd_per_hour_max=usd_per_hour_max,
+        why=deadline.why, does=ON_LIMIT_DOES[budget.on_limit])
+
+
 # --- entry point ------------------------------------------------------------------------------------
 
 
-def plan_report(spec: Spec, prices: PriceBook) -> PlanReport:
-    """Every figure of the plan report for ``spec``, priced from ``prices``."""
+def plan_report(spec: Spec, prices: PriceBook, now: dt.datetime | None = None) -> PlanReport:
+    """Every figure of the plan report for ``spec``, priced from ``prices``; the budget guard's moment counted
+    from ``now`` (the laptop's clock by default: ``plan`` is offline)."""
     priced = spec_cost(spec, prices)
     rules = backend_rules(spec.backend)
     queues = [replace(queue_figures(q, c), repair_note=rules.repair_note(q))
@@ -72,4 +98,5 @@ def plan_report(spec: Spec, prices: PriceBook) -> PlanReport:
         advice=advice,
         prices=PricesInfo(source=prices.source, as_of=prices.as_of),
         checkpoint_curve=curve,
+        budget=budget_figures(spec, total, now or dt.datetime.now(dt.timezone.utc)),
     )

@@ -269,8 +269,25 @@ def render(report: PlanReport) -> RenderableType:
     chart = chart_for(report)
     if chart is not None:
         parts.append(render_terminal(chart))
-    parts += [verdict_text(report), cost_table(report)]
+    parts += [verdict_text(report), cost_table(report), *budget_text(report)]
     return Group(*parts)
+
+
+def budget_text(report: PlanReport) -> list[Text]:
+    """When the budget guard fires for the cluster created now, which limit decides, and what it does."""
+    budget = report.budget
+    if budget is None:
+        return []
+    head = Text()
+    head.append("Budget guard: ", style="bold")
+    if budget.fires_at is None:
+        head.append("no moment can be placed: " + budget.why)
+        return [head]
+    head.append(f"fires {budget.fires_at} (in {budget.hours_left:,.2f} h if created now), on {budget.decided_by}")
+    lines = [head, Text(f"  {budget.why}"), Text(f"  on_limit {budget.on_limit}: {budget.does}")]
+    if budget.notify:
+        lines.append(Text(f"  AWS Budgets notifies {', '.join(budget.notify)} at 80% and 100% of the cap"))
+    return lines
 
 
 def print_report(report: PlanReport, console: Console) -> None:

@@ -139,6 +139,24 @@ class CostFigures:
 
 
 @dataclass(frozen=True)
+class BudgetFigures:
+    """When the budget guard would fire for a cluster created now (``budget``; docs/plan-json.md)."""
+
+    max_usd: float | None
+    expires: str | None
+    on_limit: str
+    notify: list[str]
+    fires_at: str | None  # ISO 8601 UTC, to the second
+    decided_by: str | None  # "expires" | "max_usd"
+    expires_at: str | None
+    spend_at: str | None
+    hours_left: float | None
+    usd_per_hour_max: float | None
+    why: str
+    does: str  # what firing does on this backend
+
+
+@dataclass(frozen=True)
 class PricesInfo:
     source: str  # "bundled" | "live"
     as_of: str | None
@@ -171,6 +189,7 @@ class PlanReport:
     advice: list[str]
     prices: PricesInfo
     checkpoint_curve: list[CheckpointPoint] = field(default_factory=list)
+    budget: BudgetFigures | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

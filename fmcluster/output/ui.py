@@ -167,6 +167,7 @@ def status_view(report: dict | list) -> RenderableType:
     for problem in report.get("problems") or []:
         parts.append(Text(f"  problem: {problem}", style="yellow"))
     parts += _block_lines(report.get("capacity_blocks") or [])
+    parts += _budget_lines(report.get("budget"))
     if "usd_so_far" in report:
         # usd_per_hour_max is null when no node of the spec has a price
         at_max = report.get("usd_per_hour_max")
@@ -191,6 +192,10 @@ def status_view(report: dict | list) -> RenderableType:
                       "none (no scheduler queue)" if queue.get("scheduler_queue") is False
                       else ", ".join(f"{k}={v}" for k, v in quota.items()) if quota else "missing"]
         queues.add_row(*map(Text, cells))
+    from fmcluster.output.status_topology import topology_lines
+
+    lines, warnings = topology_lines(report["queues"], report["name"])
+    network = [Text(line) for line in lines] + [Text(f"  warning: {w}", style="yellow") for w in warnings]
     scheduler = (_scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
                  + _scheduler_table(report.get("dra_driver"), "driver"))
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
@@ -211,7 +216,7 @@ def status_view(report: dict | list) -> RenderableType:
                             f"actual {item['actual']}") for item in drift]
     else:
         drift_view = [Text.from_markup("[green]in sync with the spec[/]")]
-    return Group(*parts, queues, *scheduler, resources, *drift_view)
+    return Group(*parts, queues, *network, *scheduler, resources, *drift_view)
 
 
 def _scheduler_table(scheduler: dict | None, what: str = "scheduler") -> list[RenderableType]:
@@ -253,6 +258,18 @@ def _block_lines(blocks: list[dict]) -> list[Any]:
         if block.get("warning"):
             lines.append(Text(f"  warning: {block['warning']}", style="yellow"))
     return lines
+
+
+def _budget_lines(budget: dict | None) -> list[Any]:
+    """The budget guard beside the Capacity Blocks: its countdown on AWS's clock, the spend it counts, its cap."""
+    from rich.text import Text
+
+    if not budget:
+        return []
+    cap = f" of ${budget['max_usd']:,.2f}" if budget.get("max_usd") is not None else ""
+    limit = budget["decided_by"] or "no placeable limit"
+    return [Text(f"  budget guard ({budget['on_limit']}): {budget['countdown']}, on {limit}; "
+                 f"${budget['usd_spent']:,.2f} spent{cap}", style="yellow" if budget.get("passed") else "")]
 
 
 def print_status(report: dict | list) -> None:

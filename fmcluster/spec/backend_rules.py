@@ -58,6 +58,10 @@ class BackendSpecRules(ABC):
         has something to say beyond the field's own description."""
         return None
 
+    def on_limit_problem(self, on_limit: str) -> str | None:
+        """Why the budget guard cannot do ``on_limit`` (``budget.on_limit``) on this backend, or None."""
+        return None
+
     @abstractmethod
     def compute_resource_name(self, queue: Queue) -> str:
         """What the backend calls the queue's group of nodes (a compute resource, a node group)."""

@@ -31,6 +31,7 @@ _PATTERN_HINTS = {
                    "FSx for OpenZFS volume id (fsvol- and 17) or an EFS id (fs- and 8 or 17)",
     "scratch_mount": "an absolute path like /local_scratch",
     "password_secret_arn": "a Secrets Manager ARN",
+    "notify": "an email address like ops@example.com",
 }
 
 # A union member that took the value's type but not its size: its own message says what is wrong.
@@ -116,6 +117,8 @@ def _translate(exc: ValidationError, document: PositionedDocument) -> list[SpecP
             if close:
                 message += f" (did you mean '{close[0]}'?)"
             problems.append(document.problem(path, message))
+        elif kind == "value_error":  # our own validators' sentences, which already say what was given
+            problems.append(document.problem(path, _lower_first(str(error["msg"]).removeprefix("Value error, "))))
         else:
             problems.append(document.problem(path, f"{_lower_first(error['msg'])}, got {_show(given)}"))
     return problems

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Field, PlainSerializer, StringConstraints
 
 from fmcluster import catalog
 from fmcluster.spec.backend_settings import Kubernetes, Pcs, Slurm
+from fmcluster.spec.budget import Budget
 from fmcluster.spec.field_types import (
     AmiId,
     Backend,
@@ -299,6 +300,8 @@ class Spec(Strict):
     workload: Workload | None = Field(None, description="The training job, for plan's report only (renders "
                                                         "nothing).")
     iam: Iam = Field(default_factory=Iam, description="IAM for every node of the cluster.")
+    budget: Budget | None = Field(None, description="A spend cap and/or a lease: a guard in AWS stops the "
+                                  "cluster's compute when either is reached, with nobody's laptop on.")
     bootstrap: list[BootstrapScript] = Field(
         default_factory=list, description="Your own scripts, run as root after fmcluster's node setup: "
         "ParallelCluster CustomActions OnNodeConfigured; PCS user-data parts.")

@@ -16,6 +16,7 @@ from fmcluster.connection.regions import region_problem
 from fmcluster.errors import SpecProblem
 from fmcluster.spec import rules_fields
 from fmcluster.spec.backend_rules import backend_rules
+from fmcluster.spec.budget import check_budget
 from fmcluster.spec.hardware_rules import HARDWARE_RULES
 from fmcluster.spec.instance_mix import check_instance_mix
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
@@ -45,7 +46,7 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
         warnings.append(document.problem(path, message))
 
     for rule in (_names, _region, _instance_types, _capacity, _storage, _network, _tags,
-                 check_tag_count, check_network, check_access, check_instance_mix):
+                 check_tag_count, check_network, check_access, check_instance_mix, check_budget):
         rule(spec, error, warn)
     backend_rules(spec.backend).check(spec, error, warn)
 

@@ -39,6 +39,9 @@ class Session:
     # Where what the user should know (AWS's caution about sample AMIs) goes; backends never print.
     warn: Callable[[str], None] = field(default=lambda message: _warn(message), repr=False)
     _backend: Any = field(default=None, repr=False)
+    # The budget guard's moment this command replaced, when it moved it (fmcluster.verbs.guard_plan.decided).
+    guard_moved_from: Any = field(default=None, repr=False)
+    guard_pending: Any = field(default=None, repr=False)
 
     @classmethod
     def open(cls, spec: Spec, spec_file: str = "spec.yaml", store: StateStore | None = None) -> Session:
@@ -131,7 +134,12 @@ class Session:
 
     def resources(self, options: dict[str, Any] | None = None) -> list[Resource]:
         """The spec's resources, wired into their graph (checked before any AWS write)."""
-        return wire(self.backend.resources(self.context, options))
+        made = self.backend.resources(self.context, options)
+        if self.spec is not None and self.spec.budget is not None:
+            from fmcluster.verbs.guard_plan import guard_resources
+
+            made = [*made, *guard_resources(self)]
+        return wire(made)
 
     def hint(self, command: str) -> str:
         """``command`` (``fmcluster …``) as the user would re-type it: with ``--sandbox`` or

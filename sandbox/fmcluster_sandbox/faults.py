@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fmcluster_sandbox.kube.fake_tools import DCGM_TESTS
+
 LATENCY_KINDS = ("pcs.cluster", "pcs.compute_node_group", "pcs.queue", "eks.cluster", "eks.nodegroup", "eks.addon")
 FAIL_KINDS = ("cluster", "compute_node_group", "queue", "pcluster_stack", "eks_cluster", "eks_nodegroup", "eks_addon")
 # Kinds whose only possible forced status is a failed creation (ParallelCluster's stack, by cluster name; an EKS
@@ -61,6 +63,13 @@ class Faults:
       ``topology.k8s.aws/network-node-layer-*`` labels (:mod:`fmcluster_sandbox.topology`), as if AWS had moved
       it; ``null`` moves it back. The server refuses a move of an instance without topology, or to a node that is
       not a bottom node of the instance's zone.
+    - ``node_health``: an EKS node's name or its instance id -> ``{"gpus_missing": n, "efa_devices_missing": n,
+      "never_finishes": true, "dcgm_failures": [{"gpu": i, "test": "memory"}]}``: what the tools of the workloads
+      the sandbox runs there find (:mod:`fmcluster_sandbox.kube.node_health`); ``dcgm_failures`` makes that test of
+      ``dcgmi diag`` fail on GPU ``i`` when the run level includes it (a name ``dcgmi diag`` does not run is refused,
+      naming those it does); ``null`` makes the node healthy again.
+    - ``slow_link``: ``["<node a>", "<node b>", factor]``, a link between two nodes (names or instance ids) that
+      runs at ``factor`` (0 < factor <= 1) of its speed in an all-reduce spanning both; ``null`` removes it.
     """
 
     seed: int = 0
@@ -70,6 +79,8 @@ class Faults:
     fail_status: dict[str, str] = field(default_factory=dict)
     capacity_block_health: dict[str, dict[str, Any]] = field(default_factory=dict)
     topology_move: dict[str, str] = field(default_factory=dict)
+    node_health: dict[str, dict[str, Any]] = field(default_factory=dict)
+    slow_link: list[Any] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
@@ -80,6 +91,7 @@ class Faults:
         self._check(self.latency, self.throttle_rate, self.fail_status)
         _check_block_health(self.capacity_block_health)
         _check_moves(self.topology_move)
+        _check_node_health(self.node_health, self.slow_link)
         self.insufficient_capacity = set(self.insufficient_capacity)
         for kind in LATENCY_KINDS:
             self.latency.setdefault(kind, 0.0)
@@ -162,6 +174,8 @@ class Faults:
             "fail_status",
             "capacity_block_health",
             "topology_move",
+            "node_health",
+            "slow_link",
         }
         if unknown:
             raise ValueError(f"unknown fault fields: {', '.join(sorted(unknown))}")
@@ -170,14 +184,20 @@ class Faults:
                 seed, latency, throttle, capacity, fail = 0, _default_latency(), {}, set(), {}
                 health: dict[str, Any] = {}
                 moves: dict[str, Any] = {}
+                nodes: dict[str, Any] = {}
+                link: list[Any] | None = None
             else:
                 seed = self.seed
                 latency, throttle = dict(self.latency), dict(self.throttle_rate)
                 capacity, fail = set(self.insufficient_capacity), dict(self.fail_status)
                 health = dict(self.capacity_block_health)
                 moves = dict(self.topology_move)
+                nodes, link = dict(self.node_health), self.slow_link
+            if "slow_link" in changes:
+                link = changes["slow_link"]
             for name, target in (("latency", latency), ("throttle_rate", throttle), ("fail_status", fail),
-                                 ("capacity_block_health", health), ("topology_move", moves)):
+                                 ("capacity_block_health", health), ("topology_move", moves),
+                                 ("node_health", nodes)):
                 value = changes.get(name)
                 if value is None:
                     continue
@@ -200,6 +220,7 @@ class Faults:
             self._check(latency, throttle, fail)
             _check_block_health(health)
             _check_moves(moves)
+            _check_node_health(nodes, link)
             for kind in LATENCY_KINDS:
                 latency.setdefault(kind, 0.0)
             self.latency = {k: float(v) for k, v in latency.items()}
@@ -208,6 +229,7 @@ class Faults:
             self.fail_status = fail
             self.capacity_block_health = health
             self.topology_move = moves
+            self.node_health, self.slow_link = nodes, (list(link) if link else None)
             if changes.get("reset"):
                 self.held = {}
             if "seed" in changes or changes.get("reset"):
@@ -224,6 +246,8 @@ class Faults:
                 "fail_status": dict(self.fail_status),
                 "capacity_block_health": {k: dict(v) for k, v in self.capacity_block_health.items()},
                 "topology_move": dict(self.topology_move),
+                "node_health": {k: dict(v) for k, v in self.node_health.items()},
+                "slow_link": list(self.slow_link) if self.slow_link else None,
                 "held": {key: dict(counts) for key, counts in self.held.items()},
             }
 
@@ -298,3 +322,43 @@ def _check_moves(moves: dict) -> None:
             raise ValueError(f"topology_move key {key!r} must be an instance id (i-…)")
         if not isinstance(value, str) or not re.fullmatch(r"nn-[0-9a-f]{17}", value):
             raise ValueError(f"topology_move {key!r} must name a network node id (nn- and 17 hex digits)")
+
+
+NODE_FAULTS = {"gpus_missing": int, "efa_devices_missing": int, "never_finishes": bool, "dcgm_failures": list}
+
+
+def _check_dcgm_failures(key: str, failures: list) -> None:
+    """Each item names a GPU index and a test the sandbox's ``dcgmi diag`` runs (kube/fake_tools.py DCGM_LEVELS)."""
+    for item in failures:
+        if not isinstance(item, dict) or set(item) != {"gpu", "test"}:
+            raise ValueError(f"node_health {key!r}: each dcgm_failures item must be "
+                             '{"gpu": <index>, "test": "<dcgmi diag test>"}')
+        gpu, test = item["gpu"], item["test"]
+        if not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0:
+            raise ValueError(f"node_health {key!r}: dcgm_failures gpu must be a GPU index >= 0, not {gpu!r}")
+        if test not in DCGM_TESTS:
+            raise ValueError(f"node_health {key!r}: dcgm_failures test {test!r} is not a dcgmi diag test the "
+                             f"sandbox runs; the tests are {', '.join(DCGM_TESTS)}")
+
+
+def _check_node_health(nodes: dict, link: Any) -> None:
+    for key, value in nodes.items():
+        if not isinstance(value, dict) or not value or set(value) - set(NODE_FAULTS):
+            raise ValueError(f"node_health {key!r} must be an object with any of {', '.join(NODE_FAULTS)}")
+        if "dcgm_failures" in value:
+            if not isinstance(value["dcgm_failures"], list):
+                raise ValueError(f"node_health {key!r}: dcgm_failures must be a list")
+            _check_dcgm_failures(key, value["dcgm_failures"])
+        for name, kind in NODE_FAULTS.items():
+            if kind is list:
+                continue
+            item = value.get(name)
+            if item is not None and (not isinstance(item, kind) or (kind is int and (isinstance(item, bool)
+                                                                                      or item < 0))):
+                raise ValueError(f"node_health {key!r}: {name} must be "
+                                 + ("true or false" if kind is bool else "a whole number >= 0"))
+    if link is None:
+        return
+    if not (isinstance(link, list) and len(link) == 3 and all(isinstance(n, str) and n for n in link[:2])
+            and isinstance(link[2], (int, float)) and not isinstance(link[2], bool) and 0 < link[2] <= 1):
+        raise ValueError("slow_link must be [\"<node a>\", \"<node b>\", factor] with 0 < factor <= 1")

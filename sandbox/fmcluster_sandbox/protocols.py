@@ -109,3 +109,21 @@ def throttle_response(service: str, protocol: str) -> tuple[int, dict[str, str],
             "<Code>Throttling</Code><Message>Rate exceeded</Message></Error>"
             f"<RequestId>{rid}</RequestId></ErrorResponse>").encode()
     return 400, {"Content-Type": "text/xml", "x-amzn-RequestId": rid}, body
+
+
+def model_refusal(service: str, operation: str, body: bytes, code: str) -> tuple[int, dict[str, str], bytes] | None:
+    """For a JSON-protocol service moto answers unchecked: the error AWS's front end sends for a request that breaks
+    botocore's model (``code``, as the service's API reference names it), or None when the request is well formed."""
+    from fmcluster_sandbox import model_check
+
+    try:
+        document = json.loads(body or b"{}")
+    except ValueError as exc:
+        problems = [("request", f"cannot parse the body: {exc}")]
+    else:
+        problems = model_check.check(service, operation, document)
+    if not problems:
+        return None
+    message = "; ".join(f"{field}: {text}" for field, text in problems)
+    return 400, {"Content-Type": "application/x-amz-json-1.1", "x-amzn-RequestId": request_id()}, json.dumps(
+        {"__type": code, "Message": message}).encode()

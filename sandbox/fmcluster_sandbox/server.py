@@ -21,6 +21,12 @@ Run it with ``python -m fmcluster_sandbox.server --port P --home DIR [--faults F
   (:mod:`fmcluster_sandbox.resource_groups`), and launches into them
   (:mod:`fmcluster_sandbox.reservation_group_launch`);
 * Service Quotas for EC2 and PCS that moto lacks (:mod:`fmcluster_sandbox.service_quotas`);
+* Cost Explorer's cost allocation tags, which moto lacks (:mod:`fmcluster_sandbox.cost_allocation_tags`), AWS
+  Budgets (moto's) with each request checked against the model first, and the Budgets action moto lacks
+  (:mod:`fmcluster_sandbox.budgets_extras`);
+* EventBridge Scheduler: moto's store behind AWS's request rules (:mod:`fmcluster_sandbox.scheduler_api`), and
+  one-time schedules that come due on the sandbox clock calling their universal target as their execution role
+  (:mod:`fmcluster_sandbox.scheduler_runs`);
 * each EKS cluster's **Kubernetes API** under ``/k8s/<cluster name>/`` (:mod:`fmcluster_sandbox.kube`), which
   authenticates ``aws eks get-token`` bearer tokens against the cluster's access entries;
 * **fault injection** (:class:`fmcluster_sandbox.faults.Faults`) in front of all of it: a per-call delay,
@@ -46,7 +52,16 @@ Control routes (JSON in, JSON out; not AWS APIs):
     merge changes (``Faults.update``), e.g. ``{"throttle_rate": {"ec2": 1.0}}``,
     ``{"insufficient_capacity": ["p5.48xlarge"]}``, ``{"latency": {"pcs": 0.5}}``,
     ``{"topology_move": {"i-0123456789abcdef0": "nn-0123456789abcdef0"}}``, or ``{"reset": true}``;
-    answers with the new faults.
+    answers with the new faults. The health of an EKS node for the workloads the sandbox runs there (the MPI
+    Operator's launcher, :mod:`fmcluster_sandbox.kube.mpi_operator`), by node name or instance id:
+    ``{"node_health": {"<node>": {"gpus_missing": 1}}}`` (``nvidia-smi -L`` lists one GPU fewer, a rank on it
+    fails as CUDA does), ``{"efa_devices_missing": 1}`` (one ``fi_info`` block and one ``/sys/class/infiniband``
+    device fewer; the all-reduce slows to the node's remaining share), ``{"never_finishes": true}`` (its
+    all_reduce_perf hangs until the job's deadline), ``{"dcgm_failures": [{"gpu": 3, "test": "memory"}]}``
+    (``dcgmi diag -r 2 -j`` there fails GPU 3's memory test, with DCGM's message and exit code; a test name
+    dcgmi diag does not run is a 400 naming those it does); ``{"node_health": {"<node>": null}}`` heals it;
+    ``{"slow_link": ["<node a>", "<node b>", 0.5]}`` (an all-reduce spanning both runs at that factor;
+    ``null`` removes it). :mod:`fmcluster_sandbox.kube.node_health` says what a healthy node has.
 ``GET /_fmcluster/quotas?region=us-east-1``
     the service quotas the sandbox answers with for that region (``ec2`` vCPU quotas, ``pcs`` Clusters).
 ``POST /_fmcluster/quotas``
@@ -60,10 +75,24 @@ Control routes (JSON in, JSON out; not AWS APIs):
     "type": "capacity-block", "start": "2026-12-01T00:00:00Z", "end": "2026-12-15T00:00:00Z",
     "reservation_id": "cr-0123456789abcdef0"}``; the state follows the dates (scheduled, active, expired)
     unless ``"state"`` is given; answers ``{"reservation_id": ...}``.
+``GET /_fmcluster/clock``
+    ``{"now": "2026-12-07T01:00:00Z", "offset_seconds": 3600.0}``: sandbox time is real time plus the offset. Every
+    response's ``Date`` header follows it (AWS sends its time there), and so do one-time schedules coming due; the
+    rest of the sandbox (state timers, Capacity Block states) stays on real time.
+``POST /_fmcluster/clock``
+    ``{"advance_seconds": N}`` (N >= 0; a negative N is refused with 400) moves sandbox time forward and runs every
+    schedule now due before answering, so the caller sees their effects; ``{"reset": true}`` goes back to real time
+    (for the tests' isolation, not anything AWS does). Answers the clock as GET does, plus ``"ran"``: the runs this
+    call made. A background tick runs schedules that come due as real time passes.
+``GET /_fmcluster/schedule-runs``
+    every schedule run so far: ``[{"schedule", "group", "at", "fired_at", "target", "outcome": "succeeded" |
+    "denied" | "failed", "message"}]``. Not an AWS API: AWS shows runs only through CloudWatch metrics
+    (InvocationAttemptCount, TargetErrorCount, ...) and the schedule's dead-letter queue.
 ``POST /_fmcluster/reset``
     forget every resource: moto's state (default VPCs come back on next use), the PCS and EKS emulators'
-    clusters, reservations, placement groups and quota changes. Faults are kept (reset them with
-    ``POST /_fmcluster/faults {"reset": true}``). moto's own ``POST /moto-api/reset`` does the same.
+    clusters, reservations, placement groups and quota changes, the schedule runs, and the clock's offset. Faults
+    are kept (reset them with ``POST /_fmcluster/faults {"reset": true}``). moto's own ``POST /moto-api/reset``
+    does the same.
 
 The process writes ``<home>/sandbox/sandbox.json`` (pid, port, endpoint_url, ca_bundle, started_at)
 once it listens, and removes it when it stops, so ``fmcluster sandbox status|env`` find a foreground
@@ -85,7 +114,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster_sandbox import ec2_faults, protocols
+from fmcluster_sandbox import cost_allocation_tags, ec2_faults, protocols, scheduler_runs
+from fmcluster_sandbox.clock import CLOCK
 from fmcluster_sandbox.faults import Faults
 
 HOST = "127.0.0.1"
@@ -93,7 +123,7 @@ STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
 FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
 ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs",
-                       "resource-groups", "eks"]
+                       "resource-groups", "eks", "scheduler", "budgets", "ce"]
 #: Path prefix of the per-cluster Kubernetes API endpoints (``<endpoint>/k8s/<cluster name>``).
 KUBE_PREFIX = "/k8s/"
 #: moto backends created eagerly in the background after start-up, so the first real call is fast.
@@ -179,6 +209,11 @@ class SandboxApp:
         #: ``self.kube.handle(cluster_name, environ) -> (status, headers, body)``; unset, those paths are 404.
         self.kube: Any = None
         self._pcs_lock = threading.Lock()
+        self.clock = CLOCK
+        self.schedule_runs = scheduler_runs.Runs(CLOCK, lambda: self.endpoint_url, lambda: self.ca_bundle)
+        self.cost_tags = cost_allocation_tags.CostAllocationTags(
+            lambda account: cost_allocation_tags.ec2_tag_keys(account) | self.pcs.tag_keys(account)
+            | self.eks.tag_keys(account), CLOCK.now)
         self._conditional_writes = threading.Lock()
         from fmcluster_sandbox.kube import KubeApi
 
@@ -187,7 +222,7 @@ class SandboxApp:
         #: without it no principal is allowed and no node runs.
         self.kube = KubeApi(principal_allowed=self._kube_principal_allowed, nodes=self._kube_nodes,
                             cluster_version=self._kube_version, access_policies=self._kube_access_policies,
-                            cluster_region=self._kube_region)
+                            cluster_region=self._kube_region, faults=self.faults)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -246,6 +281,9 @@ class SandboxApp:
         from fmcluster_sandbox import topology
 
         topology.LAYOUT.reset()
+        self.schedule_runs.reset()
+        self.cost_tags.reset()
+        self.clock.reset()
 
     def reset_state(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
@@ -266,6 +304,9 @@ class SandboxApp:
         if not isinstance(payload, dict):
             return self._json(start_response, 400, {"error": "body must be a JSON object"})
         try:
+            routed = scheduler_runs.control(self.schedule_runs, method, path, payload)
+            if routed is not None:
+                return self._json(start_response, *routed)
             if path == "/_fmcluster/health":
                 return self._json(start_response, 200, self.health())
             if path == "/_fmcluster/faults":
@@ -307,6 +348,14 @@ class SandboxApp:
 
     # -- AWS requests ------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
+        def dated(status, headers, exc_info=None):
+            # AWS's time is the sandbox clock's: one Date header, from it (the server's handler writes none).
+            headers = [(k, v) for k, v in headers if k.lower() != "date"] + [("Date", self.clock.http_date())]
+            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+
+        return self._route(environ, dated)
+
+    def _route(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
         if path.startswith("/_fmcluster/"):
             return self._control(environ, start_response)
@@ -382,6 +431,11 @@ class SandboxApp:
             return self._pcs(environ, operation, access_key, region)
         if service == "eks":
             return self._eks(environ, access_key, region)
+        if service in ("scheduler", "budgets", "ce"):
+            from fmcluster_sandbox import guard_services
+
+            return guard_services.answer(self.cost_tags, environ, service, target, operation, region,
+                                         self._account(environ, access_key))
         if service == "ec2" and operation in PLACEMENT_GROUP_ACTIONS:
             return self.placement_groups.handle(operation, params, region, self._account(environ, access_key))
         if service == "ec2" and operation in CAPACITY_RESERVATION_ACTIONS:
@@ -565,9 +619,19 @@ def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLik
         ssl_context, ca_bundle = (str(cert), str(key)), str(cert)
         app.ca_bundle = ca_bundle
 
-    handler = MotoRequestHandler
+    class _Dated(MotoRequestHandler):
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            # http.server writes a Date of its own before the app's headers; the app's (sandbox time) is the one
+            return ""
+
+        def send_header(self, keyword: str, value: str) -> None:
+            if keyword.lower() == "date" and not value:
+                return
+            super().send_header(keyword, value)
+
+    handler: type[MotoRequestHandler] = _Dated
     if quiet:
-        class _Quiet(MotoRequestHandler):
+        class _Quiet(_Dated):
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 pass
 
@@ -596,6 +660,7 @@ def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLik
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     threading.Thread(target=app.prewarm, name="prewarm", daemon=True).start()
+    scheduler_runs.Ticker(app.schedule_runs).start()
     print(f"fmcluster sandbox listening on {endpoint} (pid {os.getpid()})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

@@ -1,5 +1,7 @@
-"""The installed ``fmcluster`` command, offline (no AWS credentials, no endpoint): help, version, schema,
-render and validate, and bad command lines (exit 2, one message, no traceback)."""
+"""The ``fmcluster`` command, offline (no AWS credentials, no endpoint): help, version, schema, render and
+validate, and bad command lines (exit 2, one message, no traceback). The installed command runs for what is about
+it (top-level help, version, bad command lines, the environment); per-command and per-example cases run the same
+entry point in this process (fixtures/in_process.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixtures.in_process import run_in_process
 
 from fmcluster import __version__
 from fmcluster.backends.registry import render
@@ -38,7 +41,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def run(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, *args: str | Path, installed: bool = True) -> subprocess.CompletedProcess[str]:
+    if not installed:
+        return run_in_process([str(arg) for arg in args], _env(tmp_path), cwd=tmp_path)
     return subprocess.run([FMCLUSTER, *map(str, args)], capture_output=True, text=True, env=_env(tmp_path),
                           cwd=tmp_path, timeout=180)
 
@@ -62,7 +67,7 @@ def test_help(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_command_help(tmp_path: Path, command: str) -> None:
-    result = run(tmp_path, command, "--help")
+    result = run(tmp_path, command, "--help", installed=command == "plan")
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     text = _flat(result.stdout)
@@ -125,7 +130,7 @@ def test_render_to_stdout(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
 def test_render_every_example(tmp_path: Path, config: Path) -> None:
-    result = run(tmp_path, "render", config, "-o", tmp_path / "out")
+    result = run(tmp_path, "render", config, "-o", tmp_path / "out", installed=False)  # installed: render_to_directory
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert any((tmp_path / "out").iterdir())
@@ -135,7 +140,7 @@ def test_render_every_example(tmp_path: Path, config: Path) -> None:
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
 def test_validate_offline(tmp_path: Path, config: Path) -> None:
-    result = run(tmp_path, "validate", config)
+    result = run(tmp_path, "validate", config, installed=config.stem == "quickstart-parallelcluster")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
 
@@ -188,7 +193,7 @@ def test_unknown_region_flag(tmp_path: Path, region: str) -> None:
 
 @pytest.mark.parametrize("command", ["render", "validate", "plan"])
 def test_missing_spec_file(tmp_path: Path, command: str) -> None:
-    result = run(tmp_path, command, "missing.yaml")
+    result = run(tmp_path, command, "missing.yaml", installed=command == "plan")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "missing.yaml: no such file" in result.stderr

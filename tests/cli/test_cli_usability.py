@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixtures.in_process import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
@@ -56,7 +57,8 @@ def known_clusters(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_has_clean_placeholders_and_an_example(tmp_path: Path, command: str) -> None:
-    result = run(tmp_path, *command.split(), "--help", COLUMNS="200")
+    # The entry point in this process: the installed command's help is test_usage_lines_name_their_placeholders'.
+    result = run_in_process([*command.split(), "--help"], _env(tmp_path, COLUMNS="200"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert not TYPE_TAGS.findall(result.stdout), (TYPE_TAGS.findall(result.stdout), result.stdout)
     assert re.search(r"Examples?:", result.stdout), f"`fmcluster {command} --help` teaches no example"

@@ -1,8 +1,9 @@
-"""Hostile or broken files given as a spec or as an output path: each is refused through the installed command
-with one message naming the file (and its position where it has one), exit 2, no traceback, and no hang.
+"""Hostile or broken files given as a spec or as an output path: each is refused through the CLI with one message
+naming the file (and its position where it has one), exit 2, no traceback, and no hang.
 
-The subprocess timeout is only a hang guard (a FIFO or an alias bomb used to block for minutes); speed is
-measured in bench/, not here.
+The files that used to hang or could crash the interpreter (a FIFO, /dev/zero, an alias bomb, deep nesting) go
+through the installed command, whose timeout is only a hang guard (speed is measured in bench/, not here); the rest
+run the same entry point in this process (fixtures/in_process.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.in_process import run_in_process
 from fixtures.lifecycle import PcsCli, cli_fixture
 from fixtures.unprivileged import demote
 
@@ -43,7 +45,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def run_cli(tmp_path: Path, *args: str, **kwargs) -> subprocess.CompletedProcess[str]:
+def run_cli(tmp_path: Path, *args: str, installed: bool = True, **kwargs) -> subprocess.CompletedProcess[str]:
+    if not installed:
+        return run_in_process(args, _env(tmp_path), cwd=tmp_path)
     return subprocess.run([FMCLUSTER, *args], capture_output=True, text=True, env=_env(tmp_path), cwd=tmp_path,
                           timeout=HANG_GUARD, stdin=subprocess.DEVNULL, **kwargs)
 
@@ -135,6 +139,8 @@ HOSTILE = {
                 ""),
     "undecodable": (lambda tmp: _write_bytes(tmp, "bad.yaml", b"name: caf\xe9\n"), ":1:10: is not UTF-8 text", ""),
 }
+# A regression in these would hang or crash the process that reads them: a child, behind the hang guard.
+MAY_HANG_OR_CRASH = {"alias-bomb", "deep-nesting", "fifo", "dev-zero", "symlink-to-dev-zero"}
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -161,7 +167,7 @@ def test_hostile_spec_through_cli(tmp_path: Path, case: str, command: str) -> No
     make, where, fragment = HOSTILE[case]
     spec = make(tmp_path)
     args = [command, str(spec)] + (["--yes"] if command == "create" else [])
-    result = run_cli(tmp_path, *args)
+    result = run_cli(tmp_path, *args, installed=case in MAY_HANG_OR_CRASH)
     assert_refused(result, f"{spec}{where}" if where.startswith(":") else where, fragment)
     assert not (tmp_path / "state" / "state.db").exists(), "a refused spec must leave no state behind"
 
@@ -171,7 +177,7 @@ def test_hostile_spec_through_cli(tmp_path: Path, case: str, command: str) -> No
 def test_render_onto_an_existing_file(tmp_path: Path) -> None:
     target = tmp_path / "rendered"
     target.write_text("keep me\n")
-    result = run_cli(tmp_path, "render", str(QUICKSTART), "-o", str(target))
+    result = run_cli(tmp_path, "render", str(QUICKSTART), "-o", str(target), installed=False)
     assert_refused(result, f"-o {target}: exists and is not a directory")
     assert target.read_text() == "keep me\n"
 
@@ -187,7 +193,7 @@ def test_render_to_an_impossible_path(tmp_path: Path, case: str) -> None:
         target = tmp_path / "out"
         (target / "security-group.yaml").mkdir(parents=True)
         fragment = "Is a directory"
-    result = run_cli(tmp_path, "render", str(QUICKSTART), "-o", str(target))
+    result = run_cli(tmp_path, "render", str(QUICKSTART), "-o", str(target), installed=False)
     assert_refused(result, f"-o {target}", fragment)
 
 

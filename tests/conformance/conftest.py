@@ -8,7 +8,7 @@ its test. PCS tests work in their own Region so the Clusters quota they meet is 
 from __future__ import annotations
 
 import pytest
-from pcs_world import Pcs
+from fixtures.pcs_world import Pcs
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from pcs_world import REGION, Pcs
+from fixtures.pcs_world import REGION, Pcs
 
 QUOTA_REGION = "ap-northeast-1"  # the quota and page tests fill this Region with clusters
 
@@ -139,6 +139,9 @@ def test_custom_slurm_settings_follow_pcs_allow_lists(world):
         {"parameterName": "SlurmctldPort", "parameterValue": "1234"}]}))
     world.refused(lambda: world.cluster(slurmConfiguration={"slurmCustomSettings": [
         {"parameterName": "MinJobAge", "parameterValue": "1"}]}))
+    # Slurm's topology plugin is none of the cluster settings PCS lists: PCS sets Slurm's topology itself (issue 39)
+    world.refused(lambda: world.cluster(slurmConfiguration={"slurmCustomSettings": [
+        {"parameterName": "TopologyPlugin", "parameterValue": "topology/tree"}]}))
     cluster = world.cluster(slurmConfiguration={"slurmCustomSettings": [
         {"parameterName": "Prolog", "parameterValue": "/shared/prolog.sh"}],
         "cgroupCustomSettings": [{"parameterName": "ConstrainCores", "parameterValue": "yes"}]})

@@ -8,7 +8,7 @@ import datetime as dt
 import uuid
 
 import pytest
-from pcs_world import MIME_USER_DATA, ZONE
+from fixtures.pcs_world import MIME_USER_DATA, ZONE
 
 
 def _efa_interfaces(group: str, cards: int) -> list[dict]:

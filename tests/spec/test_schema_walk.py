@@ -11,13 +11,13 @@ gives one. A new field that fails here either needs a patch (its generic value i
 from __future__ import annotations
 
 import copy
-import functools
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from fixtures.edits_after_create import EDITS_HEADING, IDENTITY, SPEC_FIELDS, cell, planned, verdict
 
 from fmcluster.backends.registry import render
 from fmcluster.cost_report import plan_report
@@ -111,6 +111,10 @@ PATCHES: dict[str, dict[str, Any]] = {
             "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}},
         "queues[0].capacity.ultraserver": "u-p6e-gb200x72"},
 }
+# A budget needs a limit; the guard's moment and settings show in the plan report (``budget``).
+PATCHES["budget.expires"] = {"budget.expires": "72h"}
+PATCHES["budget.on_limit"] = {"__base__": {"budget.max_usd": 100}, "budget.on_limit": "destroy-compute"}
+PATCHES["budget.notify"] = {"__base__": {"budget.max_usd": 100}, "budget.notify": ["ops@example.com"]}
 # Where EKS's base (no head node, no node scripts) needs another change to reach the field.
 EKS_PATCHES: dict[str, dict[str, Any]] = {
     "queues[].capacity.ultraserver": {
@@ -126,7 +130,7 @@ BASE_KEY = "__base__"
 # One change covers a section whose fields only come together.
 PATCHES["slurm.database.user"] = PATCHES["slurm.database.password_secret_arn"] = PATCHES["slurm.database.uri"]
 # Fields with one allowed value have nothing to change to (deployment_type: PERSISTENT_2 only).
-PLAN_ONLY = ("workload.",)
+PLAN_ONLY = ("workload.", "budget.")
 # What _judge says of an edit refused at load time as the walk requires.
 REFUSED = "refused at load time"
 
@@ -257,15 +261,32 @@ def test_the_walk_sees_every_field() -> None:
         assert expected in paths, sorted(paths)
 
 
+@pytest.fixture(scope="module")
+def walk_base(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A backend's directory and its base spec's outcome there, made once per module: the walk's cases differ only
+    in the patch (an EKS render takes most of a second). Every outcome a case compares is made in that directory,
+    so the spec file's path is the same in the base's documents and the patched ones."""
+    made: dict[str, tuple[Path, str, Any]] = {}
+
+    def base(backend: str) -> tuple[Path, str, Any]:
+        if backend not in made:
+            directory = tmp_path_factory.mktemp(f"walk-{backend}")
+            (directory / "setup.sh").write_text(SETUP)
+            made[backend] = (directory, *_outcome(directory, copy.deepcopy(BASES[backend]), backend))
+        return made[backend]
+    yield base
+    for backend, (directory, _, out) in made.items():  # no case changed the shared base: it is still a fresh one
+        assert _outcome(directory, copy.deepcopy(BASES[backend]), backend)[1][:2] == out[:2], backend
+
+
 @pytest.mark.parametrize("backend", list(BASES))
 @pytest.mark.parametrize("path,node", SCHEMA_LEAVES, ids=[p for p, _ in SCHEMA_LEAVES])
-def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: str, path: str, node: dict) -> None:
-    (tmp_path / "setup.sh").write_text(SETUP)
+def test_every_field_changes_the_output_or_is_refused(walk_base: Any, backend: str, path: str, node: dict) -> None:
+    tmp_path, kind, base_out = walk_base(backend)
     base = copy.deepcopy(BASES[backend])
-    kind, base_out = _outcome(tmp_path, base, backend)
     assert kind == "rendered", f"the {backend} base spec must load: {base_out}"
     if path in IDENTITY:
-        assert _cell(path, backend) == "new cluster", f"{path}: an edit is another cluster ({SPEC_FIELDS.name})"
+        assert cell(path, backend) == "new cluster", f"{path}: an edit is another cluster ({SPEC_FIELDS.name})"
     if path == "backend":
         candidates = [{"backend": "pcs" if backend == "parallelcluster" else "parallelcluster"}]
     elif "enum" in node and len(node["enum"]) == 1 or node.get("const") is not None:
@@ -273,7 +294,7 @@ def test_every_field_changes_the_output_or_is_refused(tmp_path: Path, backend: s
     else:
         patches = {**PATCHES, **EKS_PATCHES} if backend == "eks" else PATCHES
         candidates = [patches[path]] if path in patches else _generic(path, node, _get(base, path))
-    said = _cell(path, backend)
+    said = cell(path, backend)
     problems = [_judge(tmp_path, base, base_out, backend, path, patch, said) for patch in candidates]
     if not any(p is None or p == REFUSED for p in problems):
         pytest.fail("\n".join(p for p in problems if p))
@@ -324,7 +345,7 @@ def _judge(tmp_path: Path, base: dict, base_out: Any, backend: str, path: str, p
                 "dropped. Render it, or refuse it at load time with the reason")
     if path in IDENTITY or said is None:
         return None
-    found = _verdict(_planned(base_out[2], base_out[3]), _planned(out[2], out[3]))
+    found = verdict(planned(base_out[2], base_out[3]), planned(out[2], out[3]))
     if found == "not compared":
         return (f"{path} on {backend}: {patch} changes what create sends, but no resource compares it: diff would "
                 "never see the edit. Compare it (the resource's desired) or refuse it")
@@ -346,99 +367,3 @@ def test_every_field_has_a_description() -> None:
         walk(definition, f"{name}.")
     walk(schema, "Spec.")
     assert missing == [], f"fields without a description: {', '.join(missing)}"
-
-
-# -- after create: is an edit compared by diff? ------------------------------------------------------------------
-# docs/spec-fields.md's "Edits after create" table says, per field and backend, what `diff` makes of an edit to a
-# running cluster. The walk above (_judge) derives the same from the resources fmcluster plans with (each backend's
-# ``makers``: the documents' resources, and what each compares, ``desired``) and fails where they disagree. An edit
-# that changes a rendered document but no resource's compared attributes is applied by `create` yet never seen by
-# `diff`: it fails whatever the table says.
-SPEC_FIELDS = Path(__file__).resolve().parents[2] / "docs" / "spec-fields.md"
-EDITS_HEADING = "## Edits after create"
-# The cluster's identity: fmcluster finds a cluster by name and Region, so an edit there is another cluster.
-IDENTITY = ("name", "region", "backend")
-# ParallelCluster compares its whole cluster config (UpdateCluster's dry run), not attributes fmcluster picks.
-WHOLE_DOCUMENT = ("pcluster_cluster",)
-VERDICTS = ("refused", "update", "replace", "compared", "new cluster", "not compared")
-
-
-@functools.cache
-def _edits_table() -> dict[str, dict[str, str]]:
-    """field → backend → the verdict word its cell starts with."""
-    text = SPEC_FIELDS.read_text()
-    assert EDITS_HEADING in text, f"{SPEC_FIELDS.name} has no '{EDITS_HEADING}' section"
-    rows: dict[str, dict[str, str]] = {}
-    for line in text.split(EDITS_HEADING, 1)[1].splitlines():
-        if line.startswith("## "):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.startswith("| `") or len(cells) != 4:
-            continue
-        verdicts = []
-        for cell in cells[1:]:
-            word = next((v for v in VERDICTS if cell.startswith(v)), None)
-            assert word is not None, f"{SPEC_FIELDS.name}: {cells[0]}: cell {cell!r} starts with none of {VERDICTS}"
-            verdicts.append(word)
-        rows[cells[0].strip("`")] = dict(zip(BASES, verdicts, strict=True))
-    return rows
-
-
-def _cell(path: str, backend: str) -> str:
-    cell = _edits_table().get(path, {}).get(backend)
-    assert cell is not None, f"{path}: no {backend} cell in {SPEC_FIELDS.name} '{EDITS_HEADING}'"
-    return cell
-
-
-def _planned(spec: Spec, documents: list[Any]) -> dict[str, tuple[Any, dict[str, Any]]]:
-    """Each resource fmcluster would plan for these documents: (the resource, what it compares), offline."""
-    from fmcluster.aws.build import build
-    from fmcluster.backends.eks import backend as eks
-    from fmcluster.backends.parallelcluster import backend as parallelcluster
-    from fmcluster.backends.pcs import backend as pcs
-    from fmcluster.engine import Context
-    from fmcluster.engine.references import references
-
-    def no_aws(service: str) -> Any:
-        raise AssertionError(f"comparing what the spec sets called {service}")
-
-    ctx = Context(spec.name, spec.region, no_aws)
-    # What AWS issues, where a longer text is built around it (user data naming the file system's DNS name), stands
-    # as a fixed placeholder on both sides, so that the rest of the text still shows an edit, as it does in a diff
-    # of a running cluster; a value that is only a reference stays unknown on both sides.
-    ctx.publish({ref: f"<{ref}>" for document in documents for text in _texts(document.body)
-                 if references(text) and not re.fullmatch(r"\$\{[^}]*\}", text) for ref in references(text)})
-    lifecycle = {"eks": eks, "parallelcluster": parallelcluster, "pcs": pcs}[spec.backend]
-    resources = build(documents, lifecycle.makers(spec, documents), spec.backend)
-    return {r.name: (r, flatten_body(r) if r.kind in WHOLE_DOCUMENT else r.desired(ctx)) for r in resources}
-
-
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in _texts(item)]
-    if isinstance(value, list):
-        return [t for item in value for t in _texts(item)]
-    return [value] if isinstance(value, str) else []
-
-
-def flatten_body(resource: Any) -> dict[str, Any]:
-    from fmcluster.engine import flatten
-
-    return flatten(resource.document.body)
-
-
-def _verdict(before: dict[str, tuple[Any, dict]], after: dict[str, tuple[Any, dict]]) -> str:
-    """What diff makes of going from ``before`` to ``after``: replace (a resource AWS cannot change in place),
-    update (attributes changed in place, resources made or removed), or not compared."""
-    from fmcluster.engine import AttributeChange
-
-    changed = set(before) != set(after)
-    for name in set(before) & set(after):
-        old, new = before[name][1], after[name][1]
-        changes = [AttributeChange(p, old.get(p), new.get(p)) for p in sorted(set(old) | set(new))
-                   if old.get(p) != new.get(p)]
-        if changes:
-            changed = True
-            if after[name][0].replacement_reason(changes):
-                return "replace"
-    return "update" if changed else "not compared"

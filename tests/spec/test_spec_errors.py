@@ -1,4 +1,5 @@
-"""Bad specs: every one is a SpecError with its exact position, and through the CLI exit 2 and no traceback.
+"""Bad specs: every one is a SpecError with its exact position, and through the CLI exit 2 and no traceback
+(the CLI's entry point in this process; the installed command for the few cases that are about it).
 
 Positions below are 1-based (line, column), counted by hand from the YAML text of each case.
 """
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.in_process import run_in_process
 
 from fmcluster.errors import SpecError
 from fmcluster.spec import load_spec
@@ -317,8 +319,8 @@ CASES: list[tuple[str, str, int | None, int | None, str, str]] = [
      "kubernetes.scheduler is for the eks backend"),
 ]
 
-# Cases run through the installed command as well (exit code 2, position on stderr, no traceback).
-SUBPROCESS_CASES = {
+# Cases run through the CLI as well (exit code 2, position on stderr, no traceback).
+CLI_CASES = {
     "top-level-list", "yaml-syntax", "duplicate-key", "unknown-queue-key", "nodes-word", "backend-typo",
     "instance-typo", "lustre-3000", "capacity-block-scales", "pcs-11-queues", "pcs-large-exceeded",
     "pc-queue-uppercase", "pcs-slurm-24.11", "tag-aws-prefix", "cidr-300", "cidr-ipv4-mapped", "nodes-octal",
@@ -339,17 +341,14 @@ def _write(tmp_path: Path, content: str | bytes, name: str = "spec.yaml") -> Pat
 
 def _offline_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update({
-        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "NO_COLOR": "1",
-        "COLUMNS": "250",
-    })
+    env.update({"AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"), "AWS_EC2_METADATA_DISABLED": "true",
+                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"), "NO_COLOR": "1", "COLUMNS": "250"})
     return env
 
 
-def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(tmp_path: Path, *args: str, installed: bool = False) -> subprocess.CompletedProcess[str]:
+    if not installed:  # the same entry point, in this process: fixtures/in_process.py
+        return run_in_process(args, _offline_env(tmp_path), cwd=tmp_path)
     return subprocess.run([FMCLUSTER, *args], capture_output=True, text=True, env=_offline_env(tmp_path),
                           cwd=tmp_path, timeout=120)
 
@@ -369,7 +368,7 @@ def test_cases_have_unique_ids() -> None:
     ids = [case[0] for case in CASES]
     assert len(ids) == len(set(ids))
     assert len(CASES) >= 30
-    assert SUBPROCESS_CASES <= set(ids)
+    assert CLI_CASES <= set(ids)
 
 
 @pytest.mark.parametrize(("text", "line", "column", "path", "fragment"), [c[1:] for c in CASES],
@@ -385,12 +384,13 @@ def test_bad_spec_is_located(tmp_path: Path, text: str, line: int, column: int, 
     assert caught.value.exit_code == 2
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[0] in SUBPROCESS_CASES], ids=lambda c: c[0])
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in CLI_CASES], ids=lambda c: c[0])
 @pytest.mark.parametrize("command", ["render", "validate"])
 def test_bad_spec_through_cli(tmp_path: Path, command: str, case: tuple) -> None:
     _, text, line, column, _path, fragment = case
     spec = _write(tmp_path, text)
-    result = run_cli(tmp_path, command, str(spec))
+    installed = (case[0], command) in {("yaml-syntax", "render"), ("pcs-11-queues", "validate")}  # a parse, a rule
+    result = run_cli(tmp_path, command, str(spec), installed=installed)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"{spec}:{line}:{column}:" in result.stderr
@@ -442,7 +442,7 @@ def test_unreadable_file_through_cli(tmp_path: Path, case: str) -> None:
     spec = tmp_path / "spec.yaml"
     if content is not None:
         spec.write_bytes(content)
-    result = run_cli(tmp_path, "render", str(spec))
+    result = run_cli(tmp_path, "render", str(spec), installed=case == "latin-1")  # undecodable bytes, end to end
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     position = f":{where[0]}:{where[1]}" if where else ""

@@ -1,10 +1,9 @@
-"""The state file under faults, through the installed command: a corrupt, truncated, empty, foreign-schema,
-newer, unreadable or read-only ``state.db`` (or an unusable state directory) is one clear error that names the
-file and says what to do, exit 1, no traceback, for every command that uses the state. Reading commands work
-on a file they cannot write. Modes, schema versions and migration, event pruning, degraded records and the
-validation of what ``scale`` would save are checked here too; none of this needs AWS (an unreachable endpoint
-proves that no call was made).
-"""
+"""The state file under faults, through fmcluster's entry point (in this process; the installed command where a
+test is about it): a corrupt, truncated, empty, foreign-schema, newer, unreadable or read-only ``state.db`` (or an
+unusable state directory) is one clear error that names the file and says what to do, exit 1, no traceback, for
+every command that uses the state. Reading commands work on a file they cannot write. Modes, schema versions and
+migration, event pruning, degraded records and the validation of what ``scale`` would save are checked here too;
+none of this needs AWS (an unreachable endpoint proves that no call was made)."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixtures.in_process import run_in_process
 from fixtures.unprivileged import demote
 
 from fmcluster.spec.stored import InvalidRecord, record_cluster, stored_spec_problem
@@ -65,7 +65,11 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_cli(home: Path, *args: str, as_user: bool = False) -> subprocess.CompletedProcess[str]:
+def run_cli(home: Path, *args: str, as_user: bool = False, installed: bool = False) -> subprocess.CompletedProcess[str]:
+    """In this process (fixtures/in_process.py) unless the test is about the installed command (``installed``) or
+    runs as another user (``as_user``: only a child can drop root)."""
+    if not (installed or as_user):
+        return run_in_process(["--endpoint-url", NOWHERE, *args], _env(home), cwd=home.parent)
     return subprocess.run([FMCLUSTER, "--endpoint-url", NOWHERE, *args], capture_output=True, text=True,
                           env=_env(home), cwd=home.parent, timeout=HANG_GUARD, stdin=subprocess.DEVNULL,
                           preexec_fn=demote() if as_user else None)
@@ -125,6 +129,10 @@ COMMANDS = {
 }
 
 
+# Through the installed command (its exit status, no traceback), a reader and a writer; the rest run in-process.
+INSTALLED = {("corrupt", "create"), ("newer-version", "status-json")}
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_broken_state_file_is_one_clear_error(tmp_path: Path, fault: str, command: str) -> None:
@@ -135,7 +143,7 @@ def test_broken_state_file_is_one_clear_error(tmp_path: Path, fault: str, comman
     for sidecar in (Path(f"{db}-wal"), Path(f"{db}-shm")):
         sidecar.unlink(missing_ok=True)
     before = db.read_bytes()
-    result = run_cli(home, *COMMANDS[command])
+    result = run_cli(home, *COMMANDS[command], installed=(fault, command) in INSTALLED)
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 1, result.stderr
     text = _flat(result.stderr)
@@ -147,11 +155,11 @@ def test_broken_state_file_is_one_clear_error(tmp_path: Path, fault: str, comman
 
 def test_missing_state_file_reads_as_no_clusters(tmp_path: Path) -> None:
     home = tmp_path / "state"
-    listing = run_cli(home, "status", "--json")
+    listing = run_cli(home, "status", "--json", installed=True)
     assert listing.returncode == 0, listing.stderr
     assert json.loads(listing.stdout) == []
     assert not (home / "state.db").exists(), "a reading command must not create the state file"
-    unknown = run_cli(home, "status", "nope")
+    unknown = run_cli(home, "status", "nope", installed=True)
     assert unknown.returncode == 1 and "no cluster named 'nope'" in unknown.stderr, unknown.stderr
     assert "Traceback" not in unknown.stderr
 

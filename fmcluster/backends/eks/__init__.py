@@ -13,7 +13,7 @@ from fmcluster.backends.protocol import Capability
 
 if TYPE_CHECKING:
     from fmcluster.backends.context import BackendContext
-    from fmcluster.backends.protocol import Lifecycle, SmokeRequest, SmokeSink
+    from fmcluster.backends.protocol import GuardCall, Lifecycle, SmokeRequest, SmokeSink
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -64,3 +64,8 @@ class EksBackend(LoadsLifecycle):
         from fmcluster.backends.eks import smoke
 
         return smoke.manifest(spec, request)
+
+    def guard_calls(self, spec: Spec, on_limit: str, fires_at: str) -> list[GuardCall]:
+        from fmcluster.backends.eks.guard import guard_calls
+
+        return guard_calls(spec, on_limit, fires_at)

@@ -27,6 +27,7 @@ from fmcluster.aws.ec2 import LaunchTemplate, PlacementGroup, error_code
 from fmcluster.aws.existing_storage import ExistingFsxLustre
 from fmcluster.aws.fsx import FsxLustre
 from fmcluster.aws.fsx_data_repository import FsxDataRepository
+from fmcluster.aws.guard import scan_guard
 from fmcluster.aws.iam import IamRole
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement
@@ -35,7 +36,7 @@ from fmcluster.backends.eks.addon_resource import EksAddon
 from fmcluster.backends.eks.cluster_resource import EksCluster
 from fmcluster.backends.eks.kubernetes import client as kube
 from fmcluster.backends.eks.nodegroup_resource import EksNodegroup
-from fmcluster.backends.eks.nodes import system_nodes
+from fmcluster.backends.eks.nodes import system_nodes, ultraserver_resource
 from fmcluster.backends.eks.nodes.instance_types import template_type
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
@@ -117,6 +118,7 @@ class EksLifecycle(LifecycleDefaults):
             if resource.kind == "eks_addon" and resource.key in ADDONS_ON_NODES:
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
         apply_order.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
+        resources += ultraserver_resource.resources(spec)  # after their node groups (issue 39)
         control_routes = "route_table:control"
         if any(r.name == control_routes for r in resources):  # nodes in the second subnet boot with its route
             for resource in resources:
@@ -217,6 +219,7 @@ class EksLifecycle(LifecycleDefaults):
         cluster = self._cluster(context)
         if cluster is not None:
             found += self._discover_cluster(context, cluster)
+        found += scan_guard(ctx)  # the budget guard's schedules and backstop
         found += [instance_found(i, "an EKS node") for i in scan_instances(ctx)]
         return found
 
@@ -392,6 +395,3 @@ def _group_types(documents: list[Any], group: Any) -> tuple[str, ...]:
             found = (document.body.get("LaunchTemplateData") or {}).get("InstanceType")
             return (found,) if found else ()
     return ()
-
-
-

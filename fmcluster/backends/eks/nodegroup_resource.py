@@ -78,7 +78,8 @@ class EksNodegroup(EksResource):
     def _outputs(self, item: dict[str, Any]) -> dict[str, Any]:
         scaling = item.get("scalingConfig") or {}
         prefix = f"eks_nodegroup.{self.key}"
-        return {f"{prefix}.min": scaling.get("minSize"), f"{prefix}.max": scaling.get("maxSize"),
+        return {f"{prefix}.arn": item.get("nodegroupArn"),  # the budget guard's role names it (eks/guard.py)
+                f"{prefix}.min": scaling.get("minSize"), f"{prefix}.max": scaling.get("maxSize"),
                 f"{prefix}.desired": scaling.get("desiredSize")}
 
     def _live(self, item: dict[str, Any]) -> dict[str, Any]:

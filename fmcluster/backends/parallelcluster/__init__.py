@@ -13,7 +13,7 @@ from fmcluster.backends.protocol import Capability
 from fmcluster.backends.slurm.light import SlurmBackend
 
 if TYPE_CHECKING:
-    from fmcluster.backends.protocol import Lifecycle
+    from fmcluster.backends.protocol import GuardCall, Lifecycle
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -59,3 +59,7 @@ class ParallelClusterBackend(SlurmBackend):
 
         return tagged_clusters(region)
 
+    def guard_calls(self, spec: Spec, on_limit: str, fires_at: str) -> list[GuardCall]:
+        from fmcluster.backends.parallelcluster.guard import guard_calls
+
+        return guard_calls(spec, on_limit, fires_at)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fmcluster.aws.build import SHARED, Maker, build, by_key
 from fmcluster.aws.discovery import Discovered, instance_found, scan_ec2, scan_fsx, scan_instances
 from fmcluster.aws.fsx import FsxOpenZfs
+from fmcluster.aws.guard import scan_guard
 from fmcluster.aws.ownership import is_ours, tag_dict
 from fmcluster.aws.s3 import ScriptsBucket, scan_buckets
 from fmcluster.backends.lazy import LifecycleDefaults
@@ -92,6 +93,7 @@ class ParallelClusterLifecycle(LifecycleDefaults):
                 f"ParallelCluster cluster {context.name} (stack {described['cloudFormationStackStatus']})",
                 ours, PclusterCluster(context.name) if ours else None, tags.get(CLUSTER_ID_TAG, "")))
         found += scan_ec2(ctx, context.stack_kinds) + scan_fsx(ctx, context.stack_kinds) + scan_buckets(ctx)
+        found += scan_guard(ctx)  # the budget guard's schedules and backstop
         nodes = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [context.name]}])
         if nodes and described is None:  # the stack is gone and its nodes are not: end them
             found.append(Discovered(f"cluster_instances:{context.name}", context.name, f"{len(nodes)} running",

@@ -10,6 +10,7 @@ from fmcluster.backends.slurm.openzfs import (
     OPENZFS_NFS_EXPORT_OPTIONS,
     openzfs_throughput_mbps,
 )
+from fmcluster.backends.slurm.topology_plugin import TOPOLOGY_PLUGIN, TREE, tree_topology
 from fmcluster.catalog.hardware import hardware
 from fmcluster.render.common import resource_tags
 from fmcluster.render.documents import SUBNET_TO_RESOLVE, Document, RenderedDocuments
@@ -27,7 +28,16 @@ OPENZFS_ROOT_VOLUME = "${fsx_openzfs.home.root_volume_id}"
 # NFS ports an OpenZFS client needs (FSx OpenZFS guide, "Managing file system access"; ParallelCluster's FSX_PORTS).
 OPENZFS_NFS_PORT_RANGES = ((111, 111), (2049, 2049), (20001, 20003))
 PCLUSTER_VERSION = "3.16.1"
-NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False)
+NODE_LAYOUT = node_software.NodeLayout("parallelcluster", imex_prolog_on_head=True, mounts_scratch=False,
+                                       keeps_slurm_topology=True)
+# ParallelCluster's cookbook makes each p6e-gb200 UltraServer a Slurm block (topology/block) itself
+# (ULTRASERVER_INSTANCE_PREFIX_LIST in pcluster/constants.py, 3.16.1).
+SCHEDULER_BLOCK_FAMILIES = ("p6e-gb200",)
+# What the head node's topology step needs beyond ParallelCluster's own head-node policy (which already allows
+# ec2:DescribeInstances): ec2:DescribeInstanceTopology. ParallelCluster's HeadNode/Iam takes policies only by ARN
+# (AdditionalIamPolicies), so the narrowest it can name without fmcluster owning an IAM policy is AWS's read-only
+# EC2 policy (ec2:Describe*), the one AWS's sample aws-samples/ec2-topology-aware-for-slurm names.
+TOPOLOGY_READ_POLICY = "arn:aws:iam::aws:policy/AmazonEC2ReadOnlyAccess"
 CAPACITY_TYPES = {
     "on-demand": "ONDEMAND",
     "spot": "SPOT",
@@ -120,6 +130,10 @@ def render(
                                    "existing_id": None})
 
     head_steps = node_software.head_steps(spec, spec_file, NODE_LAYOUT)
+    tree = tree_topology(spec, SCHEDULER_BLOCK_FAMILIES)
+    if tree:
+        rendered.notes.append(f"{TOPOLOGY_PLUGIN}={TREE}: the head node keeps topology.conf from EC2 "
+                              "DescribeInstanceTopology (at start and every 5 minutes)")
     objects = node_software.bucket_objects(spec, spec_file, NODE_LAYOUT)
     ssh = spec.network.ssh
     text, body = render_yaml(
@@ -136,13 +150,15 @@ def render(
             "key_name": ssh.key_name,
             "ssh_allowed_cidr": ssh.allowed_cidr or SSH_CLOSED_CIDR,
             "root_volume_gib": spec.head_node.root_volume_gib,
+            "policies": list(dict.fromkeys([*([TOPOLOGY_READ_POLICY] if tree else []), *spec.iam.additional_policies])),
         },
         slurm={
             "scaledown_idle_minutes": spec.slurm.scaledown_idle_minutes,
             # DRAIN lets running jobs finish; a shrink then needs a compute-fleet stop, which `scale` asks about.
             "queue_update_strategy": "DRAIN",
             "database": spec.slurm.database,
-            "custom_settings": [{name: value} for name, value in spec.slurm.custom_settings.items()],
+            "custom_settings": [{name: value} for name, value in spec.slurm.custom_settings.items()]
+            + ([{TOPOLOGY_PLUGIN: TREE}] if tree else []),
         },
         head_custom_actions=node_software.custom_actions(head_steps),
         scripts_bucket=node_software.BUCKET_REFERENCE if objects else None,

@@ -51,6 +51,15 @@ class ParallelClusterSpecRules(BackendSpecRules):
     default_os = "ubuntu2204"
     stock_images = "ParallelCluster's official AMIs"
 
+    def on_limit_problem(self, on_limit: str) -> str | None:
+        if on_limit == "destroy-compute":
+            # The queues are resources of ParallelCluster's CloudFormation stack: a call from outside that deletes
+            # them would leave the stack describing queues that do not exist. Its fleet stop is the call it has.
+            return ("budget.on_limit destroy-compute is not available on the parallelcluster backend: its queues "
+                    "live in ParallelCluster's stack, which only UpdateCluster may change; use stop (the compute "
+                    "fleet is stopped, as `pcluster update-compute-fleet --status STOP_REQUESTED` does)")
+        return None
+
     def compute_resource_name(self, queue: Queue) -> str:
         if queue.compute_resource:
             return queue.compute_resource

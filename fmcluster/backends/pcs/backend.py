@@ -26,6 +26,7 @@ from fmcluster.aws.efs import EfsFileSystem, scan_efs
 from fmcluster.aws.existing_storage import ExistingEfs, ExistingFsxLustre, ExistingFsxVolume
 from fmcluster.aws.fsx import FsxLustre, FsxOpenZfs
 from fmcluster.aws.fsx_data_repository import FsxDataRepository
+from fmcluster.aws.guard import scan_guard
 from fmcluster.aws.iam import InstanceProfile
 from fmcluster.aws.ownership import is_ours
 from fmcluster.backends.lazy import LifecycleDefaults
@@ -167,6 +168,7 @@ class PcsLifecycle(LifecycleDefaults):
         cluster = self._cluster(context)
         if cluster is not None:
             found += self._discover_cluster(context, cluster)
+        found += scan_guard(ctx)  # the budget guard's schedules and backstop
         found += [instance_found(i, "a PCS node") for i in scan_instances(ctx)]
         return found
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from fmcluster import catalog
 from fmcluster.backends.pcs import decisions as pcs_decisions
 from fmcluster.backends.pcs import home as pcs_home
+from fmcluster.backends.pcs import topology as pcs_topology
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP, pcs_health_checks_supported
 from fmcluster.backends.slurm import node_software
 from fmcluster.backends.slurm.health_checks import slurm_health_checks
@@ -70,6 +71,9 @@ def render(
     if subnet == SUBNET_TO_RESOLVE:
         rendered.notes.append("no subnet in the spec: the default VPC's subnet in an AZ that offers the "
                               f"instance types is chosen at create time ({SUBNET_TO_RESOLVE} stands in for it)")
+    tree_note = pcs_topology.network_tree_note(spec)
+    if tree_note:
+        rendered.notes.append(tree_note)
     if images is None:
         rendered.notes.append("the launch templates' root device name comes from the AMI at create time "
                               f"(DescribeImages RootDeviceName); {ROOT_DEVICE_TO_RESOLVE} stands in for it")

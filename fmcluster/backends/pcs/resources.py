@@ -166,6 +166,8 @@ class PcsNodeGroup(PcsResource):
     def _outputs(self, item: dict[str, Any]) -> dict[str, Any]:
         scaling = item.get("scalingConfiguration", {})
         return {f"compute_node_group.{self.key}.id": item["id"],
+                # the budget guard's role names it (fmcluster/backends/pcs/guard.py)
+                f"compute_node_group.{self.key}.arn": item.get("arn"),
                 f"compute_node_group.{self.key}.min": scaling.get("minInstanceCount"),
                 f"compute_node_group.{self.key}.max": scaling.get("maxInstanceCount")}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from fmcluster.backends.pcs import decisions as pcs_decisions
-from fmcluster.backends.pcs import slurm_settings
+from fmcluster.backends.pcs import slurm_settings, topology
 from fmcluster.backends.slurm import health_checks
 from fmcluster.catalog.hardware import hardware
 from fmcluster.pricing.parts import CostPart
@@ -57,6 +57,7 @@ class PcsSpecRules(BackendSpecRules):
         self._access(spec, error)
         self._architectures(spec, error)
         self._imex(spec, error, warn)
+        topology.check(spec, warn)
         self._ultraserver_capacity(spec, error)
         self._health_checks(spec, error, warn)
         self._slurm_settings(spec, error)
@@ -235,12 +236,13 @@ class PcsSpecRules(BackendSpecRules):
 
     def _slurm_settings(self, spec: Spec, error: Report) -> None:
         for name in spec.slurm.custom_settings:
-            problem = slurm_settings.pcs_problem(name, "cluster", spec.slurm.version)
+            problem = topology.setting_problem(name) or slurm_settings.pcs_problem(name, "cluster", spec.slurm.version)
             if problem:
                 error(("slurm", "custom_settings", name), problem)
         for index, queue in enumerate(spec.queues):
             for name in queue.slurm_settings:
-                problem = slurm_settings.pcs_problem(name, "queue", spec.slurm.version)
+                problem = topology.setting_problem(name) or slurm_settings.pcs_problem(name, "queue",
+                                                                                        spec.slurm.version)
                 if problem:
                     error(("queues", index, "slurm_settings", name), problem)
             if "OverSubscribe" in queue.slurm_settings and "job_exclusive" in queue.model_fields_set:

@@ -41,6 +41,8 @@ class Step:
     source: Path | None  # a local file (shipped or the user's); None for an s3:// script used as is
     args: tuple[str, ...] = ()
     s3_url: str | None = None
+    # ParallelCluster's CustomActions event; PCS runs every step from user data, in order.
+    event: str = "OnNodeConfigured"
 
     @property
     def sha256(self) -> str:
@@ -82,6 +84,9 @@ class NodeLayout:
     imex_prolog_on_head: bool
     # Whether fmcluster formats and mounts the NVMe scratch (ParallelCluster mounts its EphemeralVolume itself).
     mounts_scratch: bool
+    # Whether the head node keeps Slurm's topology.conf from EC2 topology (slurm_topology.py): ParallelCluster's
+    # head node runs slurmctld; PCS runs it itself, out of reach.
+    keeps_slurm_topology: bool = False
 
 
 def head_steps(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
@@ -93,6 +98,15 @@ def head_steps(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:
         steps.append(Step("containers.sh", shipped("containers.sh"), (layout.backend,)))
     if spec.software.monitoring:
         steps.append(Step("monitoring.sh", shipped("monitoring.sh")))
+    if layout.keeps_slurm_topology:
+        # On every such head node, whatever the queues: ParallelCluster cannot change a head node's OnNodeStart or
+        # OnNodeConfigured on a running cluster (update policy UNSUPPORTED: a new cluster), while TopologyPlugin
+        # (CustomSlurmSettings) and the head node's policies change in place; the step acts only while Slurm runs
+        # topology/tree. slurmctld starts during the bootstrap, before OnNodeConfigured, and topology/tree needs a
+        # topology.conf to start with: an empty one first (OnNodeStart), the real one after.
+        script = shipped("slurm_topology.py")
+        steps.append(Step("slurm_topology.py", script, ("placeholder",), event="OnNodeStart"))
+        steps.append(Step("slurm_topology.py", script, ("install", spec.name, spec.region)))
     return steps + _user_steps(spec, spec_file, ("head", "login"))
 
 
@@ -131,8 +145,11 @@ def custom_actions(steps: list[Step]) -> dict | None:
     """ParallelCluster ``CustomActions`` for these steps (None when there are none)."""
     if not steps:
         return None
-    return {"OnNodeConfigured": {"Sequence": [{"Script": s.url(), **({"Args": list(s.args)} if s.args else {})}
-                                              for s in steps]}}
+    actions: dict[str, dict] = {}
+    for s in steps:
+        actions.setdefault(s.event, {"Sequence": []})["Sequence"].append(
+            {"Script": s.url(), **({"Args": list(s.args)} if s.args else {})})
+    return actions
 
 
 def bucket_objects(spec: Spec, spec_file: str, layout: NodeLayout) -> list[Step]:

@@ -114,7 +114,7 @@ def _count_check(name: str, value: str | None, expected: int | None, what: str =
     if expected is None:
         return Check(name, "passed", f"{found} {what}".strip() + " (the catalog has no count to compare)", found)
     ok = found == expected
-    return Check(name, "passed" if ok else "failed", f"{found} {what}, expected {expected}".replace("  ", " "),
+    return Check(name, "passed" if ok else "failed", f"{f'{found} {what}'.strip()}, expected {expected}",
                  found, expected)
 
 

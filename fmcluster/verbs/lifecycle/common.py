@@ -18,7 +18,7 @@ from fmcluster.state.store import ClusterRecord, StateStore
 from fmcluster.verbs.session import Session
 
 # Records the engine keeps that are not AWS resources (decisions made once and remembered).
-PSEUDO_KINDS = frozenset({"placement", "images"})
+PSEUDO_KINDS = frozenset({"placement", "images", "guard"})
 
 
 class ClusterNotFound(FmclusterError):

@@ -18,13 +18,14 @@ from fmcluster.output import ui
 from fmcluster.output.ui import confirm
 from fmcluster.plan.changes import Plan, as_json
 from fmcluster.preflight import preflight_failed, run_preflight
-from fmcluster.pricing.model import spec_cost
+from fmcluster.pricing.model import live_cost, spec_cost
 from fmcluster.spec import load_spec
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
 from fmcluster.spec.stored import record_cluster
 from fmcluster.spec.trace import locate
 from fmcluster.state.claims import claim, release_quietly
-from fmcluster.verbs.lifecycle import data_loss, future_blocks
+from fmcluster.verbs import guard_plan
+from fmcluster.verbs.lifecycle import data_loss, future_blocks, guard
 from fmcluster.verbs.lifecycle.common import PreflightFailed, dump_json, run_engine, spec_text, what_exists
 from fmcluster.verbs.lifecycle.diff import make_plan, print_plan
 from fmcluster.verbs.session import Session
@@ -69,6 +70,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
                 is_new = existing is None and found is None
                 cluster_id = found or uuid.uuid4().hex
                 session.set_cluster_id(cluster_id)
+                _guard(session, spec, existing, yes)
                 # First of all: the name is this state directory's in the account and Region, or the command stops
                 # here, naming the holder (a teammate's create from another machine passes the local lock). Before
                 # preflight and the plan, so that a second creator is told at once and spends nothing.
@@ -110,6 +112,7 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
         try:
             _walk_waypoints(session, waypoints, options, timeout_min)
             _apply_with_capacity_retries(session, plan, wait, timeout_min, retry_capacity_min)
+            guard_plan.keep(session)  # the guard's moment, as its schedules now hold it
         except (Interrupted, TimedOut):
             ui.note(f"resume with: {session.hint(f'fmcluster create {spec_file} --yes')}")
             raise
@@ -131,6 +134,23 @@ def create(spec: Spec, spec_file: str, yes: bool, wait: bool, timeout_min: float
                             + f"\n`{session.hint(f'fmcluster status {spec.name}')}` shows them; fix the cause "
                             "(for nodes that cannot register: a private subnet with a NAT gateway) and re-run create")
     return _done(session, plan, json_output, "is ready")
+
+
+def _guard(session: Session, spec: Spec, existing: Any, yes: bool) -> None:
+    """The budget guard's checks (exit 2 before anything is claimed), and its moment said (or its move)."""
+    if spec.budget is None:
+        return
+    spent = 0.0
+    if existing is not None and spec.budget.max_usd is not None:  # the cap counts what the cluster has cost
+        spent = float(live_cost(session.backend.describe(session.context), spec).get("usd_so_far") or 0.0)
+    guard.check_at_create(session, spec, existing, yes, spent)
+    deadline = guard.say_move(session)  # the moment the schedules get: decided once, kept until a limit moves it
+    if deadline is not None:
+        for warning in guard.after_blocks(session, spec, deadline):
+            ui.warning(warning)
+    tag = guard.cost_tag_warning(session)
+    if tag:
+        ui.warning(tag)
 
 
 class Unhealthy(FmclusterError):

@@ -17,6 +17,8 @@ from fmcluster.spec import load_spec, load_spec_data
 from fmcluster.spec.models import NodeRange, Spec
 from fmcluster.spec.stored import record_cluster
 from fmcluster.state.store import StateStore
+from fmcluster.verbs import guard_plan
+from fmcluster.verbs.lifecycle import guard
 from fmcluster.verbs.lifecycle.common import dump_json, open_cluster, run_engine, spec_text
 from fmcluster.verbs.lifecycle.diff import make_plan
 from fmcluster.verbs.lifecycle.status import check_reachable
@@ -102,6 +104,7 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
         # One read per resource for the change shown; the pass ends before the walk, which reads AWS afresh.
         with reads.reading(session.ctx):
             plan = make_plan(session)
+        guard.say_move(session)
         counts, blocking = _split(session, plan)
         if blocking:
             raise UsageError("the cluster differs from its spec beyond node counts, which `scale` does not change:\n"
@@ -128,7 +131,8 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
             options.update(question.options)
         resources = session.resources(options)
         store.set_cluster_status(name, session.region, "UPDATING")
-        run_engine(session, f"Scaling {name}", "apply", resources, only=session.backend.scales)
+        run_engine(session, f"Scaling {name}", "apply", resources, only=_scales(session))
+        guard_plan.keep(session)
         record_cluster(store, name, session.region, new_spec.backend, spec_text(new_spec),
                        session.record.spec_path, "ACTIVE", session.record.cluster_id, session.record.endpoint_url)
     if json_output:
@@ -138,12 +142,18 @@ def scale(target: str, assignments: list[str], yes: bool, json_output: bool = Fa
     return 0
 
 
+def _scales(session: Session) -> Any:
+    """The backend's node counts, and the budget guard's moment and stop calls, which new counts move."""
+    backend = session.backend.scales
+    return lambda path: backend(path) or path in guard.MOVED_BY_SCALE
+
+
 def _split(session: Session, plan: Plan) -> tuple[list[Any], list[str]]:
     """The count changes, and what stands in their way: a resource missing, or one whose update would also
     carry other changes (ParallelCluster sends its whole configuration)."""
     counts: list[ResourceChange] = []
     blocking: list[str] = []
-    scales = session.backend.scales
+    scales = _scales(session)
     for change in plan.changes:
         if change.action in ("create", "replace"):
             blocking.append(f"  {change.resource}: {change.action}" + (f" ({change.reason})" if change.reason else ""))

@@ -19,8 +19,10 @@ from fmcluster.spec.models import max_nodes
 from fmcluster.spec.stored import stored_spec_problem
 from fmcluster.state import locks
 from fmcluster.state.store import ClusterRecord, StateStore
+from fmcluster.verbs.lifecycle import guard
 from fmcluster.verbs.lifecycle.common import PSEUDO_KINDS, ClusterNotFound, known_clusters, spec_of
 from fmcluster.verbs.lifecycle.diff import make_plan
+from fmcluster.verbs.lifecycle.status_topology import add_queue_topology
 from fmcluster.verbs.session import Session
 
 
@@ -117,11 +119,12 @@ def _recorded(store: StateStore, record: ClusterRecord, spec_problem: str, why: 
 
 def describe(session: Session, spec_problem: str = "",
              block_warning_hours: float = DEFAULT_WARNING_HOURS) -> dict[str, Any]:
-    """The live report of one cluster: status, queues, its Capacity Blocks, every resource made for it, drift,
-    cost. AWS is read once: describe, the blocks, discovery and the drift's plan share one read-only pass
-    (:mod:`fmcluster.engine.reads`)."""
+    """The live report of one cluster: status, queues (each with where its nodes sit in AWS's network), its
+    Capacity Blocks, every resource made for it, drift, cost. AWS is read once: describe, the topology, the blocks,
+    discovery and the drift's plan share one read-only pass (:mod:`fmcluster.engine.reads`)."""
     with reads.reading(session.ctx):
         report = session.backend.describe(session.context)
+        add_queue_topology(report, lambda: session.ctx.client("ec2"))
         _add_blocks(session, report, block_warning_hours)
         found = session.backend.discover(session.context)
         report["resources"] = [d.as_json() | {"managed": d.handle is not None, "description": d.description}
@@ -130,6 +133,9 @@ def describe(session: Session, spec_problem: str = "",
             report["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session.record.created_at))
         report["drift"], report["drift_unknown"] = _drift(session, spec_problem, report["status"], found)
     report.update(live_cost(report, session.spec))
+    budget = guard.status_fields(session, report)
+    if budget is not None:
+        report["budget"] = budget
     _whole(session, report, found)
     return report
 

@@ -148,6 +148,10 @@ class EksEmulator(ClusterOperations, NodegroupOperations, AddonOperations, Acces
         return result
 
     # -- for the sandbox's Kubernetes API ----------------------------------------------------------
+    def tag_keys(self, account: str) -> set[str]:
+        """Every tag key on the account's EKS resources (what Cost Explorer lists as cost allocation tags)."""
+        return {key for res in list(self._resources.values()) if res.account == account for key in res.tags}
+
     def nodes(self, cluster_name: str, region: str, account: str | None = None) -> list[dict[str, Any]]:
         """One dict per running instance of the cluster's node groups: ``name`` (private DNS name),
         ``instance_type``, ``instance_id``, ``nodegroup``, ``zone``, ``labels``, ``taints``."""

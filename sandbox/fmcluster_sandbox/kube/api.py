@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster_sandbox.kube import auth, discovery
+from fmcluster_sandbox.kube import auth, discovery, mpi_operator, node_labels
 from fmcluster_sandbox.kube.status import JSON, KubeError, no_route, unauthorized
 from fmcluster_sandbox.kube.store import ClusterStore
 from fmcluster_sandbox.kube.verbs import NodeSource, Request
@@ -42,7 +42,9 @@ class KubeApi:
 
     def __init__(self, principal_allowed: PrincipalAllowed, nodes: NodeSource, *,
                  cluster_version: VersionSource | None = None, access_policies: PolicySource | None = None,
-                 cluster_region: RegionSource | None = None, clock: Callable[[], _dt.datetime] | None = None):
+                 cluster_region: RegionSource | None = None, clock: Callable[[], _dt.datetime] | None = None,
+                 faults: Any = None):
+        self.faults = faults  # the sandbox's Faults: node health for the MPI Operator's runs (:mod:`.node_health`)
         self.principal_allowed = principal_allowed
         self.cluster_region = cluster_region or (lambda cluster, region: None)
         self.access_policies = access_policies or (lambda cluster, region, principal: None)
@@ -61,6 +63,8 @@ class KubeApi:
 
     def reset(self) -> None:
         self._stores.clear()
+        node_labels.reset()
+        mpi_operator.stop_all()
 
     # -- entry point ---------------------------------------------------------------------------------
     def handle(self, cluster: str, environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
@@ -119,6 +123,7 @@ class KubeApi:
         store.kubernetes_version = version
         policies = self.access_policies(cluster, identity.region, identity.arn)
         request = Request(self.nodes, cluster, identity, store, version, environ, method, query, policies)
+        request.faults = self.faults
 
         if parts == ["version"]:
             major, minor = version.split(".")[:2]
@@ -153,7 +158,8 @@ class KubeApi:
         if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
             namespace, rest = rest[1], rest[2:]
         plural, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
-        if plural not in types or len(rest) > 3 or (sub is not None and sub != "status"):
+        if plural not in types or len(rest) > 3 or (sub is not None and sub != "status" and
+                                                     (plural, sub, method) != ("pods", "log", "GET")):
             raise no_route(path)
         rtype = types[plural]
         if namespace is not None and not rtype.namespaced:

@@ -27,6 +27,8 @@ from fmcluster_sandbox.kube import (
     discovery,
     fields,
     kind_rules,
+    mpi_operator,
+    node_labels,
     patches,
     validation,
     workloads,
@@ -71,6 +73,7 @@ class Request:
         self.applying = False  # a server-side apply (application/apply-patch+yaml) request
         self._applied_fields: list[dict[str, Any]] | None = None  # managedFields after the apply
         self._ready_nodes: list[dict[str, Any]] | None = None
+        self.faults: Any = None  # the sandbox's faults (node health for the workloads it runs), when it has any
 
     # -- verbs ---------------------------------------------------------------------------------------
     def dispatch(self, rtype: ResourceType, namespace: str | None, name: str | None,
@@ -90,6 +93,14 @@ class Request:
             authorization.check(self.policies, self.identity.username, verb, rtype, namespace, name)
         if rtype.kind == "Node":
             return self._nodes(verb, name)
+        if rtype.kind == "Pod":  # the MPI Operator makes pods: bring them up to date first
+            for job in self.store.items(mpi_operator.GROUP, mpi_operator.PLURAL, namespace):
+                self._refresh(discovery.types(self.store, mpi_operator.GROUP, "v2beta1")[mpi_operator.PLURAL], job)
+            if sub == "log":
+                text = mpi_operator.log(self.store, namespace or "", name or "")
+                if text is None:
+                    raise not_found("pods", name or "")
+                return 200, {"Content-Type": "text/plain"}, text
         result = getattr(self, "_" + verb)(rtype, namespace, name, sub)
         status, body = result
         # RFC 7234 warn-text is a quoted-string (the API server escapes quotes and backslashes in it)
@@ -402,6 +413,8 @@ class Request:
         if rtype.kind == "CustomResourceDefinition":
             self.store.remove_crd_types(name)
             self.store.delete_custom_resources(existing["spec"]["group"], existing["spec"]["names"]["plural"])
+        if (rtype.group, rtype.plural) == (mpi_operator.GROUP, mpi_operator.PLURAL):
+            mpi_operator.deleted(self.store, existing)
         details = {"name": name, "kind": rtype.plural, "uid": existing["metadata"].get("uid")}
         if rtype.group:
             details["group"] = rtype.group
@@ -419,6 +432,8 @@ class Request:
                 continue
             if not self._dry_run():
                 self.store.delete(self._key(rtype, meta.get("namespace"), meta["name"]))
+                if (rtype.group, rtype.plural) == (mpi_operator.GROUP, mpi_operator.PLURAL):
+                    mpi_operator.deleted(self.store, obj)
                 if rtype.kind == "Namespace":
                     self.store.delete_namespace_contents(meta["name"])
                 if rtype.kind == "CustomResourceDefinition":
@@ -436,7 +451,8 @@ class Request:
             efa = spec.get("efa_interfaces")
             if efa is None and spec.get("instance_id"):
                 efa = node_objects.efa_interfaces(spec["instance_id"], account, region)
-            built.append(node_objects.node_object(spec, daemonsets, self.version, efa))
+            built.append(node_labels.overlay((account, region, self.cluster),
+                                             node_objects.node_object(spec, daemonsets, self.version, efa)))
         return built
 
     def _nodes(self, verb: str, name: str | None) -> tuple[int, dict, Any]:
@@ -444,18 +460,25 @@ class Request:
         built = self._node_objects()
         for node in built:
             node["metadata"]["resourceVersion"] = str(self.store.revision)
-        if verb == "get":
+        if verb in ("get", "patch"):
             found = [n for n in built if n["metadata"]["name"] == name]
             if not found:
                 raise not_found("nodes", name or "")
-            return 200, {}, found[0]
+            return (200, {}, found[0]) if verb == "get" else self._patch_node(found[0])
         match = self._matcher()
         return 200, {}, self._paged(rtype, [n for n in built if match(n)])
+
+    def _patch_node(self, node: dict[str, Any]) -> tuple[int, dict, Any]:
+        """A PATCH of a Node's labels (:mod:`.node_labels`: the only part of a Node the sandbox keeps)."""
+        return 200, {}, node_labels.patch((self.identity.account, self.identity.region, self.cluster), node,
+                                          *self._body())
 
     # -- controllers' status, admission, field managers ----------------------------------------------
     def _refresh(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """A workload as its controller would have left it by now (:mod:`.workloads`); the new status is stored
         when it changed, so condition transition times hold."""
+        if rtype.crd is not None and (rtype.group, rtype.plural) == (mpi_operator.GROUP, mpi_operator.PLURAL):
+            return self._operate(rtype, obj)
         if rtype.crd is not None or rtype.kind not in (*workloads.KINDS, "APIService"):
             return obj
         if rtype.kind == "APIService":
@@ -464,6 +487,19 @@ class Request:
             if self._ready_nodes is None:
                 self._ready_nodes = [v for v in map(workloads.node_view, self._node_objects()) if v is not None]
             status = workloads.status(obj, self._ready_nodes, _now(), self.version)
+        if status == obj.get("status"):
+            return obj
+        obj["status"] = status
+        meta = obj["metadata"]
+        return self.store.put(self._key(rtype, meta.get("namespace"), meta["name"]), obj, new=False)
+
+    def _operate(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """An MPIJob as the MPI Operator leaves it, while the operator's Deployment has a ready pod."""
+        found = self.store.get(("apps", "deployments", *mpi_operator.OPERATOR))
+        deployments = discovery.types(self.store, "apps", "v1")["deployments"]
+        if found is None or not workloads.has_ready_pods(self._refresh(deployments, found)):
+            return obj
+        status = mpi_operator.Controller(self.store, self._node_objects(), self.faults, _now()).reconcile(obj)
         if status == obj.get("status"):
             return obj
         obj["status"] = status

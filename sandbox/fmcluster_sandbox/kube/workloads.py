@@ -1,6 +1,7 @@
 """The status the workload controllers would write, from whether the pod template could run on a Ready node.
 
-The sandbox runs no pods. In their place, a workload's pods count as running and ready exactly when a Ready Node
+The sandbox runs no pods for these kinds (the MPI Operator's jobs are the exception: :mod:`.mpi_operator`). In
+their place, a workload's pods count as running and ready exactly when a Ready Node
 exists where its pod template fits (:func:`.placement.fits`: nodeSelector, required node affinity, tolerations of
 NoSchedule/NoExecute taints, requests within allocatable); otherwise they are Pending. From that the status is
 written as each controller writes it (apps/v1 and batch/v1 API reference, "Deployments", "StatefulSets",

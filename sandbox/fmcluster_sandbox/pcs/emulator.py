@@ -187,6 +187,12 @@ class PcsEmulator(ClusterOperations, NodeGroupOperations, QueueOperations, NodeO
         res.since = self.clock()
         res.modified_at = self.wall()
 
+    def tag_keys(self, account: str) -> set[str]:
+        """Every tag key on the account's PCS resources (what Cost Explorer lists as cost allocation tags)."""
+        with self._lock:
+            return {key for res in self._resources.values() if res.account == account
+                    for key in self._tags.get(res.arn, {})}
+
     # -- moto lookups ------------------------------------------------------------------------------
     _ec2 = staticmethod(moto_backends.ec2)
     _iam = staticmethod(moto_backends.iam)

@@ -5,6 +5,10 @@ someone else's, deleted, found by label; the API's refusals as fmcluster errors;
 from __future__ import annotations
 
 import base64
+import contextlib
+import dataclasses
+import socket
+import threading
 import time
 import uuid
 from typing import Any
@@ -73,6 +77,51 @@ def test_the_token_is_accepted_and_describes_the_cluster_it_is_for(ctx, cluster)
 
     with access.client() as client:  # verifies TLS with the cluster's CA, and the API accepts the token
         assert client.get(Namespace, "default").metadata.name == "default"
+
+
+def _cutting_proxy(upstream: tuple[str, int], cut: int) -> tuple[int, list[int], socket.socket]:
+    """A TCP listener in front of the sandbox that closes its first ``cut`` connections at once (an endpoint too
+    busy to finish a TLS handshake), then passes bytes through: (its port, [connections seen], the listener)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen = [0]
+
+    def pipe(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                seen[0] += 1
+                if seen[0] <= cut:
+                    conn.close()
+                    continue
+                far = socket.create_connection(upstream)
+                for a, b in ((conn, far), (far, conn)):
+                    threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], seen, listener
+
+
+def test_a_connection_cut_before_the_request_goes_out_is_tried_again(ctx, cluster):
+    from lightkube.resources.core_v1 import Namespace
+
+    access = KubeAccess.of(ctx, cluster)
+    assert access is not None
+    where = urlsplit(access.endpoint)
+    port, seen, listener = _cutting_proxy((where.hostname, where.port), cut=2)
+    cut_off = dataclasses.replace(access, endpoint=f"https://127.0.0.1:{port}{where.path}")
+    try:
+        with cut_off.client() as client:
+            assert client.get(Namespace, "default").metadata.name == "default"
+    finally:
+        listener.close()
+    assert seen[0] == 3  # two cut, the third answered
 
 
 def test_one_token_serves_calls_until_it_nears_its_end(ctx, cluster, monkeypatch):

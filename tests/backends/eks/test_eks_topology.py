@@ -12,9 +12,9 @@ Facts typed by hand, with their source:
   with network topology labels";
 * the lowest level ``kubernetes.io/hostname``: Kueue's Topology-Aware Scheduling docs, and the pinned Topology CRDs
   (Kueue v0.19.2, KAI v0.13.0: "the kubernetes.io/hostname label can only be used at the lowest level");
-* the UltraServer (NVLink domain) label ``nvidia.com/gpu.clique``: NVIDIA GPU Feature Discovery, as AWS's P6e-GB200
-  example uses it (shared/reference/kubernetes-addons/README.md); no node fmcluster makes carries it yet, so the
-  level is rendered only once manifests.ULTRASERVER_NODE_LABEL names it (the tests set it to show the objects);
+* the UltraServer (NVLink domain) label: fmcluster's own ``fmcluster.io/ultraserver``, which `create` writes on an
+  UltraServer queue's nodes from EC2's CapacityBlockId (tests/backends/eks/test_eks_ultraserver_topology.py shows the
+  nodes carry it); without a label named (manifests.ULTRASERVER_NODE_LABEL None) the level is left out.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from fmcluster.spec.models import Spec
 
 L1, L2, L3, L4 = (f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3, 4))
 HOST = "kubernetes.io/hostname"
-CLIQUE = "nvidia.com/gpu.clique"
+ULTRASERVER = "fmcluster.io/ultraserver"
 P5_LEVELS = [L1, L2, L3, HOST]
 B200_LEVELS = [L1, L2, L3, L4, HOST]
-GB200_LEVELS = [L1, L2, L3, CLIQUE, HOST]
+GB200_LEVELS = [L1, L2, L3, ULTRASERVER, HOST]
 
 
 def of_kind(objects: list[dict[str, Any]], kind: str, api_version: str | None = None) -> list[dict[str, Any]]:
@@ -88,18 +88,17 @@ def test_a_p6_b200_queue_gets_four_layers() -> None:
     assert manifest_problems(objects, spec.kubernetes.version) == []
 
 
-def test_a_gb200_ultraserver_queue_gets_its_network_layers_until_nodes_carry_the_ultraserver(tmp_path,
-                                                                                          monkeypatch) -> None:
-    """Today no GB200 node fmcluster makes carries an UltraServer label, and Kueue leaves a node without every level
-    label out of the flavor's topology: the UltraServer queue gets its 3 network layers and the hostname."""
+def test_without_an_ultraserver_label_the_gb200_queue_gets_its_network_layers(tmp_path, monkeypatch) -> None:
+    """Kueue leaves a node without every level label out of the flavor's topology: with no UltraServer label named,
+    the UltraServer queue gets its 3 network layers and the hostname."""
+    monkeypatch.setattr(manifests_module, "ULTRASERVER_NODE_LABEL", None)
     spec = gb200_spec("kueue", tmp_path, monkeypatch)
     (topology,) = of_kind(manifests(spec), "Topology")
     assert (topology["metadata"]["name"], levels_of(topology)) == ("network-3-layers", P5_LEVELS)
 
 
-def test_a_gb200_ultraserver_queue_gets_the_ultraserver_level_once_nodes_carry_it(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(manifests_module, "ULTRASERVER_NODE_LABEL", ULTRASERVER_LABEL)
-    assert ULTRASERVER_LABEL == CLIQUE
+def test_a_gb200_ultraserver_queue_gets_the_ultraserver_level(tmp_path, monkeypatch) -> None:
+    assert manifests_module.ULTRASERVER_NODE_LABEL == ULTRASERVER_LABEL == ULTRASERVER
     spec = gb200_spec("kueue", tmp_path, monkeypatch)
     objects = manifests(spec)
     (topology,) = of_kind(objects, "Topology")

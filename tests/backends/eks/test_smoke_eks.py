@@ -1,7 +1,8 @@
 """``fmcluster smoke`` on EKS, offline: the MPIJob it submits (per scheduler, held to the MPI Operator's own CRD
 schema), the script its launcher runs, and the report it makes of a launcher's log built from recorded nccl-tests
-output (tests/data/nccl-tests/SOURCES.md). The sandbox run (no pods there: exit 1 within --timeout, no MPIJob left)
-is in tests/backends/eks/test_lifecycle_eks.py."""
+output (tests/data/nccl-tests/SOURCES.md). The sandbox run (the sandbox's MPI Operator runs the job on emulated p5
+nodes: exit 0 healthy, exit 1 naming a faulted node's check, no MPIJob left) is in
+tests/backends/eks/test_lifecycle_eks.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """``fmcluster smoke`` on EKS against the sandbox's Kubernetes API, in process: without the MPI Operator's CRD it says
 so; with it the job is submitted (the API holds it to the CRD), a leftover of the same name is replaced first, and
-the job is deleted at the timeout and on Ctrl-C. The sandbox runs no pods, so no job ever produces a result here."""
+the job is deleted at the timeout and on Ctrl-C. This cluster has the CRD but no MPI Operator running (nor nodes), so
+no job ever produces a result here."""
 
 from __future__ import annotations
 

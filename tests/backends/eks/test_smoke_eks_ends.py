@@ -1,6 +1,7 @@
 """Issue 35 part 5: how ``fmcluster smoke`` on EKS ends when no result comes. The MPI Operator marks every MPIJob it
 reconciles ``Created`` at once (kubeflow/mpi-operator v2 ``mpi_job_controller.go``, ``syncHandler``), so a job with no
-condition for a while has no operator acting on it, and the sandbox runs none: the wait ends there, exit 1, with
+condition for a while has no operator acting on it, and this cluster has the CRD alone (the sandbox's operator acts
+only where its Deployment runs): the wait ends there, exit 1, with
 that reason. SIGTERM and SIGHUP delete the job as Ctrl-C does, and exit 128 + the signal (Ctrl-C gives 130)."""
 
 from __future__ import annotations

@@ -59,11 +59,13 @@ def test_render_puts_the_scripts_in_custom_actions(cli):
     assert sequence[-1] == {"Script": "s3://${bucket.scripts.name}/fmcluster/scripts/bootstrap-0-setup-nccl.sh",
                             "Args": ["--proto", "simple"]}
     head = config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Sequence"]
-    assert [s["Script"].rsplit("/", 1)[1] for s in head] == ["containers.sh"]  # the bootstrap is compute-only
+    # the bootstrap is compute-only; every head node keeps Slurm's topology.conf (test_parallelcluster_topology.py)
+    assert [s["Script"].rsplit("/", 1)[1] for s in head] == ["containers.sh", "slurm_topology.py"]
     bucket = rendered.one("bucket", "scripts").body
     assert bucket["versioning"]["VersioningConfiguration"]["Status"] == "Enabled"
     assert {o["Key"] for o in bucket["objects"]} == {"fmcluster/scripts/containers.sh",
-                                                     "fmcluster/scripts/bootstrap-0-setup-nccl.sh"}
+                                                     "fmcluster/scripts/bootstrap-0-setup-nccl.sh",
+                                                     "fmcluster/scripts/slurm_topology.py"}
 
 
 def test_create_uploads_the_scripts_and_destroy_removes_the_bucket(cli):
@@ -73,7 +75,8 @@ def test_create_uploads_the_scripts_and_destroy_removes_the_bucket(cli):
     [bucket] = cli.buckets()
     s3 = cli.sandbox.client("s3")
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="fmcluster/")["Contents"]}
-    assert keys == {"fmcluster/scripts/containers.sh", "fmcluster/scripts/bootstrap-0-setup-nccl.sh"}
+    assert keys == {"fmcluster/scripts/containers.sh", "fmcluster/scripts/bootstrap-0-setup-nccl.sh",
+                    "fmcluster/scripts/slurm_topology.py"}
     body = s3.get_object(Bucket=bucket, Key="fmcluster/scripts/containers.sh")["Body"].read()
     assert hashlib.sha256(body).digest() == hashlib.sha256((SCRIPTS_DIR / "containers.sh").read_bytes()).digest()
     assert s3.get_object(Bucket=bucket, Key="fmcluster/scripts/bootstrap-0-setup-nccl.sh")["Body"].read().decode() \

@@ -46,7 +46,10 @@ def _assert_each_resource_read_once(sent: Counter, what: str) -> None:
     # one Get each, whichever of describe, discovery or the plan asks for it first (by id or by name).
     assert (by_operation["pcs.GetCluster"], by_operation["pcs.GetComputeNodeGroup"],
             by_operation["pcs.GetQueue"]) == (1, 3, 2), (what, by_operation)
-    assert (by_operation["iam.GetRole"], by_operation["iam.GetInstanceProfile"]) == (1, 1), (what, by_operation)
+    # The nodes' role, and the budget guard's (looked for by name on every cluster, so that destroy finds a guard
+    # a spec has dropped); the guard's schedule group likewise (fmcluster/aws/guard.py scan_guard).
+    assert (by_operation["iam.GetRole"], by_operation["iam.GetInstanceProfile"]) == (2, 1), (what, by_operation)
+    assert by_operation["scheduler.GetScheduleGroup"] == 1, (what, by_operation)
     # Discovery lists the security group and the three launch templates; the plan's reads by id are served from
     # those lists.
     assert (by_operation["ec2.DescribeSecurityGroups"], by_operation["ec2.DescribeLaunchTemplates"]) == (1, 1), \

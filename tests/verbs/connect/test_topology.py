@@ -224,6 +224,20 @@ def test_topology_json_is_what_ec2_says_of_the_same_instances(p5_pcs, sandbox):
 
 
 @SHARED
+def test_pcs_got_no_topology_setting_from_fmcluster(p5_pcs, sandbox):
+    """PCS keeps Slurm's topology ("AWS PCS tells Slurm where each compute node sits in the network", PCS user guide
+    "Network topology-aware scheduling in AWS PCS"): what fmcluster sent, read back with plain boto3, names none."""
+    pcs = sandbox.client("pcs")
+    cluster = pcs.get_cluster(clusterIdentifier=p5_pcs.name)["cluster"]
+    settings = [s["parameterName"] for s in cluster.get("slurmConfiguration", {}).get("slurmCustomSettings", [])]
+    for summary in pcs.list_queues(clusterIdentifier=p5_pcs.name)["queues"]:
+        queue = pcs.get_queue(clusterIdentifier=p5_pcs.name, queueIdentifier=summary["id"])["queue"]
+        settings += [s["parameterName"] for s in queue.get("slurmConfiguration", {}).get("slurmCustomSettings", [])]
+    assert "OverSubscribe" in settings  # the GPU queue's job_exclusive: the read sees what fmcluster sent
+    assert [name for name in settings if name.lower().startswith("topology")] == []
+
+
+@SHARED
 def test_topology_text_shows_the_tree_per_queue(p5_pcs):
     shown = _ok(p5_pcs.run_in_process("topology", p5_pcs.name)).stdout
     assert f"queue gpu: {P5_NODES} instances, {P5_NODES} placed\n" in shown, shown

@@ -102,17 +102,6 @@ def test_billing_line_names_the_backends_own_kinds_that_bill():
 
 
 # -- in this process, against the sandbox ------------------------------------------------------------------------
-@pytest.fixture
-def in_process(sandbox, sandbox_env, tmp_path, monkeypatch):
-    """fmcluster's own code in this process, pointed at the sandbox, with a state directory of its own."""
-    from fmcluster.connection import aws
-
-    monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test
-    aws.configure(None, None, sandbox.endpoint_url)
-    return sandbox
-
-
 def test_a_create_stopped_after_its_network_is_incomplete_and_billing_then_a_stopped_destroy_is_deleting(
         in_process):
     from fmcluster.aws.network_plan import RESOURCES

@@ -32,6 +32,8 @@ from fmcluster.errors import FmclusterError
 # A token is good for TOKEN_LIFETIME_SECONDS from when it was signed: make a new one well before, so a request
 # sent at the edge (or a clock a few seconds off) is not refused.
 REFRESH_AFTER_SECONDS = TOKEN_LIFETIME_SECONDS - 10
+# Attempts to connect again after the first fails (httpcore waits 0 s, 0.5 s, 1 s before them).
+CONNECT_RETRIES = 3
 # What a cluster must be for its Kubernetes API to answer (DescribeCluster status).
 SERVING = ("ACTIVE", "UPDATING")
 _WRITES = ("POST", "PUT", "PATCH")
@@ -57,7 +59,10 @@ class _EksTransport(httpx2.BaseTransport):
 
     def __init__(self, cluster: str, region: str, ca_pem: str):
         self._cluster, self._region = cluster, region
-        self._inner = httpx2.HTTPTransport(verify=ssl.create_default_context(cadata=ca_pem))
+        # A connection that fails before the request goes out (refused, reset, a TLS handshake cut short by a busy
+        # endpoint) is tried again, as botocore does for AWS's APIs; nothing was sent, so any verb may retry.
+        self._inner = httpx2.HTTPTransport(verify=ssl.create_default_context(cadata=ca_pem),
+                                           retries=CONNECT_RETRIES)
         self._token = ""
         self._made = 0.0
         self._lock = threading.Lock()

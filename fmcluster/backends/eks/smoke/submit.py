@@ -90,10 +90,18 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
         except KubeApiError as exc:
             return Outcome("REFUSED", f"the Kubernetes API refused it: {exc.code} {exc.reason}: {exc.api_message}",
                            submitted=False)
+        # The operator deletes running workers when the job ends (cleanPodPolicy: Running), so where each ran is
+        # read while it runs.
+        placed: dict[str, str] = {}
+
+        def while_running() -> None:
+            if len(placed) < job.nodes:
+                placed.update(_worker_nodes(api, job))
+
         with sink.ticker(what) as tick:
-            state, detail = _wait(api, rtype, job, deadline, tick)
+            state, detail = _wait(api, rtype, job, deadline, tick, while_running)
         log, hosts = _launcher_log(api, job)
-        return Outcome(state, detail, log=log, hosts=hosts)
+        return Outcome(state, detail, log=log, hosts={**placed, **hosts})
     except FmclusterError as exc:
         return Outcome("FAILED", str(exc).splitlines()[0], submitted=sent)
     finally:
@@ -110,8 +118,9 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
 
 
 def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
-          tick: Callable[[str, float], None]) -> tuple[str, str]:
-    """Until the MPIJob Succeeded or Failed, or ``deadline``: (state, detail)."""
+          tick: Callable[[str, float], None], while_running: Callable[[], None] = lambda: None) -> tuple[str, str]:
+    """Until the MPIJob Succeeded or Failed, or ``deadline``: (state, detail); ``while_running`` is called on each
+    look at the job while its Running condition holds."""
     started = time.monotonic()
     seen = "submitted; no status yet (the MPI Operator has not reported on it)"
     silent = True
@@ -123,6 +132,8 @@ def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
         for final in ("Succeeded", "Failed"):
             if final in conditions:
                 return final.upper(), conditions[final].get("message") or final
+        if "Running" in conditions:
+            while_running()
         latest = max(conditions.values(), key=lambda c: c.get("lastTransitionTime") or "", default=None)
         if latest is not None:
             seen = f"{latest.get('type')}: {latest.get('message') or latest.get('reason') or ''}".rstrip(": ")
@@ -138,18 +149,25 @@ def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
         time.sleep(min(POLL_S, max(0.0, deadline - now)))
 
 
-def _launcher_log(api: KubeApi, job: mpijob.SmokeJob) -> tuple[str, dict[str, str]]:
-    """The launcher pod's log, and which node each worker pod ran on (the log names pods by hostname)."""
+def _pods(api: KubeApi, job: mpijob.SmokeJob, selector: str) -> list[Any]:
     from lightkube.resources.core_v1 import Pod
 
-    def pods(selector: str) -> list[Any]:
-        labels = dict(item.split("=", 1) for item in selector.split(","))
-        return list(api.call(f"listing the pods of MPIJob {job.name}",
-                             lambda: list(api.client.list(Pod, namespace=job.namespace, labels=labels))))
+    labels = dict(item.split("=", 1) for item in selector.split(","))
+    return list(api.call(f"listing the pods of MPIJob {job.name}",
+                         lambda: list(api.client.list(Pod, namespace=job.namespace, labels=labels))))
 
-    hosts = {pod.metadata.name: pod.spec.nodeName for pod in pods(job.worker_selector)
-             if pod.metadata and pod.spec and pod.spec.nodeName}
-    launchers = sorted(pods(job.launcher_selector), key=lambda pod: str(pod.metadata.creationTimestamp or ""))
+
+def _worker_nodes(api: KubeApi, job: mpijob.SmokeJob) -> dict[str, str]:
+    """Which node each worker pod is bound to (the log names pods by hostname)."""
+    return {pod.metadata.name: pod.spec.nodeName for pod in _pods(api, job, job.worker_selector)
+            if pod.metadata and pod.spec and pod.spec.nodeName}
+
+
+def _launcher_log(api: KubeApi, job: mpijob.SmokeJob) -> tuple[str, dict[str, str]]:
+    """The launcher pod's log, and which node each worker pod still listed ran on."""
+    hosts = _worker_nodes(api, job)
+    launchers = sorted(_pods(api, job, job.launcher_selector),
+                       key=lambda pod: str(pod.metadata.creationTimestamp or ""))
     if not launchers:
         return "", hosts
     name = launchers[-1].metadata.name

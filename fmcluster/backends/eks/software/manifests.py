@@ -33,9 +33,9 @@ LUSTRE_NAME = "fsx-lustre"
 KAI_PARENT_QUEUE = "fmcluster"
 MEGABYTES_PER_GIB = 1024**3 / 10**6
 # The node label naming a node's UltraServer (NVLink domain), the topology level under the network layers for a
-# p6e-gb200 queue: None while no node fmcluster makes carries one (why a level without its label would hurt:
-# :mod:`fmcluster.backends.eks.software.network_topology`); network_topology.ULTRASERVER_LABEL once they do.
-ULTRASERVER_NODE_LABEL: str | None = None
+# p6e-gb200 queue: fmcluster's own, which `create` writes on every node of an UltraServer queue
+# (fmcluster.backends.eks.nodes.ultraserver_labels); None would leave the level out.
+ULTRASERVER_NODE_LABEL: str | None = network_topology.ULTRASERVER_LABEL
 
 
 # Every kind of object :func:`manifests` makes, for any scheduler: what ``discover`` lists by label to find what

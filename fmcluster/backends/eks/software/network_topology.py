@@ -7,16 +7,16 @@ pinned Kueue and KAI Topology CRDs allow the hostname label only as the last lev
 * ``topology.k8s.aws/network-node-layer-1`` .. ``-N``: the labels EKS puts on a node of a type EC2 topology
   describes (EKS user guide, "Place distributed AI/ML workloads with network topology labels"), N from
   :func:`fmcluster.catalog.network_topology.network_layers`;
-* for a type whose NVLink domain spans an UltraServer (p6e-gb200), the UltraServer: only when the caller names the
-  node label that carries it (``ultraserver_label``), and today none does. The label such a node would carry is
-  ``nvidia.com/gpu.clique`` (:data:`ULTRASERVER_LABEL`), which NVIDIA's GPU Feature Discovery sets per NVLink domain
-  and AWS's P6e-GB200 example uses as ``topologyKey`` (reference kubernetes-addons README, DRA driver v0.4.1); but
-  fmcluster installs no GPU Feature Discovery and sets no such label itself, and a level no node carries is worse
-  than none: Kueue's TAS lists a flavor's nodes with every level label required (``client.HasLabels`` of the levels
-  in ``TASFlavorCache.snapshot``; read in Kueue's source, not run), so every GB200 node would drop out of its
-  flavor's topology and no workload of the queue would fit; Volcano's label discovery starts each node's walk at
-  the lowest level above the hostname and stops at the first label missing, so no HyperNode would be made. The
-  UltraServer level waits for the node label (issue 39: "fmcluster's where it does not, such as the UltraServer");
+* for a type whose NVLink domain spans an UltraServer (p6e-gb200), the UltraServer, when the caller names the node
+  label that carries it (``ultraserver_label``): :data:`ULTRASERVER_LABEL`, fmcluster's own, which `create` writes on
+  every node of an UltraServer queue with EC2 DescribeInstanceTopology's ``CapacityBlockId`` for its instance ("only
+  supported for UltraServer instances and identifies instances within the UltraServer domain", EC2 API reference,
+  InstanceTopology; :mod:`fmcluster.backends.eks.nodes.ultraserver_labels`). Not NVIDIA's ``nvidia.com/gpu.clique``:
+  GPU Feature Discovery sets it, and fmcluster installs none. A node without the label drops out of the level: Kueue's
+  TAS lists a flavor's nodes with every level label required (``client.HasLabels`` of the levels in
+  ``TASFlavorCache.snapshot``; read in Kueue's source, not run), so a node that joined after the last `create` (a
+  replacement) takes no topology-aware workload until the next `create` labels it; Volcano's label discovery starts
+  each node's walk at the lowest level above the hostname and stops at the first label missing;
 * ``kubernetes.io/hostname``.
 
 A type without topology (0 layers) has no levels: its queues get no Topology.
@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fmcluster.backends.eks.nodes import ultraserver_labels
 from fmcluster.catalog import instance
 from fmcluster.catalog.hardware import hardware
 from fmcluster.catalog.network_topology import network_layers
 
 LAYER_LABEL = "topology.k8s.aws/network-node-layer-{}"
-ULTRASERVER_LABEL = "nvidia.com/gpu.clique"
+ULTRASERVER_LABEL = ultraserver_labels.ULTRASERVER_LABEL
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
