@@ -62,9 +62,11 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
     from fmcluster.verbs.lifecycle.destroy import destroy
     from fmcluster.verbs.lifecycle.status import status
 
-    name, path = pcs_spec(tmp_path, "budget: {expires: 1h}\n" + LUSTRE)
+    name, path = pcs_spec(tmp_path, "budget: {expires: 1h, notify: ops@example.com}\n" + LUSTRE)
     assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
-    pcs = in_process.client("pcs")
+    pcs, sns = in_process.client("pcs"), in_process.client("sns")
+    account = in_process.client("sts").get_caller_identity()["Account"]
+    topic = f"arn:aws:sns:us-east-1:{account}:fmcluster-{name}-guard"
 
     def scaling(group: str) -> dict:
         return _scaling(pcs, name, group)
@@ -72,9 +74,23 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
     try:
         storage = _file_systems(in_process, name)
         assert len(storage) == 1, storage
-        left = status(name, refresh=False)["budget"]["hours_left"] * 3600
-        _advance(in_process, left - 60)  # a minute before: nothing stops
+        [subscription] = sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+        assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "ops@example.com")
+        budget = status(name, refresh=False)["budget"]
+        left, fires = budget["hours_left"] * 3600, budget["fires_at"]
+        # a 1 h lease is warned a quarter of it, 15 minutes, before the guard fires
+        assert _when(budget["warns_at"]) == _when(fires) - dt.timedelta(minutes=15), budget
+        _advance(in_process, left - 15 * 60 - 60)  # a minute before the warning: nothing published
+        assert in_process.sns_published(topic) == []
+        _advance(in_process, 120)  # a minute after it: one message, the nodes untouched
+        [warning] = in_process.sns_published(topic)
+        assert name in warning["subject"] and fires in warning["subject"], warning
+        assert f"fires at {fires}" in warning["message"] and "on_limit stop" in warning["message"], warning
+        assert "fmcluster create" in warning["message"], warning
         assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
+        _advance(in_process, 15 * 60 - 60 - 60)  # a minute before the guard fires: nothing stops
+        assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
+        assert len(in_process.sns_published(topic)) == 1
         _advance(in_process, 120)  # a minute after
         assert scaling("gpu") == {"minInstanceCount": 0, "maxInstanceCount": 0}
         assert scaling("burst") == {"minInstanceCount": 0, "maxInstanceCount": 0}
@@ -89,6 +105,9 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
         assert scaling("burst") == {"minInstanceCount": 0, "maxInstanceCount": 2}
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
+    # destroy deletes the warning's topic and, with it, its subscription (SNS API reference, DeleteTopic)
+    assert topic not in [t["TopicArn"] for t in sns.list_topics()["Topics"]]
+    assert not [s for s in sns.list_subscriptions()["Subscriptions"] if s["TopicArn"] == topic]
 
 
 def test_eks_guard_stops_its_own_node_groups_only_keeps_storage_and_a_later_lease_restores(in_process,
