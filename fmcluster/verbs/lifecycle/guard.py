@@ -180,10 +180,13 @@ def status_fields(session: Session, report: dict[str, Any]) -> dict[str, Any] | 
                    if q["name"] in stopped}
         still = {name: count for name, count in running.items() if count}
         shown["nodes_still_running"] = sum(still.values())
-        if still:
+        unfinished = session.backend.guard_unfinished(report)  # what node counts cannot show (a fleet's state)
+        if still or unfinished:
+            shown["stop_unfinished"] = unfinished
             report.setdefault("problems", []).append(
                 f"the budget guard's moment {at} has passed ({deadline.decided_by} reached) but "
-                + ", ".join(f"queue {name} still runs {count} node(s)" for name, count in sorted(still.items()))
+                + ", ".join([f"queue {name} still runs {count} node(s)" for name, count in sorted(still.items())]
+                            + ([unfinished] if unfinished else []))
                 + f": its stop is still under way, or its call failed (EventBridge Scheduler's TargetErrorCount "
                   f"metric for schedule group fmcluster-{session.name} says which)")
             return shown

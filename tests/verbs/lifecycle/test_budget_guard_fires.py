@@ -167,6 +167,7 @@ def test_parallelcluster_guard_stops_the_fleet_keeps_storage_and_a_later_lease_s
     from fmcluster.spec import load_spec
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
+    from fmcluster.verbs.lifecycle.status import status
 
     name = f"guard-{uuid.uuid4().hex[:8]}"
     text = (REPO_ROOT / "configs" / "quickstart-parallelcluster.yaml").read_text()
@@ -201,6 +202,21 @@ def test_parallelcluster_guard_stops_the_fleet_keeps_storage_and_a_later_lease_s
             time.sleep(1)
         assert fleet() == "STOPPED"
         assert _file_systems(in_process, name) == storage
+        # status says the guard fired, when (the lease's end, 72 h after creation), and what still bills
+        report = _settled(lambda: status(name, refresh=False), "gpu")
+        assert report["budget"]["passed"] is True and report["budget"]["nodes_still_running"] == 0, report["budget"]
+        fired = [p for p in report["problems"] if p.startswith("the budget guard fired at ")]
+        assert fired and f"fired at {report['budget']['fires_at']} (expires reached)" in fired[0], report["problems"]
+        assert "the head or login node and the control plane still bill" in fired[0], fired
+        # a fleet running again after the moment (its queue has no minimum, so no node shows it) is not "fired"
+        set_fleet = {"TableName": f"parallelcluster-{name}", "Key": {"Id": {"S": "COMPUTE_FLEET"}},
+                     "UpdateExpression": "set #dt.#st=:s", "ExpressionAttributeNames": {"#dt": "Data", "#st": "status"}}
+        ddb.update_item(**set_fleet, ExpressionAttributeValues={":s": {"S": "RUNNING"}})
+        report = status(name, refresh=False)
+        assert not any(p.startswith("the budget guard fired at ") for p in report["problems"]), report["problems"]
+        assert any("has passed" in p and "the compute fleet is RUNNING, not STOPPED" in p
+                   for p in report["problems"]), report["problems"]
+        ddb.update_item(**set_fleet, ExpressionAttributeValues={":s": {"S": "STOPPED"}})
         later = _later(str(path), "expires: 72h", "expires: 100h")
         assert create(load_spec(later).spec, later, yes=True, wait=True, timeout_min=15) == 0
         assert fleet() == "RUNNING"
