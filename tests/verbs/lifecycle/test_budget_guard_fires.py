@@ -1,7 +1,10 @@
 """The budget guard firing in AWS on each backend, in this process against the sandbox (issue 38, "Done when"): when
 the sandbox's clock passes the moment, the schedules stop every queue within a minute of sandbox time and not before;
 the spec's shared file system is still there (FSx DescribeFileSystems, plain boto3); ``create`` with a later lease
-brings the nodes back; a cap alone (``max_usd``) fires at the moment ``plan`` printed, give or take a minute.
+brings the nodes back; a cap alone (``max_usd``) fires at the moment ``plan`` printed, give or take a minute. With
+``notify``, the guard's warning is published to the cluster's SNS topic at its time, not a minute before, nodes
+untouched; ``destroy`` leaves no topic. ParallelCluster's ``status`` says the guard fired only once the fleet is
+STOPPED.
 
 Each cluster here is created once and carries every check it can (a create costs 20-35 s of CI)."""
 
@@ -55,8 +58,8 @@ def _later(path: str, before: str, after: str) -> str:
     return later
 
 
-def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_the_nodes_back(in_process,
-                                                                                              tmp_path) -> None:
+def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_the_nodes_back(in_process, tmp_path,
+                                                                                              capsys) -> None:
     from fmcluster.spec import load_spec
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
@@ -98,8 +101,15 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
         report = status(name, refresh=False)
         assert report["budget"]["passed"] is True
         assert any(p.startswith("the budget guard fired at ") for p in report["problems"]), report["problems"]
-        later = _later(path, "expires: 1h", "expires: 5h")
+        # 75 min from creation, decided 61 min in: the warning would go a quarter of 75 min (18 min 45 s) before,
+        # 56 min 15 s in, already past: create says so and the warning's schedule goes rather than lie in the past
+        later = _later(path, "expires: 1h", "expires: 75m")
+        capsys.readouterr()
         assert create(load_spec(later).spec, later, yes=True, wait=True, timeout_min=10) == 0
+        said = " ".join(capsys.readouterr().err.split())
+        assert "too near to warn before it: no warning is sent to ops@example.com" in said, said
+        schedules = in_process.client("scheduler").list_schedules(GroupName=f"fmcluster-{name}")["Schedules"]
+        assert sorted(s["Name"] for s in schedules) == ["stop-burst", "stop-gpu"]
         # the spec's sizes (quickstart-pcs.yaml: gpu nodes 1, burst 0..2)
         assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
         assert scaling("burst") == {"minInstanceCount": 0, "maxInstanceCount": 2}
