@@ -124,7 +124,7 @@ STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
 FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
 ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs",
-                       "resource-groups", "eks", "scheduler", "budgets", "ce"]
+                       "resource-groups", "eks", "scheduler", "budgets", "ce", "sns"]
 #: Path prefix of the per-cluster Kubernetes API endpoints (``<endpoint>/k8s/<cluster name>``).
 KUBE_PREFIX = "/k8s/"
 #: moto backends created eagerly in the background after start-up, so the first real call is fast.
