@@ -83,10 +83,22 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
         left, fires = budget["hours_left"] * 3600, budget["fires_at"]
         # a 1 h lease is warned a quarter of it, 15 minutes, before the guard fires
         assert _when(budget["warns_at"]) == _when(fires) - dt.timedelta(minutes=15), budget
+        # The guard's role may publish to this cluster's topic only: the same publish, as the same role, to another
+        # cluster's topic at the same moment is refused by IAM (SAR, Amazon SNS: Publish on resource type `topic`)
+        other = sns.create_topic(Name=f"fmcluster-other-{name}-guard",
+                                 Tags=[{"Key": "fmcluster:cluster", "Value": f"other-{name}"}])["TopicArn"]
+        in_process.client("scheduler").create_schedule(
+            Name=f"foreign-{name}", ScheduleExpression=f"at({budget['warns_at'][:-1]})",
+            ScheduleExpressionTimezone="UTC", FlexibleTimeWindow={"Mode": "OFF"},
+            Target={"Arn": "arn:aws:scheduler:::aws-sdk:sns:publish",
+                    "RoleArn": f"arn:aws:iam::{account}:role/fmcluster-guard-us-east-1-{name}",
+                    "Input": json.dumps({"TopicArn": other, "Message": "not this cluster's"})})
         _advance(in_process, left - 15 * 60 - 60)  # a minute before the warning: nothing published
         assert in_process.sns_published(topic) == []
         _advance(in_process, 120)  # a minute after it: one message, the nodes untouched
         [warning] = in_process.sns_published(topic)
+        [foreign] = [r for r in in_process.schedule_runs() if r["schedule"] == f"foreign-{name}"]
+        assert foreign["outcome"] == "denied" and in_process.sns_published(other) == [], foreign
         assert name in warning["subject"] and fires in warning["subject"], warning
         assert f"fires at {fires}" in warning["message"] and "on_limit stop" in warning["message"], warning
         assert "fmcluster create" in warning["message"], warning
@@ -118,6 +130,8 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
     # destroy deletes the warning's topic and, with it, its subscription (SNS API reference, DeleteTopic)
     assert topic not in [t["TopicArn"] for t in sns.list_topics()["Topics"]]
     assert not [s for s in sns.list_subscriptions()["Subscriptions"] if s["TopicArn"] == topic]
+    sns.delete_topic(TopicArn=other)
+    in_process.client("scheduler").delete_schedule(Name=f"foreign-{name}")
 
 
 def test_eks_guard_stops_its_own_node_groups_only_keeps_storage_and_a_later_lease_restores(in_process,
