@@ -1,7 +1,8 @@
 """The budget guard in AWS, as resources of the cluster: an IAM role that EventBridge Scheduler assumes, allowed
 exactly the calls that stop this cluster's compute on exactly its resources; the schedule group
-``fmcluster-<cluster>`` with one one-time schedule per call; and an AWS Budgets budget on the cluster's
-cost-allocation tag as a backstop that mails at 80% and 100%.
+``fmcluster-<cluster>`` with one one-time schedule per call; an AWS Budgets budget on the cluster's
+cost-allocation tag as a backstop that mails at 80% and 100%; and, with ``notify``, the warning before the guard
+fires (:mod:`fmcluster.aws.guard_warning`).
 
 Every backend's calls come as data (``Backend.guard_calls``); what is built here is the same for all of them.
 The schedules keep their ``at()`` in UTC, fire once with no flexible window and stay after firing
@@ -19,9 +20,10 @@ import yaml
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.ec2 import error_code, tolerate
+from fmcluster.aws.guard_schedule import GuardSchedule
 from fmcluster.aws.iam import IamRole, _policy
 from fmcluster.aws.ownership import require_ours, tag_dict
-from fmcluster.engine import AttributeChange, Context, Observed, Resource, flatten, reads
+from fmcluster.engine import AttributeChange, Context, Observed, Resource, reads
 from fmcluster.engine.unknown import Unknown
 from fmcluster.render.documents import Document
 
@@ -86,8 +88,10 @@ def _document(kind: str, key: str, service: str, operation: str, body: dict[str,
 
 
 def guard_documents(cluster: str, region: str, account: str, tags: dict[str, str], calls: list[CallLike],
-                    fires_at: dt.datetime, max_usd: float | None, notify: list[str]) -> list[Document]:
-    """The guard's request documents: its role, group, one schedule per call and, with a cap, the budget."""
+                    fires_at: dt.datetime, max_usd: float | None, notify: list[str],
+                    extra_statements: tuple[dict[str, Any], ...] = ()) -> list[Document]:
+    """The guard's request documents: its role (allowed the calls and ``extra_statements``: the warning's
+    publish), group, one schedule per call and, with a cap, the budget."""
     role = role_name(cluster, region)
     tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
     # IAM User Guide, "The confused deputy problem": a service principal's trust conditioned on aws:SourceAccount.
@@ -97,6 +101,7 @@ def guard_documents(cluster: str, region: str, account: str, tags: dict[str, str
     statements = [{"Sid": "".join(ch for ch in call.name.title() if ch.isalnum()), "Effect": "Allow",
                    "Action": call.iam_action,
                    "Resource": [arn.replace("{account}", account) for arn in call.resource_arns]} for call in calls]
+    statements += list(extra_statements)
     documents = [_document("iam_role", ROLE_KEY, "iam", "CreateRole", {
         "role": {"RoleName": role, "Path": "/", "Description": f"fmcluster {cluster}: the budget guard's schedules",
                  "AssumeRolePolicyDocument": json.dumps(trust), "Tags": tag_list},
@@ -179,54 +184,6 @@ class ScheduleGroup(Resource):
                  "ResourceNotFoundException")
 
 
-# What a schedule's read compares: the members CreateSchedule sets that GetSchedule answers with.
-_SCHEDULE_MEMBERS = ("ScheduleExpression", "ScheduleExpressionTimezone", "FlexibleTimeWindow",
-                     "ActionAfterCompletion", "State", "Target")
-
-
-class GuardSchedule(Resource):
-    """One one-time schedule; it has no tags of its own (its group has): found by name in the cluster's group."""
-
-    kind = "schedule"
-    teardown_rank = 5
-
-    def __init__(self, key: str, document: Document | None = None, group: str | None = None):
-        self.key = key
-        self.document = document
-        self.group = group
-
-    def read(self, ctx: Context, known_id: str | None) -> Observed | None:
-        try:
-            item = ctx.client("scheduler").get_schedule(Name=self.key, GroupName=self.group)
-        except ClientError as exc:
-            if error_code(exc) == "ResourceNotFoundException":
-                return None
-            raise
-        target = item.get("Target") or {}
-        live = {k: item.get(k) for k in _SCHEDULE_MEMBERS}
-        live["Target"] = {k: target.get(k) for k in ("Arn", "RoleArn", "Input")}
-        return Observed(item["Arn"], item.get("State", "ENABLED"), "ready", attributes=flatten(live))
-
-    def desired(self, ctx: Context) -> dict[str, Any]:
-        body = ctx.resolve(self.document.body, partial=True)
-        return flatten({k: body.get(k) for k in _SCHEDULE_MEMBERS})
-
-    def create(self, ctx: Context, token: str) -> Observed:
-        arn = ctx.client("scheduler").create_schedule(ClientToken=token[:64],
-                                                      **ctx.resolve(self.document.body))["ScheduleArn"]
-        return Observed(arn, "ENABLED", "ready")
-
-    def update(self, ctx: Context, observed: Observed, changes: list[AttributeChange], token: str) -> Observed:
-        # UpdateSchedule replaces the whole schedule: every member is sent again.
-        arn = ctx.client("scheduler").update_schedule(ClientToken=token[:64],
-                                                      **ctx.resolve(self.document.body))["ScheduleArn"]
-        return Observed(arn, "ENABLED", "ready")
-
-    def delete(self, ctx: Context, observed: Observed) -> None:
-        tolerate(lambda: ctx.client("scheduler").delete_schedule(Name=self.key, GroupName=self.group),
-                 "ResourceNotFoundException")
-
-
 class GuardBudget(Resource):
     """The AWS Budgets backstop: found by its name (Budgets is one account-wide service)."""
 
@@ -297,6 +254,12 @@ def guard_resources(documents: list[Document]) -> list[Resource]:
             made.append(ScheduleGroup(document.key, document))
         elif document.kind == "schedule":
             made.append(GuardSchedule(document.key, document, group=group))
+        elif document.kind == "sns_topic":
+            from fmcluster.aws.guard_warning import GuardTopic
+
+            topic = GuardTopic(document.key, document)
+            topic.extra_edges = (f"iam_role:{ROLE_KEY}",)  # made after the role, which discovery finds it by
+            made.append(topic)
         else:
             budget = GuardBudget(document.key, document)
             budget.extra_edges = (f"iam_role:{ROLE_KEY}",)  # made after the role, which discovery finds it by
@@ -305,8 +268,9 @@ def guard_resources(documents: list[Document]) -> list[Resource]:
 
 
 def scan_guard(ctx: Context) -> list[Any]:
-    """The guard's schedule group and budget as AWS holds them, by the names fmcluster gives them (Budgets and
-    Scheduler have no tag filter on lists); the role is found with the other roles (``discovery.scan_role``)."""
+    """The guard's schedule group, warning topic and budget as AWS holds them, by the names fmcluster gives them
+    (Budgets, Scheduler and SNS have no tag filter on lists); the role is found with the other roles
+    (``discovery.scan_role``)."""
     from fmcluster.aws import unread
     from fmcluster.aws.discovery import scan_role
 
@@ -318,14 +282,22 @@ def scan_guard(ctx: Context) -> list[Any]:
             raise
         # a caller without Scheduler rights still sees (and destroys) the rest; status names what it could not read
         unread.note(ctx, "eventbridge scheduler", f"the budget guard's schedules were not read: {exc}")
-    # The budget is made after the role (an edge, below): no role, no budget to look for, and the role's ARN
-    # carries the account the budget is named in (no STS call of its own).
+    # The budget and the topic are made after the role (an edge, below): no role, nothing to look for, and the
+    # role's ARN carries the account they are named in (no STS call of its own).
     from fmcluster.aws.discovery import _entity
 
     role = reads.once(ctx, "iam.Role", role_name(ctx.cluster, ctx.region), lambda: _entity(
         lambda: ctx.client("iam").get_role(RoleName=role_name(ctx.cluster, ctx.region)), "Role"))
     if role is None:
         return found
+    from fmcluster.aws.guard_warning import scan_topic
+
+    try:  # the warning's topic is made after the role too
+        found += scan_topic(ctx, str(role["Arn"]).split(":")[4])
+    except ClientError as exc:
+        if error_code(exc) not in DENIED:
+            raise
+        unread.note(ctx, "sns", f"the budget guard's warning topic was not read: {exc}")
     try:
         found += _scan_budget(ctx, str(role["Arn"]).split(":")[4])
     except ClientError as exc:
@@ -355,6 +327,10 @@ def _scan_group(ctx: Context) -> list[Any]:
             found.append(Discovered(f"schedule_group:{GROUP_KEY}", item["Arn"], item.get("State", "ACTIVE"),
                                     f"EventBridge Scheduler schedule group {group.group} (the budget guard)", ours,
                                     group if ours else None, tags.get(CLUSTER_ID_TAG, "")))
+            if ours:  # the warning's schedule, so that emptying notify deletes it (the group stays)
+                from fmcluster.aws.guard_warning import scan_warning
+
+                found += scan_warning(ctx, group.group, tags.get(CLUSTER_ID_TAG, ""))
     return found
 
 

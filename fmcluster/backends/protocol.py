@@ -284,6 +284,12 @@ class Backend(Lifecycle, Protocol):
         What a backend cannot do is refused at load time (``spec_rules.on_limit_problem``), never here."""
         ...
 
+    def guard_unfinished(self, report: dict[str, Any]) -> str | None:
+        """Once the guard's moment has passed: what ``describe``'s report shows of a stop not (yet) done beyond the
+        queues' running nodes, in words (ParallelCluster: a compute fleet not STOPPED, which a queue with no node
+        running does not show); None when the report shows nothing more."""
+        ...
+
     def smoke_manifest(self, spec: Spec, request: SmokeRequest) -> dict[str, Any]:
         """``fmcluster smoke --print``: the job document ``smoke`` would submit, from the spec alone (no AWS call,
         no extra); a UsageError for a backend whose job is no document (a Slurm batch script)."""

@@ -53,7 +53,8 @@ def create(
     A plan that deletes or replaces stored data (an FSx shrink, a file system or bucket that left the spec) is
     refused unless --allow-data-loss, which backs FSx up first (--no-backup skips that).
     A spec with budget: gets its guard in AWS (EventBridge Scheduler schedules that stop the compute at the moment
-    the plan prints, and an AWS Budgets backstop); on_limit: destroy-compute needs --yes.
+    the plan prints; with max_usd an AWS Budgets backstop; with notify an email warning before it, through an SNS
+    topic); on_limit: destroy-compute needs --yes.
     Ctrl-C stops waiting (exit 130) and everything made so far stays recorded.
 
     Example: fmcluster --sandbox create configs/quickstart-pcs.yaml --yes

@@ -65,7 +65,7 @@ def budget_figures(spec: Spec, usd_per_hour_max: float | None, now: dt.datetime)
         max_usd=budget.max_usd, expires=budget.expires, on_limit=budget.on_limit, notify=list(budget.notify),
         fires_at=shown["fires_at"], decided_by=deadline.decided_by, expires_at=shown["expires_at"],
         spend_at=shown["spend_at"], hours_left=shown["hours_left"], usd_per_hour_max=usd_per_hour_max,
-        why=deadline.why, does=ON_LIMIT_DOES[budget.on_limit])
+        why=deadline.why, does=ON_LIMIT_DOES[budget.on_limit], warns_at=shown["warns_at"])
 
 
 # --- entry point ------------------------------------------------------------------------------------

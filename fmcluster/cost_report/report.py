@@ -285,7 +285,12 @@ def budget_text(report: PlanReport) -> list[Text]:
         return [head]
     head.append(f"fires {budget.fires_at} (in {budget.hours_left:,.2f} h if created now), on {budget.decided_by}")
     lines = [head, Text(f"  {budget.why}"), Text(f"  on_limit {budget.on_limit}: {budget.does}")]
-    if budget.notify:
+    if budget.warns_at:
+        lines.append(Text(f"  warns {', '.join(budget.notify)} at {budget.warns_at} by email (an SNS topic; each "
+                          "address confirms its subscription first)"))
+    elif not budget.notify:
+        lines.append(Text("  no warning will be sent before it fires: add budget.notify (email addresses)"))
+    if budget.notify and budget.max_usd is not None:
         lines.append(Text(f"  AWS Budgets notifies {', '.join(budget.notify)} at 80% and 100% of the cap"))
     return lines
 

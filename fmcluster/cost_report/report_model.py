@@ -154,6 +154,7 @@ class BudgetFigures:
     usd_per_hour_max: float | None
     why: str
     does: str  # what firing does on this backend
+    warns_at: str | None = None  # when the warning goes to notify (None: no notify)
 
 
 @dataclass(frozen=True)

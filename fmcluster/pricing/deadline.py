@@ -32,6 +32,8 @@ class GuardDeadline:
     usd_per_hour_max: float | None
     on_limit: str
     why: str  # one sentence: which limit decides and the arithmetic behind it
+    # When the guard's warning goes to ``notify`` (None: no notify, or a moment too near to warn before)
+    warns_at: dt.datetime | None = None
 
     def hours_left(self, now: dt.datetime) -> float | None:
         return (self.at - now).total_seconds() / 3600 if self.at is not None else None
@@ -41,7 +43,8 @@ class GuardDeadline:
         return {"fires_at": iso(self.at), "decided_by": self.decided_by, "expires_at": iso(self.expires_at),
                 "spend_at": iso(self.spend_at), "max_usd": self.max_usd, "usd_spent": self.usd_spent,
                 "usd_per_hour_max": self.usd_per_hour_max, "on_limit": self.on_limit,
-                "hours_left": round(left, 4) if left is not None else None, "why": self.why}
+                "hours_left": round(left, 4) if left is not None else None, "why": self.why,
+                "warns_at": iso(self.warns_at)}
 
 
 def iso(moment: dt.datetime | None) -> str | None:
@@ -75,7 +78,23 @@ def guard_deadline(budget: Budget, usd_per_hour_max: float | None, created_at: d
     # On a tie the lease decides: it is what the user wrote as a time.
     at, decided = min(candidates, key=lambda c: (c[0], c[1] != "expires"))
     return GuardDeadline(at, decided, lease, spend, budget.max_usd, usd_spent, usd_per_hour_max, budget.on_limit,
-                         f"{decided} decides: " + "; ".join(reasons))
+                         f"{decided} decides: " + "; ".join(reasons),
+                         warning_at(at, created_at, now) if budget.notify else None)
+
+
+# The warning goes an hour before the guard fires: time to read the mail and run `create` with a later lease or a
+# higher cap. A lease shorter than four hours is warned a quarter of its length before (15 min on a 1 h lease), so
+# that the warning does not come at, or before, the cluster's start.
+WARN_LEAD = dt.timedelta(hours=1)
+WARN_FRACTION = 4
+
+
+def warning_at(fires_at: dt.datetime, created_at: dt.datetime, now: dt.datetime) -> dt.datetime | None:
+    """When the guard's warning is sent, to the whole second; None when that is not after ``now`` (a moment
+    decided too near to warn before it: never a schedule in the past)."""
+    lead = min(WARN_LEAD, (fires_at - created_at) / WARN_FRACTION)
+    warn = fires_at - dt.timedelta(seconds=math.floor(lead.total_seconds()))
+    return warn if warn > now else None
 
 
 def _whole_second(moment: dt.datetime) -> dt.datetime:

@@ -100,8 +100,10 @@ class Budget(Strict):
         "deleted too (pcs, eks; create asks for --yes).")
     notify: Annotated[list[Email], BeforeValidator(_as_list)] = Field(
         default_factory=list, max_length=MAX_EMAIL_SUBSCRIBERS,
-        description="Email address(es) that the AWS Budgets backstop notifies at 80% and 100% of max_usd (actual "
-        "spend on the cluster's cost-allocation tag); at most 10.")
+        description="Email address(es) warned before the guard fires (an SNS topic the guard's schedule publishes "
+        "to, 1 h before, or a quarter of a shorter lease; each address confirms AWS's subscription mail once), and "
+        "that the AWS Budgets backstop notifies at 80% and 100% of max_usd (actual spend on the cluster's "
+        "cost-allocation tag); at most 10.")
 
     @model_validator(mode="after")
     def _a_limit(self) -> Budget:

@@ -76,7 +76,8 @@ def _from(session: Session, outputs: dict[str, Any]) -> GuardDeadline | None:
 
 def guard_resources(session: Session) -> list[Resource]:
     """The guard's resources for the session's spec ([] without a budget, or with no moment to place)."""
-    from fmcluster.aws.guard import account_of, guard_documents, guard_resources
+    from fmcluster.aws.guard import account_of, at_expression, guard_documents, guard_resources
+    from fmcluster.aws.guard_warning import publish_statement, warning_documents
     from fmcluster.render.common import resource_tags
 
     spec = session.spec
@@ -84,6 +85,27 @@ def guard_resources(session: Session) -> list[Resource]:
     if spec is None or spec.budget is None or deadline is None or deadline.at is None:
         return []
     calls = session.backend.guard_calls(spec, spec.budget.on_limit, iso(deadline.at) or "")
-    documents = guard_documents(spec.name, session.region, account_of(session.ctx), resource_tags(spec), calls,
-                                deadline.at, spec.budget.max_usd, list(spec.budget.notify))
+    account, tags = account_of(session.ctx), resource_tags(spec)
+    warns = deadline.warns_at is not None and bool(spec.budget.notify)
+    extra = (publish_statement(spec.name, session.region, account),) if warns else ()
+    documents = guard_documents(spec.name, session.region, account, tags, calls, deadline.at,
+                                spec.budget.max_usd, list(spec.budget.notify), extra)
+    if warns and deadline.warns_at is not None:
+        subject, message = warning_text(spec.name, session.region, deadline)
+        documents += warning_documents(spec.name, session.region, account, tags, list(spec.budget.notify),
+                                       deadline.warns_at, subject, message, at_expression(deadline.warns_at))
     return guard_resources(documents)
+
+
+def warning_text(cluster: str, region: str, deadline: GuardDeadline) -> tuple[str, str]:
+    """The warning's subject and message: which cluster, when it stops, what the guard does, how to move it. No
+    spec path (the laptop's, which would make the schedule drift between two machines)."""
+    from fmcluster.cost_report.figures import ON_LIMIT_DOES
+
+    at = iso(deadline.at) or ""
+    subject = f"fmcluster {cluster}: the budget guard fires at {at}"
+    message = (f"The budget guard of fmcluster cluster {cluster} ({region}) fires at {at} "
+               f"({deadline.decided_by} reached). on_limit {deadline.on_limit}: {ON_LIMIT_DOES[deadline.on_limit]}.\n"
+               f"To move the moment, give the spec a later budget.expires or a higher budget.max_usd and run "
+               f"`fmcluster create <spec file>`; `fmcluster status {cluster}` counts it down.")
+    return subject, message

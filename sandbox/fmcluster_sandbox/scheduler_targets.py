@@ -3,8 +3,9 @@
 Service Authorization Reference: eks:UpdateNodegroupConfig, eks:DeleteNodegroup and the other node group actions
 act on the ``nodegroup`` resource; the cluster actions on ``cluster``; pcs:UpdateComputeNodeGroup and
 pcs:DeleteComputeNodeGroup on ``computenodegroup`` (the ARN PCS reports for the group), queue actions on ``queue``,
-cluster actions on ``cluster``; dynamodb:UpdateItem, PutItem, DeleteItem on ``table``. Each is looked up in the
-sandbox as the calling role, so the ARN is the one the service itself reports.
+cluster actions on ``cluster``; dynamodb:UpdateItem, PutItem, DeleteItem on ``table``; sns:Publish on ``topic``
+(the ``TopicArn`` the request names; a publish to a phone number or an endpoint ARN is not looked up). Each is looked
+up in the sandbox as the calling role, so the ARN is the one the service itself reports.
 
 A target whose resource the sandbox cannot name is refused (``LookupError``, a failed run) rather than evaluated
 against a guessed ARN. A resource that does not exist fails the run with the service's own error (AWS would
@@ -57,4 +58,13 @@ def _dynamodb(client: Any, operation: str, params: dict[str, Any]) -> tuple[str,
     return arn, {t["Key"]: t["Value"] for t in tags}
 
 
-_LOOKUPS = {"eks": _eks, "pcs": _pcs, "dynamodb": _dynamodb}
+def _sns(client: Any, operation: str, params: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    arn = params.get("TopicArn")
+    if arn is None:
+        raise LookupError(f"the sandbox does not know which sns resource {operation} acts on")
+    client.get_topic_attributes(TopicArn=arn)  # a topic that does not exist fails the run with SNS's NotFound
+    tags = client.list_tags_for_resource(ResourceArn=arn).get("Tags") or []
+    return arn, {t["Key"]: t["Value"] for t in tags}
+
+
+_LOOKUPS = {"eks": _eks, "pcs": _pcs, "dynamodb": _dynamodb, "sns": _sns}

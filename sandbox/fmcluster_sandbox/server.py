@@ -88,6 +88,9 @@ Control routes (JSON in, JSON out; not AWS APIs):
     every schedule run so far: ``[{"schedule", "group", "at", "fired_at", "target", "outcome": "succeeded" |
     "denied" | "failed", "message"}]``. Not an AWS API: AWS shows runs only through CloudWatch metrics
     (InvocationAttemptCount, TargetErrorCount, ...) and the schedule's dead-letter queue.
+``GET /_fmcluster/sns-published?topic_arn=ARN``
+    every message published to the topic, in order: ``[{"message_id", "subject", "message"}]`` (404 for a topic
+    that does not exist). Not an AWS API: AWS shows publishes only as CloudWatch metrics and subscribers' mail.
 ``POST /_fmcluster/reset``
     forget every resource: moto's state (default VPCs come back on next use), the PCS and EKS emulators'
     clusters, reservations, placement groups and quota changes, the schedule runs, and the clock's offset. Faults
@@ -123,7 +126,7 @@ STATE_FILE = "sandbox.json"
 PCS_TARGET_PREFIX = "AWSParallelComputingService."
 FSX_TARGET_PREFIX = "AWSSimbaAPIService_v20180301."
 ADVERTISED_SERVICES = ["ec2", "iam", "s3", "fsx", "cloudformation", "servicequotas", "sts", "pcs",
-                       "resource-groups", "eks", "scheduler", "budgets", "ce"]
+                       "resource-groups", "eks", "scheduler", "budgets", "ce", "sns"]
 #: Path prefix of the per-cluster Kubernetes API endpoints (``<endpoint>/k8s/<cluster name>``).
 KUBE_PREFIX = "/k8s/"
 #: moto backends created eagerly in the background after start-up, so the first real call is fast.
@@ -309,6 +312,11 @@ class SandboxApp:
                 return self._json(start_response, *routed)
             if path == "/_fmcluster/health":
                 return self._json(start_response, 200, self.health())
+            if path == "/_fmcluster/sns-published" and method == "GET":
+                from fmcluster_sandbox.sns_published import published
+
+                topic = parse_qs(environ.get("QUERY_STRING", "")).get("topic_arn", [""])[0]
+                return self._json(start_response, *published(topic))
             if path == "/_fmcluster/faults":
                 if method == "POST":
                     from fmcluster_sandbox import topology

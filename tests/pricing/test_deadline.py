@@ -82,3 +82,20 @@ def test_a_past_lease_and_a_spent_cap_are_refused() -> None:
     assert fields == ["expires", "max_usd"]
     fine = Budget(max_usd=100.01, expires="2026-12-08T00:00:01Z")
     assert budget_refusals(fine, guard_deadline(fine, 110.08, CREATED, now, 100.0), now) == []
+
+
+def _warns(budget: dict, now: dt.datetime = CREATED) -> dt.datetime | None:
+    return guard_deadline(Budget(**budget), 110.08, CREATED, now).warns_at
+
+
+def test_the_warning_goes_an_hour_before_or_a_quarter_of_a_short_lease() -> None:
+    """notify set: an hour before the moment on a lease of four hours or more; a quarter of a shorter one (15 min
+    before a 1 h lease); without notify, none; decided too near the moment to warn before it, none."""
+    assert _warns({"expires": "72h", "notify": "ops@example.com"}) == dt.datetime(2026, 12, 9, 23, 0, tzinfo=UTC)
+    assert _warns({"expires": "1h", "notify": "ops@example.com"}) == dt.datetime(2026, 12, 7, 0, 45, tzinfo=UTC)
+    # the cap: $1000 at $110.08/h fires at 09:05:03 (above); 9 h 5 min 3 s is over four hours: an hour before
+    assert _warns({"max_usd": 1000, "notify": "ops@example.com"}) == dt.datetime(2026, 12, 7, 8, 5, 3, tzinfo=UTC)
+    assert _warns({"expires": "72h"}) is None
+    # re-decided at 23:30 on the last day: the warning's 23:00 is past, so no warning (never a schedule in the past)
+    assert _warns({"expires": "72h", "notify": "ops@example.com"},
+                  now=dt.datetime(2026, 12, 9, 23, 30, tzinfo=UTC)) is None

@@ -83,6 +83,8 @@ def test_plan_json_shows_when_the_guard_fires(tmp_path: Path) -> None:
     assert budget["fires_at"] == "2026-12-07T09:05:03Z" and budget["decided_by"] == "max_usd"
     assert budget["expires_at"] == "2026-12-10T00:00:00Z"
     assert budget["notify"] == ["ops@example.com"] and budget["on_limit"] == "stop"
+    # 9 h 5 min 3 s is over four hours: the warning goes to notify an hour before
+    assert budget["warns_at"] == "2026-12-07T08:05:03Z"
 
 
 def plan(path: Path, as_json: bool = False) -> tuple[int, str, str]:
@@ -97,6 +99,13 @@ def test_plan_text_says_when_and_why(tmp_path: Path) -> None:
     assert code == 0
     assert "Budget guard: fires" in out and "on expires" in out and "expires 90m after creation" in out
     assert "node group deleted" in out
+    assert "no warning will be sent before it fires: add budget.notify" in " ".join(out.split())
+    code, out, _ = plan(write(tmp_path, {"expires": "90m", "notify": "ops@example.com"}))
+    # a 90 min lease is warned a quarter of it, 22 min 30 s, before: said with the address
+    text = " ".join(out.split())
+    fires = dt.datetime.fromisoformat(text.split("Budget guard: fires ", 1)[1].split(" ", 1)[0][:-1])
+    warns = dt.datetime.fromisoformat(text.split("warns ops@example.com at ", 1)[1].split(" ", 1)[0][:-1])
+    assert fires - warns == dt.timedelta(minutes=22, seconds=30) and "no warning" not in text, text
     code, out, _ = plan(write(tmp_path, {"expires": "90m"}), as_json=True)
     assert json.loads(out)["budget"]["decided_by"] == "expires"
 

@@ -5,7 +5,7 @@ the parallelcluster extra) too."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.parallelcluster.profile import PROFILE
 from fmcluster.backends.parallelcluster.spec_rules import RULES
@@ -63,3 +63,8 @@ class ParallelClusterBackend(SlurmBackend):
         from fmcluster.backends.parallelcluster.guard import guard_calls
 
         return guard_calls(spec, on_limit, fires_at)
+
+    def guard_unfinished(self, report: dict[str, Any]) -> str | None:
+        from fmcluster.backends.parallelcluster.guard import fleet_unfinished
+
+        return fleet_unfinished(report)

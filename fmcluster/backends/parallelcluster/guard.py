@@ -10,6 +10,7 @@ and a stop must land whatever state the fleet is in. The head node and storage s
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from fmcluster.backends.protocol import GuardCall
 from fmcluster.spec.models import Spec
@@ -32,3 +33,13 @@ def guard_calls(spec: Spec, on_limit: str, fires_at: str) -> list[GuardCall]:
     return [GuardCall("stop-fleet", "dynamodb", "updateItem", update,
                       (f"arn:aws:dynamodb:{spec.region}:{{account}}:table/{table}",), "dynamodb:UpdateItem",
                       "requests the compute fleet stop (STOP_REQUESTED), as pcluster update-compute-fleet does")]
+
+
+def fleet_unfinished(report: dict[str, Any]) -> str | None:
+    """The compute fleet not STOPPED after the guard's moment (pcluster describe-compute-fleet's status, as
+    ``describe`` reports it): STOP_REQUESTED and STOPPING are a stop under way, RUNNING a call that failed or was
+    undone. A queue with no minimum runs no node either way, so its counts cannot say this."""
+    fleet = report.get("compute_fleet")
+    if fleet is None or fleet == "STOPPED":
+        return None
+    return f"the compute fleet is {fleet}, not STOPPED"

@@ -3,7 +3,7 @@ any install; the rest of its parts load on first use, the lifecycle (``backend``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.pcs.profile import PROFILE
 from fmcluster.backends.pcs.spec_rules import RULES
@@ -55,3 +55,6 @@ class PcsBackend(SlurmBackend):
         from fmcluster.backends.pcs.guard import guard_calls
 
         return guard_calls(spec, on_limit, fires_at)
+
+    def guard_unfinished(self, report: dict[str, Any]) -> str | None:
+        return None  # the stop is the node groups' scaling: the queues' running nodes show all of it

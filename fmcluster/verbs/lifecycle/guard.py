@@ -104,6 +104,19 @@ def say_deadline(deadline: GuardDeadline, now: dt.datetime) -> None:
     when = f"{iso(deadline.at)} (in {left:,.2f} h)" if left is not None else "at no placeable moment"
     ui.err_console().print(f"  budget guard: fires {ui.escape(when)}, {deadline.on_limit}; "
                            f"{ui.escape(deadline.why)}", highlight=False)
+    if deadline.warns_at is not None:
+        ui.err_console().print(f"  budget guard: warns {iso(deadline.warns_at)} by email (SNS; each address confirms "
+                               "its subscription first)", highlight=False)
+
+
+def say_no_warning(deadline: GuardDeadline, notify: list[str]) -> None:
+    """Said when no warning goes before the guard fires: no ``notify``, or a moment too near to warn before (never
+    a schedule in the past)."""
+    if not notify and deadline.at is not None:
+        ui.note("no warning will be sent before the budget guard fires: add budget.notify (email addresses)")
+    elif deadline.at is not None and deadline.warns_at is None:
+        ui.warning(f"the budget guard fires {iso(deadline.at)}, too near to warn before it: no warning is sent "
+                   f"to {', '.join(notify)}")
 
 
 # What new node counts change in the guard: its schedules' moment, and the EKS stop call's maxSize.
@@ -119,6 +132,8 @@ def say_move(session: Session) -> GuardDeadline | None:
         return None
     now = aws_now(session.ctx)
     say_deadline(deadline, now)
+    if session.spec is not None and session.spec.budget is not None:
+        say_no_warning(deadline, list(session.spec.budget.notify))
     if previous is not None and previous.at != deadline.at:
         ui.note(f"the budget guard moves from {iso(previous.at)} to {iso(deadline.at)} (the cap, the lease or the "
                 "maximum $/h changed; what the cluster spent since is counted at the old maximum)")
@@ -155,6 +170,8 @@ def status_fields(session: Session, report: dict[str, Any]) -> dict[str, Any] | 
     shown["passed"] = left is not None and left <= 0
     shown["countdown"] = ("no moment can be placed" if left is None else
                           f"passed {at}" if left <= 0 else f"{left:,.1f} h left (fires {at})")
+    if deadline.warns_at is not None and left is not None and left > 0:
+        shown["countdown"] += f"; {'warned' if deadline.warns_at <= now else 'warns'} {iso(deadline.warns_at)}"
     if shown["passed"]:
         # Said from what AWS shows, not from the clock alone: a guard whose call failed (its role changed, the
         # group gone) passes its moment with the nodes still running.
@@ -163,10 +180,13 @@ def status_fields(session: Session, report: dict[str, Any]) -> dict[str, Any] | 
                    if q["name"] in stopped}
         still = {name: count for name, count in running.items() if count}
         shown["nodes_still_running"] = sum(still.values())
-        if still:
+        unfinished = session.backend.guard_unfinished(report)  # what node counts cannot show (a fleet's state)
+        if still or unfinished:
+            shown["stop_unfinished"] = unfinished
             report.setdefault("problems", []).append(
                 f"the budget guard's moment {at} has passed ({deadline.decided_by} reached) but "
-                + ", ".join(f"queue {name} still runs {count} node(s)" for name, count in sorted(still.items()))
+                + ", ".join([f"queue {name} still runs {count} node(s)" for name, count in sorted(still.items())]
+                            + ([unfinished] if unfinished else []))
                 + f": its stop is still under way, or its call failed (EventBridge Scheduler's TargetErrorCount "
                   f"metric for schedule group fmcluster-{session.name} says which)")
             return shown

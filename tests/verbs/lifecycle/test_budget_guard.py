@@ -74,13 +74,35 @@ def test_create_installs_the_guard_as_plan_printed_and_destroy_leaves_nothing(in
     assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
     printed = capsys.readouterr().err
     scheduler, iam, budgets = (in_process.client(s) for s in ("scheduler", "iam", "budgets"))
-    pcs = in_process.client("pcs")
+    pcs, sns = in_process.client("pcs"), in_process.client("sns")
     account = in_process.client("sts").get_caller_identity()["Account"]
     try:
         fires = printed.split("budget guard: fires ", 1)[1].split(" ", 1)[0]  # 2026-12-07T01:23:45Z
         group = f"fmcluster-{name}"
         listed = scheduler.list_schedules(GroupName=group)["Schedules"]
-        assert sorted(s["Name"] for s in listed) == ["stop-burst", "stop-gpu"]
+        assert sorted(s["Name"] for s in listed) == ["stop-burst", "stop-gpu", "warn"]
+        topic = f"arn:aws:sns:us-east-1:{account}:fmcluster-{name}-guard"
+
+        def warns_at() -> str:
+            """The warning schedule's at(), checked to publish to the cluster's topic as the guard's role."""
+            got = scheduler.get_schedule(Name="warn", GroupName=group)
+            assert got["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:sns:publish"
+            assert json.loads(got["Target"]["Input"])["TopicArn"] == topic
+            assert got["Target"]["RoleArn"] == f"arn:aws:iam::{account}:role/fmcluster-guard-us-east-1-{name}"
+            return got["ScheduleExpression"]
+
+        def lead_min(expression: str, moment: str) -> float:
+            """Minutes from the warning's at() to the guard's moment."""
+            return (dt.datetime.fromisoformat(moment[:-1]) - dt.datetime.fromisoformat(expression[3:-1])) \
+                .total_seconds() / 60
+
+        # The cap decides: $50 at $20.89/h lasts 2.39 h from creation (printed above), shorter than four hours, so the
+        # warning goes a quarter of that before: 2.39 h × 60 / 4 = 35.85 min (±1 min: the printed hours are rounded)
+        hours = float(printed.split(f"fires {fires} (in ", 1)[1].split(" h)", 1)[0])
+        assert hours == 2.39, printed
+        first = warns_at()
+        assert abs(lead_min(first, fires) - 35.85) < 1, (first, fires)
+        assert f"budget guard: warns {first[3:-1]}Z" in printed, printed
         for schedule in ("stop-gpu", "stop-burst"):
             got = scheduler.get_schedule(Name=schedule, GroupName=group)
             assert got["ScheduleExpression"] == f"at({fires[:-1]})" and got["ScheduleExpressionTimezone"] == "UTC"
@@ -97,8 +119,11 @@ def test_create_installs_the_guard_as_plan_printed_and_destroy_leaves_nothing(in
         policy = json.loads(urllib.parse.unquote(policy)) if isinstance(policy, str) else policy
         arns = {pcs.get_compute_node_group(clusterIdentifier=name, computeNodeGroupIdentifier=g)
                 ["computeNodeGroup"]["arn"] for g in ("gpu", "burst")}
-        assert {a for st in policy["Statement"] for a in st["Resource"]} == arns
-        assert {st["Action"] for st in policy["Statement"]} == {"pcs:UpdateComputeNodeGroup"}
+        assert {a for st in policy["Statement"] if st["Action"] == "pcs:UpdateComputeNodeGroup"
+                for a in st["Resource"]} == arns
+        # besides the stop calls, only sns:Publish, on the cluster's own topic (SAR, Amazon SNS: resource `topic`)
+        assert sorted((st["Action"], tuple(st["Resource"])) for st in policy["Statement"]
+                      if st["Action"] != "pcs:UpdateComputeNodeGroup") == [("sns:Publish", (topic,))]
         budget = budgets.describe_budget(AccountId=account, BudgetName=f"fmcluster-{name}-us-east-1")["Budget"]
         assert budget["BudgetLimit"] == {"Amount": "50.00", "Unit": "USD"}
         assert budget["CostFilters"] == {"TagKeyValue": [f"user:fmcluster:cluster${name}"]}
@@ -109,15 +134,30 @@ def test_create_installs_the_guard_as_plan_printed_and_destroy_leaves_nothing(in
         moved = said.split("budget guard: fires ", 1)[1].split(" ", 1)[0]
         assert f"the budget guard moves from {fires} to {moved}" in " ".join(said.split()) and moved > fires, said
         assert scheduler.get_schedule(Name="stop-gpu", GroupName=group)["ScheduleExpression"] == f"at({moved[:-1]})"
+        # the warning moves with the moment: an hour before it once the cluster's life to it reaches four hours,
+        # else a quarter of that life (created 2.39 h before the first moment)
+        life_h = 2.39 + (dt.datetime.fromisoformat(moved[:-1]) - dt.datetime.fromisoformat(fires[:-1])) \
+            .total_seconds() / 3600
+        warn_moved = warns_at()
+        assert abs(lead_min(warn_moved, moved) - min(60.0, life_h * 60 / 4)) < 1, (warn_moved, moved, life_h)
+        budget_status = status(name, refresh=False)["budget"]
+        assert budget_status["warns_at"] == f"{warn_moved[3:-1]}Z", budget_status
+        assert f"warns {warn_moved[3:-1]}Z" in budget_status["countdown"], budget_status
 
         # a schedule deleted outside fmcluster is drift, and create puts it back at the same moment
         scheduler.delete_schedule(Name="stop-gpu", GroupName=group)
+        scheduler.delete_schedule(Name="warn", GroupName=group)
+        sns.delete_topic(TopicArn=topic)
         drift = status(name, refresh=False)["drift"]
-        assert {"resource": "schedule:stop-gpu", "expected": "exists", "actual": "missing"} in drift, drift
+        for resource in ("schedule:stop-gpu", "schedule:warn", "sns_topic:warning"):
+            assert {"resource": resource, "expected": "exists", "actual": "missing"} in drift, drift
         assert create(load_spec(path).spec.model_copy(update={"queues": scaled_queues(path)}), path, yes=True,
                       wait=True, timeout_min=10) == 0
         again = scheduler.get_schedule(Name="stop-gpu", GroupName=group)
         assert again["ScheduleExpression"] == f"at({moved[:-1]})"
+        assert warns_at() == warn_moved
+        assert [(s["Protocol"], s["Endpoint"]) for s in sns.list_subscriptions_by_topic(TopicArn=topic)[
+            "Subscriptions"]] == [("email", "ops@example.com")]
 
         # notify emptied: the budget's 80% and 100% notifications go (AWS Budgets DeleteNotification)
         def thresholds() -> list[float]:
@@ -130,6 +170,10 @@ def test_create_installs_the_guard_as_plan_printed_and_destroy_leaves_nothing(in
                                          "budget": quiet.budget.model_copy(update={"notify": []})})
         assert create(quiet, path, yes=True, wait=True, timeout_min=10) == 0
         assert thresholds() == []
+        # and the warning with it: no topic, no warning schedule
+        assert topic not in [t["TopicArn"] for t in sns.list_topics()["Topics"]]
+        assert sorted(s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]) == [
+            "stop-burst", "stop-gpu"]
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
     groups = [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"]]

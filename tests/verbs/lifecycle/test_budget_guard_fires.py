@@ -1,7 +1,10 @@
 """The budget guard firing in AWS on each backend, in this process against the sandbox (issue 38, "Done when"): when
 the sandbox's clock passes the moment, the schedules stop every queue within a minute of sandbox time and not before;
 the spec's shared file system is still there (FSx DescribeFileSystems, plain boto3); ``create`` with a later lease
-brings the nodes back; a cap alone (``max_usd``) fires at the moment ``plan`` printed, give or take a minute.
+brings the nodes back; a cap alone (``max_usd``) fires at the moment ``plan`` printed, give or take a minute. With
+``notify``, the guard's warning is published to the cluster's SNS topic at its time, not a minute before, nodes
+untouched; ``destroy`` leaves no topic. ParallelCluster's ``status`` says the guard fired only once the fleet is
+STOPPED.
 
 Each cluster here is created once and carries every check it can (a create costs 20-35 s of CI)."""
 
@@ -55,16 +58,18 @@ def _later(path: str, before: str, after: str) -> str:
     return later
 
 
-def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_the_nodes_back(in_process,
-                                                                                              tmp_path) -> None:
+def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_the_nodes_back(in_process, tmp_path,
+                                                                                              capsys) -> None:
     from fmcluster.spec import load_spec
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
     from fmcluster.verbs.lifecycle.status import status
 
-    name, path = pcs_spec(tmp_path, "budget: {expires: 1h}\n" + LUSTRE)
+    name, path = pcs_spec(tmp_path, "budget: {expires: 1h, notify: ops@example.com}\n" + LUSTRE)
     assert create(load_spec(path).spec, path, yes=True, wait=True, timeout_min=10) == 0
-    pcs = in_process.client("pcs")
+    pcs, sns = in_process.client("pcs"), in_process.client("sns")
+    account = in_process.client("sts").get_caller_identity()["Account"]
+    topic = f"arn:aws:sns:us-east-1:{account}:fmcluster-{name}-guard"
 
     def scaling(group: str) -> dict:
         return _scaling(pcs, name, group)
@@ -72,9 +77,35 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
     try:
         storage = _file_systems(in_process, name)
         assert len(storage) == 1, storage
-        left = status(name, refresh=False)["budget"]["hours_left"] * 3600
-        _advance(in_process, left - 60)  # a minute before: nothing stops
+        [subscription] = sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+        assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "ops@example.com")
+        budget = status(name, refresh=False)["budget"]
+        left, fires = budget["hours_left"] * 3600, budget["fires_at"]
+        # a 1 h lease is warned a quarter of it, 15 minutes, before the guard fires
+        assert _when(budget["warns_at"]) == _when(fires) - dt.timedelta(minutes=15), budget
+        # The guard's role may publish to this cluster's topic only: the same publish, as the same role, to another
+        # cluster's topic at the same moment is refused by IAM (SAR, Amazon SNS: Publish on resource type `topic`)
+        other = sns.create_topic(Name=f"fmcluster-other-{name}-guard",
+                                 Tags=[{"Key": "fmcluster:cluster", "Value": f"other-{name}"}])["TopicArn"]
+        in_process.client("scheduler").create_schedule(
+            Name=f"foreign-{name}", ScheduleExpression=f"at({budget['warns_at'][:-1]})",
+            ScheduleExpressionTimezone="UTC", FlexibleTimeWindow={"Mode": "OFF"},
+            Target={"Arn": "arn:aws:scheduler:::aws-sdk:sns:publish",
+                    "RoleArn": f"arn:aws:iam::{account}:role/fmcluster-guard-us-east-1-{name}",
+                    "Input": json.dumps({"TopicArn": other, "Message": "not this cluster's"})})
+        _advance(in_process, left - 15 * 60 - 60)  # a minute before the warning: nothing published
+        assert in_process.sns_published(topic) == []
+        _advance(in_process, 120)  # a minute after it: one message, the nodes untouched
+        [warning] = in_process.sns_published(topic)
+        [foreign] = [r for r in in_process.schedule_runs() if r["schedule"] == f"foreign-{name}"]
+        assert foreign["outcome"] == "denied" and in_process.sns_published(other) == [], foreign
+        assert name in warning["subject"] and fires in warning["subject"], warning
+        assert f"fires at {fires}" in warning["message"] and "on_limit stop" in warning["message"], warning
+        assert "fmcluster create" in warning["message"], warning
         assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
+        _advance(in_process, 15 * 60 - 60 - 60)  # a minute before the guard fires: nothing stops
+        assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
+        assert len(in_process.sns_published(topic)) == 1
         _advance(in_process, 120)  # a minute after
         assert scaling("gpu") == {"minInstanceCount": 0, "maxInstanceCount": 0}
         assert scaling("burst") == {"minInstanceCount": 0, "maxInstanceCount": 0}
@@ -82,13 +113,25 @@ def test_the_guard_stops_pcs_at_its_moment_not_before_and_a_later_lease_brings_t
         report = status(name, refresh=False)
         assert report["budget"]["passed"] is True
         assert any(p.startswith("the budget guard fired at ") for p in report["problems"]), report["problems"]
-        later = _later(path, "expires: 1h", "expires: 5h")
+        # 75 min from creation, decided 61 min in: the warning would go a quarter of 75 min (18 min 45 s) before,
+        # 56 min 15 s in, already past: create says so and the warning's schedule goes rather than lie in the past
+        later = _later(path, "expires: 1h", "expires: 75m")
+        capsys.readouterr()
         assert create(load_spec(later).spec, later, yes=True, wait=True, timeout_min=10) == 0
+        said = " ".join(capsys.readouterr().err.split())
+        assert "too near to warn before it: no warning is sent to ops@example.com" in said, said
+        schedules = in_process.client("scheduler").list_schedules(GroupName=f"fmcluster-{name}")["Schedules"]
+        assert sorted(s["Name"] for s in schedules) == ["stop-burst", "stop-gpu"]
         # the spec's sizes (quickstart-pcs.yaml: gpu nodes 1, burst 0..2)
         assert scaling("gpu") == {"minInstanceCount": 1, "maxInstanceCount": 1}
         assert scaling("burst") == {"minInstanceCount": 0, "maxInstanceCount": 2}
     finally:
         assert destroy(name, yes=True, keep_storage=False) == 0
+    # destroy deletes the warning's topic and, with it, its subscription (SNS API reference, DeleteTopic)
+    assert topic not in [t["TopicArn"] for t in sns.list_topics()["Topics"]]
+    assert not [s for s in sns.list_subscriptions()["Subscriptions"] if s["TopicArn"] == topic]
+    sns.delete_topic(TopicArn=other)
+    in_process.client("scheduler").delete_schedule(Name=f"foreign-{name}")
 
 
 def test_eks_guard_stops_its_own_node_groups_only_keeps_storage_and_a_later_lease_restores(in_process,
@@ -148,6 +191,7 @@ def test_parallelcluster_guard_stops_the_fleet_keeps_storage_and_a_later_lease_s
     from fmcluster.spec import load_spec
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
+    from fmcluster.verbs.lifecycle.status import status
 
     name = f"guard-{uuid.uuid4().hex[:8]}"
     text = (REPO_ROOT / "configs" / "quickstart-parallelcluster.yaml").read_text()
@@ -182,6 +226,21 @@ def test_parallelcluster_guard_stops_the_fleet_keeps_storage_and_a_later_lease_s
             time.sleep(1)
         assert fleet() == "STOPPED"
         assert _file_systems(in_process, name) == storage
+        # status says the guard fired, when (the lease's end, 72 h after creation), and what still bills
+        report = _settled(lambda: status(name, refresh=False), "gpu")
+        assert report["budget"]["passed"] is True and report["budget"]["nodes_still_running"] == 0, report["budget"]
+        fired = [p for p in report["problems"] if p.startswith("the budget guard fired at ")]
+        assert fired and f"fired at {report['budget']['fires_at']} (expires reached)" in fired[0], report["problems"]
+        assert "the head or login node and the control plane still bill" in fired[0], fired
+        # a fleet running again after the moment (its queue has no minimum, so no node shows it) is not "fired"
+        set_fleet = {"TableName": f"parallelcluster-{name}", "Key": {"Id": {"S": "COMPUTE_FLEET"}},
+                     "UpdateExpression": "set #dt.#st=:s", "ExpressionAttributeNames": {"#dt": "Data", "#st": "status"}}
+        ddb.update_item(**set_fleet, ExpressionAttributeValues={":s": {"S": "RUNNING"}})
+        report = status(name, refresh=False)
+        assert not any(p.startswith("the budget guard fired at ") for p in report["problems"]), report["problems"]
+        assert any("has passed" in p and "the compute fleet is RUNNING, not STOPPED" in p
+                   for p in report["problems"]), report["problems"]
+        ddb.update_item(**set_fleet, ExpressionAttributeValues={":s": {"S": "STOPPED"}})
         later = _later(str(path), "expires: 72h", "expires: 100h")
         assert create(load_spec(later).spec, later, yes=True, wait=True, timeout_min=15) == 0
         assert fleet() == "RUNNING"
