@@ -11,7 +11,8 @@ A Capacity Reservation's place is known before launch: DescribeCapacityReservati
 active reservation one ``NetworkNodes`` list, top-down, "null or empty if: The instance type is not supported. The
 Capacity Reservation is in a state other than active or pending" (EC2 API reference, CapacityReservationTopology);
 "Depending on the type of Capacity Reservation, you might see only 1, 2, or 3 network nodes" (EC2 user guide, "How
-Amazon EC2 topology works"): the nodes all of its capacity shares. It does not say how capacity splits below them.
+Amazon EC2 topology works"). AWS does not say how a reservation's capacity splits below its nodes, nor what an empty
+answer for an active reservation of a supported type would mean: readers say "no topology", nothing more.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ MAX_INSTANCE_IDS = 100
 _PERMISSION_HINT = ("fmcluster topology needs ec2:DescribeInstanceTopology on these credentials; ask your AWS admin "
                     "to allow it")
 #: DescribeCapacityReservationTopology, CapacityReservationIds: "Maximum 10 explicitly specified Capacity Reservation
-#: IDs" (EC2 API reference).
+#: IDs" (botocore's EC2 model, which the sandbox enforces); the API reference page now says 100. 10 is safe under
+#: both.
 MAX_RESERVATION_IDS = 10
 RESERVATION_PERMISSION = "ec2:DescribeCapacityReservationTopology"
 _REFUSED = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
@@ -62,8 +64,8 @@ class InstancePlace:
 
 @dataclass(frozen=True)
 class ReservationPlace:
-    """One Capacity Reservation's place before launch: ``network_nodes`` top-down, the nodes all of its capacity
-    shares (empty when AWS gives none)."""
+    """One Capacity Reservation's place before launch: ``network_nodes`` top-down, as AWS gave them (empty when AWS
+    gives none)."""
 
     reservation_id: str
     instance_type: str
