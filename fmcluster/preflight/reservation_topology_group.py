@@ -78,8 +78,9 @@ def judge_group(queue: Queue, group: str, sizes: dict[str, int],
     per_spine = {spine: sum(sizes[rid] for rid in rids) for spine, rids in spines.items()}
     where = ", ".join(f"{_listed(rids, sizes)} under spine {spine}" for spine, rids in spines.items())
     if len(spines) == 1:
+        unknown = f"; AWS gave no topology for {_listed(unplaced, sizes)}" if unplaced else ""
         return CheckResult(name, "passed", f"queue {queue.name}: capacity reservation group {group}'s "
-                           f"reservations {where}", details)
+                           f"reservations {where}{unknown}", details)
     reserved = sum(per_spine.values())
     nodes = min(max_nodes(queue), reserved)
     if nodes > max(per_spine.values()):

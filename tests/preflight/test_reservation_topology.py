@@ -120,6 +120,29 @@ def test_an_empty_topology_is_said_plainly_and_does_not_warn(sandbox):
                                 "is not a statement about where the capacity sits")
 
 
+def test_a_group_member_without_topology_is_named_not_counted_as_spread(sandbox):
+    client = _fresh_account(sandbox)
+    ec2, groups = client("ec2"), client("resource-groups")
+    wide, one = _reserve(ec2, 16), _reserve(ec2, 8)  # 16 fill two spines (no node set: the sandbox's choice), 8 a third
+    arn = groups.create_group(Name="odcrs", Configuration=POOL)["Group"]["GroupArn"]
+    groups.group_resources(Group=arn, ResourceArns=[wide["CapacityReservationArn"], one["CapacityReservationArn"]])
+    [check] = _check(client, _queue("train", 24, resource_group_arn=arn))
+    assert check.status == "passed", check
+    assert re.fullmatch(rf"queue train: capacity reservation group odcrs's reservations {one['CapacityReservationId']} "
+                        rf"\(8\) under spine {NODE}; AWS gave no topology for {wide['CapacityReservationId']} "
+                        r"\(16\)", check.summary), check.summary
+    assert f"AWS gave no topology for {wide['CapacityReservationId']} (16): the EC2 API reference gives two reasons" \
+        in "\n".join(check.details), check.details
+
+
+def test_an_unknown_reservation_is_left_to_the_reservation_check(sandbox):
+    client = _fresh_account(sandbox)
+    unknown = "cr-0123456789abcdef9"
+    [check] = _check(client, _queue("lost", 2, reservation_id=unknown))
+    assert (check.status, check.summary) == ("skipped", f"AWS did not describe capacity reservation {unknown}'s "
+                                                        "topology")
+
+
 def test_a_type_without_topology_is_skipped_without_asking_aws(sandbox):
     client = _fresh_account(sandbox)
     ec2 = client("ec2")
