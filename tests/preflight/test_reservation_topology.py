@@ -135,6 +135,15 @@ def test_a_group_member_without_topology_is_named_not_counted_as_spread(sandbox)
         in "\n".join(check.details), check.details
 
 
+def test_a_group_that_cannot_be_read_is_left_to_the_reservation_check(sandbox):
+    client = _fresh_account(sandbox)
+    arn = f"arn:aws:resource-groups:{REGION}:123456789012:group/no-such-group"
+    [check] = _check(client, _queue("train", 2, resource_group_arn=arn))
+    assert (check.status, check.summary, check.details) == (
+        "skipped", "capacity reservation group no-such-group could not be read",
+        ["the check `reservation train` says why"])
+
+
 def test_an_unknown_reservation_is_left_to_the_reservation_check(sandbox):
     client = _fresh_account(sandbox)
     unknown = "cr-0123456789abcdef9"
