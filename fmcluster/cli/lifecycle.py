@@ -100,8 +100,10 @@ def diff(
 
 def preflight(spec: Path = SpecArgument, as_json: bool = JsonOption) -> None:
     """Check the account before creating anything: credentials, subnet and AZ, instance-type offerings,
-    vCPU quotas, capacity reservations and Capacity Blocks, key pair, S3 bucket, PCS limits, ParallelCluster
-    and Node.js. Each failure comes with its fix; exit 1 when any check fails. `create` runs this first.
+    vCPU quotas, capacity reservations and Capacity Blocks (and the network spine each reservation sits under:
+    a warning when a reservation group's reservations sit under different spines), key pair, S3 bucket, PCS
+    limits, ParallelCluster and Node.js. Each failure comes with its fix; exit 1 when any check fails (warnings
+    do not). `create` runs this first and prints the same table.
 
     Example: fmcluster --sandbox preflight configs/quickstart-pcs.yaml
     """

@@ -20,6 +20,7 @@ from fmcluster.preflight.checks import (
     check_subnet,
 )
 from fmcluster.preflight.common import FIX, BackendChecks, Context
+from fmcluster.preflight.reservation_topology import check_reservation_topology
 from fmcluster.preflight.storage import check_existing_storage
 from fmcluster.spec.models import Spec
 
@@ -35,8 +36,8 @@ def run_preflight(spec: Spec, region: str, client: Callable[[str], Any], backend
     if not aws_answered:
         results.append(CheckResult("aws checks", "skipped", "need working credentials and endpoint first"))
     else:
-        for check in (check_subnet, check_offerings, check_quotas, check_reservations, check_key_pair,
-                      check_buckets, check_existing_storage):
+        for check in (check_subnet, check_offerings, check_quotas, check_reservations, check_reservation_topology,
+                      check_key_pair, check_buckets, check_existing_storage):
             results += check(ctx)
     results += backend.run(ctx, aws_answered)
     return results

@@ -11,6 +11,8 @@ groups"); only a group with the ``AWS::EC2::CapacityReservationPool`` configurat
 
 from __future__ import annotations
 
+from typing import Any
+
 from fmcluster.checks import CheckResult
 from fmcluster.preflight.common import Context, aws_code, aws_failure, fix, guarded
 from fmcluster.spec.models import Queue, max_nodes
@@ -42,7 +44,7 @@ def check_reservation_group(ctx: Context, queue: Queue) -> list[CheckResult]:
         groups = ctx.aws("resource-groups")
         try:
             configuration = groups.get_group_configuration(Group=arn)["GroupConfiguration"]
-            members = _members(groups, arn)
+            members = group_members(groups, arn)
         except ClientError as exc:
             code = aws_code(exc)
             if code == "NotFoundException":
@@ -63,12 +65,12 @@ def check_reservation_group(ctx: Context, queue: Queue) -> list[CheckResult]:
             return [CheckResult(name, "failed", f"{what} holds no capacity reservations",
                                 [fix(f"add reservations of {queue.instance_type}: `aws resource-groups "
                                      f"group-resources --group {arn} --resource-arns <reservation ARN>...`")])]
-        return [_judge(ctx, queue, what, name, index, _describe(ctx, reservation_ids))]
+        return [_judge(ctx, queue, what, name, index, describe_members(ctx, reservation_ids))]
 
     return run(ctx)
 
 
-def _members(groups, arn: str) -> list[dict]:
+def group_members(groups: Any, arn: str) -> list[dict]:
     found, token = [], None
     while True:
         page = groups.list_group_resources(Group=arn, **({"NextToken": token} if token else {}))
@@ -78,7 +80,7 @@ def _members(groups, arn: str) -> list[dict]:
             return found
 
 
-def _describe(ctx: Context, reservation_ids: list[str]) -> dict[str, dict | None]:
+def describe_members(ctx: Context, reservation_ids: list[str]) -> dict[str, dict | None]:
     """Each member's DescribeCapacityReservations entry; None for one EC2 no longer knows."""
     from botocore.exceptions import ClientError
 
@@ -93,7 +95,7 @@ def _describe(ctx: Context, reservation_ids: list[str]) -> dict[str, dict | None
             raise
         known = {}
         for rid in reservation_ids:  # one answer per member, to name the one that is gone
-            known.update(_describe(ctx, [rid]))
+            known.update(describe_members(ctx, [rid]))
     return {rid: known.get(rid) for rid in reservation_ids}
 
 
@@ -111,7 +113,7 @@ def _judge(ctx: Context, queue: Queue, what: str, name: str, index: int,
         total, free = int(cr.get("TotalInstanceCount", 0)), int(cr.get("AvailableInstanceCount", 0))
         line = (f"{rid}: {cr.get('InstanceType')} × {total} in {cr.get('AvailabilityZone')}, {cr.get('State')}, "
                 f"{free} free")
-        why = _unusable(cr, queue, zone)
+        why = unusable(cr, queue, zone)
         details.append(line + (f": not usable, {why}" if why else ""))
         if not why:
             usable_total += total
@@ -148,7 +150,7 @@ def _reserve(queue: Queue, zone: str | None, count: int) -> str:
             f"--group {queue.capacity.resource_group_arn} --resource-arns <its ARN>`)")
 
 
-def _unusable(cr: dict, queue: Queue, zone: str | None) -> str:
+def unusable(cr: dict, queue: Queue, zone: str | None) -> str:
     """Why the queue's launches cannot use this member, or ''."""
     if cr.get("ReservationType") == "capacity-block":
         return "a Capacity Block (a reservation-type queue launches into On-Demand Capacity Reservations)"
