@@ -55,6 +55,7 @@ import datetime as _dt
 import json
 import os
 import signal
+import ssl
 import sys
 import threading
 from pathlib import Path
@@ -66,6 +67,8 @@ from fmcluster_sandbox.faults import Faults
 
 HOST = "127.0.0.1"
 STATE_FILE = "sandbox.json"
+# A client that has not finished its TLS handshake by then is dropped (its connection thread ends).
+HANDSHAKE_TIMEOUT_S = 30.0
 
 
 def load_faults(faults_file: str | os.PathLike[str] | None) -> Faults:
@@ -101,13 +104,29 @@ def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLik
 
     ssl_context = ca_bundle = None
     if tls:
+        from werkzeug.serving import load_ssl_context
+
         from fmcluster_sandbox.tls import ensure_certificate
 
         cert, key = ensure_certificate(sandbox_dir)
-        ssl_context, ca_bundle = (str(cert), str(key)), str(cert)
+        ssl_context, ca_bundle = load_ssl_context(str(cert), str(key)), str(cert)
         app.ca_bundle = ca_bundle
 
     class _Dated(MotoRequestHandler):
+        def handle(self) -> None:
+            # The TLS handshake happens here, in the connection's own thread: done in accept() (werkzeug's way), one
+            # client that stalls mid-handshake (a process killed or interrupted there) held up every other
+            # connection to the sandbox, which no AWS endpoint does.
+            if isinstance(self.connection, ssl.SSLSocket):
+                previous = self.connection.gettimeout()
+                self.connection.settimeout(HANDSHAKE_TIMEOUT_S)
+                try:
+                    self.connection.do_handshake()
+                except (OSError, ssl.SSLError):
+                    return
+                self.connection.settimeout(previous)
+            super().handle()
+
         def date_time_string(self, timestamp: float | None = None) -> str:
             # http.server writes a Date of its own before the app's headers; the app's (sandbox time) is the one
             return ""
@@ -126,9 +145,12 @@ def serve(port: int, home: str | os.PathLike[str], faults_file: str | os.PathLik
         handler = _Quiet
 
     try:
-        server = make_server(HOST, port, app, threaded=True, request_handler=handler, ssl_context=ssl_context)
+        server = make_server(HOST, port, app, threaded=True, request_handler=handler)
     except OSError as exc:
         raise SystemExit(f"fmcluster sandbox: cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
+    if ssl_context is not None:
+        server.socket = ssl_context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+        server.ssl_context = ssl_context  # werkzeug's https scheme and its quiet handling of TLS errors
     actual_port = server.server_port
     endpoint = f"{'https' if tls else 'http'}://{HOST}:{actual_port}"
     app.port, app.endpoint_url = actual_port, endpoint
