@@ -2,6 +2,11 @@
 
 Each test has its own ``FMCLUSTER_HOME`` (the CLI's state) and its own cluster name; the sandbox keeps its
 own home. Faults are reset after every test by conftest's autouse fixture.
+
+Steps whose answer is what a test checks (a re-run after a kill, the destroy after a failed create, the reads
+between) run through the entry point in this process (``create_here``, ``destroy_here``, ``run_in_process``;
+fixtures/in_process.py); what only the installed command shows (its exit status, a signal, no traceback) stays
+a subprocess.
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
 """End-to-end: re-running ``create`` converges any change, ``diff`` shows it first, ``status`` reports drift,
 and ``scale`` always lands on the counts asked for. The installed ``fmcluster`` against the sandbox; every
 assertion about AWS reads the sandbox directly, not fmcluster's own output.
+
+Steps whose answer is what a test checks (a re-run after a kill, the destroy after a failed create, the reads
+between) run through the entry point in this process (``create_here``, ``destroy_here``, ``run_in_process``;
+fixtures/in_process.py); what only the installed command shows (its exit status, a signal, no traceback) stays
+a subprocess.
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
 """End-to-end: fmcluster neither adopts nor deletes what is not its own, a kill at any IAM call leaves
 nothing that `destroy` cannot remove, and `destroy` works from AWS's tags when the local state is gone.
 The installed ``fmcluster`` against the sandbox; what is left is read from the sandbox directly.
+
+Steps whose answer is what a test checks (a re-run after a kill, the destroy after a failed create, the reads
+between) run through the entry point in this process (``create_here``, ``destroy_here``, ``run_in_process``;
+fixtures/in_process.py); what only the installed command shows (its exit status, a signal, no traceback) stays
+a subprocess.
 """
 
 from __future__ import annotations
