@@ -247,12 +247,12 @@ def test_pcs_without_subnet_creates_its_network_and_nodes_register(pcs_cli, sand
     login = groups["login"]
     assert login["subnetIds"] != [private["SubnetId"]] and subnets[login["subnetIds"][0]]["MapPublicIpOnLaunch"]
 
-    diff = _ok(pcs_cli.run("diff", str(pcs_cli.spec), "--json"))
+    diff = _ok(pcs_cli.run_in_process("diff", str(pcs_cli.spec), "--json"))  # the answer; create was the command
     network_changes = [c for c in __import__("json").loads(diff.stdout)["changes"]
                        if c["resource"].split(":")[0] in NETWORK_KINDS and c["action"] != "no-op"]
     assert network_changes == []
 
-    _ok(pcs_cli.destroy())
+    _ok(pcs_cli.destroy_here())
     assert _tagged(sandbox, pcs_cli.name) == {}
     pcs_cli.assert_nothing_left()
 
@@ -265,7 +265,7 @@ def test_parallelcluster_without_subnet_creates_its_network_and_destroy_removes_
         {"Name": "tag:parallelcluster:cluster-name", "Values": [pc_cli.name]},
         {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"] for i in r["Instances"]]
     assert heads and {i["SubnetId"] for i in heads} <= set(made["subnets"])
-    _ok(pc_cli.destroy())
+    _ok(pc_cli.destroy_here())  # in this process: what it leaves is read from the sandbox
     pc_cli.wait_until_gone()
     assert _tagged(sandbox, pc_cli.name) == {}
 

@@ -2,6 +2,11 @@
 
 Each test has its own ``FMCLUSTER_HOME`` (the CLI's state) and its own cluster name; the sandbox keeps its
 own home. ParallelCluster builds its stack template with the CDK (Node.js), so a create takes ~9 s.
+
+Steps whose answer is what a test checks (a re-run after a kill, the destroy after a failed create, the reads
+between) run through the entry point in this process (``create_here``, ``destroy_here``, ``run_in_process``;
+fixtures/in_process.py); what only the installed command shows (its exit status, a signal, no traceback) stays
+a subprocess.
 """
 
 from __future__ import annotations
@@ -45,15 +50,16 @@ def test_create_status_scale_destroy(cli):
     assert "pcluster_cluster" in {r["type"] for r in report["resources"]}
     planned = cli.assert_plan_and_status_cost_agree()
 
-    # growing the max is a live change in ParallelCluster's update rules
-    grow = _ok(cli.run("scale", cli.name, "gpu=0:3", "--yes"))
+    # growing the max is a live change in ParallelCluster's update rules (the scales' answers in this process: create
+    # and destroy here, and the forgotten cluster's exit 1, are the installed command's)
+    grow = _ok(cli.run_in_process("scale", cli.name, "gpu=0:3", "--yes"))
     assert "MaxCount" in grow.stderr, grow.stderr
     assert "stopped" not in grow.stderr.lower(), grow.stderr
     gpu = cli.status()["queues"][0]
     assert (gpu["min"], gpu["max"]) == (0, 3), gpu
 
     # shrinking it needs the compute fleet stopped, then started again
-    shrink = _ok(cli.run("scale", cli.name, "gpu=0:1", "--yes"))
+    shrink = _ok(cli.run_in_process("scale", cli.name, "gpu=0:1", "--yes"))
     assert "compute fleet stopped" in shrink.stderr, shrink.stderr
     report = cli.status()
     gpu = report["queues"][0]
@@ -94,11 +100,11 @@ def test_sigkill_during_create_then_rerun_converges(cli, when):
     else:
         assert stacks_at_kill == 1, "killed before the stack existed"
 
-    _ok(cli.create())
+    _ok(cli.create_here())  # the re-run, in this process: the kill above is the installed command's
     stacks = cli.stacks()
     assert len(stacks) == 1, (stacks_at_kill, stacks)
     assert stacks[0]["StackStatus"] == "CREATE_COMPLETE", stacks
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.wait_until_gone()
 
 
@@ -114,7 +120,7 @@ def test_failed_stack_shows_failure_codes_and_destroy_cleans_up(cli, sandbox):
     assert "HeadNodeWaitCondition" in text and "CREATE_FAILED" in text, text  # the failed stack event
     assert "WaitCondition received failed message" in text, text
     assert "--no-rollback" in text, text
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())  # the steps after the first failed create, in this process
     cli.wait_until_gone()
     # ParallelCluster retains the cluster's log group, named /aws/parallelcluster/<name>-<YYYYmmddHHMM>: a
     # second create within the same minute would collide with it (on AWS too). Remove it, as a minute would.
@@ -122,12 +128,12 @@ def test_failed_stack_shows_failure_codes_and_destroy_cleans_up(cli, sandbox):
     for group in logs.describe_log_groups(logGroupNamePrefix=f"/aws/parallelcluster/{cli.name}-")["logGroups"]:
         logs.delete_log_group(logGroupName=group["logGroupName"])
 
-    kept = _ok(cli.create("--no-rollback"), code=1)
+    kept = _ok(cli.create_here("--no-rollback"), code=1)
     text = " ".join((kept.stderr + kept.stdout).split())
     assert "HeadNodeBootstrapFailure" in text, text
     assert [s["StackStatus"] for s in cli.stacks()] == ["CREATE_FAILED"]
     assert [i["InstanceId"] for i in cli.instances()], "the failed stack keeps its head node for debugging"
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.wait_until_gone()
 
 

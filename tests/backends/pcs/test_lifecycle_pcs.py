@@ -2,6 +2,11 @@
 
 Each test has its own ``FMCLUSTER_HOME`` (the CLI's state) and its own cluster name; the sandbox keeps its
 own home. Faults are reset after every test by conftest's autouse fixture.
+
+Steps whose answer is what a test checks (a re-run after a kill, the destroy after a failed create, the reads
+between) run through the entry point in this process (``create_here``, ``destroy_here``, ``run_in_process``;
+fixtures/in_process.py); what only the installed command shows (its exit status, a signal, no traceback) stays
+a subprocess.
 """
 
 from __future__ import annotations
@@ -75,12 +80,14 @@ def test_create_status_scale_destroy(cli, monkeypatch):
     unchanged = requests_of(cli, monkeypatch, lambda: scale(cli.name, ["gpu=1"], yes=True))
     _assert_each_resource_read_once(unchanged, "scale (no change: its plan alone)")
 
-    table = _ok(cli.run("status", cli.name))
+    # The answers of status and scale, in this process: create, destroy and the missing cluster's exit 1 below are
+    # the installed command's, end to end.
+    table = _ok(cli.run_in_process("status", cli.name))
     assert cli.name in table.stdout + table.stderr
-    overview = _ok(cli.run("status"))
+    overview = _ok(cli.run_in_process("status"))
     assert cli.name in overview.stdout + overview.stderr
 
-    report = json.loads(_ok(cli.run("status", cli.name, "--json")).stdout)
+    report = json.loads(_ok(cli.run_in_process("status", cli.name, "--json")).stdout)
     for key in ("name", "backend", "region", "status", "queues", "resources"):
         assert key in report, report
     assert report["name"] == cli.name
@@ -102,8 +109,8 @@ def test_create_status_scale_destroy(cli, monkeypatch):
     assert {"cluster", "compute_node_group", "queue"} <= {r["type"] for r in report["resources"]}
     planned = cli.assert_plan_and_status_cost_agree()
 
-    _ok(cli.run("scale", cli.name, "burst=1:3", "--yes"))
-    report = json.loads(_ok(cli.run("status", cli.name, "--json")).stdout)
+    _ok(cli.run_in_process("scale", cli.name, "burst=1:3", "--yes"))
+    report = cli.status()
     burst = next(q for q in report["queues"] if q["name"] == "burst")
     assert (burst["min"], burst["max"]) == (1, 3), burst
     # one more p5.4xlarge at the maximum ($6.88/h On-Demand in us-east-1, instance-facts.yaml p5.4xlarge)
@@ -149,9 +156,9 @@ def test_sigkill_during_create_then_rerun_converges(cli, sandbox):
         assert proc.returncode == -signal.SIGKILL
     sandbox.faults({"reset": True})
 
-    _ok(cli.create())
+    _ok(cli.create_here())
     cli.assert_exactly_one_of_each()
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
 
 
@@ -173,9 +180,9 @@ def test_sigint_during_create_exits_130_and_says_how_to_resume(cli, sandbox):
     assert "fmcluster create" in stderr, stderr
     sandbox.faults({"reset": True})
 
-    _ok(cli.create())
+    _ok(cli.create_here())
     cli.assert_exactly_one_of_each()
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
 
 
@@ -194,20 +201,20 @@ def test_concurrent_command_is_refused_naming_the_lock_holder(cli, sandbox):
             pytest.fail("the first create never took the lock")
         assert first.poll() is None
 
-        second = cli.destroy()
+        second = cli.destroy_here()
         assert second.returncode == 1, f"{second.stdout}\n{second.stderr}"
         assert "Traceback" not in second.stderr
         assert str(first.pid) in second.stderr, second.stderr
         assert "fmcluster create" in second.stderr, second.stderr
 
-        again = cli.create()
+        again = cli.create_here()
         assert again.returncode == 1, f"{again.stdout}\n{again.stderr}"
         assert str(first.pid) in again.stderr, again.stderr
     finally:
         stdout, stderr = first.communicate(timeout=120)
     assert first.returncode == 0, f"{stdout}\n{stderr}"
     sandbox.faults({"reset": True})
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
 
 
@@ -223,22 +230,22 @@ def test_insufficient_capacity_fails_clearly_and_destroy_cleans_up(cli, sandbox)
     assert "InsufficientInstanceCapacity" in result.stderr + result.stdout, result.stderr
     sandbox.faults({"reset": True})
 
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
 
 
 def test_after_capacity_returns_a_rerun_replaces_the_failed_node_groups(cli, sandbox):
     sandbox.faults({"insufficient_capacity": ["p5.4xlarge"]})
-    failed = _ok(cli.create(), code=1)
+    failed = _ok(cli.create_here(), code=1)
     text = failed.stderr + failed.stdout
     assert "InsufficientInstanceCapacity" in text
     assert "Capacity Block" in text and "--retry-capacity" in text  # the ways out, named
     sandbox.faults({"reset": True})
 
-    _ok(cli.create())  # the failed node groups are deleted and created afresh (new client tokens)
+    _ok(cli.create_here())  # the failed node groups are deleted and created afresh (new client tokens)
     assert cli.status()["status"] == "ACTIVE"
     cli.assert_exactly_one_of_each()
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
 
 
@@ -247,10 +254,10 @@ def test_no_wait_sends_what_needs_no_waiting_and_a_rerun_finishes(cli, sandbox):
     sent = _ok(cli.create("--no-wait"))
     assert "--no-wait" in sent.stderr and "re-run" in sent.stderr, sent.stderr
     assert len(cli.inventory()["clusters"]) == 1  # the cluster was requested, nothing waited for it
-    _ok(cli.create())
+    _ok(cli.create_here())
     assert cli.status()["status"] == "ACTIVE"
     cli.assert_exactly_one_of_each()
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
 
 
@@ -270,21 +277,21 @@ def test_retry_capacity_waits_for_capacity_with_a_countdown(cli, sandbox):
     assert "Traceback" not in err
     assert "attempt 2" in err, err  # it failed once, waited, and went again
     cli.assert_exactly_one_of_each()
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
 
 
 # 7 ------------------------------------------------------------------------------------------------
 def test_scale_is_held_to_the_size_the_cluster_was_created_with_and_an_unknown_cluster_is_named(cli):
     """Two checks on one cluster (each once created its own): neither changes it."""
-    _ok(cli.create())  # 3 nodes at most: created SMALL (≤ 32)
-    refused = _ok(cli.run("scale", cli.name, "gpu=40", "--yes"), code=2)
+    _ok(cli.create_here())  # 3 nodes at most: created SMALL (≤ 32)
+    refused = _ok(cli.run_in_process("scale", cli.name, "gpu=40", "--yes"), code=2)
     assert "SMALL" in refused.stderr and "fixed at creation" in refused.stderr, refused.stderr
     assert {q["name"]: q["max"] for q in cli.status()["queues"]}["gpu"] == 1  # nothing was sent to AWS
 
-    status = _ok(cli.run("status", "nope"), code=1)
+    status = _ok(cli.run_in_process("status", "nope"), code=1)
     assert "nope" in status.stderr
     assert "Known clusters" in status.stderr and cli.name in status.stderr, status.stderr
-    _ok(cli.run("destroy", "nope", "--yes"), code=1)
-    _ok(cli.destroy())
-    status = _ok(cli.run("status", "nope"), code=1)
+    _ok(cli.run_in_process("destroy", "nope", "--yes"), code=1)
+    _ok(cli.destroy_here())
+    status = _ok(cli.run_in_process("status", "nope"), code=1)
     assert "Known clusters" in status.stderr

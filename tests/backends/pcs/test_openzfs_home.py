@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import yaml
-from fixtures.lifecycle import CONFIGS, PclusterCli, _fmcluster, _ok, cli_fixture
+from fixtures.in_process import run_in_process
+from fixtures.lifecycle import CONFIGS, PclusterCli, _ok, cli_fixture
 
 from fmcluster.backends.registry import render
 from fmcluster.engine.references import references
@@ -61,15 +61,15 @@ def test_render_writes_the_openzfs_request_beside_the_cluster_config(tmp_path):
         assert check_document(document) == [], document.filename
 
     out = tmp_path / "out"
-    result = _ok(subprocess.run([*_fmcluster(), "render", str(P5_ODCR), "-o", str(out)], env=_offline_env(tmp_path),
-                                capture_output=True, text=True, timeout=120))
+    # in this process (fixtures/in_process.py), with the offline environment as its whole environment: the create
+    # below is the installed command's
+    result = _ok(run_in_process(["render", str(P5_ODCR), "-o", str(out)], _offline_env(tmp_path)))
     assert sorted(p.name for p in out.iterdir()) == sorted(names), result.stderr
     assert "OPENZFS" in (out / "fsx-openzfs.yaml").read_text()
 
 
 def test_validate_offline_checks_both_documents(tmp_path):
-    result = _ok(subprocess.run([*_fmcluster(), "validate", str(P5_ODCR)], env=_offline_env(tmp_path),
-                                capture_output=True, text=True, timeout=180))
+    result = _ok(run_in_process(["validate", str(P5_ODCR)], _offline_env(tmp_path)))
     lines = result.stdout.splitlines()
     assert any(line.startswith("✓  pcluster schema") for line in lines), result.stdout
     assert any(line.startswith("✓  botocore shapes") and "ec2, fsx" in line for line in lines), result.stdout
@@ -143,8 +143,8 @@ def test_create_mounts_the_openzfs_root_volume_and_destroy_keeps_or_removes_it(c
     listed = {(r["type"], r["id"]) for r in report["resources"]}
     assert ("fsx_openzfs", fs["FileSystemId"]) in listed and ("security_group", group["GroupId"]) in listed, listed
 
-    # a re-run adopts what exists: no second file system
-    _ok(cli.create())
+    # a re-run adopts what exists: no second file system (in this process; the first create is the command's)
+    _ok(cli.create_here())
     assert [f["FileSystemId"] for f in cli.file_systems()] == [fs["FileSystemId"]]
 
     kept = _ok(cli.run("destroy", cli.name, "--yes", "--keep-storage"))
@@ -155,7 +155,7 @@ def test_create_mounts_the_openzfs_root_volume_and_destroy_keeps_or_removes_it(c
     assert [f["FileSystemId"] for f in cli.file_systems()] == [fs["FileSystemId"]]
     assert [g["GroupId"] for g in cli.security_groups()] == [group["GroupId"]]
 
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     assert cli.file_systems() == []
     assert cli.security_groups() == []
 

@@ -64,26 +64,28 @@ def test_pcs_ssh_logs_and_status_in_a_pipe(shared_pcs, sandbox):
     login = cli.sandbox.client("pcs").get_compute_node_group(clusterIdentifier=name,
                                                              computeNodeGroupIdentifier="login")["computeNodeGroup"]
     [instance] = _instances(sandbox, "aws:pcs:compute-node-group-id", login["id"])
-    printed = _ok(cli.run("ssh", name, "--print"))
+    # ssh and logs answer in this process; status in a pipe below, and the other tests' runs, are the installed
+    # command's
+    printed = _ok(cli.run_in_process("ssh", name, "--print"))
     argv = shlex.split(printed.stdout)
     assert argv[0] == "ssh" and argv[-1] == f"ec2-user@{instance}", argv  # alinux2023's user (PCS sample AMIs)
     assert ("ProxyCommand=aws ssm start-session --target %h --document-name AWS-StartSSHSession "
             "--parameters portNumber=%p --region us-east-1") in argv
     assert "no network.ssh.allowed_cidr" in printed.stderr
-    block = _ok(cli.run("ssh", name, "--print", "--config")).stdout
+    block = _ok(cli.run_in_process("ssh", name, "--print", "--config")).stdout
     assert f"Host {name}\n    HostName {instance}\n    User ec2-user\n" in block
     assert "    ProxyCommand aws ssm start-session --target %h" in block
-    with_command = shlex.split(_ok(cli.run("ssh", name, "--print", "--", "sinfo", "-N")).stdout)
+    with_command = shlex.split(_ok(cli.run_in_process("ssh", name, "--print", "--", "sinfo", "-N")).stdout)
     assert with_command[-3:] == [f"ec2-user@{instance}", "sinfo", "-N"]
 
     # logs: the create's own events from the state store, then what PCS logs (nothing is configured)
-    logs = _ok(cli.run("logs", name))
+    logs = _ok(cli.run_in_process("logs", name))
     lines = logs.stdout.splitlines()
     assert any(f"fmcluster  cluster:{name} started creating" in line for line in lines), logs.stdout
     assert any(f"fmcluster  cluster:{name} done ACTIVE" in line for line in lines), logs.stdout
     assert any("fmcluster  queue:gpu done ACTIVE" in line for line in lines), logs.stdout
     assert "no log delivery is set up" in logs.stderr
-    assert _ok(cli.run("logs", name, "-n", "2")).stdout.count("\n") == 2
+    assert _ok(cli.run_in_process("logs", name, "-n", "2")).stdout.count("\n") == 2
 
     # status through a pipe, narrow COLUMNS: nothing cut, nothing wrapped
     narrow = {**cli.env, "COLUMNS": "40"}
@@ -102,7 +104,7 @@ def test_pcs_ssh_logs_and_status_in_a_pipe(shared_pcs, sandbox):
 
 def test_ssh_names_what_is_missing(pcs_cli):
     cli = pcs_cli
-    result = _ok(cli.run("ssh", "no-such-cluster", "--print"), code=1)
+    result = _ok(cli.run_in_process("ssh", "no-such-cluster", "--print"), code=1)
     assert "no cluster named 'no-such-cluster'" in result.stderr
     # known locally, absent in AWS: PCS answers ResourceNotFound for its login group
     from fmcluster.state.store import StateStore
@@ -111,9 +113,9 @@ def test_ssh_names_what_is_missing(pcs_cli):
     store.save_cluster(cli.name, "us-east-1", "pcs", yaml.safe_dump(yaml.safe_load(cli.spec.read_text())),
                        str(cli.spec), "ACTIVE")
     store.close()
-    result = _ok(cli.run("ssh", cli.name, "--print"), code=1)
+    result = _ok(cli.run_in_process("ssh", cli.name, "--print"), code=1)
     assert f"cluster {cli.name} has no running login node" in result.stderr, result.stderr
-    smoke = _ok(cli.run("smoke", cli.name), code=1)
+    smoke = _ok(cli.run_in_process("smoke", cli.name), code=1)
     assert "has no running login node" in smoke.stderr
     store = StateStore(cli.home / "state.db")
     store.forget_cluster(cli.name, "us-east-1")
@@ -123,10 +125,10 @@ def test_ssh_names_what_is_missing(pcs_cli):
 def test_parallelcluster_ssh_print_and_logs(pcluster_cli, sandbox):
     cli = pcluster_cli
     _rename(cli, cli.name, network={"ssh": {"allowed_cidr": "203.0.113.0/24"}})
-    _ok(cli.create())
+    _ok(cli.create_here())  # in this process, like its ssh and logs: what is checked is their answers
     [head] = set(_instances(sandbox, "parallelcluster:cluster-name", cli.name)) & set(
         _instances(sandbox, "parallelcluster:node-type", "HeadNode"))
-    printed = _ok(cli.run("ssh", cli.name, "--print"))
+    printed = _ok(cli.run_in_process("ssh", cli.name, "--print"))
     argv = shlex.split(printed.stdout)
     assert argv[-1] == f"ubuntu@{head}", argv
     # SSH is open to a network, but the sandbox's head node has no public address: SSM carries it
@@ -141,12 +143,12 @@ def test_parallelcluster_ssh_print_and_logs(pcluster_cli, sandbox):
     cloudwatch.put_log_events(logGroupName=group["logGroupName"], logStreamName=stream, logEvents=[
         {"timestamp": int(time.time() * 1000), "message": "slurmctld: Running as primary controller"}])
 
-    logs = _ok(cli.run("logs", cli.name)).stdout
+    logs = _ok(cli.run_in_process("logs", cli.name)).stdout
     assert f"fmcluster  pcluster_cluster:{cli.name} done CREATE_COMPLETE" in logs, logs
     assert f"cloudformation  {cli.name} CREATE_COMPLETE" in logs, logs  # pcluster.lib's stack events
     assert f"{stream}  slurmctld: Running as primary controller" in logs, logs  # and its log streams
     cloudwatch.delete_log_group(logGroupName=group["logGroupName"])  # ParallelCluster keeps it; so would AWS
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.wait_until_gone()
 
 
@@ -220,27 +222,27 @@ def test_no_at_the_prompt_aborts_with_exit_1(shared_pcs):
 
 def test_preflight_and_validate_json(pcs_cli, sandbox):
     cli = pcs_cli
-    result = _ok(cli.run("preflight", str(cli.spec), "--json"))
+    result = _ok(cli.run_in_process("preflight", str(cli.spec), "--json"))
     report = json.loads(result.stdout)
     assert report["ok"] is True and report["command"] == "preflight"
     for check in report["checks"]:
         assert set(check) == {"name", "status", "summary", "details", "fix"}
         assert check["status"] in ("passed", "failed", "skipped", "warning")
     _rename(cli, cli.name, network={"ssh": {"key_name": "no-such-key"}})
-    result = _ok(cli.run("preflight", str(cli.spec), "--json"), code=1)
+    result = _ok(cli.run_in_process("preflight", str(cli.spec), "--json"), code=1)
     report = json.loads(result.stdout)
     assert report["ok"] is False
     failed = [c for c in report["checks"] if c["status"] == "failed"]
     assert any("no-such-key" in c["summary"] and c["fix"] for c in failed), failed
 
-    checked = json.loads(_ok(cli.run("validate", str(cli.spec), "--json")).stdout)
+    checked = json.loads(_ok(cli.run_in_process("validate", str(cli.spec), "--json")).stdout)
     assert checked["ok"] is True
     names = {c["name"]: c["status"] for c in checked["checks"]}
     assert names["botocore shapes"] == "passed" and names["instance types"] == "passed"
     # a well-formed name EC2 does not list (neither fmcluster's shipped list nor the endpoint, which is asked): a bad
     # spec, refused at its line
     _rename(cli, cli.name, head_node={"instance_type": "m7i.99xlarge"})
-    refused = _ok(cli.run("validate", str(cli.spec), "--json"), code=2)
+    refused = _ok(cli.run_in_process("validate", str(cli.spec), "--json"), code=2)
     assert "head_node.instance_type: unknown instance type 'm7i.99xlarge'" in " ".join(refused.stderr.split())
 
 

@@ -1,6 +1,11 @@
 """End-to-end: re-running ``create`` converges any change, ``diff`` shows it first, ``status`` reports drift,
 and ``scale`` always lands on the counts asked for. The installed ``fmcluster`` against the sandbox; every
 assertion about AWS reads the sandbox directly, not fmcluster's own output.
+
+Steps whose answer is what a test checks (a re-run after a kill, the destroy after a failed create, the reads
+between) run through the entry point in this process (``create_here``, ``destroy_here``, ``run_in_process``;
+fixtures/in_process.py); what only the installed command shows (its exit status, a signal, no traceback) stays
+a subprocess.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ def _changes(report: dict) -> dict[str, dict]:
 
 def test_one_pcs_cluster_converges_drift_scale_backs_a_type_edit_and_a_removed_queue(cli):
     """Four convergence checks in turn on one PCS cluster (each once had its own create and destroy, seconds of
-    the suite's time apiece): each leaves the cluster in sync with its spec, which is where the next begins."""
+    the suite's time apiece): each leaves the cluster in sync with its spec, which is where the next begins. The
+    first create and the destroy are the installed command's; the steps between run in this process."""
     _ok(cli.create())
     _a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli)
     _scale_back_to_an_earlier_count_really_changes_the_node_group(cli)
@@ -49,11 +55,11 @@ def test_one_pcs_cluster_converges_drift_scale_backs_a_type_edit_and_a_removed_q
 def _scale_back_to_an_earlier_count_really_changes_the_node_group(cli) -> None:
     """Each scale is a new request: going back to a count used before must not replay the earlier one."""
     for count in (5, 6, 3, 5):
-        result = _ok(cli.run("scale", cli.name, f"gpu={count}", "--yes"))
+        result = _ok(cli.run_in_process("scale", cli.name, f"gpu={count}", "--yes"))
         assert "scaled" in result.stdout + result.stderr
         scaling = _group(cli, "gpu")["scalingConfiguration"]
         assert (scaling["minInstanceCount"], scaling["maxInstanceCount"]) == (count, count), (count, scaling)
-    same = _ok(cli.run("scale", cli.name, "gpu=5", "--yes"))
+    same = _ok(cli.run_in_process("scale", cli.name, "gpu=5", "--yes"))
     assert "already" in same.stdout + same.stderr  # a no-op is said, and true: the live group is 5..5
 
 
@@ -72,12 +78,12 @@ def _a_queue_deleted_outside_fmcluster_is_drift_and_create_repairs_it(cli) -> No
     # a part of the spec missing: the cluster is not ACTIVE but INCOMPLETE, and says which part (README's table)
     assert (drifted["status"], drifted["backend_status"]) == ("INCOMPLETE", "ACTIVE"), drifted
     assert "queue:burst" in drifted["missing"], drifted["missing"]
-    text = _ok(cli.run("status", cli.name)).stdout
+    text = _ok(cli.run_in_process("status", cli.name)).stdout
     assert "drift from the spec" in text and "queue:burst" in text
     assert "INCOMPLETE" in text and "missing from the spec: queue: burst" in text, text
 
     assert _changes(_diff(cli))["queue:burst"]["action"] == "create"
-    _ok(cli.create())
+    _ok(cli.create_here())
     names = [q["name"] for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"]]
     assert sorted(names) == ["burst", "gpu"], names
     assert cli.status()["drift"] == []
@@ -93,7 +99,7 @@ def _an_instance_type_edit_is_shown_as_replace_and_applied(cli) -> None:
     # the plain diff says the same, and nothing changed yet
     assert _group(cli, "burst")["instanceConfigs"] == [{"instanceType": "p5.4xlarge"}]
 
-    _ok(cli.create())
+    _ok(cli.create_here())
     assert _group(cli, "burst")["instanceConfigs"] == [{"instanceType": "m7i.2xlarge"}]
     burst = next(q for q in cli.status()["queues"] if q["name"] == "burst")
     assert burst["instance_type"] == "m7i.2xlarge", burst
@@ -105,7 +111,7 @@ def _a_queue_removed_from_the_spec_is_deleted_and_destroy_still_works(cli) -> No
     changes = _changes(_diff(cli))
     assert changes["queue:burst"]["action"] == "delete"
     assert changes["compute_node_group:burst"]["action"] == "delete"
-    _ok(cli.create())
+    _ok(cli.create_here())
     pcs = cli.sandbox.client("pcs")
     assert [q["name"] for q in pcs.list_queues(clusterIdentifier=cli.name)["queues"]] == ["gpu"]
     groups = sorted(g["name"] for g in pcs.list_compute_node_groups(clusterIdentifier=cli.name)["computeNodeGroups"])
@@ -120,12 +126,12 @@ def test_parallelcluster_counts_and_an_added_queue_converge(pc_cli):
                                                     "nodes": {"min": 0, "max": 3}})))
     change = _changes(_diff(cli))["pcluster_cluster:" + cli.name]
     assert change["action"] == "update", change
-    _ok(cli.create())
+    _ok(cli.create_here())  # the converging re-run, in this process (the first create is the installed command)
     queues = {q["name"]: q for q in cli.status()["queues"]}  # read from the configuration ParallelCluster deployed
     assert (queues["gpu"]["min"], queues["gpu"]["max"]) == (0, 4), queues
     assert (queues["cpu"]["min"], queues["cpu"]["max"]) == (0, 3), queues
     assert _diff(cli)["in_sync"] is True
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.wait_until_gone()
 
 
@@ -144,10 +150,10 @@ def test_create_does_not_call_ready_a_cluster_whose_nodes_cannot_register(cli):
     # preflight refuses this subnet for multi-interface nodes on PCS; past it, AWS must be heard
     refused = _ok(cli.create(), code=1)
     assert "preflight failed" in refused.stderr and not cli.inventory()["clusters"]
-    result = _ok(cli.create("--skip-preflight"), code=1)
+    result = _ok(cli.create_here("--skip-preflight"), code=1)  # the refusal above is the installed command's
     assert "reports problems" in result.stderr and "compute node group gpu" in result.stderr, result.stderr
     assert "is ready" not in result.stdout
     report = cli.status()
     assert any(p.startswith("compute node group gpu:") for p in report["problems"]), report
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()

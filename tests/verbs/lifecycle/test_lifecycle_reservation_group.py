@@ -83,7 +83,7 @@ def test_pcs_cluster_launches_into_the_group_and_destroy_leaves_it(pcs_cli, sand
     arn, ids = odcr_group
     _use_group(pcs_cli, arn, 2)  # the gpu queue: 2 nodes that stay up, one in each reservation
 
-    checks = _ok(pcs_cli.run("preflight", str(pcs_cli.spec)))
+    checks = _ok(pcs_cli.run_in_process("preflight", str(pcs_cli.spec)))  # its answer; create is the command
     assert f"capacity reservation group {arn.rsplit('/', 1)[-1]}: 2 × {TYPE}" in checks.stdout + checks.stderr
 
     _ok(pcs_cli.create())
@@ -124,14 +124,14 @@ def test_parallelcluster_cluster_targets_the_group_and_destroy_leaves_it(pcluste
     which the sandbox does not run, so no instance draws on the reservations here."""
     arn, ids = odcr_group
     _use_group(pcluster_cli, arn, {"min": 0, "max": 2})
-    rendered = _ok(pcluster_cli.run("render", str(pcluster_cli.spec))).stdout
+    rendered = _ok(pcluster_cli.run_in_process("render", str(pcluster_cli.spec))).stdout
     assert f"CapacityReservationResourceGroupArn: {arn}" in rendered
 
-    _ok(pcluster_cli.create())
+    _ok(pcluster_cli.create_here())  # the PCS tests above run the installed create; here what is read matters
     report = pcluster_cli.status()
     assert report["status"] == "ACTIVE", report
 
-    _ok(pcluster_cli.destroy())
+    _ok(pcluster_cli.destroy_here())
     pcluster_cli.wait_until_gone()
     _group_is_untouched(sandbox, arn, ids)
 
@@ -147,7 +147,7 @@ def test_parallelcluster_validators_read_the_group(pcluster_cli, sandbox):
     groups.group_resources(Group=arn, ResourceArns=[other["CapacityReservationArn"]])
     try:
         _use_group(pcluster_cli, arn, {"min": 0, "max": 2})
-        result = pcluster_cli.run("validate", str(pcluster_cli.spec))
+        result = pcluster_cli.run_in_process("validate", str(pcluster_cli.spec))
     finally:
         groups.delete_group(Group=arn)
         ec2.cancel_capacity_reservation(CapacityReservationId=other["CapacityReservationId"])

@@ -1,6 +1,11 @@
 """End-to-end: fmcluster neither adopts nor deletes what is not its own, a kill at any IAM call leaves
 nothing that `destroy` cannot remove, and `destroy` works from AWS's tags when the local state is gone.
 The installed ``fmcluster`` against the sandbox; what is left is read from the sandbox directly.
+
+Steps whose answer is what a test checks (a re-run after a kill, the destroy after a failed create, the reads
+between) run through the entry point in this process (``create_here``, ``destroy_here``, ``run_in_process``;
+fixtures/in_process.py); what only the installed command shows (its exit status, a signal, no traceback) stays
+a subprocess.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def test_resources_with_the_names_fmcluster_uses_are_neither_adopted_nor_deleted
         assert not inventory["clusters"] and not inventory["instances"], inventory
         assert [g["GroupId"] for g in inventory["security_groups"]] == [], inventory["security_groups"]
 
-        _ok(cli.destroy(), code=1)  # nothing of the cluster exists; says so, deletes nothing
+        _ok(cli.destroy_here(), code=1)  # nothing of the cluster exists; says so, deletes nothing
         assert ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"]
         assert ec2.describe_launch_templates(LaunchTemplateIds=[template["LaunchTemplateId"]])["LaunchTemplates"]
         assert iam.list_role_policies(RoleName=cli.role_name)["PolicyNames"] == ["everything"]
@@ -96,23 +101,23 @@ def _kill_during(cli, call: str, *args: str) -> None:
 @pytest.mark.parametrize("call", CREATE_CALLS)
 def test_a_kill_at_an_iam_call_of_create_leaves_nothing_destroy_cannot_remove(cli, call):
     _kill_during(cli, call, "create", str(cli.spec), "--yes")
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())  # in this process: what the killed installed command left is what is checked
     cli.assert_nothing_left()
 
 
 def test_a_kill_at_each_iam_call_of_destroy_then_destroy_removes_everything(cli):
     for call in DESTROY_CALLS:
-        _ok(cli.create())
+        _ok(cli.create_here())  # in this process: the installed command killed is the destroy
         _kill_during(cli, call, "destroy", cli.name, "--yes")
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
 
 
 def test_destroy_after_the_state_file_is_deleted_removes_everything(cli):
-    _ok(cli.create())
+    _ok(cli.create_here())  # in this process; the destroy from AWS's tags below is the installed command's
     for path in cli.home.glob("state.db*"):
         path.unlink()
-    listed = json.loads(_ok(cli.run("status", "--json")).stdout)
+    listed = json.loads(_ok(cli.run_in_process("status", "--json")).stdout)
     assert any(row["name"] == cli.name for row in listed), listed  # found by its tags in AWS
     _ok(cli.destroy())
     cli.assert_nothing_left()
@@ -121,7 +126,7 @@ def test_destroy_after_the_state_file_is_deleted_removes_everything(cli):
 def test_ssh_is_open_on_the_login_node_only(cli):
     data = cli.spec.read_text() + "network: {ssh: {allowed_cidr: 203.0.113.0/24}}\n"
     cli.spec.write_text(data)
-    _ok(cli.create())
+    _ok(cli.create_here())
     ec2 = cli.sandbox.client("ec2")
 
     def groups_of(template: str) -> list[dict]:
@@ -137,5 +142,5 @@ def test_ssh_is_open_on_the_login_node_only(cli):
 
     assert ssh_sources(groups_of("login")) == ["203.0.113.0/24"]
     assert ssh_sources(groups_of("gpu")) == [] and ssh_sources(groups_of("burst")) == []
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()

@@ -30,7 +30,7 @@ HOLDER = textwrap.dedent("""
 
 
 def test_scale_to_zero_static_nodes_is_refused_and_the_cluster_stays_manageable(cli):
-    _ok(cli.create())
+    _ok(cli.create_here())  # set-up in this process; the refusal's exit 2 and the destroy are the installed command
     before = cli.status()
     refused = _ok(cli.run("scale", cli.name, "gpu=0", "--yes"), code=2)
     assert "QUEUE=0:MAX" in refused.stderr, refused.stderr
@@ -38,17 +38,17 @@ def test_scale_to_zero_static_nodes_is_refused_and_the_cluster_stays_manageable(
     assert {q["name"]: (q["min"], q["max"]) for q in after["queues"]} == \
         {q["name"]: (q["min"], q["max"]) for q in before["queues"]}
     assert after.get("problem") is None
-    listing = _ok(cli.run("status", "--json"))
+    listing = _ok(cli.run_in_process("status", "--json"))
     assert cli.name in listing.stdout
     # the way the refusal points to works: the queue scales to zero as a dynamic queue
-    _ok(cli.run("scale", cli.name, "gpu=0:1", "--yes"))
+    _ok(cli.run_in_process("scale", cli.name, "gpu=0:1", "--yes"))
     assert {q["name"]: (q["min"], q["max"]) for q in cli.status()["queues"]}["gpu"] == (0, 1)
     _ok(cli.destroy())
     cli.assert_nothing_left()
 
 
 def test_force_unlock_takes_the_lock_from_a_stuck_command(cli):
-    _ok(cli.create())
+    _ok(cli.create_here())  # set-up; the refused and the forced destroy are the installed command's
     stuck = subprocess.Popen([sys.executable, "-c", HOLDER, str(cli.home / "locks"), cli.name],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -66,7 +66,7 @@ def test_force_unlock_takes_the_lock_from_a_stuck_command(cli):
 
 
 def test_status_works_on_a_read_only_state_file(cli):
-    _ok(cli.create())
+    _ok(cli.create_here())  # set-up; the status of an unprivileged user on the read-only file is a subprocess
     db = cli.home / "state.db"
     os.chmod(db, 0o400)
     try:
@@ -76,5 +76,5 @@ def test_status_works_on_a_read_only_state_file(cli):
         assert '"status": "ACTIVE"' in result.stdout
     finally:
         os.chmod(db, 0o600)
-    _ok(cli.destroy())
+    _ok(cli.destroy_here())
     cli.assert_nothing_left()
