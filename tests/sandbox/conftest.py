@@ -4,4 +4,4 @@ Kubernetes API (``server``, ``k8s``: tests/fixtures/kube.py) and the EKS emulato
 there."""
 
 from fixtures.kube import k8s, server  # noqa: F401 - registered as fixtures
-from fixtures.sandbox_eks import world  # noqa: F401 - registered as fixtures
+from fixtures.sandbox_eks import world, world_handles  # noqa: F401 - registered as fixtures
