@@ -31,9 +31,9 @@ from fmcluster_sandbox.kube import (
     node_labels,
     patches,
     validation,
-    workloads,
 )
 from fmcluster_sandbox.kube import nodes as node_objects
+from fmcluster_sandbox.kube.controller_status import ControllerStatus, timestamp
 from fmcluster_sandbox.kube.resources import BUILTIN, ResourceType
 from fmcluster_sandbox.kube.selectors import field_selector, label_selector
 from fmcluster_sandbox.kube.status import (
@@ -54,13 +54,11 @@ NodeSource = Callable[[str, str], list[dict[str, Any]]]  # (cluster name, region
 # Concepts", subresources; each kind's API reference lists /status).
 STATUS_SUBRESOURCE = {"Namespace", "PersistentVolume", "PersistentVolumeClaim", "DaemonSet", "Deployment", "Job",
                       "StatefulSet", "CustomResourceDefinition", "Service", "APIService"}
-# Workloads whose Pods could serve a Service ("Service": a Service's selector picks the Pods behind it).
-SERVING_WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"))
 # NamespaceLifecycle admission: these namespaces cannot be deleted.
 UNDELETABLE_NAMESPACES = {"default", "kube-system", "kube-public"}
 
 
-class Request:
+class Request(ControllerStatus):
     """One request to a resource path: the cluster's store, and each verb's implementation."""
 
     def __init__(self, nodes: NodeSource, cluster: str, identity: auth.Identity, store: ClusterStore, version: str,
@@ -271,9 +269,9 @@ class Request:
         self._admit("CREATE", rtype, namespace, meta["name"], obj, None, mutating=False)
         self._initial_status(rtype, obj)
         if applied is not None:
-            fields.created_by_apply(obj, applied, self._manager(), rtype.api_version, _now())
+            fields.created_by_apply(obj, applied, self._manager(), rtype.api_version, timestamp())
         else:
-            fields.record_update(None, obj, self._manager(), rtype.api_version, _now(), sent)
+            fields.record_update(None, obj, self._manager(), rtype.api_version, timestamp(), sent)
         if self._dry_run():
             return 201, obj
         stored = self.store.put(key, obj, new=True)
@@ -333,7 +331,7 @@ class Request:
             if not meta["managedFields"]:
                 meta.pop("managedFields")
         else:
-            fields.record_update(existing, obj, self._manager(), rtype.api_version, _now())
+            fields.record_update(existing, obj, self._manager(), rtype.api_version, timestamp())
         if _spec_changed(existing, obj):
             meta["generation"] = int(existing["metadata"].get("generation", 1)) + 1
         if rtype.kind == "Namespace":
@@ -371,7 +369,7 @@ class Request:
             if not isinstance(patch, dict):
                 raise bad_request("the body of the request is not a Kubernetes object")
             merged = fields.apply(existing, patch, self._manager(), self.query.get("force") == "true",
-                                  rtype.api_version, _now())
+                                  rtype.api_version, timestamp())
             self._applied_fields = merged["metadata"].get("managedFields")
         else:
             if existing is None:
@@ -473,74 +471,7 @@ class Request:
         return 200, {}, node_labels.patch((self.identity.account, self.identity.region, self.cluster), node,
                                           *self._body())
 
-    # -- controllers' status, admission, field managers ----------------------------------------------
-    def _refresh(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """A workload as its controller would have left it by now (:mod:`.workloads`); the new status is stored
-        when it changed, so condition transition times hold."""
-        if rtype.crd is not None and (rtype.group, rtype.plural) == (mpi_operator.GROUP, mpi_operator.PLURAL):
-            return self._operate(rtype, obj)
-        if rtype.crd is not None or rtype.kind not in (*workloads.KINDS, "APIService"):
-            return obj
-        if rtype.kind == "APIService":
-            status = self._apiservice_status(obj)
-        else:
-            if self._ready_nodes is None:
-                self._ready_nodes = [v for v in map(workloads.node_view, self._node_objects()) if v is not None]
-            status = workloads.status(obj, self._ready_nodes, _now(), self.version)
-        if status == obj.get("status"):
-            return obj
-        obj["status"] = status
-        meta = obj["metadata"]
-        return self.store.put(self._key(rtype, meta.get("namespace"), meta["name"]), obj, new=False)
-
-    def _operate(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """An MPIJob as the MPI Operator leaves it, while the operator's Deployment has a ready pod."""
-        found = self.store.get(("apps", "deployments", *mpi_operator.OPERATOR))
-        deployments = discovery.types(self.store, "apps", "v1")["deployments"]
-        if found is None or not workloads.has_ready_pods(self._refresh(deployments, found)):
-            return obj
-        status = mpi_operator.Controller(self.store, self._node_objects(), self.faults, _now()).reconcile(obj)
-        if status == obj.get("status"):
-            return obj
-        obj["status"] = status
-        meta = obj["metadata"]
-        return self.store.put(self._key(rtype, meta.get("namespace"), meta["name"]), obj, new=False)
-
-    def _apiservice_status(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """The aggregator's ``Available`` condition (kube-aggregator's availability controller): a local APIService
-        is always available; one backed by a Service is available while the Service has a ready endpoint. The
-        sandbox proxies nothing to it (docs/sandbox-fidelity.md)."""
-        service = (obj.get("spec") or {}).get("service")
-        if not service:
-            wanted = ("True", "Local", "Local APIServices are always available")
-        else:
-            name, namespace = service.get("name", ""), service.get("namespace", "")
-            found = self.store.get(("", "services", namespace, name))
-            selector = ((found or {}).get("spec") or {}).get("selector") or {}
-            if found is None:
-                wanted = ("False", "ServiceNotFound", f'service/{name} in "{namespace}" is not present')
-            elif selector and self._has_ready_endpoint(namespace, selector):
-                wanted = ("True", "Passed", "all checks passed")
-            else:
-                wanted = ("False", "MissingEndpoints", f'endpoints for service/{name} in "{namespace}" have no '
-                          "addresses")
-        previous = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}.get("Available", {})
-        when = previous.get("lastTransitionTime") if previous.get("status") == wanted[0] else None
-        return {"conditions": [{"type": "Available", "status": wanted[0], "lastTransitionTime": when or _now(),
-                                "reason": wanted[1], "message": wanted[2]}]}
-
-    def _has_ready_endpoint(self, namespace: str, selector: dict[str, str]) -> bool:
-        """Whether a Ready pod would back a Service with ``selector`` in ``namespace``: a workload whose pod template
-        carries the selector's labels and which has ready replicas."""
-        for group, plural in SERVING_WORKLOADS:
-            rtype = discovery.types(self.store, group, "v1")[plural]
-            for obj in self.store.items(group, plural, namespace):
-                labels = ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
-                if all(labels.get(k) == v for k, v in selector.items()) and \
-                        workloads.has_ready_pods(self._refresh(rtype, obj)):
-                    return True
-        return False
-
+    # -- admission, field managers ------------------------------------------------------------------
     def _admit(self, operation: str, rtype: ResourceType, namespace: str | None, name: str,
                obj: dict[str, Any] | None, old: dict[str, Any] | None, mutating: bool, sub: str | None = None) -> None:
         """Send the request to the admission webhooks that match it (:mod:`.admission`)."""
@@ -568,9 +499,6 @@ class Request:
         agent = str(self.environ.get("HTTP_USER_AGENT") or "unknown")
         return agent.split("/", 1)[0][:128] or "unknown"
 
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _spec_changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
