@@ -11,45 +11,20 @@ through the API (refused 422 here, kept by a real API server).
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import json
-import ssl
-import tempfile
-import urllib.error
-import urllib.request
 import uuid
 
-from fixtures.kube import eks_token
+from fixtures.kube import cluster_api
 from fixtures.sandbox_eks import REGION, ZONES
 
 MERGE = "application/merge-patch+json"
-
-
-def _api(sandbox, cluster: dict):
-    with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
-        ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
-    context = ssl.create_default_context(cafile=ca.name)
-    bearer = eks_token(sandbox.endpoint_url, cluster["name"], region=REGION)
-
-    def call(method: str, path: str, body=None, content_type: str = "application/json"):
-        req = urllib.request.Request(cluster["endpoint"] + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {bearer}", "Content-Type": content_type})
-        try:
-            with urllib.request.urlopen(req, timeout=30, context=context) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
-
-    return call
 
 
 def test_a_nodes_labels_are_patched_and_a_replacement_has_none(world, sandbox):
     cluster = world.cluster(accessConfig={"authenticationMode": "API",
                                           "bootstrapClusterCreatorAdminPermissions": True})
     group = world.nodegroup(cluster, size=1)["nodegroupName"]
-    api = _api(sandbox, world.eks.describe_cluster(name=cluster)["cluster"])
+    api = cluster_api(sandbox.endpoint_url, world.eks.describe_cluster(name=cluster)["cluster"], REGION)
     (node,) = api("GET", f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}")[1]["items"]
     name = node["metadata"]["name"]
 

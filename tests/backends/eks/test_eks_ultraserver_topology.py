@@ -20,12 +20,12 @@ check is plain boto3's DescribeInstanceTopology and the cluster's own Kubernetes
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import uuid
 
 import pytest
 from fixtures.eks_specs import eks_spec
+from fixtures.ultraserver_world import buy_x36_block, dallas_network
 
 from fmcluster.backends.eks.nodes import ultraserver_labels
 from fmcluster.backends.eks.nodes.ultraserver_labels import Node, decide, instance_of
@@ -33,7 +33,7 @@ from fmcluster.backends.eks.nodes.ultraserver_labels import Node, decide, instan
 pytest.importorskip("fmcluster_sandbox.eks")
 
 LABEL = "fmcluster.io/ultraserver"
-REGION, DALLAS, DALLAS_GROUP = "us-east-1", "us-east-1-dfw-2a", "us-east-1-dfw-2"
+REGION = "us-east-1"
 GB200 = "p6e-gb200.36xlarge"
 
 
@@ -102,19 +102,9 @@ def _gb200_cluster(sandbox) -> tuple[str, str, str]:
     in the Dallas Local Zone: (cluster, node group, reservation id)."""
     sandbox.faults({"latency": {"eks.cluster": 0, "eks.nodegroup": 0}})
     ec2, eks, iam = (sandbox.client(s, REGION) for s in ("ec2", "eks", "iam"))
-    network = sandbox.private_network()
-    block = ec2.describe_vpcs(VpcIds=[network["vpc"]])["Vpcs"][0]["CidrBlock"].split(".")[1]
-    second = ec2.create_subnet(VpcId=network["vpc"], CidrBlock=f"10.{block}.32.0/20",
-                               AvailabilityZone="us-east-1b")["Subnet"]["SubnetId"]
-    ec2.modify_availability_zone_group(GroupName=DALLAS_GROUP, OptInStatus="opted-in")
-    dallas = ec2.create_subnet(VpcId=network["vpc"], CidrBlock=f"10.{block}.48.0/20",
-                               AvailabilityZone=DALLAS)["Subnet"]["SubnetId"]
-    offers = ec2.describe_capacity_block_offerings(UltraserverType="u-p6e-gb200x36", UltraserverCount=1,
-                                                   CapacityDurationHours=24)["CapacityBlockOfferings"]
-    now = dt.datetime.now(dt.timezone.utc)
-    offer = next(o for o in offers if o["StartDate"] <= now)
-    reservation = ec2.purchase_capacity_block(CapacityBlockOfferingId=offer["CapacityBlockOfferingId"],
-                                              InstancePlatform="Linux/UNIX")["CapacityReservation"]
+    network = dallas_network(sandbox)
+    second, dallas = network["second"], network["dallas"]
+    reservation = {"CapacityReservationId": buy_x36_block(sandbox)}
     suffix = uuid.uuid4().hex[:8]
     name = f"us-{suffix}"
     eks.create_cluster(name=name, roleArn=_role(iam, f"us-cluster-{suffix}", "eks.amazonaws.com"),

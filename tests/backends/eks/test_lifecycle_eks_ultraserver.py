@@ -14,7 +14,6 @@ dra-driver-nvidia-gpu, DeviceClasses compute-domain-daemon / compute-domain-defa
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from pathlib import Path
 
@@ -22,44 +21,15 @@ import pytest
 import yaml
 from fixtures.kube import cluster_api
 from fixtures.leftovers import inventory_of
+from fixtures.ultraserver_world import DALLAS, DALLAS_GROUP, buy_x36_block, dallas_network
 
 pytest.importorskip("fmcluster_sandbox.eks")
 
-REGION, DALLAS, DALLAS_GROUP = "us-east-1", "us-east-1-dfw-2a", "us-east-1-dfw-2"
+REGION = "us-east-1"
 GB200 = "p6e-gb200.36xlarge"
 DRA_NAMESPACE = "dra-driver-nvidia-gpu"
 CRDS = ("computedomains.resource.nvidia.com", "computedomaincliques.resource.nvidia.com")
 DEVICE_CLASSES = ("compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com")
-
-
-def _network(sandbox) -> dict[str, str]:
-    """A VPC with a private subnet in us-east-1a (NAT), a second in us-east-1b (EKS's control plane wants two
-    Availability Zones), and one in the Dallas Local Zone after the opt-in, routed like the first."""
-    ec2 = sandbox.client("ec2")
-    network = sandbox.private_network()
-    block = ec2.describe_vpcs(VpcIds=[network["vpc"]])["Vpcs"][0]["CidrBlock"].split(".")[1]
-    second = ec2.create_subnet(VpcId=network["vpc"], CidrBlock=f"10.{block}.32.0/20",
-                               AvailabilityZone="us-east-1b")["Subnet"]["SubnetId"]
-    ec2.modify_availability_zone_group(GroupName=DALLAS_GROUP, OptInStatus="opted-in")
-    dallas = ec2.create_subnet(VpcId=network["vpc"], CidrBlock=f"10.{block}.48.0/20",
-                               AvailabilityZone=DALLAS)["Subnet"]["SubnetId"]
-    routes = ec2.describe_route_tables(Filters=[
-        {"Name": "association.subnet-id", "Values": [network["private_subnet"]]}])["RouteTables"][0]
-    for subnet in (second, dallas):
-        ec2.associate_route_table(RouteTableId=routes["RouteTableId"], SubnetId=subnet)
-    return {**network, "second": second, "dallas": dallas}
-
-
-def _buy_x36_block(sandbox) -> str:
-    ec2 = sandbox.client("ec2")
-    offers = ec2.describe_capacity_block_offerings(UltraserverType="u-p6e-gb200x36", UltraserverCount=1,
-                                                   CapacityDurationHours=24)["CapacityBlockOfferings"]
-    now = dt.datetime.now(dt.timezone.utc)
-    offer = next(o for o in offers if o["StartDate"] <= now)
-    block = ec2.purchase_capacity_block(CapacityBlockOfferingId=offer["CapacityBlockOfferingId"],
-                                        InstancePlatform="Linux/UNIX")["CapacityReservation"]
-    assert (block["AvailabilityZone"], block["TotalInstanceCount"]) == (DALLAS, 9)
-    return block["CapacityReservationId"]
 
 
 def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, monkeypatch, capsys):
@@ -73,7 +43,7 @@ def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, 
     monkeypatch.setenv("FMCLUSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
     aws.configure(None, None, sandbox.endpoint_url)
-    network, reservation = _network(sandbox), _buy_x36_block(sandbox)
+    network, reservation = dallas_network(sandbox), buy_x36_block(sandbox)
     name = f"gb-eks-{time.time_ns() % 10**8}"
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump({
