@@ -90,9 +90,29 @@ def _bottoms(node: Mapping[str, Any], above: tuple[str, ...] = ()) -> list[dict[
     return found
 
 
+def _ultraservers(node: Mapping[str, Any]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for instance in node["instances"]:
+        if instance.get("capacity_block_id"):
+            found.setdefault(instance["capacity_block_id"], []).append(instance["id"])
+    for child in node["children"]:
+        for domain, ids in _ultraservers(child).items():
+            found.setdefault(domain, []).extend(ids)
+    return found
+
+
 def spread(tree: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A queue's tree (``queue_tree``'s ``tree``) as ``status`` shows it: ``node_count`` (instances placed),
-    ``spine_count`` (top-layer nodes it spans) and ``groups``, one per bottom node (the node an instance hangs off,
-    the last of its ``NetworkNodes``) with its ``path`` top-down and its ``instances``, in the tree's order."""
+    ``spine_count`` (top-layer nodes it spans), ``groups``, one per bottom node (the node an instance hangs off,
+    the last of its ``NetworkNodes``) with its ``path`` top-down and its ``instances``, in the tree's order, and
+    ``ultraservers``: the instances per UltraServer domain, by the ``CapacityBlockId`` EC2 gives UltraServer
+    instances alone ("identifies instances within the UltraServer domain", EC2 API reference, InstanceTopology);
+    empty for every other type."""
     groups = [group for spine in tree for group in _bottoms(spine)]
-    return {"node_count": sum(len(g["instances"]) for g in groups), "spine_count": len(tree), "groups": groups}
+    domains: dict[str, list[str]] = {}
+    for spine in tree:
+        for domain, ids in _ultraservers(spine).items():
+            domains.setdefault(domain, []).extend(ids)
+    return {"node_count": sum(len(g["instances"]) for g in groups), "spine_count": len(tree), "groups": groups,
+            "ultraservers": [{"capacity_block_id": domain, "instances": sorted(ids)}
+                             for domain, ids in sorted(domains.items())]}

@@ -1,6 +1,7 @@
 """The lines ``status`` prints for its queues' ``topology`` (``status --json``): per queue a count, then one line per
-spine listing the bottom network nodes under it with their node counts, so a 64-node queue stays a few lines; the
-instance ids and the middle layers are in ``--json`` and ``fmcluster topology NAME``."""
+spine listing the bottom network nodes under it with their node counts, and for UltraServer queues one line of their
+UltraServers (EC2's ``CapacityBlockId``) with their node counts, so a 64-node queue stays a few lines; the instance
+ids and the middle layers are in ``--json`` and ``fmcluster topology NAME``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ def _queue_lines(name: str, topology: Mapping[str, Any]) -> list[str]:
     lines = [f"    spine {spine}: {_some(bottoms, 'bottom node')}" for spine, bottoms in spines[:MOST_SHOWN]]
     if len(by_spine) > MOST_SHOWN:
         lines.append(f"    … and {_plural(len(by_spine) - MOST_SHOWN, 'more spine')}")
+    domains = topology.get("ultraservers") or []
+    if domains:
+        lines.append(f"    {_plural(len(domains), 'UltraServer')}: "
+                     + _some([f"{d['capacity_block_id']} ({len(d['instances'])})" for d in domains], "UltraServer"))
     return [head, *lines]
 
 

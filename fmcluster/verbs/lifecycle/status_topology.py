@@ -13,6 +13,8 @@ Each queue of ``status --json`` gets ``topology``: null when none of its running
      "groups": [{"bottom_node": "nn-…",    # the node an instance hangs off (the last of its NetworkNodes)
                  "path": ["nn-…", ...],    # spine → … → bottom node, as EC2 lists them
                  "instances": ["i-…", ...]}],
+     "ultraservers": [{"capacity_block_id": "cb-…",   # an UltraServer domain, as EC2 names it (UltraServer
+                       "instances": ["i-…", ...]}],     # types only: empty for every other type)
      "unplaced": ["i-…", ...],             # running, of a topology type, absent from AWS's answer
      "warning": str | null,                # the queue spans more than one spine
      "unavailable": str | null}            # why AWS's answer is missing
@@ -60,8 +62,8 @@ def add_queue_topology(report: dict[str, Any], ec2: Callable[[], Any]) -> None:
         if not mine:
             queue["topology"] = None
         elif unavailable:
-            queue["topology"] = {"node_count": None, "spine_count": None, "groups": [], "unplaced": [],
-                                 "warning": None, "unavailable": unavailable}
+            queue["topology"] = {"node_count": None, "spine_count": None, "groups": [], "ultraservers": [],
+                                 "unplaced": [], "warning": None, "unavailable": unavailable}
         else:
             tree = queue_tree(mine, places)
             shown = spread(tree["tree"])

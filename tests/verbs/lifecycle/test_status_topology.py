@@ -45,10 +45,27 @@ def test_a_queue_is_grouped_by_bottom_node_with_its_path_and_its_spines():
     assert spread(tree["tree"]) == {"node_count": 4, "spine_count": 2, "groups": [
         {"bottom_node": "nn-b1", "path": ["nn-s1", "nn-m1", "nn-b1"], "instances": ["i-1", "i-2"]},
         {"bottom_node": "nn-b2", "path": ["nn-s1", "nn-m1", "nn-b2"], "instances": ["i-3"]},
-        {"bottom_node": "nn-b9", "path": ["nn-s2", "nn-m9", "nn-b9"], "instances": ["i-4"]}]}
+        {"bottom_node": "nn-b9", "path": ["nn-s2", "nn-m9", "nn-b9"], "instances": ["i-4"]}], "ultraservers": []}
     assert spine_warning("gpu", 4, 2) == ("queue gpu: 4 nodes under 2 spines; its all-reduce crosses the top network "
                                           "layer")
     assert spine_warning("gpu", 4, 1) is None
+
+
+def test_ultraserver_nodes_are_grouped_by_the_capacity_block_id_ec2_gives_them():
+    """EC2 API reference, InstanceTopology: CapacityBlockId "is only supported for UltraServer instances and
+    identifies instances within the UltraServer domain"; u-p6e-gb200x36 holds 9 p6e-gb200.36xlarge (EKS guide)."""
+    gb200 = [InstancePlace(f"i-{n}", "p6e-gb200.36xlarge", "us-east-1-dfw-2a", "use1-dfw2-az1",
+                           ("nn-s1", "nn-m1", f"nn-b{n % 3}"), capacity_block_id="cb-a" if n < 9 else "cb-b")
+             for n in range(12)]
+    tree = queue_tree([{"id": p.instance_id, "queue": "gpu", "instance_type": p.instance_type, "state": "running"}
+                       for p in gb200], {p.instance_id: p for p in gb200})
+    shown = spread(tree["tree"])
+    assert shown["ultraservers"] == [
+        {"capacity_block_id": "cb-a", "instances": sorted(f"i-{n}" for n in range(9))},
+        {"capacity_block_id": "cb-b", "instances": ["i-10", "i-11", "i-9"]}]
+    lines, _ = topology_lines([{"name": "gpu", "topology": {**shown, "unplaced": [], "warning": None,
+                                                             "unavailable": None}}], "llama")
+    assert lines[-1] == "    2 UltraServers: cb-a (9) cb-b (3)", lines
 
 
 def _topology(groups: list[tuple[str, str, int]], spines: int, unplaced: tuple[str, ...] = ()) -> dict:
