@@ -171,7 +171,7 @@ def status_fields(session: Session, report: dict[str, Any]) -> dict[str, Any] | 
     shown["countdown"] = ("no moment can be placed" if left is None else
                           f"passed {at}" if left <= 0 else f"{left:,.1f} h left (fires {at})")
     if deadline.warns_at is not None and left is not None and left > 0:
-        shown["countdown"] += f"; {'warned' if deadline.warns_at <= now else 'warns'} {iso(deadline.warns_at)}"
+        shown["countdown"] += f"; {'warning was due' if deadline.warns_at <= now else 'warns'} {iso(deadline.warns_at)}"
     if shown["passed"]:
         # Said from what AWS shows, not from the clock alone: a guard whose call failed (its role changed, the
         # group gone) passes its moment with the nodes still running.
