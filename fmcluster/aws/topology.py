@@ -33,7 +33,8 @@ _PERMISSION_HINT = ("fmcluster topology needs ec2:DescribeInstanceTopology on th
 #: both.
 MAX_RESERVATION_IDS = 10
 RESERVATION_PERMISSION = "ec2:DescribeCapacityReservationTopology"
-_REFUSED = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
+#: The error codes of AWS refusing the caller (the credentials lack the permission).
+REFUSED_CODES = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def instance_topology(ec2_client: Any, instance_ids: Iterable[str]) -> dict[str,
                     places[item["InstanceId"]] = InstancePlace.of(item)
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
-        hint = _PERMISSION_HINT if code in _REFUSED else ""
+        hint = _PERMISSION_HINT if code in REFUSED_CODES else ""
         raise aws.describe_error("EC2 DescribeInstanceTopology", exc, hint) from None
     except BotoCoreError as exc:
         raise aws.describe_error("EC2 DescribeInstanceTopology", exc) from None
@@ -133,7 +134,7 @@ def reservation_topology(ec2_client: Any, reservation_ids: Iterable[str]) -> dic
                     break
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
-        hint = (f"allow {RESERVATION_PERMISSION} to these credentials (ask your AWS admin)" if code in _REFUSED
+        hint = (f"allow {RESERVATION_PERMISSION} to these credentials (ask your AWS admin)" if code in REFUSED_CODES
                 else "")
         raise aws.describe_error(resource, exc, hint) from None
     except BotoCoreError as exc:

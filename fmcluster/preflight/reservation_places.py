@@ -3,7 +3,7 @@ part): the result's name, reading DescribeCapacityReservationTopology past unkno
 
 from __future__ import annotations
 
-from fmcluster.aws.topology import RESERVATION_PERMISSION, ReservationPlace, reservation_topology
+from fmcluster.aws.topology import REFUSED_CODES, RESERVATION_PERMISSION, ReservationPlace, reservation_topology
 from fmcluster.checks import CheckResult
 from fmcluster.errors import AwsError
 from fmcluster.preflight.common import Context, aws_failure
@@ -16,7 +16,6 @@ TOPOLOGY_STATES = ("active", "pending")
 EMPTY_REASONS = ("the EC2 API reference gives two reasons for an empty answer: the instance type is not supported, "
                  "or the reservation is in a state other than active or pending; it is not a statement about where "
                  "the capacity sits")
-_REFUSED = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
 
 
 def result_name(queue: Queue) -> str:
@@ -53,7 +52,7 @@ def _unknown(exc: AwsError) -> bool:
 
 def refusal(queue: Queue, resource: str, exc: AwsError) -> CheckResult:
     """AWS's answer as the usual failed result (:func:`aws_failure`), made a warning: the topology only informs."""
-    permission = exc.code in _REFUSED
+    permission = exc.code in REFUSED_CODES
     failed = aws_failure(result_name(queue), resource, exc,
                          f"allow {RESERVATION_PERMISSION} to the credentials fmcluster runs with" if permission else "")
     why = (f"these credentials lack {RESERVATION_PERMISSION}" if permission
