@@ -86,11 +86,11 @@ def guard_resources(session: Session) -> list[Resource]:
         return []
     calls = session.backend.guard_calls(spec, spec.budget.on_limit, iso(deadline.at) or "")
     account, tags = account_of(session.ctx), resource_tags(spec)
-    warns = deadline.warns_at is not None and bool(spec.budget.notify)
-    extra = (publish_statement(spec.name, session.region, account),) if warns else ()
+    # warns_at is None without notify, or with a moment too near to warn before (pricing.deadline.guard_deadline)
+    extra = (publish_statement(spec.name, session.region, account),) if deadline.warns_at is not None else ()
     documents = guard_documents(spec.name, session.region, account, tags, calls, deadline.at,
                                 spec.budget.max_usd, list(spec.budget.notify), extra)
-    if warns and deadline.warns_at is not None:
+    if deadline.warns_at is not None:
         subject, message = warning_text(spec.name, session.region, deadline)
         documents += warning_documents(spec.name, session.region, account, tags, list(spec.budget.notify),
                                        deadline.warns_at, subject, message, at_expression(deadline.warns_at))
