@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from fmcluster_sandbox.kube import auth, discovery, mpi_operator, node_labels
+from fmcluster_sandbox.kube import auth, discovery, mpi_operator, node_writes
 from fmcluster_sandbox.kube.status import JSON, KubeError, no_route, unauthorized
 from fmcluster_sandbox.kube.store import ClusterStore
 from fmcluster_sandbox.kube.verbs import NodeSource, Request
@@ -63,7 +63,7 @@ class KubeApi:
 
     def reset(self) -> None:
         self._stores.clear()
-        node_labels.reset()
+        node_writes.reset()
         mpi_operator.stop_all()
 
     # -- entry point ---------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from fmcluster_sandbox.kube import (
     fields,
     kind_rules,
     mpi_operator,
-    node_labels,
+    node_writes,
     patches,
     validation,
 )
@@ -449,7 +449,7 @@ class Request(ControllerStatus):
             efa = spec.get("efa_interfaces")
             if efa is None and spec.get("instance_id"):
                 efa = node_objects.efa_interfaces(spec["instance_id"], account, region)
-            built.append(node_labels.overlay((account, region, self.cluster),
+            built.append(node_writes.overlay((account, region, self.cluster),
                                              node_objects.node_object(spec, daemonsets, self.version, efa)))
         return built
 
@@ -467,8 +467,8 @@ class Request(ControllerStatus):
         return 200, {}, self._paged(rtype, [n for n in built if match(n)])
 
     def _patch_node(self, node: dict[str, Any]) -> tuple[int, dict, Any]:
-        """A PATCH of a Node's labels (:mod:`.node_labels`: the only part of a Node the sandbox keeps)."""
-        return 200, {}, node_labels.patch((self.identity.account, self.identity.region, self.cluster), node,
+        """A PATCH of a Node's labels or taints (:mod:`.node_writes`: the only parts of a Node the sandbox keeps)."""
+        return 200, {}, node_writes.patch((self.identity.account, self.identity.region, self.cluster), node,
                                           *self._body())
 
     # -- admission, field managers ------------------------------------------------------------------

@@ -1,12 +1,17 @@
-"""The sandbox's Kubernetes API takes a Node's labels by PATCH (fmcluster writes its UltraServer label so), and EC2
+"""The sandbox's Kubernetes API takes a Node's labels and taints by PATCH (fmcluster writes its UltraServer label so,
+and the burn-in gate lifts its taint so), and EC2
 DescribeInstanceTopology gives ``CapacityBlockId`` to UltraServer instances only; plain boto3 and plain HTTP.
 
 Rules, with their pages: Kubernetes "Labels and Selectors" (a label value is at most 63 characters, alphanumeric at
 both ends, ``-``, ``_``, ``.`` between; a patch that sets a label to null removes it, "JSON merge patch", RFC 7386);
 "Nodes" (a Node object belongs to its instance: a replacement registers a new Node, without labels set by hand on the
 old); EC2 API reference, InstanceTopology ``CapacityBlockId``: "This parameter is only supported for UltraServer
-instances". What the sandbox does not emulate, said in docs/sandbox-fidelity.md: any other field of a Node written
-through the API (refused 422 here, kept by a real API server).
+instances". Taints: Kubernetes API reference, Taint (effect ``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``),
+``validateNodeTaints`` ("taints must be unique by key and effect pair"); the kubelet applies ``--register-with-taints``
+"when registering the node" (kubelet reference), which is how an EKS managed node group's taints reach its nodes
+("Recipe: Prevent pods from being scheduled on specific nodes", EKS User Guide). What the sandbox does not emulate,
+said in docs/sandbox-fidelity.md: any other field of a Node written through the API (refused 422 here, kept by a
+real API server).
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from fixtures.kube import cluster_api
+from fixtures.kube import cluster_api, workload
 from fixtures.sandbox_eks import REGION, ZONES
 
 MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
 
 
 def test_a_nodes_labels_are_patched_and_a_replacement_has_none(world, sandbox):
@@ -50,6 +56,42 @@ def test_a_nodes_labels_are_patched_and_a_replacement_has_none(world, sandbox):
     (fresh,) = api("GET", f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}")[1]["items"]
     assert fresh["spec"]["providerID"] != node["spec"]["providerID"]
     assert "example.com/domain" not in fresh["metadata"]["labels"]
+
+
+def test_a_nodes_taint_is_lifted_by_patch_placement_follows_and_a_replacement_registers_it_again(world, sandbox):
+    cluster = world.cluster(accessConfig={"authenticationMode": "API",
+                                          "bootstrapClusterCreatorAdminPermissions": True})
+    pending = {"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NO_SCHEDULE"}
+    group = world.nodegroup(cluster, size=1, taints=[pending])["nodegroupName"]
+    api = cluster_api(sandbox.endpoint_url, world.eks.describe_cluster(name=cluster)["cluster"], REGION)
+    nodes = f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}"
+    (node,) = api("GET", nodes)[1]["items"]
+    name = node["metadata"]["name"]
+    registered = [{"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NoSchedule"}]
+    assert node["spec"]["taints"] == registered
+    ds_path = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+    assert api("POST", ds_path, workload("DaemonSet", "agent", {"app": "agent"}))[0] == 201
+    assert api("GET", f"{ds_path}/agent")[1]["status"]["desiredNumberScheduled"] == 0  # it tolerates no such taint
+
+    # refused as the API server refuses them, and nothing kept
+    for bad in ([{"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NoRun"}],
+                [{"key": "a b", "effect": "NoSchedule"}],
+                [{"key": "x", "value": "1", "effect": "NoSchedule"},
+                 {"key": "x", "value": "2", "effect": "NoSchedule"}]):
+        code, body = api("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": bad}}, STRATEGIC)
+        assert code == 422, (bad, body)
+    assert api("GET", f"/api/v1/nodes/{name}")[1]["spec"]["taints"] == registered
+
+    code, patched = api("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": []}}, STRATEGIC)
+    assert code == 200 and "taints" not in patched["spec"]
+    assert "taints" not in api("GET", f"/api/v1/nodes/{name}")[1]["spec"]
+    assert api("GET", f"{ds_path}/agent")[1]["status"]["desiredNumberScheduled"] == 1
+
+    (instance,) = world.instances(cluster, group)
+    world.ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
+    (fresh,) = api("GET", nodes)[1]["items"]
+    assert fresh["spec"]["providerID"] != node["spec"]["providerID"]
+    assert fresh["spec"]["taints"] == registered
 
 
 def test_a_p5_on_a_capacity_block_has_no_capacity_block_id_in_its_topology(sandbox):
