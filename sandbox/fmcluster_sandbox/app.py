@@ -247,6 +247,8 @@ class SandboxApp:
             ice = ec2_faults.insufficient_capacity(self.faults, params, region)
             if ice is not None:
                 return self._respond(start_response, 500, {"Content-Type": "text/xml"}, ice)
+        if service == "ec2" and operation == "RebootInstances":
+            return self._reboot(environ, start_response, params)
         answer = own_routes.answer(self, environ, service, target, operation, params, access_key, region)
         if answer is not None:
             return self._respond(start_response, *answer)
@@ -257,6 +259,20 @@ class SandboxApp:
             with self._conditional_writes:
                 return list(self.moto(environ, start_response))
         return self.moto(environ, start_response)
+
+    def _reboot(self, environ, start_response, params: dict[str, str]):
+        """EC2 RebootInstances, answered by moto; once it succeeds, the faults set to last until a reboot go
+        (``node_health`` ``until_reboot``, :mod:`fmcluster_sandbox.faults`)."""
+        answered: list[str] = []
+
+        def started(status: str, headers: list, exc_info: Any = None):
+            answered.append(status)
+            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+
+        body = list(self.moto(environ, started))
+        if answered and answered[0].startswith("200"):
+            self.faults.rebooted([v for k, v in params.items() if k.startswith("InstanceId.")])
+        return body
 
     def account(self, environ: dict[str, Any], access_key: str | None) -> str:
         from moto.core import DEFAULT_ACCOUNT_ID

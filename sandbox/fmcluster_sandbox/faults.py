@@ -67,7 +67,8 @@ class Faults:
       "never_finishes": true, "dcgm_failures": [{"gpu": i, "test": "memory"}]}``: what the tools of the workloads
       the sandbox runs there find (:mod:`fmcluster_sandbox.kube.node_health`); ``dcgm_failures`` makes that test of
       ``dcgmi diag`` fail on GPU ``i`` when the run level includes it (a name ``dcgmi diag`` does not run is refused,
-      naming those it does); ``null`` makes the node healthy again.
+      naming those it does); ``"until_reboot": true`` (on an instance id only) makes the node's faults go when EC2
+      RebootInstances reboots that instance, a fault a reboot clears; ``null`` makes the node healthy again.
     - ``slow_link``: ``["<node a>", "<node b>", factor]``, a link between two nodes (names or instance ids) that
       runs at ``factor`` (0 < factor <= 1) of its speed in an all-reduce spanning both; ``null`` removes it.
     """
@@ -236,6 +237,12 @@ class Faults:
                 self.seed = seed
                 self._rng = random.Random(seed)
 
+    def rebooted(self, instance_ids: list[str]) -> None:
+        """EC2 rebooted these instances: the node faults set to last until a reboot go."""
+        with self._lock:
+            self.node_health = {key: value for key, value in self.node_health.items()
+                                if not (key in instance_ids and value.get("until_reboot"))}
+
     def to_json(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -324,7 +331,8 @@ def _check_moves(moves: dict) -> None:
             raise ValueError(f"topology_move {key!r} must name a network node id (nn- and 17 hex digits)")
 
 
-NODE_FAULTS = {"gpus_missing": int, "efa_devices_missing": int, "never_finishes": bool, "dcgm_failures": list}
+NODE_FAULTS = {"gpus_missing": int, "efa_devices_missing": int, "never_finishes": bool, "dcgm_failures": list,
+               "until_reboot": bool}
 
 
 def _check_dcgm_failures(key: str, failures: list) -> None:
@@ -345,6 +353,8 @@ def _check_node_health(nodes: dict, link: Any) -> None:
     for key, value in nodes.items():
         if not isinstance(value, dict) or not value or set(value) - set(NODE_FAULTS):
             raise ValueError(f"node_health {key!r} must be an object with any of {', '.join(NODE_FAULTS)}")
+        if value.get("until_reboot") and not str(key).startswith("i-"):
+            raise ValueError(f"node_health {key!r}: until_reboot needs an instance id (i-…): EC2 reboots instances")
         if "dcgm_failures" in value:
             if not isinstance(value["dcgm_failures"], list):
                 raise ValueError(f"node_health {key!r}: dcgm_failures must be a list")

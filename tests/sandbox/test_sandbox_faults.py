@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.error
 
 import pytest
 
@@ -146,3 +147,23 @@ def test_thread_safe_draws():
         t.join()
     serial = Faults(seed=1, throttle_rate={"*": 0.5})
     assert sum(counts) == sum(serial.should_throttle("s3") for _ in range(8000))
+
+
+def test_a_reboot_clears_only_the_faults_set_to_last_until_one(sandbox):
+    """``node_health`` ``until_reboot``: a fault a reboot fixes (what the burn-in gate tries first where replacing
+    cannot get new capacity, issue 37). EC2 RebootInstances answers as moto does; only then do those faults go."""
+    ec2 = sandbox.client("ec2", "us-east-1")
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    first, second = (i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=2, MaxCount=2,
+                                                                 InstanceType="c5.large")["Instances"])
+    try:
+        sandbox.faults({"node_health": {first: {"gpus_missing": 1, "until_reboot": True},
+                                        second: {"gpus_missing": 1}}})
+        ec2.reboot_instances(InstanceIds=[first, second])
+        assert sandbox.control("GET", "/_fmcluster/faults")["node_health"] == {second: {"gpus_missing": 1}}
+        with pytest.raises(urllib.error.HTTPError) as refused:  # a node name: EC2 reboots instances
+            sandbox.faults({"node_health": {"ip-10-0-0-1.ec2.internal": {"gpus_missing": 1, "until_reboot": True}}})
+        assert refused.value.code == 400
+    finally:
+        sandbox.faults({"node_health": {first: None, second: None}})
+        ec2.terminate_instances(InstanceIds=[first, second])
