@@ -79,7 +79,8 @@ def _check_queue(queue: Queue, path: Path_, error: Report) -> None:
                           "EFA, so it would test nothing here; use off")
         return
     if given and level not in NCCL_LEVELS:
-        how = "" if written_level(queue) else " (the default here)"
+        how = "" if written_level(queue) else " (the default here: no 2-node floor to judge its pairs by)" \
+            if accelerated(queue) and max_nodes(queue) >= PAIR else " (the default here)"
         error((*path, "floors"), f"floors judge the NCCL all-reduce of levels standard and long; level {level}{how} "
                                  "runs none: remove floors, or set level: standard")
         return
