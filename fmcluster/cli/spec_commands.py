@@ -91,7 +91,8 @@ def plan(
     ),
 ) -> None:
     """Offline report before anyone pays: per queue GPUs, HBM, EFA and $/hour; Lustre throughput;
-    training-state fit, checkpoint time and all-reduce time for the spec's workload; the bottleneck.
+    training-state fit, checkpoint time and all-reduce time for the spec's workload; the bottleneck; each queue's
+    burn-in level (queues[].burn_in), its checks and their expected time.
 
     Example: fmcluster plan configs/p5-odcr-parallelcluster.yaml
     """

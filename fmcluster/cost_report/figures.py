@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
+from fmcluster.cost_report.burn_in_figures import burn_in_figures
 from fmcluster.cost_report.hardware_figures import queue_figures, storage_figures
 from fmcluster.cost_report.report_model import BudgetFigures, CostFigures, PlanReport, PricesInfo
 from fmcluster.cost_report.verdict import verdict
@@ -76,7 +77,8 @@ def plan_report(spec: Spec, prices: PriceBook, now: dt.datetime | None = None) -
     from ``now`` (the laptop's clock by default: ``plan`` is offline)."""
     priced = spec_cost(spec, prices)
     rules = backend_rules(spec.backend)
-    queues = [replace(queue_figures(q, c), repair_note=rules.repair_note(q))
+    queues = [replace(queue_figures(q, c), repair_note=rules.repair_note(q),
+                      burn_in=burn_in_figures(q, prices.block_hours(q)))
               for q, c in zip(spec.queues, priced.queues, strict=True)]
     storage = storage_figures(spec)
     work = workload_figures(spec, queues, storage)

@@ -7,6 +7,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from fmcluster.cost_report.burn_in_text import burn_in_text
 from fmcluster.cost_report.chart import chart_for, render_terminal
 from fmcluster.cost_report.report_model import CostFigures, PlanReport, QueueFigures
 
@@ -263,6 +264,7 @@ def render(report: PlanReport) -> RenderableType:
         price_notes(report),
         *domain_notes(report),
         *repair_notes(report),
+        *burn_in_text(report),
         storage_text(report),
         workload_table(report),
     ]

@@ -46,6 +46,44 @@ class QueueFigures:
     ultraserver: UltraServerFigures | None = None
     # queues[].auto_repair: what the backend does about the queue's unhealthy nodes (eks), else None.
     repair_note: str | None = None
+    # queues[].burn_in: the level's checks and their expected time (None: level off).
+    burn_in: BurnInFigures | None = None
+
+
+@dataclass(frozen=True)
+class BurnInPart:
+    name: str
+    low_seconds: float | None  # None: no published number for it
+    high_seconds: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class BurnInFloor:
+    nodes: int
+    gb_s: float
+    source: str  # "spec", or the catalog entry's published run
+
+
+@dataclass(frozen=True)
+class BurnInFigures:
+    """One queue's burn-in level (docs/plan-json.md, ``queues[].burn_in``)."""
+
+    level: str
+    default: bool  # the level is the queue's default, not written in the spec
+    runs: list[str]
+    nodes: int  # the node count the estimate is for: the queue's maximum
+    parts: list[BurnInPart]
+    low_seconds: float | None  # None when a part has no published number (named in ``unknown``)
+    high_seconds: float | None
+    unknown: list[str]
+    leaves_out: str
+    floors: list[BurnInFloor]
+    block_hours: int | None  # the queue's Capacity Block length, when known
+    block_fraction: float | None  # high_seconds over the block's length
+    block_note: str | None  # a Capacity Block queue whose block's length is not known: how to learn it
+    gated_at_create: bool  # always false until the gate is built
+    note: str
 
 
 @dataclass(frozen=True)

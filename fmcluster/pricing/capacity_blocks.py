@@ -29,6 +29,8 @@ OFFERING_HOURS = 24
 class BlockPrice:
     usd_per_instance_hour: float
     note: str
+    # The bought block's own length (its dates, as EC2 sells it); None for an offering the queue has not bought.
+    hours: int | None = None
 
 
 def offering_request(queue: Queue) -> dict[str, Any]:
@@ -87,13 +89,14 @@ def _queue_price(ec2: Any, queue: Queue) -> BlockPrice | None:
     request = offering_request(queue)
     if "InstanceType" in request:
         request.update(InstanceType=block["InstanceType"], InstanceCount=int(block["TotalInstanceCount"]))
-    request["CapacityDurationHours"] = sold_hours(block.get("StartDate"), block.get("EndDate"))
+    hours = sold_hours(block.get("StartDate"), block.get("EndDate"))
+    request["CapacityDurationHours"] = hours
     price = block_price(ec2.describe_capacity_block_offerings(**request).get("CapacityBlockOfferings", []))
     if price is None:
         return None
     return BlockPrice(price.usd_per_instance_hour,
                       f"Capacity Block {rid}: EC2 returns no fee for a bought block, so this is what it asks now for "
-                      f"the same block — {price.note}")
+                      f"the same block — {price.note}", hours)
 
 
 def _reservation(ec2: Any, rid: str) -> list[dict[str, Any]]:

@@ -135,6 +135,10 @@ class PriceBook:
                               price.as_of)
         return price
 
+    def block_hours(self, queue: Queue) -> int | None:
+        """The length of the Capacity Block the queue runs on, when known: bundled prices read no block."""
+        return None
+
 
 class LivePriceBook(PriceBook):
     """On-Demand prices read from the AWS Pricing API now; Capacity Block rates still come from the
@@ -159,6 +163,10 @@ class LivePriceBook(PriceBook):
             return QueuePrice(price.usd_per_hour, price.basis,
                               f"{price.note}; EC2 offers no priced Capacity Block for this queue now", price.as_of)
         return price
+
+    def block_hours(self, queue: Queue) -> int | None:
+        block = self.capacity_blocks.get(queue.name)
+        return getattr(block, "hours", None) if queue.capacity.type == "capacity-block" else None
 
     @property
     def as_of(self) -> str | None:

@@ -43,6 +43,7 @@ _UNION_HINTS = {
     "placement_group": "expected auto, true or false",
     "metadata_iops": "expected auto or a number of IOPS (1500, 3000, 6000, 12000, then steps of 12000)",
     "efa": "expected true or false",
+    "burn_in": "expected a level (quick, standard, long or off) or a mapping {level: …, floors: {<nodes>: <GB/s>}}",
 }
 
 

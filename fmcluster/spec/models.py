@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field, PlainSerializer, StringConstraints
 from fmcluster import catalog
 from fmcluster.spec.backend_settings import Kubernetes, Pcs, Slurm
 from fmcluster.spec.budget import Budget
+from fmcluster.spec.burn_in_field import BurnIn, BurnInLevel
 from fmcluster.spec.field_types import (
     AmiId,
     Backend,
@@ -215,6 +216,12 @@ class Queue(Strict):
         "Capacity Block or an ODCR the faults the agent reports reboot the node instead of replacing it. pcs: "
         "instanceHealthChecks (NVIDIA GPUs, Slurm 26.05+). parallelcluster: HealthChecks.Gpu (GPU types). On pcs "
         "and parallelcluster it is gpu_health_checks under another name: write one of them.")
+    burn_in: BurnInLevel | BurnIn | None = Field(
+        None, description="How new nodes are checked (issue 37): quick (device counts, DCGM level 1, EFA), standard "
+        "(DCGM level 2, EFA loopback, a short NCCL all-reduce against a floor), long (DCGM level 3, a longer NCCL "
+        "run) or off; or {level, floors: {<nodes>: <GB/s>}}. Default: standard on an accelerated queue of 2 or "
+        "more nodes whose type has a known 2-node floor, quick on other accelerated queues, off on CPU queues. "
+        "plan shows each level's time; `fmcluster burn-in` runs the checks. create does not gate on it yet.")
     job_exclusive: bool | None = Field(
         None, description="Whole nodes per job (Slurm OverSubscribe=EXCLUSIVE). Default: on for accelerator queues "
         "(GPU/Trainium training wants every GPU and EFA interface of a node), off for CPU queues.")

@@ -17,6 +17,7 @@ from fmcluster.errors import SpecProblem
 from fmcluster.spec import rules_fields
 from fmcluster.spec.backend_rules import backend_rules
 from fmcluster.spec.budget import check_budget
+from fmcluster.spec.burn_in import check_burn_in
 from fmcluster.spec.hardware_rules import HARDWARE_RULES
 from fmcluster.spec.instance_mix import check_instance_mix
 from fmcluster.spec.models import Spec, max_nodes, min_nodes
@@ -46,7 +47,7 @@ def check_rules(spec: Spec, document: PositionedDocument) -> tuple[list[SpecProb
         warnings.append(document.problem(path, message))
 
     for rule in (_names, _region, _instance_types, _capacity, _storage, _network, _tags,
-                 check_tag_count, check_network, check_access, check_instance_mix, check_budget):
+                 check_tag_count, check_network, check_access, check_instance_mix, check_budget, check_burn_in):
         rule(spec, error, warn)
     backend_rules(spec.backend).check(spec, error, warn)
 
