@@ -71,12 +71,16 @@ def round_bound(nodes: int) -> int:
     return math.ceil(math.log2(nodes)) + 1 if nodes > 1 else 0
 
 
-def narrow(nodes: Sequence[str], measure: Measure) -> Finding:
+def narrow(nodes: Sequence[str], measure: Measure, known: Mapping[Run, bool] | None = None) -> Finding:
+    """``known``: runs already measured (slow or not), e.g. a first round of pairs; every candidate they rule out
+    is gone before the first round, which can only make the rounds fewer."""
     if len(nodes) < 2 or len(set(nodes)) != len(nodes):
         raise ValueError(f"narrowing needs two or more distinct nodes, got {list(nodes)}")
     order = list(nodes)
     candidates = [Hypothesis("none")] + [Hypothesis("node", (n,)) for n in order] + [
         Hypothesis("link", pair) for pair in combinations(order, 2)]
+    if known:
+        candidates = _keep(candidates, list(known), known)
     rounds = 0
     for bit in range(math.ceil(math.log2(len(order)))):
         if len(candidates) == 1:
