@@ -13,11 +13,15 @@ side (one round) and says each one's peak all-reduce bus bandwidth, None for a r
 
    * a run of two nodes: below the catalog's 2-node floor, or it did not finish;
    * a run of more nodes: it did not finish, or its bus bandwidth is below :data:`RELATIVE_SLOW` (80 %) of the
-     fastest run of the same node count measured so far (its own round first). The catalog has no floor for those
-     node counts and none is made up: bus bandwidth falls as nodes are added, so only runs of the same size compare.
-     80 % is the margin the catalog's floors leave below their own measurements (nccl_floors.yaml): run-to-run
-     spread on a healthy fabric stays inside it, while one link at half speed drags a ring all-reduce to about
-     half. A run with nothing of its size to compare with counts as fast, and the report says so.
+     fastest run of about its size measured so far (its own round included): the same node count, or one more or
+     one fewer. The catalog has no floor for those node counts and none is made up: bus bandwidth falls as nodes
+     are added (2 → 4 nodes can cost a third of it), so only runs of about one size compare; from three nodes up,
+     one node more moves the hardware ceiling of :mod:`fmcluster.catalog.nccl_floors` by under 10 %, well inside
+     the margin. 80 % is the margin the catalog's floors leave below their own measurements (nccl_floors.yaml):
+     run-to-run spread on a healthy fabric stays inside it, while one link at half speed drags a ring all-reduce
+     to about half. Narrowing numbers the nodes so each round's two halves are the same size (within one node,
+     ``narrow(balanced=True)``), so each has the other to compare with. A run with nothing of about its size to
+     compare with (the 3-node half beside a pair, with five nodes) counts as fast, and the report says so.
 
 The report lists every run (nodes, bus bandwidth, the floor or the reference it was judged by, slow, round) and the
 finding: the node or link, the rounds the narrowing used (at most ⌈log2 N⌉ + 1), and the rounds in all.
@@ -114,7 +118,9 @@ def run(nodes: Sequence[str], instance_type: str, measure: Measure) -> NcclRepor
                 best[size] = max(best.get(size, 0.0), fastest)
         verdicts = {}
         for run_nodes in runs:
-            result = _judged(run_nodes, report.rounds, answers.get(run_nodes), floor, best.get(len(run_nodes)))
+            size = len(run_nodes)
+            near = [best[k] for k in (size - 1, size, size + 1) if k > 2 and k in best]
+            result = _judged(run_nodes, report.rounds, answers.get(run_nodes), floor, max(near, default=None))
             report.runs.append(result)
             verdicts[run_nodes] = result.slow
         return verdicts
@@ -126,7 +132,7 @@ def run(nodes: Sequence[str], instance_type: str, measure: Measure) -> NcclRepor
         partner = next((p[0] for p in pairs if not known[p]), pairs[0][0])
         known.update(measured([(order[-1], partner)]))
     if any(known.values()) or len(order) >= 3:
-        report.finding = narrow.narrow(order, measured, known)
+        report.finding = narrow.narrow(order, measured, known, balanced=True)
     return report
 
 
@@ -140,8 +146,8 @@ def _judged(nodes: Run, round_: int, busbw: float | None, floor: float, referenc
                          f"{busbw:.1f} GB/s {'below' if slow else 'at or above'} the 2-node floor of {floor:g} GB/s")
     if reference is None:
         return RunResult(nodes, round_, busbw, False, None, None,
-                         f"{busbw:.1f} GB/s; no other {len(nodes)}-node run to compare with (no floor for that size)")
+                         f"{busbw:.1f} GB/s; no run of about {len(nodes)} nodes to compare with (no floor for that size)")
     slow = busbw < RELATIVE_SLOW * reference
     return RunResult(nodes, round_, busbw, slow, None, reference,
-                     f"{busbw:.1f} GB/s = {busbw / reference:.0%} of the fastest {len(nodes)}-node run "
+                     f"{busbw:.1f} GB/s = {busbw / reference:.0%} of the fastest run of about {len(nodes)} nodes "
                      f"({reference:.1f} GB/s); slow below {RELATIVE_SLOW:.0%}")

@@ -87,3 +87,17 @@ def test_a_type_without_a_two_node_floor_is_refused():
     with pytest.raises(NoKnownFloor, match="no known floor for p6-b200.48xlarge") as info:
         rounds.run(NODES, "p6-b200.48xlarge", _fabric()[0])
     assert isinstance(info.value, UsageError)
+
+
+@pytest.mark.parametrize("count", [6, 7, 8])
+def test_every_single_link_or_node_of_six_to_eight_nodes_is_found(count):
+    """Six or seven nodes left (two failed their own checks): narrowing's halves are kept the same size within one
+    node, so each larger run has another of about its size to be compared with."""
+    nodes = NODES[:count]
+    faults = [{"node": n} for n in nodes] + [{"link": (a, b)} for i, a in enumerate(nodes) for b in nodes[i + 1:]]
+    for fault in faults:
+        measure, _ = _fabric(**fault)
+        finding = rounds.run(nodes, "p5.48xlarge", measure).finding_json()
+        expected = [fault["node"]] if "node" in fault else list(fault["link"])
+        assert (finding["kind"], finding["nodes"]) == (next(iter(fault)), expected), (fault, finding)
+        assert finding["narrowing_rounds"] <= finding["round_bound"]
