@@ -146,7 +146,8 @@ def _judged(nodes: Run, round_: int, busbw: float | None, floor: float, referenc
                          f"{busbw:.1f} GB/s {'below' if slow else 'at or above'} the 2-node floor of {floor:g} GB/s")
     if reference is None:
         return RunResult(nodes, round_, busbw, False, None, None,
-                         f"{busbw:.1f} GB/s; no run of about {len(nodes)} nodes to compare with (no floor for that size)")
+                         f"{busbw:.1f} GB/s; no run of about {len(nodes)} nodes to compare with (no floor for "
+                         "that size)")
     slow = busbw < RELATIVE_SLOW * reference
     return RunResult(nodes, round_, busbw, slow, None, reference,
                      f"{busbw:.1f} GB/s = {busbw / reference:.0%} of the fastest run of about {len(nodes)} nodes "

@@ -15,7 +15,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ from fixtures.kube import cluster_api, daemonset
 
 from fmcluster.backends import registry
 from fmcluster.backends.context import BackendContext
-from fmcluster.backends.eks.smoke import submit
+from fmcluster.backends.eks.smoke import mpijob, submit
 from fmcluster.backends.protocol import BurnInRequest
 from fmcluster.connection import aws
 from fmcluster.engine import Context
@@ -140,18 +142,29 @@ def test_faults_fail_their_nodes_with_check_and_figure_and_the_slow_link_is_foun
     _nothing_left(p5["http"])
 
 
-def test_busy_nodes_are_skipped_and_quick_runs_no_all_reduce(sandbox, burn_in, p5):
+def test_busy_nodes_are_skipped_and_quick_runs_no_all_reduce(sandbox, burn_in, p5, tmp_path):
+    """A training job's worker holds every GPU of the last node: that node is busy, never checked."""
     http = p5["http"]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "training", "namespace": "default"},
-           "spec": {"nodeName": p5["nodes"][7], "containers": [{"name": "main", "image": "busybox", "resources": {
-               "limits": {"nvidia.com/gpu": 8}}}]}}
-    assert http("POST", PODS, pod)[0] == 201
+    path = tmp_path / "spec.yaml"
+    path.write_text(p5["spec"])
+    spec = load_spec(path).spec
+    queue = spec.queues[0]
+    job = replace(mpijob.smoke_job(spec, queue, 1, None), name="training")
+    manifest = mpijob.manifest(spec, job, 120, script="sleep 60", hosts=(p5["nodes"][7],),
+                               purpose_label="example.com/training")
+    assert http("POST", JOBS, manifest)[0] == 201
     try:
+        deadline = time.monotonic() + 30
+        while not any(p["spec"].get("nodeName") == p5["nodes"][7] for p in http("GET", PODS)[1]["items"]):
+            assert time.monotonic() < deadline, "the training job's worker was never placed"
+            time.sleep(0.2)
         report = burn_in("quick")
     finally:
-        http("DELETE", f"{PODS}/training")
+        http("DELETE", f"{JOBS}/training")
     states = {n["node"]: n["state"] for n in report["nodes"]}
     assert states.pop(p5["nodes"][7]) == "busy" and set(states.values()) == {"passed"}
+    busy = next(n for n in report["nodes"] if n["state"] == "busy")
+    assert busy["detail"] == "skipped: pod default/training-worker-0 holds nvidia.com/gpu, vpc.amazonaws.com/efa"
     assert report["passed"] and report["nccl"]["runs"] == [] and "runs no all-reduce" in report["nccl"]["note"]
     checks = {c["name"]: c["found"] for c in report["nodes"][0]["checks"]}
     assert checks == {"gpus": 8, "efa": 32, "dcgm": "pass"}

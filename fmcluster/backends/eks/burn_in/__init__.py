@@ -15,6 +15,7 @@ from fmcluster.catalog.burn_in_levels import LEVELS, NCCL_ITERS, Level
 from fmcluster.catalog.hardware import hardware
 from fmcluster.catalog.nccl_floors import NoKnownFloor
 from fmcluster.errors import UsageError
+from fmcluster.spec.models import instance_types_of
 
 if TYPE_CHECKING:
     from fmcluster.backends.context import BackendContext
@@ -35,14 +36,18 @@ def checked(spec: Spec, request: BurnInRequest) -> tuple[Expectations, Level]:
     """The queue's expectations and the level, or a UsageError: an unknown level or queue, a queue without NVIDIA
     GPUs (the EKS check job runs NVIDIA's tools), a type with no 2-node floor at a level that runs NCCL."""
     level = level_of(request.level)
-    queue = request.queue or next((q.name for q in spec.queues if hardware(q.instance_type).has_gpus), None)
+    queue = request.queue or next((q.name for q in spec.queues if hardware(str(q.instance_type)).has_gpus), None)
     expect = expectations(spec, queue, None)
-    if not hardware(expect.queue.instance_type).has_gpus:
+    if len(instance_types_of(expect.queue)) > 1:
+        raise UsageError(f"queue {expect.queue.name} has several instance types "
+                         f"({', '.join(instance_types_of(expect.queue))}): burn-in judges one type's nodes against "
+                         "that type's counts and floor; not supported yet")
+    if not hardware(str(expect.queue.instance_type)).has_gpus:
         raise UsageError(f"queue {expect.queue.name} ({expect.queue.instance_type}) has no NVIDIA GPUs: burn-in on "
                          "EKS runs nvidia-smi, dcgmi and nccl-tests; name a GPU queue with --queue")
     if NCCL_ITERS[level]:
         try:
-            rounds.pair_floor(expect.queue.instance_type)
+            rounds.pair_floor(str(expect.queue.instance_type))
         except NoKnownFloor as exc:
             raise UsageError(f"{exc}; level {level} judges all-reduce against it. `--level quick` runs the per-node "
                              "checks alone (device counts, DCGM level 1, EFA)") from None

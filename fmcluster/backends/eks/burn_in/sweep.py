@@ -76,7 +76,7 @@ def run(context: BackendContext, spec: Spec, expect: Expectations, level: Level,
             def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
                 return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink)
 
-            result = rounds.run(passed, expect.queue.instance_type, measure)
+            result = rounds.run(passed, str(expect.queue.instance_type), measure)
             note = f"{len(passed)} node(s) that passed their own checks"
     return report.build(context.name, expect, level, verdicts, busy, unanswered, result, note,
                         {"scheduler": spec.kubernetes.scheduler})
@@ -90,7 +90,8 @@ def _ready_nodes(api: KubeApi, queue: str) -> list[str]:
     ready = []
     for node in found:
         conditions = {c.type: c.status for c in (node.status.conditions or [])} if node.status else {}
-        if conditions.get("Ready") == "True" and not (node.spec and node.spec.unschedulable):
+        if conditions.get("Ready") == "True" and not (node.spec and node.spec.unschedulable) and node.metadata \
+                and node.metadata.name:
             ready.append(node.metadata.name)
     return sorted(ready)
 
@@ -104,9 +105,10 @@ def _busy(api: KubeApi, nodes: list[str]) -> dict[str, str]:
     busy: dict[str, str] = {}
     for pod in pods:
         node = pod.spec.nodeName if pod.spec else None
-        if node not in nodes or node in busy or (pod.status and pod.status.phase not in ("Pending", "Running")):
-            continue
         meta = pod.metadata
+        if node is None or node not in nodes or node in busy or meta is None or pod.spec is None or \
+                (pod.status and pod.status.phase not in ("Pending", "Running")):
+            continue
         if any(o.kind == "DaemonSet" for o in (meta.ownerReferences or [])) or \
                 (meta.labels or {}).get(jobs.BURN_IN_LABEL):
             continue
