@@ -32,6 +32,7 @@ from fmcluster.backends.eks.smoke import mpijob, submit
 from fmcluster.backends.protocol import BurnInRequest
 from fmcluster.connection import aws
 from fmcluster.engine import Context
+from fmcluster.errors import UsageError
 from fmcluster.spec import load_spec
 from fmcluster.state.store import StateStore
 from fmcluster.verbs.connect.smoke_command import SINK
@@ -197,4 +198,20 @@ def test_the_installed_command_passes_a_healthy_queue_and_refuses_a_bad_level(sa
     report = json.loads(ran.stdout)
     assert [n["state"] for n in report["nodes"]] == ["passed"] * 8
     assert (report["level"], report["nccl"]["finding"]["kind"], report["passed"]) == ("standard", "none", True)
+    _nothing_left(p5["http"])
+
+
+def test_a_queue_without_ready_nodes_is_refused_before_anything_is_submitted(sandbox, sandbox_env, monkeypatch, p5,
+                                                                              tmp_path):
+    monkeypatch.setattr(aws, "_target", aws.target())
+    aws.configure(None, REGION, sandbox.endpoint_url)
+    path = tmp_path / "spec.yaml"
+    path.write_text(p5["spec"].replace("  - name: train\n", "  - name: spare\n"))
+    spec = load_spec(path).spec
+    ctx = Context(cluster=p5["name"], region=REGION, client=lambda service: aws.client(service, REGION),
+                  cluster_id="c0ffee12")
+    with pytest.raises(UsageError, match="queue spare of .* has no Ready node to burn in") as info:
+        registry.get("eks").burn_in(BackendContext(p5["name"], REGION, ctx, spec), BurnInRequest("spare", "quick"),
+                                    SINK)
+    assert info.value.exit_code == 2
     _nothing_left(p5["http"])

@@ -48,3 +48,15 @@ def test_a_type_without_a_floor_is_refused_with_quick_suggested(tmp_path):
         checked(spec, BurnInRequest(None, "standard"))
     assert "no known floor for p6e-gb200.36xlarge" in str(info.value) and "`--level quick`" in str(info.value)
     assert checked(spec, BurnInRequest(None, "quick"))[1] == "quick"
+
+
+@pytest.mark.parametrize("backend", ["pcs", "parallelcluster"])
+def test_slurm_backends_say_burn_in_is_not_there_yet(backend):
+    from fmcluster.backends import registry
+    from fmcluster.backends.context import BackendContext
+    from fmcluster.verbs.connect.smoke_command import SINK
+
+    context = BackendContext("llama", "us-east-1", None)  # type: ignore[arg-type]  # refused before any call
+    with pytest.raises(UsageError, match="burn-in on Slurm clusters: not available yet for llama") as info:
+        registry.get(backend).burn_in(context, BurnInRequest(None, "quick"), SINK)
+    assert info.value.exit_code == 2
