@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -215,3 +216,46 @@ def test_a_queue_without_ready_nodes_is_refused_before_anything_is_submitted(san
                                     SINK)
     assert info.value.exit_code == 2
     _nothing_left(p5["http"])
+
+
+def test_sigterm_during_a_round_deletes_its_jobs_and_a_killed_runs_leftover_goes_next_time(sandbox, p5, tmp_path):
+    """A node whose all_reduce_perf never finishes holds its pair's run open; SIGTERM then deletes every job of the
+    round and exits 143 (128 + SIGTERM, as Ctrl-C exits 130). A job left by a run killed outright is deleted by the
+    next run before it looks for busy nodes."""
+    home = tmp_path / "home"
+    env = _env(sandbox, home)
+    os.environ["FMCLUSTER_HOME"] = str(home)
+    try:
+        StateStore().save_cluster(p5["name"], REGION, "eks", p5["spec"], None, "ACTIVE")
+    finally:
+        del os.environ["FMCLUSTER_HOME"]
+    http = p5["http"]
+    sandbox.faults({"node_health": {p5["nodes"][0]: {"never_finishes": True}}})
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "fmcluster"), "burn-in", p5["name"], "--timeout", "2"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(j["metadata"]["name"] == "fmcluster-burn-in-train-1" for j in http("GET", JOBS)[1]["items"]):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        sandbox.faults({"reset": True})
+    assert proc.returncode == 128 + signal.SIGTERM and "ended by SIGTERM" in err and "Traceback" not in err, err
+    _nothing_left(http)
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(p5["spec"])
+    spec = load_spec(path).spec
+    job = replace(mpijob.smoke_job(spec, spec.queues[0], 1, None), name="fmcluster-burn-in-train-7")
+    left = mpijob.manifest(spec, job, 120, script="sleep 60", hosts=(p5["nodes"][3],),
+                           purpose_label="fmcluster.io/burn-in")
+    assert http("POST", JOBS, left)[0] == 201
+    ran = run_in_process(["burn-in", p5["name"], "--level", "quick", "--json"], env)
+    assert ran.returncode == 0, ran.stderr
+    assert "deleting MPIJob default/fmcluster-burn-in-train-7, left by an earlier burn-in" in ran.stderr
+    assert [n["state"] for n in json.loads(ran.stdout)["nodes"]] == ["passed"] * 8
+    _nothing_left(http)

@@ -15,6 +15,7 @@ whatever happens; the runs of a round wait in threads, and an interrupt of the m
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import time
 from collections.abc import Iterator
@@ -54,6 +55,7 @@ def run(context: BackendContext, spec: Spec, expect: Expectations, level: Level,
     if not nodes:
         raise UsageError(f"queue {queue} of {context.name} has no Ready node to burn in; `fmcluster status "
                          f"{context.name}` shows its nodes")
+    _delete_leftovers(api, sink)
     busy = _busy(api, nodes)
     for node, why in busy.items():
         sink.note(f"{node} is running a job ({why}): skipped")
@@ -94,6 +96,23 @@ def _ready_nodes(api: KubeApi, queue: str) -> list[str]:
                 and node.metadata.name:
             ready.append(node.metadata.name)
     return sorted(ready)
+
+
+def _delete_leftovers(api: KubeApi, sink: SmokeSink) -> None:
+    """Burn-in's own MPIJobs left by a run killed outright (SIGKILL: no cleanup ran), which would hold the nodes this
+    run checks. Each job's name is found again by a rerun only for the check job, so every labelled one goes."""
+    rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND)
+    if rtype is None:
+        return
+    found: list[Any] = api.call("listing burn-in's MPIJobs", lambda: list(api.client.list(
+        rtype, namespace="*", labels={jobs.BURN_IN_LABEL: "true"})))
+    for item in found:
+        meta = getattr(item, "metadata", None)
+        name, namespace = getattr(meta, "name", None), getattr(meta, "namespace", None)
+        if name and namespace:
+            sink.note(f"deleting MPIJob {namespace}/{name}, left by an earlier burn-in")
+            api.call(f"deleting MPIJob {name}", functools.partial(api.client.delete, rtype, name,
+                                                                  namespace=namespace))
 
 
 def _busy(api: KubeApi, nodes: list[str]) -> dict[str, str]:
