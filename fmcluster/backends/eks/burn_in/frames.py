@@ -5,14 +5,15 @@ Every rank (one per node) prints each tool's stdout and stderr base64-encoded, c
 
     FMCLUSTER-BURN-IN <host> <check> <exit code|none> <out|err> <i>/<n> <base64 chunk or ->
 
-Why this survives real Open MPI: mpirun forwards each rank's output as it reads it from that rank's pipe, so lines of
-different ranks can interleave, and a long line could be split by another rank's output landing between two reads.
-Each frame line is short (:data:`CHUNK` characters of base64 plus the header, under the 4,096 bytes of PIPE_BUF, the
-most POSIX writes to a pipe at once without interleaving) and written by one ``printf``, so it reaches mpirun whole;
-the launcher's own stdout is one stream. The reader takes only lines that match the frame exactly, puts each
-stream's chunks back by their number, and requires all ``n`` of them and valid base64: a garbled, missing or doubled
-chunk makes that tool's output unreadable, which the judge counts as a failed check, never as a pass. ``none`` is
-the tool not installed (``command -v`` found nothing), the judge's ``absent``.
+Why this is safe with real Open MPI: mpirun forwards each rank's output as its daemon reads it from that rank's pipe,
+so lines of different ranks interleave, and a line cut where one read ended can have another rank's output put in
+the middle. Each frame line is short (:data:`CHUNK` characters of base64 plus the header, under the 4,096 bytes of
+PIPE_BUF, which POSIX writes to a pipe in one piece) and printed by one ``printf``, so it enters the pipe whole and a
+cut is rare; and the reader never trusts the order: it takes only lines that match the frame exactly, puts each
+stream's chunks back by their number, and requires all ``n`` of them and valid base64. A cut or garbled line makes
+its chunk missing, so that tool's output is unreadable, which the judge counts as a failed check, never as a pass
+(rerun; a real fault fails the same way twice). ``none`` is the tool not installed (``command -v`` found nothing),
+the judge's ``absent``.
 """
 
 from __future__ import annotations
