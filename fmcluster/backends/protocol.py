@@ -107,6 +107,17 @@ class SmokeRequest:
     image: str | None = None  # the nccl-tests image on a Kubernetes cluster
 
 
+@dataclass(frozen=True)
+class BurnInRequest:
+    """What ``fmcluster burn-in`` asks of the backend: the queue (None: the first with accelerators), the level
+    (``quick``, ``standard`` or ``long``: fmcluster/catalog/burn_in_levels.py), and how long each job may take."""
+
+    queue: str | None
+    level: str = "standard"
+    timeout_min: float = 30.0
+    image: str | None = None  # the check image on a Kubernetes cluster
+
+
 # A progress line's sink: (what it shows now, seconds since the wait began).
 Tick = Callable[[str, float], None]
 
@@ -275,6 +286,14 @@ class Backend(Lifecycle, Protocol):
         """``fmcluster smoke``: run the backend's smoke job on the cluster, wait for it, judge its output, and
         leave nothing running (a timeout, Ctrl-C, SIGTERM or SIGHUP cancel it); the report of docs/smoke-json.md.
         On the light object: it names the extra it needs itself, when it gets that far."""
+        ...
+
+    def burn_in(self, context: BackendContext, request: BurnInRequest, sink: SmokeSink) -> dict[str, Any]:
+        """``fmcluster burn-in``: the per-node checks on the queue's idle nodes (never a node running a job), judged
+        by :mod:`fmcluster.backends.burn_in.judge`, then the NCCL rounds of :mod:`fmcluster.backends.burn_in.rounds`
+        over the nodes that passed; every job it made deleted whatever happens. The report of docs/burn-in-json.md.
+        Bad input (level, queue, a type without a floor at a level that runs NCCL, a cluster not ready) is a
+        UsageError before anything is submitted."""
         ...
 
     def guard_calls(self, spec: Spec, on_limit: str, fires_at: str) -> list[GuardCall]:

@@ -145,6 +145,64 @@ def register(app: typer.Typer, name_argument: object) -> None:
         if not report["ok"]:
             raise typer.Exit(1)
 
+    @app.command("burn-in")
+    def burn_in(
+        name: str = name_argument,  # type: ignore[assignment]
+        queue: Optional[str] = typer.Option(None, "--queue", "-q", metavar="QUEUE",
+                                            help="Queue to burn in (default: the first with accelerators)."),
+        level: str = typer.Option("standard", "--level", "-l", metavar="LEVEL",
+                                  help="quick | standard | long (below: what each runs)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/burn-in-json.md)."),
+        timeout: float = typer.Option(30, "--timeout", min=0.01, metavar="MIN",
+                                      help="Give up on a job (and delete it) after MIN minutes."),
+        image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE",
+                                            help="EKS: the image of the check and all-reduce jobs (default: the "
+                                                 "smoke test's nccl-tests image; the checks need dcgmi in it)."),
+    ) -> None:
+        """Check the idle nodes of a running cluster, as a new node is checked before it takes jobs: each node's
+        GPUs (nvidia-smi -L) and EFA devices (fi_info -p efa) against the catalog and DCGM's diagnostics
+        (dcgmi diag), then nccl-tests all-reduce in pairs against the catalog's 2-node floor, a slow result narrowed
+        to the node or link that causes it in at most ⌈log2 N⌉ + 1 rounds. A node running a job is never touched:
+        it is listed as busy. Every job it submits is deleted when it ends, fails, times out or is interrupted.
+
+        Levels (every node's checks run at once; times from DCGM's and
+        nccl-tests' documentation):
+
+        quick: device counts, DCGM level 1 (seconds), EFA; no all-reduce.
+
+        standard (default): DCGM level 2 (about 2 minutes), EFA, all-reduce
+        of 20 iterations (seconds per run).
+
+        long: DCGM level 3 (about 15 minutes), EFA, all-reduce of 100
+        iterations.
+
+        A type with no published 2-node all-reduce floor is refused at
+        standard and long: use --level quick.
+
+        Exit 0 every checked node passed; 1 a node failed (named with its
+        check and figure); 2 bad input (an unknown level or queue, a cluster
+        not ready, no floor). EKS: MPIJobs through the queue's scheduler.
+        Slurm: not yet.
+
+        Example: fmcluster burn-in llama-eks --level quick
+
+        fmcluster burn-in llama-eks --json | jq .nccl.finding
+        """
+        from fmcluster.backends.burn_in.report import failures
+        from fmcluster.output import ui
+        from fmcluster.verbs.connect import burn_in_command
+        from fmcluster.verbs.connect.view import print_burn_in
+
+        report = burn_in_command.run(name, queue, level, timeout, image)
+        if as_json:
+            ui.print_json(report)
+        else:
+            print_burn_in(report)
+        if not report["passed"]:
+            for line in failures(report):
+                ui.error(line)
+            raise typer.Exit(1)
+
     @app.command()
     def logs(
         name: str = name_argument,  # type: ignore[assignment]

@@ -21,7 +21,9 @@ Control routes (JSON in, JSON out; not AWS APIs):
     (``dcgmi diag -r 2 -j`` there fails GPU 3's memory test, with DCGM's message and exit code; a test name
     dcgmi diag does not run is a 400 naming those it does); ``{"node_health": {"<node>": null}}`` heals it;
     ``{"slow_link": ["<node a>", "<node b>", 0.5]}`` (an all-reduce spanning both runs at that factor;
-    ``null`` removes it). :mod:`fmcluster_sandbox.kube.node_health` says what a healthy node has.
+    ``null`` removes it); ``{"nccl_replay_larger_runs": true}`` (an all-reduce over more nodes than any capture
+    replays its type's 2-node capture: a model for tests that compare runs of one size, off by default).
+    :mod:`fmcluster_sandbox.kube.node_health` says what a healthy node has.
 ``GET /_fmcluster/quotas?region=us-east-1``
     the service quotas the sandbox answers with for that region (``ec2`` vCPU quotas, ``pcs`` Clusters).
 ``POST /_fmcluster/quotas``

@@ -71,6 +71,9 @@ class Faults:
       RebootInstances reboots that instance, a fault a reboot clears; ``null`` makes the node healthy again.
     - ``slow_link``: ``["<node a>", "<node b>", factor]``, a link between two nodes (names or instance ids) that
       runs at ``factor`` (0 < factor <= 1) of its speed in an all-reduce spanning both; ``null`` removes it.
+    - ``nccl_replay_larger_runs``: ``true`` lets an all-reduce over more nodes than any capture of its type replay
+      the type's 2-node capture, for a test that compares runs of one size with each other (burn-in's narrowing).
+      A model no one measured, off by default: a smoke test then still fails on a node count with no capture.
     """
 
     seed: int = 0
@@ -82,6 +85,7 @@ class Faults:
     topology_move: dict[str, str] = field(default_factory=dict)
     node_health: dict[str, dict[str, Any]] = field(default_factory=dict)
     slow_link: list[Any] | None = None
+    nccl_replay_larger_runs: bool = False
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
@@ -177,6 +181,7 @@ class Faults:
             "topology_move",
             "node_health",
             "slow_link",
+            "nccl_replay_larger_runs",
         }
         if unknown:
             raise ValueError(f"unknown fault fields: {', '.join(sorted(unknown))}")
@@ -196,6 +201,11 @@ class Faults:
                 nodes, link = dict(self.node_health), self.slow_link
             if "slow_link" in changes:
                 link = changes["slow_link"]
+            replay = False if changes.get("reset") else self.nccl_replay_larger_runs
+            if "nccl_replay_larger_runs" in changes:
+                replay = changes["nccl_replay_larger_runs"]
+                if not isinstance(replay, bool):
+                    raise ValueError("nccl_replay_larger_runs must be true or false")
             for name, target in (("latency", latency), ("throttle_rate", throttle), ("fail_status", fail),
                                  ("capacity_block_health", health), ("topology_move", moves),
                                  ("node_health", nodes)):
@@ -231,6 +241,7 @@ class Faults:
             self.capacity_block_health = health
             self.topology_move = moves
             self.node_health, self.slow_link = nodes, (list(link) if link else None)
+            self.nccl_replay_larger_runs = replay
             if changes.get("reset"):
                 self.held = {}
             if "seed" in changes or changes.get("reset"):
@@ -255,6 +266,7 @@ class Faults:
                 "topology_move": dict(self.topology_move),
                 "node_health": {k: dict(v) for k, v in self.node_health.items()},
                 "slow_link": list(self.slow_link) if self.slow_link else None,
+                "nccl_replay_larger_runs": self.nccl_replay_larger_runs,
                 "held": {key: dict(counts) for key, counts in self.held.items()},
             }
 

@@ -25,7 +25,7 @@ FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 QUICKSTART_PCS = ROOT / "configs" / "quickstart-pcs.yaml"
 COMMANDS = ["plan", "render", "validate", "preflight", "create", "scale", "status", "destroy", "ssh", "smoke",
-            "logs", "topology", "sandbox", "schema", "capacity"]
+            "burn-in", "logs", "topology", "sandbox", "schema", "capacity"]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

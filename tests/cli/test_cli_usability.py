@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
 QUICKSTART_PCS = ROOT / "configs" / "quickstart-pcs.yaml"
 QUICKSTART_PC = ROOT / "configs" / "quickstart-parallelcluster.yaml"
-COMMANDS = ["plan", "render", "validate", "preflight", "create", "scale", "status", "destroy", "ssh", "smoke", "logs",
-            "topology", "schema", "sandbox", "sandbox start", "sandbox stop", "sandbox status", "sandbox env"]
+COMMANDS = ["plan", "render", "validate", "preflight", "create", "scale", "status", "destroy", "ssh", "smoke",
+            "burn-in", "logs", "topology", "schema", "sandbox", "sandbox start", "sandbox stop", "sandbox status",
+            "sandbox env"]
 TYPE_TAGS = re.compile(r"<(bool|str|int|float|path|list\[str\]|float range|int range)>|\{[a-z_]+\}")
 
 
@@ -109,7 +110,7 @@ def _complete(tmp_path: Path, shell: str, words: str) -> str:
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_cluster_names_complete_from_the_state_store(known_clusters: Path, shell: str) -> None:
-    for command in ("status", "destroy", "ssh", "smoke", "logs", "scale", "topology"):
+    for command in ("status", "destroy", "ssh", "smoke", "burn-in", "logs", "scale", "topology"):
         out = _complete(known_clusters, shell, f"fmcluster {command} ")
         assert "quickstart-pcs" in out and "llama-pretrain" in out, (command, out)
     narrowed = _complete(known_clusters, shell, "fmcluster status qu")
@@ -235,7 +236,7 @@ def test_smoke_on_an_unreachable_host_is_one_clear_error(known_clusters: Path) -
 
 
 @pytest.mark.parametrize("args", [("destroy", "", "--yes"), ("status", ""), ("status", " "), ("scale", "", "q=1"),
-                                  ("ssh", ""), ("smoke", ""), ("logs", ""), ("kubeconfig", ""),
+                                  ("ssh", ""), ("smoke", ""), ("burn-in", ""), ("logs", ""), ("kubeconfig", ""),
                                   ("topology", "")])
 def test_an_empty_cluster_name_is_a_usage_error_before_aws(known_clusters: Path, args: tuple[str, ...]) -> None:
     """`destroy ''` (a shell variable never set) stops at the argument: exit 2, one message, and -v's count of AWS

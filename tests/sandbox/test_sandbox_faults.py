@@ -24,11 +24,13 @@ def test_defaults_and_json_round_trip():
         "topology_move": {},
         "node_health": {},
         "slow_link": None,
+        "nccl_replay_larger_runs": False,
         "held": {},
     }
     faults.update({"latency": {"pcs.cluster": 2}, "insufficient_capacity": ["p5.48xlarge"], "seed": 7,
                    "capacity_block_health": {"cb-0123456789abcdef0": {"interconnect_status": "impaired"}},
-                   "node_health": {"i-0123456789abcdef0": {"gpus_missing": 1}}, "slow_link": ["a", "b", 0.5]})
+                   "node_health": {"i-0123456789abcdef0": {"gpus_missing": 1}}, "slow_link": ["a", "b", 0.5],
+                   "nccl_replay_larger_runs": True})
     clone = Faults()
     clone.update(json.loads(json.dumps(faults.to_json())))
     assert clone.to_json() == faults.to_json()

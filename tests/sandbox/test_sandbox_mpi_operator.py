@@ -244,6 +244,14 @@ def test_bandwidth_is_measured_or_absent_and_faults_scale_it():
     four = [*nodes, node("c"), node("d")]
     missing = node_health.bandwidth(four, [node_health.node_facts(n, faults) for n in four], faults)
     assert missing["rows"] is None and "p5.48xlarge x 4 node(s)" in missing["missing"]
+    # burn-in's narrowing compares runs of one size: the switch replays the 2-node capture for them, faults and all
+    faults.update({"nccl_replay_larger_runs": True})
+    replayed = node_health.bandwidth(four, [node_health.node_facts(n, faults) for n in four], faults)
+    assert (replayed["source"], replayed["factor"]) == ("aws-samples-2x-p5.48xlarge.txt", 0.75)
+    with pytest.raises(ValueError, match="nccl_replay_larger_runs must be true or false"):
+        faults.update({"nccl_replay_larger_runs": "yes"})
+    faults.update({"reset": True})
+    assert node_health.bandwidth(four, [node_health.node_facts(n, faults) for n in four], faults)["rows"] is None
 
 
 @pytest.mark.parametrize("change", [{"node_health": {"n": {"gpus_missing": -1}}},

@@ -71,17 +71,27 @@ def round_bound(nodes: int) -> int:
     return math.ceil(math.log2(nodes)) + 1 if nodes > 1 else 0
 
 
-def narrow(nodes: Sequence[str], measure: Measure) -> Finding:
+def narrow(nodes: Sequence[str], measure: Measure, known: Mapping[Run, bool] | None = None,
+           balanced: bool = False) -> Finding:
+    """``known``: runs already measured (slow or not), e.g. a first round of pairs; every candidate they rule out
+    is gone before the first round, which can only make the rounds fewer. ``balanced``: number the nodes in pairs
+    of complements (``x`` and ``2^k - 1 - x``) instead of 0..N-1, so that every bit round's two halves hold the same
+    number of nodes (within one for an odd N): a caller that can only compare runs of one size needs that. Any
+    distinct numbers keep the argument above (a node's bits spell its number; a link's remaining candidates are
+    ``{u, u xor mask}``)."""
     if len(nodes) < 2 or len(set(nodes)) != len(nodes):
         raise ValueError(f"narrowing needs two or more distinct nodes, got {list(nodes)}")
     order = list(nodes)
     candidates = [Hypothesis("none")] + [Hypothesis("node", (n,)) for n in order] + [
         Hypothesis("link", pair) for pair in combinations(order, 2)]
+    if known:
+        candidates = _keep(candidates, list(known), known)
     rounds = 0
+    code = _complement_codes(len(order)) if balanced else list(range(len(order)))
     for bit in range(math.ceil(math.log2(len(order)))):
         if len(candidates) == 1:
             break
-        halves = [tuple(n for i, n in enumerate(order) if (i >> bit) & 1 == side) for side in (0, 1)]
+        halves = [tuple(n for i, n in enumerate(order) if (code[i] >> bit) & 1 == side) for side in (0, 1)]
         runs = [half for half in halves if len(half) >= 2]
         if not runs or not _splits(runs, candidates):
             continue
@@ -94,6 +104,16 @@ def narrow(nodes: Sequence[str], measure: Measure) -> Finding:
         candidates = _keep(candidates, runs, measure(runs))
         rounds += 1
     return Finding(rounds, tuple(candidates))
+
+
+def _complement_codes(count: int) -> list[int]:
+    """``count`` distinct numbers below the next power of two, taken as pairs ``x``, ``top - x``: each pair has each
+    bit set exactly once, so every bit splits the pairs evenly (the odd one out adds one to a side)."""
+    top = (1 << math.ceil(math.log2(count))) - 1
+    codes: list[int] = []
+    for low in range(top // 2 + 1):
+        codes += [low, top - low]
+    return codes[:count]
 
 
 def _keep(candidates: list[Hypothesis], runs: list[Run], slow: Mapping[Run, bool]) -> list[Hypothesis]:

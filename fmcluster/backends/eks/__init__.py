@@ -13,7 +13,7 @@ from fmcluster.backends.protocol import Capability
 
 if TYPE_CHECKING:
     from fmcluster.backends.context import BackendContext
-    from fmcluster.backends.protocol import GuardCall, Lifecycle, SmokeRequest, SmokeSink
+    from fmcluster.backends.protocol import BurnInRequest, GuardCall, Lifecycle, SmokeRequest, SmokeSink
     from fmcluster.checks import CheckResult
     from fmcluster.preflight.common import BackendChecks
     from fmcluster.render.documents import RenderedDocuments
@@ -64,6 +64,12 @@ class EksBackend(LoadsLifecycle):
         from fmcluster.backends.eks import smoke
 
         return smoke.manifest(spec, request)
+
+    def burn_in(self, context: BackendContext, request: BurnInRequest, sink: SmokeSink) -> dict[str, Any]:
+        # On the light object, as smoke: the request is checked (level, queue, floor) before the extra is needed.
+        from fmcluster.backends.eks import burn_in
+
+        return burn_in.run(self.profile, context, request, sink)
 
     def guard_calls(self, spec: Spec, on_limit: str, fires_at: str) -> list[GuardCall]:
         from fmcluster.backends.eks.guard import guard_calls

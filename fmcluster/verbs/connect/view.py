@@ -34,3 +34,35 @@ def print_smoke(report: dict[str, Any]) -> None:
         console.print(f"[red]✗[/] {failing} check(s) failed; {where}", soft_wrap=True)
     else:
         console.print("[green]✓[/] every check passed")
+
+
+_STATES = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "busy": "[dim]–[/]"}
+
+
+def print_burn_in(report: dict[str, Any]) -> None:
+    """One row per node (its state and failed checks with their figures), then the all-reduce runs' finding."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = ui.out_console()
+    console.print(f"[bold]burn-in of {escape(report['cluster'])}[/]: queue {escape(report['queue'])} "
+                  f"({report['instance_type']}), level {report['level']}", soft_wrap=True)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("", "node", "state", "detail"):
+        table.add_column(column)
+    for node in report["nodes"]:
+        bad = [f"{c['name']}: {c['detail']}" for c in node["checks"] if c["status"] not in ("passed", "skipped")]
+        detail = "; ".join(bad) or node.get("detail") or ", ".join(c["name"] for c in node["checks"]) + " passed"
+        table.add_row(_STATES.get(node["state"], "?"), escape(node["node"]), node["state"], escape(detail))
+    console.print(table)
+    finding = report["nccl"]["finding"]
+    if finding:
+        console.print(f"all-reduce: {escape(finding['summary'])} ({len(report['nccl']['runs'])} run(s), "
+                      f"{finding['rounds']} round(s))", soft_wrap=True)
+    else:
+        console.print(f"all-reduce: not run ({escape(report['nccl']['note'])})", soft_wrap=True)
+    failed = [n["node"] for n in report["nodes"] if n["state"] == "failed"]
+    if failed:
+        console.print(f"[red]✗[/] {len(failed)} node(s) failed: {escape(', '.join(failed))}", soft_wrap=True)
+    else:
+        console.print("[green]✓[/] every checked node passed")

@@ -13,6 +13,7 @@ Faults (``POST /_fmcluster/faults``, :class:`fmcluster_sandbox.faults.Faults`), 
 ``slow_link: ["<node a>", "<node b>", factor]``. A model, said here so no one takes it for a measurement: a ring
 all-reduce runs at its slowest member's speed, so the measured rows are scaled by the smallest of each node's
 remaining share of its EFA devices and, when both ends of the slow link are in the job, the link's factor.
+With the ``nccl_replay_larger_runs`` switch a run of more nodes replays its type's 2-node capture (off by default).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def bandwidth(nodes: list[dict[str, Any]], facts: list[dict[str, Any]], faults: 
     types = {f["instance_type"] for f in facts}
     key = (next(iter(types)), len(nodes)) if len(types) == 1 else None
     file = MEASURED.get(key) if key else None
+    if file is None and key and key[1] > 2 and getattr(faults, "nccl_replay_larger_runs", False):
+        file = MEASURED.get((key[0], 2))  # the test asked for it: runs of one size compare, no figure is true
     if file is None:
         what = " + ".join(sorted(types)) or "no node"
         return {"rows": None, "source": None, "factor": 1.0,

@@ -20,14 +20,14 @@ pytest.importorskip("fmcluster_sandbox.eks")
 
 def test_submitted_then_deleted_at_the_timeout_and_on_ctrl_c(sandbox, smoke_cluster, api, monkeypatch):
     job, manifest = p5_kueue_job()
-    missing = smoke_eks._submit_and_wait(api, job, manifest, time.monotonic() + 5, SINK)
+    missing = smoke_eks.submit_and_wait(api, job, manifest, time.monotonic() + 5, SINK)
     assert missing.state == "NO_MPIJOB_KIND" and "MPI Operator is not installed" in missing.detail
 
     http = cluster_api(sandbox.endpoint_url, smoke_cluster, REGION)
     crd = mpijob_crd()
     assert http("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)[0] == 201
 
-    timed_out = smoke_eks._submit_and_wait(api, job, manifest, time.monotonic() + 1, SINK)
+    timed_out = smoke_eks.submit_and_wait(api, job, manifest, time.monotonic() + 1, SINK)
     assert timed_out.state == "TIMEOUT", timed_out
     assert (timed_out.log, http("GET", JOBS)[1]["items"]) == ("", [])
 
@@ -43,7 +43,7 @@ def test_submitted_then_deleted_at_the_timeout_and_on_ctrl_c(sandbox, smoke_clus
 
     monkeypatch.setattr(ui.Ticker, "update", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        smoke_eks._submit_and_wait(api, job, manifest, time.monotonic() + 60, SINK)
+        smoke_eks.submit_and_wait(api, job, manifest, time.monotonic() + 60, SINK)
     assert seen == [60]  # the new job, not the leftover
     assert http("GET", JOBS)[1]["items"] == []
 
@@ -55,6 +55,6 @@ def test_a_refused_job_is_reported_not_raised(sandbox, smoke_cluster, api):
     if http("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org")[0] == 404:
         crd = mpijob_crd()
         assert http("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)[0] == 201
-    refused = smoke_eks._submit_and_wait(api, job, manifest, time.monotonic() + 5, SINK)
+    refused = smoke_eks.submit_and_wait(api, job, manifest, time.monotonic() + 5, SINK)
     assert refused.state == "REFUSED" and "cleanupPolicy" in refused.detail, refused
     assert http("GET", JOBS)[1]["items"] == []

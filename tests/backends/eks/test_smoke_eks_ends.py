@@ -39,7 +39,7 @@ def test_a_job_no_operator_acts_on_ends_before_the_timeout(api, http, monkeypatc
     monkeypatch.setattr(smoke_eks, "OPERATOR_SILENT_S", 1.0)
     job, manifest = p5_kueue_job()
     started = time.monotonic()
-    outcome = smoke_eks._submit_and_wait(api, job, manifest, started + 120, SINK)
+    outcome = smoke_eks.submit_and_wait(api, job, manifest, started + 120, SINK)
     assert outcome.state == "NO_OPERATOR", outcome
     assert "set no condition on the job" in outcome.detail and "kubectl -n mpi-operator get pods" in outcome.detail
     assert time.monotonic() - started < 60  # the silence, not the two-minute timeout, ended it
@@ -59,7 +59,7 @@ def test_a_job_the_operator_marked_is_waited_for(api, http, monkeypatch):
     if not (created[1].get("status") or {}).get("conditions"):  # the CRD's status subresource drops it on create
         status = http("PUT", f"{JOBS}/{job.name}/status", {**created[1], "status": manifest["status"]})
         assert status[0] == 200, status
-    # _submit_and_wait deletes a leftover of the same name first: wait on this one directly
+    # submit_and_wait deletes a leftover of the same name first: wait on this one directly
     rtype = api.resource_type("kubeflow.org/v2beta1", "MPIJob")
     state, detail = smoke_eks._wait(api, rtype, job, time.monotonic() + 1.5, lambda text, elapsed: None)
     assert state == "TIMEOUT" and "last seen: Created: MPIJob default/" in detail, detail

@@ -49,6 +49,8 @@ SCHEDULER_NAMES = {"volcano": "volcano", "kai": "kai-scheduler"}
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
+# The kubelet's well-known label naming its Node ("Well-Known Labels, Annotations and Taints").
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)
@@ -106,12 +108,18 @@ def launcher_script(job: SmokeJob) -> str:
                        all_reduce=ALL_REDUCE, efa=job.efa > 0)
 
 
-def manifest(spec: Spec, job: SmokeJob, timeout_s: int) -> dict[str, Any]:
+def manifest(spec: Spec, job: SmokeJob, timeout_s: int, script: str | None = None,
+             hosts: tuple[str, ...] | None = None, purpose_label: str = SMOKE_LABEL,
+             clean_pod_policy: str = "Running") -> dict[str, Any]:
     """The MPIJob, labelled for ``spec``'s scheduler; ``timeout_s`` also bounds it on the cluster
-    (``runPolicy.activeDeadlineSeconds``), so a job whose deletion never came still ends."""
+    (``runPolicy.activeDeadlineSeconds``), so a job whose deletion never came still ends. ``script``: what the
+    launcher runs (default: the smoke test's); ``hosts``: the nodes its workers must land on (a required node
+    affinity on ``kubernetes.io/hostname``), for a job that checks given nodes; ``purpose_label``: the label that
+    says which fmcluster command made it; ``clean_pod_policy``: ``None`` keeps the workers until the job is deleted,
+    for a caller that reads which node each ran on after the job ended."""
     scheduler = spec.kubernetes.scheduler
-    job_labels = {**manifests.ownership_labels(spec), SMOKE_LABEL: "true"}
-    pod_labels = {SMOKE_LABEL: "true"}
+    job_labels = {**manifests.ownership_labels(spec), purpose_label: "true"}
+    pod_labels = {purpose_label: "true"}
     pod_annotations: dict[str, str] = {}
     if scheduler == "kueue":
         job_labels[KUEUE_QUEUE_LABEL] = job.queue.name
@@ -134,8 +142,9 @@ def manifest(spec: Spec, job: SmokeJob, timeout_s: int) -> dict[str, Any]:
         scheduler_name=SCHEDULER_NAMES.get(scheduler), volcano_queue=job.queue.name if scheduler == "volcano"
         else None, deadline_s=max(1, int(timeout_s)), slots=job.gpus, workers=job.nodes, image=job.image,
         node_selector={device_plugins.QUEUE_LABEL: job.queue.name}, resources=worker_resources,
-        script=launcher_script(job), channel_claim_template=job.channel_claim_template if job.compute_domain
-        else None, channel_claim=CHANNEL_CLAIM)
+        script=script if script is not None else launcher_script(job), hosts=list(hosts) if hosts else None,
+        hostname_label=HOSTNAME_LABEL, clean_pod_policy=clean_pod_policy,
+        channel_claim_template=job.channel_claim_template if job.compute_domain else None, channel_claim=CHANNEL_CLAIM)
     return document
 
 

@@ -62,11 +62,11 @@ def run(context: BackendContext, spec: Spec, expect: Expectations, timeout_min: 
                                     f"`fmcluster status {context.name}` shows what exists", submitted=False)
     else:
         with ends_like_ctrl_c():
-            outcome = _submit_and_wait(api, job, manifest, deadline, sink, domain)
+            outcome = submit_and_wait(api, job, manifest, deadline, sink, domain)
     return _report(spec, expect, job, outcome)
 
 
-def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float, sink: SmokeSink,
+def submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float, sink: SmokeSink,
                      domain: dict[str, Any] | None = None) -> Outcome:
     what = f"MPIJob {job.namespace}/{job.name}"
     try:
@@ -78,7 +78,7 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
                                          "Operator is not installed", submitted=False)
     sent = False
     try:
-        _delete(api, rtype, job, wait_until=min(deadline, time.monotonic() + LEFTOVER_WAIT_S))
+        delete(api, rtype, job, wait_until=min(deadline, time.monotonic() + LEFTOVER_WAIT_S))
         sink.note(f"submitting {what} to queue {job.queue.name}: {job.nodes} worker(s) × {job.gpus} GPU(s), "
                   f"{job.efa} EFA device(s), image {job.image}"
                   + (f", each claiming an IMEX channel of ComputeDomain {job.compute_domain}" if domain else ""))
@@ -107,7 +107,7 @@ def _submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any
     finally:
         if sent:
             try:
-                _delete(api, rtype, job)
+                delete(api, rtype, job)
                 if domain is not None:
                     _delete_domain(api, job)
             except FmclusterError as exc:  # the report still comes; the leftover is named
@@ -207,7 +207,7 @@ def _delete_domain(api: KubeApi, job: mpijob.SmokeJob) -> None:
             raise
 
 
-def _delete(api: KubeApi, rtype: type, job: mpijob.SmokeJob, wait_until: float | None = None) -> None:
+def delete(api: KubeApi, rtype: type, job: mpijob.SmokeJob, wait_until: float | None = None) -> None:
     """Delete the job (its pods go with it, by the garbage collector); with ``wait_until``, until it is gone."""
     from lightkube.types import CascadeType
 

@@ -1,0 +1,213 @@
+"""``fmcluster burn-in`` on EKS, against the cluster's Kubernetes API (the kubernetes extra).
+
+1. The queue's Ready nodes (``fmcluster.io/queue``); a node where a pod that is not a DaemonSet's holds GPUs or EFA
+   devices is running a job: ``busy``, skipped and said, never checked.
+2. One check MPIJob over the idle nodes (:func:`.jobs.check_manifest`), its launcher's log read back into each node's
+   tool outputs (:mod:`.frames`) and judged (:func:`fmcluster.backends.burn_in.judge.judge`).
+3. At a level that runs NCCL, the rounds (:func:`fmcluster.backends.burn_in.rounds.run`) over the nodes that passed:
+   each round's runs are MPIJobs pinned to their nodes, submitted side by side.
+
+Every job goes through smoke's :func:`~fmcluster.backends.eks.smoke.submit.submit_and_wait`, which deletes it
+whatever happens; the runs of a round wait in threads, and an interrupt of the main thread (Ctrl-C, SIGTERM, SIGHUP:
+:func:`~fmcluster.backends.smoke.termination.ends_like_ctrl_c`) deletes every job of the round before it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from fmcluster.backends.burn_in import judge as judging
+from fmcluster.backends.burn_in import report, rounds
+from fmcluster.backends.eks.burn_in import frames, jobs
+from fmcluster.backends.eks.kubernetes.access import KubeApi
+from fmcluster.backends.eks.nodes import quotas
+from fmcluster.backends.eks.smoke import mpijob, submit
+from fmcluster.backends.eks.software import device_plugins
+from fmcluster.backends.protocol import SmokeSink
+from fmcluster.backends.smoke import nccl
+from fmcluster.backends.smoke.checks import Check, Expectations
+from fmcluster.backends.smoke.termination import ends_like_ctrl_c
+from fmcluster.catalog.burn_in_levels import NCCL_ITERS, Level
+from fmcluster.errors import UsageError
+from fmcluster.spec.models import Spec
+
+if TYPE_CHECKING:
+    from fmcluster.backends.context import BackendContext
+    from fmcluster.backends.protocol import Tick
+
+HELD = (quotas.NVIDIA_GPU, quotas.EFA)
+
+
+def run(context: BackendContext, spec: Spec, expect: Expectations, level: Level, timeout_min: float,
+        image: str | None, sink: SmokeSink) -> dict[str, Any]:
+    api = KubeApi.of(context.ctx, context.name)
+    if api is None:
+        raise UsageError(f"the Kubernetes API of {context.name} is not up in {context.region}: the cluster is not "
+                         f"ready; `fmcluster status {context.name}` shows what exists")
+    queue = expect.queue.name
+    nodes = _ready_nodes(api, queue)
+    if not nodes:
+        raise UsageError(f"queue {queue} of {context.name} has no Ready node to burn in; `fmcluster status "
+                         f"{context.name}` shows its nodes")
+    _delete_leftovers(api, sink)
+    busy = _busy(api, nodes)
+    for node, why in busy.items():
+        sink.note(f"{node} is running a job ({why}): skipped")
+    idle = tuple(n for n in nodes if n not in busy)
+    if not idle:
+        raise UsageError(f"every node of queue {queue} is running a job; burn-in never runs beside one: run it "
+                         "when some are idle")
+    timeout_s = timeout_min * 60
+    with ends_like_ctrl_c():
+        verdicts, unanswered = _checks(api, spec, expect, level, idle, timeout_s, image, sink)
+        passed = [v.node for v in verdicts if v.passed]
+        result: rounds.NcclReport | None = None
+        if not NCCL_ITERS[level]:
+            note = f"level {level} runs no all-reduce"
+        elif len(passed) < 2:
+            note = f"{len(passed)} node(s) passed their own checks: an all-reduce over EFA needs two"
+        else:
+            serials = itertools.count(1)
+
+            def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
+                return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink)
+
+            result = rounds.run(passed, str(expect.queue.instance_type), measure)
+            note = f"{len(passed)} node(s) that passed their own checks"
+    return report.build(context.name, expect, level, verdicts, busy, unanswered, result, note,
+                        {"scheduler": spec.kubernetes.scheduler})
+
+
+def _ready_nodes(api: KubeApi, queue: str) -> list[str]:
+    from lightkube.resources.core_v1 import Node
+
+    found = api.call(f"listing the nodes of queue {queue}",
+                     lambda: list(api.client.list(Node, labels={device_plugins.QUEUE_LABEL: queue})))
+    ready = []
+    for node in found:
+        conditions = {c.type: c.status for c in (node.status.conditions or [])} if node.status else {}
+        if conditions.get("Ready") == "True" and not (node.spec and node.spec.unschedulable) and node.metadata \
+                and node.metadata.name:
+            ready.append(node.metadata.name)
+    return sorted(ready)
+
+
+def _delete_leftovers(api: KubeApi, sink: SmokeSink) -> None:
+    """Burn-in's own MPIJobs left by a run killed outright (SIGKILL: no cleanup ran), which would hold the nodes this
+    run checks. Each job's name is found again by a rerun only for the check job, so every labelled one goes."""
+    rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND)
+    if rtype is None:
+        return
+    found: list[Any] = api.call("listing burn-in's MPIJobs", lambda: list(api.client.list(
+        rtype, namespace="*", labels={jobs.BURN_IN_LABEL: "true"})))
+    for item in found:
+        meta = getattr(item, "metadata", None)
+        name, namespace = getattr(meta, "name", None), getattr(meta, "namespace", None)
+        if name and namespace:
+            sink.note(f"deleting MPIJob {namespace}/{name}, left by an earlier burn-in")
+            api.call(f"deleting MPIJob {name}", functools.partial(api.client.delete, rtype, name,
+                                                                  namespace=namespace))
+
+
+def _busy(api: KubeApi, nodes: list[str]) -> dict[str, str]:
+    """Node -> the pod holding its GPUs or EFA devices: a pod not a DaemonSet's (device plugins and exporters run on
+    every node and hold none), Pending or Running, bound there, not burn-in's own."""
+    from lightkube.resources.core_v1 import Pod
+
+    pods = api.call("listing the pods on the queue's nodes", lambda: list(api.client.list(Pod, namespace="*")))
+    busy: dict[str, str] = {}
+    for pod in pods:
+        node = pod.spec.nodeName if pod.spec else None
+        meta = pod.metadata
+        if node is None or node not in nodes or node in busy or meta is None or pod.spec is None or \
+                (pod.status and pod.status.phase not in ("Pending", "Running")):
+            continue
+        if any(o.kind == "DaemonSet" for o in (meta.ownerReferences or [])) or \
+                (meta.labels or {}).get(jobs.BURN_IN_LABEL):
+            continue
+        held = sorted({name for c in pod.spec.containers for name in HELD
+                       for amounts in ((c.resources.requests or {}) if c.resources else {},
+                                       (c.resources.limits or {}) if c.resources else {}) if name in amounts})
+        if held:
+            busy[node] = f"pod {meta.namespace}/{meta.name} holds {', '.join(held)}"
+    return busy
+
+
+def _checks(api: KubeApi, spec: Spec, expect: Expectations, level: Level, nodes: tuple[str, ...], timeout_s: float,
+            image: str | None, sink: SmokeSink) -> tuple[list[judging.NodeVerdict], list[str]]:
+    job = jobs.check_job(spec, expect, nodes, image)
+    manifest = jobs.check_manifest(spec, expect, level, job, nodes, int(timeout_s))
+    outcome = submit.submit_and_wait(api, job, manifest, time.monotonic() + timeout_s, sink)
+    if not outcome.submitted:
+        raise UsageError(f"the burn-in check job could not be submitted: {outcome.detail}")
+    outputs, broken = frames.read(outcome.log, outcome.hosts)
+    verdicts, unanswered = [], []
+    for node in nodes:
+        if node not in outputs:
+            unanswered.append(node)
+            continue
+        verdict = judging.judge(outputs[node], expect, level)
+        checks = tuple(Check(c.name, c.status, broken[(node, c.name)], c.found, c.expected, c.extra)
+                       if (node, c.name) in broken else c for c in verdict.checks)
+        verdicts.append(judging.NodeVerdict(node, checks))
+    if unanswered:
+        sink.warning(f"MPIJob {job.name} {outcome.state}: no output from {', '.join(unanswered)} ({outcome.detail})")
+    return verdicts, unanswered
+
+
+def _round(api: KubeApi, spec: Spec, expect: Expectations, level: Level, runs: list[rounds.Run],
+           serials: Iterator[int], timeout_s: float, image: str | None,
+           sink: SmokeSink) -> dict[rounds.Run, float | None]:
+    """One round: each run an MPIJob pinned to its nodes, side by side; each run's peak bus bandwidth (None when it
+    did not finish)."""
+    planned = []
+    for nodes in runs:
+        job = jobs.nccl_job(spec, expect, nodes, image, next(serials))
+        planned.append((nodes, job, jobs.nccl_manifest(spec, level, job, nodes, int(timeout_s))))
+    sink.note("all-reduce round: " + "; ".join(" + ".join(nodes) for nodes, _, _ in planned))
+    deadline = time.monotonic() + timeout_s
+    quiet = SmokeSink(note=lambda message: None, warning=sink.warning, ticker=_silent)
+    pool = ThreadPoolExecutor(max_workers=len(planned))
+    try:
+        futures = {nodes: pool.submit(submit.submit_and_wait, api, job, manifest, deadline, quiet)
+                   for nodes, job, manifest in planned}
+        with sink.ticker(f"{len(planned)} all-reduce run(s)") as tick:
+            started = time.monotonic()
+            while not all(f.done() for f in futures.values()):
+                tick(f"{sum(f.done() for f in futures.values())} of {len(futures)} done", time.monotonic() - started)
+                time.sleep(0.2)
+        return {nodes: _busbw(future.result()) for nodes, future in futures.items()}
+    except BaseException:
+        # Ctrl-C or a signal in this thread: the runs' own threads are still waiting, so their jobs go now
+        _delete_all(api, [job for _, job, _ in planned])
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def _busbw(outcome: submit.Outcome) -> float | None:
+    if outcome.state != "SUCCEEDED":
+        return None
+    result = nccl.parse(outcome.log)
+    if result.wrong_results or result.out_of_bounds:
+        return None
+    return result.peak_busbw_gb_s
+
+
+def _delete_all(api: KubeApi, planned: list[mpijob.SmokeJob]) -> None:
+    rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND)
+    for job in planned:
+        with contextlib.suppress(Exception):  # the interrupt is what the user sees; a leftover is named by smoke
+            if rtype is not None:
+                submit.delete(api, rtype, job)
+
+
+@contextlib.contextmanager
+def _silent(title: str) -> Iterator[Tick]:
+    yield lambda text, elapsed: None
