@@ -110,10 +110,11 @@ class SmokeRequest:
 @dataclass(frozen=True)
 class BurnInRequest:
     """What ``fmcluster burn-in`` asks of the backend: the queue (None: the first with accelerators), the level
-    (``quick``, ``standard`` or ``long``: fmcluster/catalog/burn_in_levels.py), and how long each job may take."""
+    (``quick``, ``standard`` or ``long``: fmcluster/catalog/burn_in_levels.py; None: the queue's ``burn_in`` in the
+    spec), and how long each job may take. :func:`fmcluster.backends.burn_in.choice.choose` reads it."""
 
     queue: str | None
-    level: str = "standard"
+    level: str | None = None
     timeout_min: float = 30.0
     image: str | None = None  # the check image on a Kubernetes cluster
 

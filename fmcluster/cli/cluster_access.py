@@ -150,8 +150,9 @@ def register(app: typer.Typer, name_argument: object) -> None:
         name: str = name_argument,  # type: ignore[assignment]
         queue: Optional[str] = typer.Option(None, "--queue", "-q", metavar="QUEUE",
                                             help="Queue to burn in (default: the first with accelerators)."),
-        level: str = typer.Option("standard", "--level", "-l", metavar="LEVEL",
-                                  help="quick | standard | long (below: what each runs)."),
+        level: Optional[str] = typer.Option(None, "--level", "-l", metavar="LEVEL",
+                                            help="quick | standard | long (below: what each runs; default: the "
+                                                 "queue's burn_in in the spec)."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/burn-in-json.md)."),
         timeout: float = typer.Option(30, "--timeout", min=0.01, metavar="MIN",
                                       help="Give up on a job (and delete it) after MIN minutes."),
@@ -170,14 +171,20 @@ def register(app: typer.Typer, name_argument: object) -> None:
 
         quick: device counts, DCGM level 1 (seconds), EFA; no all-reduce.
 
-        standard (default): DCGM level 2 (about 2 minutes), EFA, all-reduce
-        of 20 iterations (seconds per run).
+        standard: DCGM level 2 (about 2 minutes), EFA, all-reduce of 20
+        iterations (seconds per run).
 
         long: DCGM level 3 (about 15 minutes), EFA, all-reduce of 100
         iterations.
 
-        A type with no published 2-node all-reduce floor is refused at
-        standard and long: use --level quick.
+        Without --level, the queue's burn_in from the spec (its default:
+        standard for a queue of GPUs that holds 2 nodes or more and has a
+        2-node floor, quick for other accelerated queues). A type with no
+        2-node all-reduce floor (the catalog's, or the spec's
+        burn_in.floors) is refused at standard and long: use --level quick.
+        Where the nodes carry EC2's network topology, pairs are neighbours
+        first, then one per layer crossed, and the report gives the bus
+        bandwidth per layer.
 
         Exit 0 every checked node passed; 1 a node failed (named with its
         check and figure); 2 bad input (an unknown level or queue, a cluster

@@ -4,9 +4,12 @@ checks, judged, and a slow result narrowed to its node or link (:mod:`.narrow`).
 The backend supplies ``measure(runs) -> {run: bus bandwidth GB/s | None}``: it runs the given disjoint runs side by
 side (one round) and says each one's peak all-reduce bus bandwidth, None for a run that did not finish.
 
-1. **Pairs.** The nodes in disjoint pairs, one round, each pair judged against the catalog's 2-node floor for the
-   type (:func:`fmcluster.catalog.nccl_floors.floor`). An odd node out is paired again, in a round of its own, with a
-   node whose pair was fast, so every node is in a judged pair.
+1. **Pairs.** The nodes in disjoint pairs, one round, each pair judged against the 2-node floor (the spec's
+   ``burn_in.floors`` over the catalog's, :func:`fmcluster.spec.burn_in.burn_in`). An odd node out is paired again,
+   in a round of its own, with a node whose pair was fast, so every node is in a judged pair. Where the backend knows
+   each node's place in the network (EC2 DescribeInstanceTopology's network nodes), the pairs are neighbours first
+   (:func:`.pairs.neighbour_pairs`), then a round of pairs that cross each layer the queue spans
+   (:func:`.pairs.across_rounds`), and the report gives the bus bandwidth per layer crossed (issue 39).
 2. **Narrowing**, when a pair was slow or there are three or more nodes (disjoint pairs try only N/2 of the
    N(N-1)/2 links, so a slow link between two pairs hides from them): :func:`.narrow.narrow`, told what the pairs
    showed, runs its rounds of larger runs. What "slow" means there:
@@ -33,8 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.backends.burn_in import narrow
-from fmcluster.catalog import nccl_floors
+from fmcluster.backends.burn_in import narrow, pairs
 
 Run = tuple[str, ...]
 Measure = Callable[[list[Run]], Mapping[Run, float | None]]
@@ -62,6 +64,7 @@ class NcclReport:
     runs: list[RunResult] = field(default_factory=list)
     finding: narrow.Finding | None = None  # None: no narrowing was needed
     rounds: int = 0
+    layers: list[pairs.LayerFigure] = field(default_factory=list)  # empty: no node's place in the network known
 
     @property
     def passed(self) -> bool:
@@ -92,47 +95,58 @@ class NcclReport:
                 "round_bound": narrow.round_bound(len({n for r in self.runs for n in r.nodes}))}
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": [r.to_json() for r in self.runs], "finding": self.finding_json(), "rounds": self.rounds}
+        return {"runs": [r.to_json() for r in self.runs], "finding": self.finding_json(), "rounds": self.rounds,
+                "layers": [layer.to_json() for layer in self.layers]}
 
 
-def pair_floor(instance_type: str) -> float:
-    """The catalog's 2-node floor (GB/s); raises NoKnownFloor (a UsageError) for a type without one."""
-    return nccl_floors.floor(instance_type, 2).floor_gb_s
-
-
-def run(nodes: Sequence[str], instance_type: str, measure: Measure) -> NcclReport:
-    """The rounds over ``nodes`` (the passed nodes, two or more)."""
+def run(nodes: Sequence[str], pair_floor_gb_s: float, measure: Measure,
+        paths: Mapping[str, pairs.Path] | None = None) -> NcclReport:
+    """The rounds over ``nodes`` (the passed nodes, two or more); ``paths``: each node's network nodes from the top
+    layer down, where known."""
     if len(nodes) < 2:
         raise ValueError("the NCCL rounds need two or more nodes")
-    floor = pair_floor(instance_type)
     report = NcclReport()
     best: dict[int, float] = {}
+    figures: dict[pairs.Pair, float | None] = {}
 
     def measured(runs: list[Run]) -> dict[Run, bool]:
         report.rounds += 1
         answers = measure(runs)
         for size in {len(r) for r in runs}:  # the round's own runs are their first reference
-            figures = [answers.get(r) for r in runs if len(r) == size]
-            fastest = max((f for f in figures if f is not None), default=None)
+            found = [answers.get(r) for r in runs if len(r) == size]
+            fastest = max((f for f in found if f is not None), default=None)
             if fastest is not None and size > 2:
                 best[size] = max(best.get(size, 0.0), fastest)
         verdicts = {}
         for run_nodes in runs:
             size = len(run_nodes)
             near = [best[k] for k in (size - 1, size, size + 1) if k > 2 and k in best]
-            result = _judged(run_nodes, report.rounds, answers.get(run_nodes), floor, max(near, default=None))
+            result = _judged(run_nodes, report.rounds, answers.get(run_nodes), pair_floor_gb_s,
+                             max(near, default=None))
             report.runs.append(result)
             verdicts[run_nodes] = result.slow
+            if size == 2:
+                figures[(run_nodes[0], run_nodes[1])] = result.busbw_gb_s
         return verdicts
 
     order = list(nodes)
-    pairs = [tuple(order[i:i + 2]) for i in range(0, len(order) - 1, 2)]
-    known = measured(pairs)
-    if len(order) % 2:
-        partner = next((p[0] for p in pairs if not known[p]), pairs[0][0])
-        known.update(measured([(order[-1], partner)]))
+    placed = {node: path for node, path in (paths or {}).items() if node in order and path}
+    if placed:
+        first: list[Run] = list(pairs.neighbour_pairs(order, placed))
+    else:
+        first = [tuple(order[i:i + 2]) for i in range(0, len(order) - 1, 2)]
+    known = measured(first)
+    paired = {node for run_nodes in first for node in run_nodes}
+    for odd in (node for node in order if node not in paired):
+        partner = next((p[0] for p in first if not known[p]), first[0][0])
+        known.update(measured([(odd, partner)]))
+    if placed:
+        for crossing in pairs.across_rounds(order, placed):
+            known.update(measured(list(crossing)))
     if any(known.values()) or len(order) >= 3:
         report.finding = narrow.narrow(order, measured, known, balanced=True)
+    if placed:
+        report.layers = pairs.bandwidth_per_layer(figures, placed)
     return report
 
 

@@ -14,8 +14,9 @@ from fmcluster.verbs.connect.resolve import recorded
 from fmcluster.verbs.connect.smoke_command import SINK
 
 
-def run(name: str, queue: str | None, level: str, timeout_min: float, image: str | None = None) -> dict[str, Any]:
-    if level not in LEVELS:  # before the cluster is even looked up: a bad flag changes nothing
+def run(name: str, queue: str | None, level: str | None, timeout_min: float,
+        image: str | None = None) -> dict[str, Any]:
+    if level is not None and level not in LEVELS:  # before the cluster is even looked up: a bad flag changes nothing
         raise UsageError(f"unknown burn-in level {level!r}; the levels: {', '.join(LEVELS)} (`fmcluster burn-in "
                          "--help` says what each runs)")
     session, spec = recorded(name)

@@ -61,6 +61,11 @@ def print_burn_in(report: dict[str, Any]) -> None:
                       f"{finding['rounds']} round(s))", soft_wrap=True)
     else:
         console.print(f"all-reduce: not run ({escape(report['nccl']['note'])})", soft_wrap=True)
+    for layer in report["nccl"].get("layers") or []:
+        low, high = layer["lowest_gb_s"], layer["highest_gb_s"]
+        figure = "did not finish" if low is None else f"{low:.1f} GB/s" if low == high else \
+            f"{low:.1f}–{high:.1f} GB/s"
+        console.print(f"  {layer['crossing']}: {figure} ({layer['pairs']} pair(s))", soft_wrap=True)
     failed = [n["node"] for n in report["nodes"] if n["state"] == "failed"]
     if failed:
         console.print(f"[red]✗[/] {len(failed)} node(s) failed: {escape(', '.join(failed))}", soft_wrap=True)

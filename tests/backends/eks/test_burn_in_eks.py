@@ -118,29 +118,52 @@ def _nothing_left(http) -> None:
     assert http("GET", PODS)[1]["items"] == []
 
 
+def _bottoms(sandbox, http, nodes: list[str]) -> dict[str, str]:
+    """Each node's bottom network node, from plain boto3's DescribeInstanceTopology of its instance (the last of
+    ``NetworkNodes``, "listed from the top of the hierarchy", EC2 API reference)."""
+    items = http("GET", "/api/v1/nodes?labelSelector=fmcluster.io%2Fqueue%3Dtrain")[1]["items"]
+    instance = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in items}
+    found = sandbox.client("ec2", REGION).describe_instance_topology(InstanceIds=[instance[n] for n in nodes])
+    bottom = {i["InstanceId"]: i["NetworkNodes"][-1] for i in found["Instances"]}
+    return {node: bottom[instance[node]] for node in nodes}
+
+
 def test_faults_fail_their_nodes_with_check_and_figure_and_the_slow_link_is_found(sandbox, burn_in, p5):
     nodes = p5["nodes"]
-    # nodes 2 and 6 land in different pairs (0+2, 3+5, 6+7 once 1 and 4 fail their own checks): only narrowing
-    # finds the link between them
-    sandbox.faults({"node_health": {nodes[1]: {"dcgm_failures": [{"gpu": 3, "test": "memory"}]},
-                                    nodes[4]: {"efa_devices_missing": 1}},
-                    "slow_link": [nodes[2], nodes[6], 0.5]})
+    bottoms = _bottoms(sandbox, p5["http"], nodes)
+    by_bottom: dict[str, list[str]] = {}
+    for node in nodes:
+        by_bottom.setdefault(bottoms[node], []).append(node)
+    groups = sorted(by_bottom.values(), key=len, reverse=True)
+    # the link's ends hang off different bottom nodes, so no first-round (neighbour) pair holds both: only
+    # narrowing finds it; the two per-node faults go to two other nodes
+    a, b = groups[0][0], groups[-1][-1] if len(groups) > 1 else groups[0][1]
+    dcgm, efa = [n for n in nodes if n not in (a, b)][:2]
+    sandbox.faults({"node_health": {dcgm: {"dcgm_failures": [{"gpu": 3, "test": "memory"}]},
+                                    efa: {"efa_devices_missing": 1}},
+                    "slow_link": [a, b, 0.5]})
     report = burn_in()
     assert report["passed"] is False
     states = {n["node"]: n["state"] for n in report["nodes"]}
     failed = {n["node"]: {c["name"]: (c["found"], c["expected"]) for c in n["checks"] if c["status"] == "failed"}
               for n in report["nodes"] if n["state"] == "failed"}
-    assert failed[nodes[1]] == {"dcgm": ("GPU 3", "pass at level 2")}
-    assert failed[nodes[4]] == {"efa": (31, 32)}
+    assert failed[dcgm] == {"dcgm": ("GPU 3", "pass at level 2")}
+    assert failed[efa] == {"efa": (31, 32)}
     finding = report["nccl"]["finding"]
-    assert (finding["kind"], finding["nodes"]) == ("link", [nodes[2], nodes[6]])
+    assert (finding["kind"], finding["nodes"]) == ("link", sorted([a, b]))
     assert finding["narrowing_rounds"] <= 4
-    assert set(failed[nodes[2]]) == set(failed[nodes[6]]) == {"nccl"}
-    assert [n for n, s in states.items() if s == "passed"] == [nodes[i] for i in (0, 3, 5, 7)]
-    pairs = [r for r in report["nccl"]["runs"] if r["round"] == 1]
-    assert [r["nodes"] for r in pairs] == [[nodes[0], nodes[2]], [nodes[3], nodes[5]], [nodes[6], nodes[7]]]
+    assert set(failed[a]) == set(failed[b]) == {"nccl"}
+    assert sorted(n for n, s in states.items() if s == "passed") == sorted(set(nodes) - {a, b, dcgm, efa})
+    # neighbours first: every bottom node with k nodes that passed their own checks holds k // 2 of the first pairs
+    passed_own = [n for n in nodes if n not in (dcgm, efa)]
+    first = [r for r in report["nccl"]["runs"] if r["round"] == 1]
+    under_one = sum(1 for r in first if bottoms[r["nodes"][0]] == bottoms[r["nodes"][1]])
+    assert under_one == sum(len([n for n in group if n in passed_own]) // 2 for group in by_bottom.values())
+    assert len(first) == len(passed_own) // 2
     # the replayed capture's 4 GiB out-of-place row, the largest -e 4G reaches: 465.87 GB/s, above the floor
-    assert {(r["busbw_gb_s"], r["floor_gb_s"], r["slow"]) for r in pairs} == {(465.87, 389.0, False)}
+    assert {(r["busbw_gb_s"], r["floor_gb_s"], r["slow"]) for r in first} == {(465.87, 389.0, False)}
+    layers = [layer["crossing"] for layer in report["nccl"]["layers"]]
+    assert layers[0] == "through layer 3" and len(layers) == len(set(layers)) >= 2
     _nothing_left(p5["http"])
 
 

@@ -27,8 +27,9 @@ def _spec(tmp_path, text: str):
 def test_a_p5_queue_is_accepted_at_every_level():
     spec = load_spec(ROOT / "configs" / "p5-kueue-eks.yaml").spec
     for level in ("quick", "standard", "long"):
-        expect, got = checked(spec, BurnInRequest(None, level))
-        assert (expect.queue.name, got, expect.accelerators, expect.efa_devices) == ("train", level, 8, 32)
+        choice = checked(spec, BurnInRequest(None, level))
+        expect = choice.expect
+        assert (expect.queue.name, choice.level, expect.accelerators, expect.efa_devices) == ("train", level, 8, 32)
 
 
 @pytest.mark.parametrize(("request_", "message"), [
@@ -46,8 +47,9 @@ def test_a_type_without_a_floor_is_refused_with_quick_suggested(tmp_path):
     spec = _spec(tmp_path, GB200_SPEC)
     with pytest.raises(UsageError) as info:
         checked(spec, BurnInRequest(None, "standard"))
-    assert "no known floor for p6e-gb200.36xlarge" in str(info.value) and "`--level quick`" in str(info.value)
-    assert checked(spec, BurnInRequest(None, "quick"))[1] == "quick"
+    assert "no known 2-node all-reduce floor for p6e-gb200.36xlarge" in str(info.value)
+    assert "`--level quick`" in str(info.value)
+    assert checked(spec, BurnInRequest(None, "quick")).level == "quick"
 
 
 @pytest.mark.parametrize("backend", ["pcs", "parallelcluster"])

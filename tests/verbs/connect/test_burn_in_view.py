@@ -22,6 +22,8 @@ REPORT = {
             {"name": "gpus", "status": "passed", "found": 8, "expected": 8, "detail": "8 GPU(s)"}]},
         {"node": "c", "state": "busy", "checks": [], "detail": "skipped: pod default/t-0 holds nvidia.com/gpu"}],
     "nccl": {"runs": [{"nodes": ["b", "d"]}], "rounds": 4, "note": "",
+             "layers": [{"crossing": "through layer 3", "pairs": 2, "lowest_gb_s": 460.0, "highest_gb_s": 470.5},
+                        {"crossing": "across spines", "pairs": 1, "lowest_gb_s": None, "highest_gb_s": None}],
              "finding": {"kind": "link", "nodes": ["b", "d"], "summary": "the link b – d, found in 3 round(s)",
                          "rounds": 4}},
 }
@@ -34,6 +36,7 @@ def test_the_text_names_each_failed_node_with_its_check_and_figure(capsys):
     assert "skipped: pod default/t-0 holds nvidia.com/gpu" in out
     assert "all-reduce: the link b – d, found in 3 round(s) (1 run(s), 4 round(s))" in out
     assert "1 node(s) failed: a" in out
+    assert "through layer 3: 460.0–470.5 GB/s (2 pair(s))" in out and "across spines: did not finish" in out
     assert failures(REPORT) == ["a: dcgm failed: DCGM 4.x: memory on GPU 3: fail"]
 
 

@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.burn_in import judge as judging
 from fmcluster.backends.burn_in import report, rounds
+from fmcluster.backends.burn_in.choice import Choice
 from fmcluster.backends.eks.burn_in import frames, jobs
 from fmcluster.backends.eks.kubernetes.access import KubeApi
 from fmcluster.backends.eks.nodes import quotas
 from fmcluster.backends.eks.smoke import mpijob, submit
 from fmcluster.backends.eks.software import device_plugins
+from fmcluster.backends.eks.software.network_topology import LAYER_LABEL
 from fmcluster.backends.protocol import SmokeSink
 from fmcluster.backends.smoke import nccl
 from fmcluster.backends.smoke.checks import Check, Expectations
@@ -44,14 +46,16 @@ if TYPE_CHECKING:
 HELD = (quotas.NVIDIA_GPU, quotas.EFA)
 
 
-def run(context: BackendContext, spec: Spec, expect: Expectations, level: Level, timeout_min: float,
-        image: str | None, sink: SmokeSink) -> dict[str, Any]:
+def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float, image: str | None,
+        sink: SmokeSink) -> dict[str, Any]:
+    expect, level = choice.expect, choice.level
     api = KubeApi.of(context.ctx, context.name)
     if api is None:
         raise UsageError(f"the Kubernetes API of {context.name} is not up in {context.region}: the cluster is not "
                          f"ready; `fmcluster status {context.name}` shows what exists")
     queue = expect.queue.name
-    nodes = _ready_nodes(api, queue)
+    paths = _ready_nodes(api, queue)
+    nodes = sorted(paths)
     if not nodes:
         raise UsageError(f"queue {queue} of {context.name} has no Ready node to burn in; `fmcluster status "
                          f"{context.name}` shows its nodes")
@@ -70,7 +74,7 @@ def run(context: BackendContext, spec: Spec, expect: Expectations, level: Level,
         result: rounds.NcclReport | None = None
         if not NCCL_ITERS[level]:
             note = f"level {level} runs no all-reduce"
-        elif len(passed) < 2:
+        elif len(passed) < 2 or choice.pair_floor_gb_s is None:
             note = f"{len(passed)} node(s) passed their own checks: an all-reduce over EFA needs two"
         else:
             serials = itertools.count(1)
@@ -78,24 +82,29 @@ def run(context: BackendContext, spec: Spec, expect: Expectations, level: Level,
             def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
                 return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink)
 
-            result = rounds.run(passed, str(expect.queue.instance_type), measure)
+            result = rounds.run(passed, choice.pair_floor_gb_s, measure, paths)
             note = f"{len(passed)} node(s) that passed their own checks"
     return report.build(context.name, expect, level, verdicts, busy, unanswered, result, note,
                         {"scheduler": spec.kubernetes.scheduler})
 
 
-def _ready_nodes(api: KubeApi, queue: str) -> list[str]:
+def _ready_nodes(api: KubeApi, queue: str) -> dict[str, tuple[str, ...]]:
+    """The queue's Ready nodes, each with its place in the network: the network nodes EKS labels it with, from the
+    top layer down (``topology.k8s.aws/network-node-layer-1`` … ``-N``, EKS user guide "Place distributed AI/ML
+    workloads with network topology labels"; none on a type without EC2 topology)."""
     from lightkube.resources.core_v1 import Node
 
     found = api.call(f"listing the nodes of queue {queue}",
                      lambda: list(api.client.list(Node, labels={device_plugins.QUEUE_LABEL: queue})))
-    ready = []
+    ready = {}
     for node in found:
         conditions = {c.type: c.status for c in (node.status.conditions or [])} if node.status else {}
         if conditions.get("Ready") == "True" and not (node.spec and node.spec.unschedulable) and node.metadata \
                 and node.metadata.name:
-            ready.append(node.metadata.name)
-    return sorted(ready)
+            labels = node.metadata.labels or {}
+            layers = (labels.get(LAYER_LABEL.format(layer), "") for layer in itertools.count(1))
+            ready[node.metadata.name] = tuple(itertools.takewhile(bool, layers))
+    return ready
 
 
 def _delete_leftovers(api: KubeApi, sink: SmokeSink) -> None:
