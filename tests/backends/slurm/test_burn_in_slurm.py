@@ -120,6 +120,9 @@ def test_the_check_job_brings_home_each_tools_output_and_a_held_node_takes_no_ot
                                   poll_interval=0.3)
         assert _job(slurm, outsider)["JobState"] == "PENDING"  # still waiting after both jobs ran
         burn_in_hold.release(held, passed=["fmcnode1"], failed={})
+        # released by release itself, not by the block's end: the reservation is gone and the waiting job runs
+        assert "ReservationName" not in _reservations(slurm)
+        _until(lambda: _job(slurm, outsider)["JobState"] in ("RUNNING", "COMPLETED"))
     assert outputs == [NodeOutputs("fmcnode1", {
         "gpus": ToolRun(0, (CAPTURES / "nvidia-smi-L-8x-a100.txt").read_text(), ""),
         "neuron": ToolRun(3, (CAPTURES / "neuron-ls-trn2n.48xlarge-show-all-procs.txt").read_text(),
@@ -131,9 +134,6 @@ def test_the_check_job_brings_home_each_tools_output_and_a_held_node_takes_no_ot
     assert (tools / "dcgmi.args").read_text() == "diag -r 2 -j\n"
     # the capture's best bus bandwidth: its last row, in place (aws-samples 2x p5.48xlarge, 16 GiB: 487.26 GB/s)
     assert figures == {("fmcnode1",): 487.26}
-    assert "ReservationName" not in _reservations(slurm)
-    # the node is back: the job that waited runs
-    _until(lambda: _job(slurm, outsider)["JobState"] in ("RUNNING", "COMPLETED"))
     assert not list(Path(os.path.expanduser("~")).glob("fmcluster-burn-in-*.out"))  # output files removed
 
 
@@ -152,6 +152,7 @@ def test_a_failed_node_is_drained_with_its_reason_and_resumes_when_told(slurm, r
     with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
         assert held.nodes == ("fmcnode1",)
         burn_in_hold.release(held, passed=[], failed={"fmcnode1": "dcgm level 2: GPU 3 failed Memory"})
+        assert "ReservationName" not in _reservations(slurm)
     node = _scontrol(slurm, "show", "node", "-o", "fmcnode1")
     assert re.search(r"State=\S*DRAIN", node), node
     assert "Reason=fmcluster burn-in: dcgm level 2: GPU 3 failed Memory [" in node, node
