@@ -29,7 +29,7 @@ from fmcluster.backends.burn_in.node_outputs import TOOLS, NodeOutputs, ToolRun
 from fmcluster.backends.slurm import batch
 from fmcluster.backends.slurm.burn_in_hold import Hold
 from fmcluster.backends.smoke import nccl
-from fmcluster.backends.smoke.termination import Terminated, ends_like_ctrl_c
+from fmcluster.backends.smoke.termination import Terminated
 from fmcluster.catalog.burn_in_levels import DCGM_RUN_LEVEL, NCCL_ITERS, Level
 
 Run = tuple[str, ...]
@@ -180,13 +180,14 @@ def _run_job(hold: Hold, script: str, job_name: str, nodes: tuple[str, ...], min
     if gpus_per_node:
         options.append(f"--gpus-per-node={gpus_per_node}")
     job_id = batch.submit(remote, _script(script), options, environment, what=f"the {job_name} job")
-    with ends_like_ctrl_c():
-        try:
-            job = batch.wait(remote, job_id, minutes * 60 + 60, on_poll or (lambda state, elapsed: None),
-                             interval=poll_interval)
-        except (KeyboardInterrupt, Terminated):
-            batch.cancel(remote, job_id)
-            raise
+    # SIGTERM and SIGHUP already raise Terminated here, from burn_in_hold.hold, whose handler also ignores a repeated
+    # signal while the job is cancelled and the reservation removed (a handler of its own here would not).
+    try:
+        job = batch.wait(remote, job_id, minutes * 60 + 60, on_poll or (lambda state, elapsed: None),
+                         interval=poll_interval)
+    except (KeyboardInterrupt, Terminated):
+        batch.cancel(remote, job_id)
+        raise
     path = output_path.replace("%j", job_id)
     text = batch.collect(remote, path, job, hold.partition, hold.reservation)
     remote.run(f"rm -f {shlex.quote(path)}")
