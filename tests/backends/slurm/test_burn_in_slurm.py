@@ -190,6 +190,22 @@ def test_the_hold_is_removed_whatever_ends_the_block(slurm, remote, how):
     assert "DRAIN" not in _scontrol(slurm, "show", "node", "-o", "fmcnode1")  # let go unjudged, not drained
 
 
+def test_sigterm_during_the_check_job_cancels_it_and_removes_the_hold(slurm, tools, remote):
+    _fake(tools, "nvidia-smi", "sleep 60\n")  # the job is still running when the signal comes
+    jobs: list[str] = []
+
+    def signal_once_running(state: batch.JobState, elapsed: float) -> None:
+        jobs.append(state.job_id)
+        if state.state == "RUNNING":
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.raises(Terminated):
+        with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
+            burn_in.check_nodes(held, "quick", on_poll=signal_once_running, poll_interval=0.3)
+    assert _job(slurm, jobs[-1])["JobState"] == "CANCELLED"
+    assert "ReservationName" not in _reservations(slurm)
+
+
 def test_records_cut_short_or_without_their_end_count_as_no_answer():
     line = "FMCLUSTER-BURN-IN n1 gpus 0 4 YWJjZA== 0 "  # "abcd": 4 bytes
     assert burn_in.parse_records(f"{line}\nFMCLUSTER-BURN-IN-END n1 1\n") == [
