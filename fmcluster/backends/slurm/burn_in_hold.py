@@ -2,8 +2,9 @@
 maintenance reservation, so no other job lands on them, and leave it passed or drained.
 
 Written for and run on Debian 12's Slurm 22.05.8 (``tests/backends/slurm/test_burn_in_slurm.py``), in the syntax of
-Slurm's ``scontrol`` man page for that release (slurm.schedmd.com/archive/slurm-22.05.8/scontrol.html, "RESERVATIONS"
-and "NODES - SPECIFICATIONS FOR UPDATE COMMAND"):
+that release's scontrol(1) (Debian's slurm-client 22.05.8-4+deb12u3, its reservation and node update
+specifications; ``MAINT``: "Maintenance mode ... permitted to use resources that are already in another
+reservation"):
 
 * ``scontrol create reservation ReservationName=N StartTime=now Duration=MIN Users=U Flags=MAINT Nodes=a,b
   PartitionName=P``. Without ``IGNORE_JOBS`` Slurm refuses a node that runs a job ("Requested nodes are busy"), so a
@@ -103,8 +104,8 @@ def release(hold: Hold, passed: Iterable[str], failed: Mapping[str, str]) -> Non
         raise ValueError(f"not held by this burn-in: {', '.join(sorted(strangers))}")
     verdicts = dict(failed) | {node: "no verdict" for node in held - set(passed) - set(failed)}
     for node, why in sorted(verdicts.items()):
-        result = hold.remote.run(f"scontrol update NodeName={shlex.quote(node)} State=DRAIN "
-                                 f"Reason={shlex.quote(drain_reason(why))}")
+        result = hold.remote.run(_as_admin(f"scontrol update NodeName={shlex.quote(node)} State=DRAIN "
+                                           f"Reason={shlex.quote(drain_reason(why))}"))
         if result.returncode != 0:
             raise batch.SlurmError(f"could not drain {node}: {_last_line(result.stderr)}; the reservation "
                                    f"{hold.reservation} still holds it")
@@ -117,7 +118,7 @@ def resume(ssh: SshTarget | batch.Remote, nodes: Iterable[str]) -> None:
     names = sorted(set(nodes))
     if not names:
         return
-    result = remote.run(f"scontrol update NodeName={shlex.quote(','.join(names))} State=RESUME")
+    result = remote.run(_as_admin(f"scontrol update NodeName={shlex.quote(','.join(names))} State=RESUME"))
     if result.returncode != 0:
         raise batch.SlurmError(f"could not resume {', '.join(names)}: {_last_line(result.stderr)}")
 
@@ -126,13 +127,13 @@ def remove(remote: batch.Remote, name: str) -> None:
     """End the reservation ``name`` and the jobs in it; nothing to do when there is none."""
     deadline = time.monotonic() + _DELETE_PATIENCE_S
     while True:
-        result = remote.run(f"scontrol delete reservation {shlex.quote(name)}")
+        result = remote.run(_as_admin(f"scontrol delete reservation {shlex.quote(name)}"))
         if result.returncode == 0 or "invalid" in result.stderr.lower():  # deleted, or none of that name
             return
         if "in use" not in result.stderr.lower() or time.monotonic() > deadline:
             raise batch.SlurmError(f"could not delete the reservation {name}: {_last_line(result.stderr)}; it "
                                    "ends by itself at its EndTime (`scontrol show reservation`)")
-        remote.run(f"scancel --reservation={shlex.quote(name)}")
+        remote.run(_as_admin(f"scancel --reservation={shlex.quote(name)}"))
         time.sleep(1.0)
 
 
@@ -148,7 +149,7 @@ def _take(remote: batch.Remote, partition: str, name: str, minutes: int, wanted:
         command = shlex.join(["scontrol", "create", "reservation", f"ReservationName={name}", "StartTime=now",
                               f"Duration={max(1, minutes)}", f"Users={user}", "Flags=MAINT",
                               f"Nodes={','.join(idle)}", f"PartitionName={partition}"])
-        result = remote.run(command)
+        result = remote.run(_as_admin(command))
         if result.returncode == 0:
             return Hold(remote, partition, name, idle, busy, unavailable, home)
         # A job started on one of them after the listing: Slurm said so; list again.
@@ -183,6 +184,14 @@ def _partition_nodes(remote: batch.Remote, partition: str,
     for node in sorted((wanted or set()) - seen):
         unavailable[node] = f"not a node of partition {partition}"
     return tuple(sorted(idle)), tuple(sorted(busy)), unavailable
+
+
+def _as_admin(command: str) -> str:
+    """``command`` as a Slurm administrator: scontrol(1), DESCRIPTION: "Most of the commands can only be executed by
+    user root or an Administrator" (creating a reservation, draining a node among them). A login user other than
+    root runs it through ``sudo -n``, which fails at once, with its reason in the error, rather than wait for a
+    password."""
+    return f'$([ "$(id -u)" = 0 ] || echo sudo -n) {command}'
 
 
 def _field(line: str, key: str) -> str:
