@@ -180,6 +180,7 @@ def _run_job(hold: Hold, script: str, job_name: str, nodes: tuple[str, ...], min
     if gpus_per_node:
         options.append(f"--gpus-per-node={gpus_per_node}")
     job_id = batch.submit(remote, _script(script), options, environment, what=f"the {job_name} job")
+    path = output_path.replace("%j", job_id)
     # SIGTERM and SIGHUP already raise Terminated here, from burn_in_hold.hold, whose handler also ignores a repeated
     # signal while the job is cancelled and the reservation removed (a handler of its own here would not).
     try:
@@ -187,8 +188,8 @@ def _run_job(hold: Hold, script: str, job_name: str, nodes: tuple[str, ...], min
                          interval=poll_interval)
     except (KeyboardInterrupt, Terminated):
         batch.cancel(remote, job_id)
+        remote.run(f"rm -f {shlex.quote(path)}")
         raise
-    path = output_path.replace("%j", job_id)
     text = batch.collect(remote, path, job, hold.partition, hold.reservation)
     remote.run(f"rm -f {shlex.quote(path)}")
     return text

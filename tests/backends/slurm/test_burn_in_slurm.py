@@ -90,6 +90,11 @@ def _until(predicate, timeout: float = 20.0) -> None:
         time.sleep(0.2)
 
 
+def _output_files(jobs: set[str]) -> list[Path]:
+    home = Path(os.path.expanduser("~"))  # the fixture's ssh user is this process's user
+    return [path for job in jobs for path in home.glob(f"fmcluster-burn-in*-{job}.out") if path.exists()]
+
+
 def _reservations(slurm) -> str:
     return _scontrol(slurm, "show", "reservation", check=False)
 
@@ -113,11 +118,12 @@ def test_the_check_job_brings_home_each_tools_output_and_a_held_node_takes_no_ot
         _until(lambda: "Reserved_for_maintenance" in _job(slurm, outsider).get("Reason", ""))
         assert _job(slurm, outsider)["JobState"] == "PENDING"
 
-        outputs = burn_in.check_nodes(held, "standard", poll_interval=0.3)
+        jobs: set[str] = set()
+        outputs = burn_in.check_nodes(held, "standard", poll_interval=0.3, on_poll=lambda s, t: jobs.add(s.job_id))
         # Debian's slurm-wlm lists mpi/pmix but this machine has no libpmix2 for it to load: the cluster's
         # MpiDefault (none) starts the fake
         figures = burn_in.measure(held, [("fmcnode1",)], "standard", ranks_per_node=1, mpi=None,
-                                  poll_interval=0.3)
+                                  poll_interval=0.3, on_poll=lambda s, t: jobs.add(s.job_id))
         assert _job(slurm, outsider)["JobState"] == "PENDING"  # still waiting after both jobs ran
         burn_in_hold.release(held, passed=["fmcnode1"], failed={})
         # released by release itself, not by the block's end: the reservation is gone and the waiting job runs
@@ -134,7 +140,7 @@ def test_the_check_job_brings_home_each_tools_output_and_a_held_node_takes_no_ot
     assert (tools / "dcgmi.args").read_text() == "diag -r 2 -j\n"
     # the capture's best bus bandwidth: its last row, in place (aws-samples 2x p5.48xlarge, 16 GiB: 487.26 GB/s)
     assert figures == {("fmcnode1",): 487.26}
-    assert not list(Path(os.path.expanduser("~")).glob("fmcluster-burn-in-*.out"))  # output files removed
+    assert len(jobs) == 2 and not _output_files(jobs)  # read, then removed
 
 
 def test_without_the_tools_each_check_is_not_installed(slurm, tools, remote):
@@ -202,7 +208,7 @@ def test_sigterm_during_the_check_job_cancels_it_and_removes_the_hold(slurm, too
     with pytest.raises(Terminated):
         with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
             burn_in.check_nodes(held, "quick", on_poll=signal_once_running, poll_interval=0.3)
-    assert _job(slurm, jobs[-1])["JobState"] == "CANCELLED"
+    assert _job(slurm, jobs[-1])["JobState"] == "CANCELLED" and not _output_files(set(jobs))
     assert "ReservationName" not in _reservations(slurm)
 
 
