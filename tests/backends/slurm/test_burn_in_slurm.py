@@ -202,7 +202,7 @@ def test_sigterm_during_the_check_job_cancels_it_and_removes_the_hold(slurm, too
 
     def signal_once_running(state: batch.JobState, elapsed: float) -> None:
         jobs.append(state.job_id)
-        if state.state == "RUNNING":
+        if state.state == "RUNNING" and _output_files({state.job_id}):  # the script has started
             os.kill(os.getpid(), signal.SIGTERM)
 
     with pytest.raises(Terminated):
