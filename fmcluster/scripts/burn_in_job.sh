@@ -2,12 +2,14 @@
 # fmcluster burn-in check job: submitted by fmcluster/backends/slurm/burn_in.py with sbatch into the burn-in
 # reservation, one task per node. Each node runs the burn-in tools and keeps what each printed; fmcluster judges.
 #
-# Step 1 (all nodes at once): each node writes its records to a file on its own disk,
+# Step 1 (all nodes at once): each node writes its records to a file on its own disk (in a folder named after the
+# node as well, so that nodes sharing a host or a /tmp cannot overwrite each other's),
 #   FMCLUSTER-BURN-IN <node> <tool> <exit code|absent> <stdout bytes> <stdout base64> <stderr bytes> <stderr base64>
 #   FMCLUSTER-BURN-IN-END <node> <records>
 # Step 2 (one node after the other): a one-task srun prints that node's file into the job's output.
-# Why files and not the tasks' stdout: srun forwards several tasks' output in messages of bounded size, so a long
-# line (dcgmi's JSON, base64) from one node could be cut by another node's. A one-task step has no one to mix with,
+# Why files and not the tasks' stdout: srun forwards several tasks' output in messages of at most 1,024 bytes
+# (SchedMD/slurm src/common/io_hdr.h, SLURM_IO_MAX_MSG_LEN), so a longer line (dcgmi's JSON, in base64) from one
+# node could be cut by another node's. A one-task step has no one to mix with,
 # the steps run in turn, and the byte counts and the END line let fmcluster refuse a record cut short (a node
 # killed mid-write counts as a node that never answered). No shared filesystem is needed.
 #
@@ -24,11 +26,11 @@ dir="/tmp/fmcluster-burn-in-${SLURM_JOB_ID}"
 node_checks() {
     local node name var cmd rc out err records=0 deadline left
     node="${SLURMD_NODENAME:-$(hostname -s)}"  # Slurm's name for the node, which may not be its hostname
-    mkdir -p "$dir"
-    out="$dir/stdout"
-    err="$dir/stderr"
+    mkdir -p "$dir/$node"
+    out="$dir/$node/stdout"
+    err="$dir/$node/stderr"
     deadline=$(($(date +%s) + ${FMC_CHECK_SECONDS:-600}))
-    : >"$dir/records.part"
+    : >"$dir/$node/records.part"
     for name in ${FMC_TOOL_NAMES}; do
         var="FMC_TOOL_${name}"
         cmd="${!var}"
@@ -48,11 +50,11 @@ node_checks() {
         fi
         printf 'FMCLUSTER-BURN-IN %s %s %s %s %s %s %s\n' "$node" "$name" "$rc" \
             "$(wc -c <"$out")" "$(base64 -w 0 <"$out")" "$(wc -c <"$err")" "$(base64 -w 0 <"$err")" \
-            >>"$dir/records.part"
+            >>"$dir/$node/records.part"
         records=$((records + 1))
     done
-    echo "FMCLUSTER-BURN-IN-END $node $records" >>"$dir/records.part"
-    mv "$dir/records.part" "$dir/records"
+    echo "FMCLUSTER-BURN-IN-END $node $records" >>"$dir/$node/records.part"
+    mv "$dir/$node/records.part" "$dir/$node/records"
 }
 
 nodes="${SLURM_JOB_NUM_NODES:-1}"
@@ -63,5 +65,5 @@ srun --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1 --time="$step_min" \
 
 for node in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
     srun --nodes=1 --ntasks=1 --nodelist="$node" --time=2 \
-        bash -c "cat '$dir/records' 2>/dev/null; rm -rf '$dir'"
+        bash -c "cat '$dir/$node/records' 2>/dev/null; rm -rf '$dir/$node'; rmdir '$dir' 2>/dev/null; true"
 done

@@ -39,7 +39,7 @@ def slurm(tmp_path_factory):
     root = tmp_path_factory.mktemp("slurm")
     tools = root / "tools"
     tools.mkdir()
-    slurm, procs = start(root, partition=PARTITION, tools_dir=tools)
+    slurm, procs = start(root, partition=PARTITION, tools_dir=tools, nodes=2)
     try:
         yield slurm
     finally:
@@ -99,21 +99,32 @@ def _reservations(slurm) -> str:
     return _scontrol(slurm, "show", "reservation", check=False)
 
 
-def test_the_check_job_brings_home_each_tools_output_and_a_held_node_takes_no_other_job(slurm, tools, remote):
-    # Exit codes and streams: the test's choice (module docstring). dcgmi records how it was called.
-    _fake(tools, "nvidia-smi", f"cat {CAPTURES / 'nvidia-smi-L-8x-a100.txt'}\n")
+def _per_node(first: Path, second: Path, then: str = "") -> str:
+    """A fake's body that prints ``first`` on fmcnode1 and ``second`` on fmcnode2 (the nodes share this host)."""
+    return (f'if [ "$SLURMD_NODENAME" = fmcnode1 ]; then cat {first}; else cat {second}; fi\n' + then)
+
+
+def test_the_check_job_brings_home_each_nodes_tools_output_and_held_nodes_take_no_other_job(slurm, tools, remote):
+    # Exit codes and streams: the test's choice (module docstring). The nodes print different captures where there
+    # are two, so a record landing under the wrong node shows; both print dcgmi's 2.4 kB of JSON at once, more than
+    # one srun I/O message (1,024 bytes, burn_in_job.sh). dcgmi records how it was called.
+    _fake(tools, "nvidia-smi", _per_node(CAPTURES / "nvidia-smi-L-8x-a100.txt",
+                                         CAPTURES / "nvidia-smi-L-2x-a100-pod.txt"))
     _fake(tools, "dcgmi", f'echo "$@" > {tools / "dcgmi.args"}\n'
                           f'cat {CAPTURES / "dcgm-3.1.0-nvidia-real-output.json"}\n')
-    _fake(tools, "fi_info", f"cat {CAPTURES / 'fi_info-no-efa.txt'} >&2\nexit 1\n")
+    _fake(tools, "fi_info", '[ "$SLURMD_NODENAME" = fmcnode1 ] && '
+                            f'exec cat {CAPTURES / "fi_info-p4de.24xlarge-4-devices.txt"}\n'
+                            f'cat {CAPTURES / "fi_info-no-efa.txt"} >&2\nexit 1\n')
     _fake(tools, "neuron-ls", f"cat {CAPTURES / 'neuron-ls-trn2n.48xlarge-show-all-procs.txt'}\n"
                               f"cat {CAPTURES / 'neuron-ls-trn2n.48xlarge.txt'} >&2\nexit 3\n")
-    _fake(tools, "all_reduce_perf", f"cat {DATA / 'nccl-tests' / 'aws-samples-2x-p5.48xlarge.txt'}\n")
+    _fake(tools, "all_reduce_perf", _per_node(DATA / "nccl-tests" / "aws-samples-2x-p5.48xlarge.txt",
+                                              DATA / "nccl-tests" / "aws-samples-2x-p4de.24xlarge.txt"))
     with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
-        assert held.nodes == ("fmcnode1",) and held.busy == () and held.reservation == RESERVATION
+        assert held.nodes == ("fmcnode1", "fmcnode2") and held.busy == () and held.reservation == RESERVATION
         shown = _reservations(slurm)
-        assert f"ReservationName={RESERVATION}" in shown and "Nodes=fmcnode1" in shown, shown
+        assert f"ReservationName={RESERVATION}" in shown and "Nodes=fmcnode[1-2]" in shown, shown
         assert re.search(r"Flags=\S*MAINT", shown) and f"Users={slurm.user}" in shown, shown
-        # a job that does not ask for the reservation (its own user's, even) waits while the node is held
+        # a job that does not ask for the reservation (its own user's, even) waits while the nodes are held
         outsider = _sbatch(slurm, "--wrap", "true")
         _until(lambda: "Reserved_for_maintenance" in _job(slurm, outsider).get("Reason", ""))
         assert _job(slurm, outsider)["JobState"] == "PENDING"
@@ -122,33 +133,44 @@ def test_the_check_job_brings_home_each_tools_output_and_a_held_node_takes_no_ot
         outputs = burn_in.check_nodes(held, "standard", poll_interval=0.3, on_poll=lambda s, t: jobs.add(s.job_id))
         # Debian's slurm-wlm lists mpi/pmix but this machine has no libpmix2 for it to load: the cluster's
         # MpiDefault (none) starts the fake
-        figures = burn_in.measure(held, [("fmcnode1",)], "standard", ranks_per_node=1, mpi=None,
+        figures = burn_in.measure(held, [("fmcnode1",), ("fmcnode2",)], "standard", ranks_per_node=1, mpi=None,
                                   poll_interval=0.3, on_poll=lambda s, t: jobs.add(s.job_id))
         assert _job(slurm, outsider)["JobState"] == "PENDING"  # still waiting after both jobs ran
-        burn_in_hold.release(held, passed=["fmcnode1"], failed={})
+        burn_in_hold.release(held, passed=["fmcnode1", "fmcnode2"], failed={})
         # released by release itself, not by the block's end: the reservation is gone and the waiting job runs
         assert "ReservationName" not in _reservations(slurm)
         _until(lambda: _job(slurm, outsider)["JobState"] in ("RUNNING", "COMPLETED"))
-    assert outputs == [NodeOutputs("fmcnode1", {
-        "gpus": ToolRun(0, (CAPTURES / "nvidia-smi-L-8x-a100.txt").read_text(), ""),
-        "neuron": ToolRun(3, (CAPTURES / "neuron-ls-trn2n.48xlarge-show-all-procs.txt").read_text(),
-                          (CAPTURES / "neuron-ls-trn2n.48xlarge.txt").read_text()),
-        "efa": ToolRun(1, "", (CAPTURES / "fi_info-no-efa.txt").read_text()),
-        "dcgm": ToolRun(0, (CAPTURES / "dcgm-3.1.0-nvidia-real-output.json").read_text(), ""),
-    })]
+    neuron = ToolRun(3, (CAPTURES / "neuron-ls-trn2n.48xlarge-show-all-procs.txt").read_text(),
+                     (CAPTURES / "neuron-ls-trn2n.48xlarge.txt").read_text())
+    assert outputs == [
+        NodeOutputs("fmcnode1", {
+            "gpus": ToolRun(0, (CAPTURES / "nvidia-smi-L-8x-a100.txt").read_text(), ""),
+            "neuron": neuron,
+            "efa": ToolRun(0, (CAPTURES / "fi_info-p4de.24xlarge-4-devices.txt").read_text(), ""),
+            "dcgm": ToolRun(0, (CAPTURES / "dcgm-3.1.0-nvidia-real-output.json").read_text(), ""),
+        }),
+        NodeOutputs("fmcnode2", {
+            "gpus": ToolRun(0, (CAPTURES / "nvidia-smi-L-2x-a100-pod.txt").read_text(), ""),
+            "neuron": neuron,
+            "efa": ToolRun(1, "", (CAPTURES / "fi_info-no-efa.txt").read_text()),
+            "dcgm": ToolRun(0, (CAPTURES / "dcgm-3.1.0-nvidia-real-output.json").read_text(), ""),
+        }),
+    ]
     # standard runs DCGM level 2 (issue 37: "standard (DCGM level 2, ...)")
     assert (tools / "dcgmi.args").read_text() == "diag -r 2 -j\n"
-    # the capture's best bus bandwidth: its last row, in place (aws-samples 2x p5.48xlarge, 16 GiB: 487.26 GB/s)
-    assert figures == {("fmcnode1",): 487.26}
+    # each capture's best bus bandwidth, its last row (aws-samples/awsome-distributed-training nccl-tests README):
+    # 2x p5.48xlarge at 16 GiB, in place, 487.26 GB/s; 2x p4de.24xlarge at 2 GiB, 78.33 GB/s
+    assert figures == {("fmcnode1",): 487.26, ("fmcnode2",): 78.33}
     assert len(jobs) == 2 and not _output_files(jobs)  # read, then removed
 
 
 def test_without_the_tools_each_check_is_not_installed(slurm, tools, remote):
     with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
         outputs = burn_in.check_nodes(held, "quick", poll_interval=0.3)
-        burn_in_hold.release(held, passed=["fmcnode1"], failed={})
+        burn_in_hold.release(held, passed=held.nodes, failed={})
     absent = ToolRun(None, "", "")
-    assert outputs == [NodeOutputs("fmcnode1", {"gpus": absent, "neuron": absent, "efa": absent, "dcgm": absent})]
+    assert outputs == [NodeOutputs(node, {"gpus": absent, "neuron": absent, "efa": absent, "dcgm": absent})
+                       for node in ("fmcnode1", "fmcnode2")]
     assert "ReservationName" not in _reservations(slurm)
 
 
@@ -156,26 +178,34 @@ def test_a_failed_node_is_drained_with_its_reason_and_resumes_when_told(slurm, r
     _scontrol(slurm, "create", "reservation", f"ReservationName={RESERVATION}", "StartTime=now", "Duration=5",
               "Users=root", "Flags=MAINT", "Nodes=fmcnode1")  # as a killed run leaves it: removed first
     with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
-        assert held.nodes == ("fmcnode1",)
+        assert held.nodes == ("fmcnode1", "fmcnode2")
+        # fmcnode2 gets no verdict: it never joins unjudged
         burn_in_hold.release(held, passed=[], failed={"fmcnode1": "dcgm level 2: GPU 3 failed Memory"})
         assert "ReservationName" not in _reservations(slurm)
-    node = _scontrol(slurm, "show", "node", "-o", "fmcnode1")
-    assert re.search(r"State=\S*DRAIN", node), node
-    assert "Reason=fmcluster burn-in: dcgm level 2: GPU 3 failed Memory [" in node, node
-    assert "ReservationName" not in _reservations(slurm)
-    burn_in_hold.resume(remote, ["fmcnode1"])
-    node = _scontrol(slurm, "show", "node", "-o", "fmcnode1")
-    assert "DRAIN" not in re.search(r"State=(\S+)", node).group(1), node
+    try:
+        nodes = {name: _scontrol(slurm, "show", "node", "-o", name) for name in ("fmcnode1", "fmcnode2")}
+        for node in nodes.values():
+            assert re.search(r"State=\S*DRAIN", node), node
+        assert "Reason=fmcluster burn-in: dcgm level 2: GPU 3 failed Memory [" in nodes["fmcnode1"]
+        assert "Reason=fmcluster burn-in: no verdict [" in nodes["fmcnode2"]
+        sinfo = subprocess.run(["sinfo", "-R", "-h", "-o", "%N|%E"], capture_output=True, text=True,
+                               env={**os.environ, "SLURM_CONF": str(slurm.slurm_conf)}).stdout
+        assert "fmcnode1|fmcluster burn-in: dcgm level 2: GPU 3 failed Memory" in sinfo, sinfo
+    finally:
+        burn_in_hold.resume(remote, ["fmcnode1", "fmcnode2"])
+    for name in ("fmcnode1", "fmcnode2"):
+        node = _scontrol(slurm, "show", "node", "-o", name)
+        assert "DRAIN" not in re.search(r"State=(\S+)", node).group(1), node
 
 
 def test_a_busy_node_is_never_held(slurm, remote):
-    job = _sbatch(slurm, "--wrap", "sleep 60")
+    job = _sbatch(slurm, "--nodelist=fmcnode1", "--wrap", "sleep 60")
     try:
         _until(lambda: _job(slurm, job)["JobState"] == "RUNNING")
         with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
-            assert held.nodes == () and held.busy == ("fmcnode1",)
-            assert "ReservationName" not in _reservations(slurm)
-            assert burn_in.check_nodes(held, "quick") == []
+            assert held.nodes == ("fmcnode2",) and held.busy == ("fmcnode1",)
+            shown = _reservations(slurm)
+            assert "Nodes=fmcnode2 " in shown, shown
         assert _job(slurm, job)["JobState"] == "RUNNING"  # untouched
     finally:
         subprocess.run(["scancel", job], env={**os.environ, "SLURM_CONF": str(slurm.slurm_conf)})
@@ -186,14 +216,14 @@ def test_a_busy_node_is_never_held(slurm, remote):
 def test_the_hold_is_removed_whatever_ends_the_block(slurm, remote, how):
     with pytest.raises(RuntimeError if how == "error" else Terminated):
         with burn_in_hold.hold(remote, PARTITION, minutes=10) as held:
-            assert held.nodes == ("fmcnode1",)
+            assert held.nodes == ("fmcnode1", "fmcnode2")
             assert f"ReservationName={RESERVATION}" in _reservations(slurm)
             if how == "error":
                 raise RuntimeError("the judge broke")
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
     assert "ReservationName" not in _reservations(slurm)
-    assert "DRAIN" not in _scontrol(slurm, "show", "node", "-o", "fmcnode1")  # let go unjudged, not drained
+    assert "DRAIN" not in _scontrol(slurm, "show", "node", "-o")  # let go unjudged, not drained
 
 
 def test_sigterm_during_the_check_job_cancels_it_and_removes_the_hold(slurm, tools, remote):
