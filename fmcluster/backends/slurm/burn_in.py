@@ -88,7 +88,7 @@ def measure(hold: Hold, runs: Sequence[Run], level: Level, ranks_per_node: int, 
     runs = [tuple(run) for run in runs]
     used: list[str] = [node for run in runs for node in run]
     if len(used) != len(set(used)):
-        raise ValueError("runs measured side by side share no node")
+        raise ValueError("runs measured side by side must not share a node")
     strangers = set(used) - set(hold.nodes)
     if strangers:
         raise ValueError(f"not held by this burn-in: {', '.join(sorted(strangers))}")
