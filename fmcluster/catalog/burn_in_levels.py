@@ -27,7 +27,8 @@ _NCCL_TESTS = "NVIDIA/nccl-tests README.md, Arguments (commit 01d6761451d62e5b96
 # nccl-tests' default timed iterations per size (-n 20, same README); `long` runs five times as many, fmcluster's
 # choice of "a longer NCCL run".
 NCCL_ITERS: dict[Level, int] = {"quick": 0, "standard": 20, "long": 100}
-# The ``dcgmi diag -r`` level each burn-in level runs (issue 37's levels; the durations are _dcgm's below).
+# The ``dcgmi diag -r`` level each burn-in level runs (issue 37's levels; the run levels are DCGM's, same reference
+# as ``_DCGM_DOC``): the check jobs pass it to ``dcgmi``, ``_dcgm`` below prices it.
 DCGM_LEVEL: dict[Level, int] = {"quick": 1, "standard": 2, "long": 3}
 
 

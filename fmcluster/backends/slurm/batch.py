@@ -54,13 +54,14 @@ class Remote:
         return result
 
 
-def submit(remote: Remote, script: str, sbatch_options: list[str], environment: dict[str, str]) -> str:
+def submit(remote: Remote, script: str, sbatch_options: list[str], environment: dict[str, str],
+           what: str = "the smoke job") -> str:
     exports = ",".join(["ALL", *(f"{k}={v}" for k, v in environment.items())])
     command = "sbatch --parsable " + shlex.join([*sbatch_options, f"--export={exports}"])
     result = remote.run(command, stdin=script)
     job_id = result.stdout.strip().split(";")[0]
     if result.returncode != 0 or not job_id.isdigit():
-        raise SlurmError(f"sbatch refused the smoke job: {_last_line(result.stderr) or result.stdout.strip()}")
+        raise SlurmError(f"sbatch refused {what}: {_last_line(result.stderr) or result.stdout.strip()}")
     return job_id
 
 
@@ -100,12 +101,14 @@ def cancel(remote: Remote, job_id: str) -> None:
         pass  # best effort: the job's time limit ends it anyway
 
 
-def collect(remote: Remote, path: str, job: JobState, partition: str) -> str:
+def collect(remote: Remote, path: str, job: JobState, partition: str, reservation: str | None = None) -> str:
+    """The job's output file; ``reservation``: the one its batch host is held in (the fetch must run there too)."""
     result = remote.run(f"cat {path}")
     if result.returncode == 0:
         return result.stdout
     if job.batch_host:
         fetch = shlex.join(["srun", "--quiet", f"--partition={partition}", f"--nodelist={job.batch_host}",
+                            *([f"--reservation={reservation}"] if reservation else []),
                             "--nodes=1", "--ntasks=1", "--time=5", "cat", path])
         result = remote.run(fetch)
         if result.returncode == 0:
