@@ -115,8 +115,12 @@ class BurnInRequest:
 
     queue: str | None
     level: str | None = None
-    timeout_min: float = 30.0
+    timeout_min: float = 30.0  # each job's
     image: str | None = None  # the check image on a Kubernetes cluster
+    host: str | None = None  # a Slurm login host, HOST[:PORT], as smoke's
+    user: str | None = None
+    identity: str | None = None
+    nccl_tests: str | None = None  # all_reduce_perf on a Slurm cluster's nodes
 
 
 # A progress line's sink: (what it shows now, seconds since the wait began).

@@ -159,6 +159,12 @@ def register(app: typer.Typer, name_argument: object) -> None:
         image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE",
                                             help="EKS: the image of the check and all-reduce jobs (default: the "
                                                  "smoke test's nccl-tests image; the checks need dcgmi in it)."),
+        host: Optional[str] = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP),
+        user: Optional[str] = typer.Option(None, "--user", metavar="USER", help="Log in as USER."),
+        identity: Optional[str] = typer.Option(None, "--identity", "-i", metavar="KEYFILE", help="Private key."),
+        nccl_tests: Optional[str] = typer.Option(None, "--nccl-tests", metavar="PATH",
+                                                 help="Slurm: all_reduce_perf on the nodes (default: found on PATH, "
+                                                      "in /opt/nccl-tests/build or the DLAMI's CUDA dirs)."),
     ) -> None:
         """Check the idle nodes of a running cluster, as a new node is checked before it takes jobs: each node's
         GPUs (nvidia-smi -L) and EFA devices (fi_info -p efa) against the catalog and DCGM's diagnostics
@@ -189,7 +195,10 @@ def register(app: typer.Typer, name_argument: object) -> None:
         Exit 0 every checked node passed; 1 a node failed (named with its
         check and figure); 2 bad input (an unknown level or queue, a cluster
         not ready, no floor). EKS: MPIJobs through the queue's scheduler.
-        Slurm: not yet.
+        Slurm (ParallelCluster, PCS): over ssh to the login node, the
+        queue's idle nodes held in a maintenance reservation while the jobs
+        run in it; a failed node is drained with a reason naming its check
+        and figure (sinfo -R), the rest go back to work.
 
         Example: fmcluster burn-in llama-eks --level quick
 
@@ -200,7 +209,7 @@ def register(app: typer.Typer, name_argument: object) -> None:
         from fmcluster.verbs.connect import burn_in_command
         from fmcluster.verbs.connect.view import print_burn_in
 
-        report = burn_in_command.run(name, queue, level, timeout, image)
+        report = burn_in_command.run(name, queue, level, timeout, image, host, user, identity, nccl_tests)
         if as_json:
             ui.print_json(report)
         else:

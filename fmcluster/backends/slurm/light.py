@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from fmcluster.backends.lazy import LoadsLifecycle
-from fmcluster.errors import UsageError
 
 if TYPE_CHECKING:
     from fmcluster.backends.context import BackendContext
@@ -29,7 +28,6 @@ class SlurmBackend(LoadsLifecycle):
         return smoke.manifest(spec, request)
 
     def burn_in(self, context: BackendContext, request: BurnInRequest, sink: SmokeSink) -> dict[str, Any]:
-        # The Slurm side of the gate (a check job, nodes held in DRAIN with a burn-in reason) is built on its own
-        # branch; until it lands the command says so rather than half-run.
-        raise UsageError(f"burn-in on Slurm clusters: not available yet for {context.name}; `fmcluster smoke "
-                         f"{context.name}` runs the GPU, EFA and all-reduce checks as one Slurm job")
+        from fmcluster.backends.slurm import burn_in_run
+
+        return burn_in_run.run(cast("Backend", self), context, request, sink)

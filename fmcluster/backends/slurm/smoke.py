@@ -18,7 +18,7 @@ from fmcluster.errors import UsageError
 
 if TYPE_CHECKING:
     from fmcluster.backends.context import BackendContext
-    from fmcluster.backends.protocol import Backend, SmokeRequest, SmokeSink
+    from fmcluster.backends.protocol import Backend, BurnInRequest, SmokeRequest, SmokeSink
     from fmcluster.spec.models import Spec
 
 
@@ -38,7 +38,7 @@ def manifest(spec: Spec, request: SmokeRequest) -> dict[str, Any]:
 
 
 @aws.read_only()
-def target(backend: Backend, context: BackendContext, request: SmokeRequest) -> SshTarget:
+def target(backend: Backend, context: BackendContext, request: SmokeRequest | BurnInRequest) -> SshTarget:
     """How to reach the cluster's login node: ``--host`` (HOST[:PORT]) skips the AWS look-up — a node reached
     through a VPN or a bastion, or any Slurm login host; otherwise the node the backend reports."""
     spec = context.require_spec()

@@ -14,11 +14,12 @@ from fmcluster.verbs.connect.resolve import recorded
 from fmcluster.verbs.connect.smoke_command import SINK
 
 
-def run(name: str, queue: str | None, level: str | None, timeout_min: float,
-        image: str | None = None) -> dict[str, Any]:
+def run(name: str, queue: str | None, level: str | None, timeout_min: float, image: str | None = None,
+        host: str | None = None, user: str | None = None, identity: str | None = None,
+        nccl_tests: str | None = None) -> dict[str, Any]:
     if level is not None and level not in LEVELS:  # before the cluster is even looked up: a bad flag changes nothing
         raise UsageError(f"unknown burn-in level {level!r}; the levels: {', '.join(LEVELS)} (`fmcluster burn-in "
                          "--help` says what each runs)")
     session, spec = recorded(name)
-    request = BurnInRequest(queue, level, timeout_min, image)
+    request = BurnInRequest(queue, level, timeout_min, image, host, user, identity, nccl_tests)
     return registry.get(spec.backend).burn_in(session.context, request, SINK)

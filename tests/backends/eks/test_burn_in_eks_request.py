@@ -53,12 +53,20 @@ def test_a_type_without_a_floor_is_refused_with_quick_suggested(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["pcs", "parallelcluster"])
-def test_slurm_backends_say_burn_in_is_not_there_yet(backend):
+def test_slurm_backends_refuse_an_image_before_anything_runs(backend):
     from fmcluster.backends import registry
     from fmcluster.backends.context import BackendContext
     from fmcluster.verbs.connect.smoke_command import SINK
 
     context = BackendContext("llama", "us-east-1", None)  # type: ignore[arg-type]  # refused before any call
-    with pytest.raises(UsageError, match="burn-in on Slurm clusters: not available yet for llama") as info:
-        registry.get(backend).burn_in(context, BurnInRequest(None, "quick"), SINK)
+    with pytest.raises(UsageError, match="--image is for Kubernetes clusters; llama runs its burn-in as Slurm jobs"
+                       ) as info:
+        registry.get(backend).burn_in(context, BurnInRequest(None, "quick", image="x"), SINK)
+    assert info.value.exit_code == 2
+
+
+def test_eks_refuses_the_slurm_options():
+    spec = load_spec(ROOT / "configs" / "p5-kueue-eks.yaml").spec
+    with pytest.raises(UsageError, match="--host is for Slurm clusters") as info:
+        checked(spec, BurnInRequest(None, "quick", host="10.0.0.1"))
     assert info.value.exit_code == 2

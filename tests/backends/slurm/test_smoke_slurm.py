@@ -6,6 +6,8 @@ has no GPU, EFA or nccl-tests, so those checks report "absent" and the command e
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -69,7 +71,38 @@ def test_smoke_runs_a_real_job_and_reports_what_is_absent(cli, local_slurm):
     for line in rows:
         if "fmcluster-smoke-" in line:
             Path(line.split(" in ", 1)[1].split()[0]).unlink(missing_ok=True)
+
+    _burn_in_holds_checks_and_drains_the_node(cli, local_slurm)
     _ok(cli.destroy())
+
+
+def _scontrol(slurm, *args: str) -> str:
+    env = {**os.environ, "SLURM_CONF": str(slurm.slurm_conf)}
+    return subprocess.run(["scontrol", *args], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def _burn_in_holds_checks_and_drains_the_node(cli, local_slurm) -> None:
+    """``fmcluster burn-in`` end to end on the real Slurm (issue 37 item 5): the queue's level is its default, quick
+    (p5.4xlarge has no published 2-node all-reduce floor); the node is held in a maintenance reservation, checked by
+    a job in it, found without nvidia-smi, fi_info or dcgmi, and drained with a reason naming the check; nothing is
+    left held."""
+    result = cli.run("burn-in", cli.name, *_access(local_slurm), "--json", timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    try:
+        assert (report["queue"], report["level"], report["passed"]) == ("gpu", "quick", False)
+        [node] = report["nodes"]
+        assert node["node"] == local_slurm.node and node["state"] == "failed"
+        statuses = {c["name"]: c["status"] for c in node["checks"]}
+        assert statuses == {"gpus": "absent", "efa": "absent", "dcgm": "absent"}
+        assert report["nccl"]["runs"] == [] and report["nccl"]["note"] == "level quick runs no all-reduce"
+        assert "fmcluster-burn-in-gpu" in result.stderr  # the hold was said while it happened
+        shown = _scontrol(local_slurm, "show", "node", local_slurm.node)
+        assert "DRAIN" in shown and "Reason=fmcluster burn-in: gpus:" in shown, shown
+        assert "fmcluster-burn-in-gpu" not in _scontrol(local_slurm, "show", "reservation")
+    finally:
+        _scontrol(local_slurm, "update", f"NodeName={local_slurm.node}", "State=RESUME")
 
 
 def test_ssh_runs_a_command_on_the_login_host(cli, local_slurm):

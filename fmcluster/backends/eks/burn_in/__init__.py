@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 
 def checked(spec: Spec, request: BurnInRequest) -> Choice:
     """What to check (:func:`fmcluster.backends.burn_in.choice.choose`), or a UsageError; also a queue without NVIDIA
-    GPUs (the EKS check job runs NVIDIA's tools)."""
+    GPUs (the EKS check job runs NVIDIA's tools), and the options that are Slurm's."""
+    for option, value in (("--host", request.host), ("--user", request.user), ("--identity", request.identity),
+                          ("--nccl-tests", request.nccl_tests)):
+        if value:
+            raise UsageError(f"{option} is for Slurm clusters, reached over ssh; {spec.name} runs its burn-in as "
+                             "MPIJobs through its Kubernetes API (--image names the check image)")
     choice = choose(spec, request.queue, request.level)
     queue = choice.expect.queue
     if not hardware(str(queue.instance_type)).has_gpus:
