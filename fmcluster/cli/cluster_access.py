@@ -9,6 +9,12 @@ import typer
 
 _HOST_HELP = ("Connect to HOST[:PORT] instead of looking the login node up in AWS (through a VPN or a bastion, "
               "or any Slurm login host).")
+# The ssh options of the commands that run jobs on a Slurm cluster (smoke, burn-in).
+_JOB_HOST = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP)
+_JOB_USER = typer.Option(None, "--user", metavar="USER", help="Log in as USER.")
+_JOB_IDENTITY = typer.Option(None, "--identity", "-i", metavar="KEYFILE", help="Private key.")
+_NCCL_TESTS_HELP = ("all_reduce_perf on the nodes (default: found on PATH, in /opt/nccl-tests/build or the DLAMI's "
+                    "CUDA dirs).")
 
 
 def register(app: typer.Typer, name_argument: object) -> None:
@@ -106,12 +112,10 @@ def register(app: typer.Typer, name_argument: object) -> None:
                                                            "EKS also when the job could not run."),
         timeout: float = typer.Option(30, "--timeout", min=0.01, metavar="MIN",
                                       help="Give up (and cancel or delete the job) after MIN minutes."),
-        host: Optional[str] = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP),
-        user: Optional[str] = typer.Option(None, "--user", metavar="USER", help="Log in as USER."),
-        identity: Optional[str] = typer.Option(None, "--identity", "-i", metavar="KEYFILE", help="Private key."),
-        nccl_tests: Optional[str] = typer.Option(None, "--nccl-tests", metavar="PATH",
-                                                 help="all_reduce_perf on the nodes (default: found on PATH, in "
-                                                      "/opt/nccl-tests/build or the DLAMI's CUDA dirs)."),
+        host: Optional[str] = _JOB_HOST,
+        user: Optional[str] = _JOB_USER,
+        identity: Optional[str] = _JOB_IDENTITY,
+        nccl_tests: Optional[str] = typer.Option(None, "--nccl-tests", metavar="PATH", help=_NCCL_TESTS_HELP),
         image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE",
                                             help="EKS: the nccl-tests image (default: AWS's public "
                                                  "public.ecr.aws/hpc-cloud/nccl-tests, pinned; docs/smoke-json.md)."),
@@ -159,12 +163,11 @@ def register(app: typer.Typer, name_argument: object) -> None:
         image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE",
                                             help="EKS: the image of the check and all-reduce jobs (default: the "
                                                  "smoke test's nccl-tests image; the checks need dcgmi in it)."),
-        host: Optional[str] = typer.Option(None, "--host", metavar="HOST[:PORT]", help=_HOST_HELP),
-        user: Optional[str] = typer.Option(None, "--user", metavar="USER", help="Log in as USER."),
-        identity: Optional[str] = typer.Option(None, "--identity", "-i", metavar="KEYFILE", help="Private key."),
+        host: Optional[str] = _JOB_HOST,
+        user: Optional[str] = _JOB_USER,
+        identity: Optional[str] = _JOB_IDENTITY,
         nccl_tests: Optional[str] = typer.Option(None, "--nccl-tests", metavar="PATH",
-                                                 help="Slurm: all_reduce_perf on the nodes (default: found on PATH, "
-                                                      "in /opt/nccl-tests/build or the DLAMI's CUDA dirs)."),
+                                                 help="Slurm: " + _NCCL_TESTS_HELP),
     ) -> None:
         """Check the idle nodes of a running cluster, as a new node is checked before it takes jobs: each node's
         GPUs (nvidia-smi -L) and EFA devices (fi_info -p efa) against the catalog and DCGM's diagnostics
