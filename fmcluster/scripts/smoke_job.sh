@@ -20,7 +20,7 @@ export PATH="${PATH}:/opt/amazon/efa/bin:/opt/amazon/openmpi/bin"
 
 node_checks() {
     local node out count dev
-    node="$(hostname -s)"
+    node="${SLURMD_NODENAME:-$(hostname -s)}"  # Slurm's name for the node, which may not be its hostname
     if [ "${FMC_ACCEL_KIND:-gpu}" = "trainium" ]; then
         count="$(find /dev -maxdepth 1 -name 'neuron[0-9]*' 2>/dev/null | wc -l)"
         if [ "$count" -gt 0 ]; then
