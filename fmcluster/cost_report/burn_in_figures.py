@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fmcluster.catalog import burn_in_levels, nccl_floors
 from fmcluster.catalog.hardware import hardware
+from fmcluster.catalog.network_topology import network_layers
 from fmcluster.cost_report.report_model import BurnInFigures, BurnInFloor, BurnInPart
 from fmcluster.spec.burn_in import burn_in, written_floors, written_level
 from fmcluster.spec.models import Queue, max_nodes
@@ -18,8 +19,8 @@ GATE_NOTE = ("create does not gate on these checks yet (nodes take jobs when AWS
              "`fmcluster burn-in NAME` runs them on demand on a running cluster's idle nodes")
 BLOCK_UNREAD = ("the Capacity Block's length is not read offline: `plan --live-prices` reads the bought block "
                 "from EC2 and shows this time as a share of it")
-LEAVES_OUT = ("instance launch, job scheduling, NCCL start-up, and the narrowing and retest rounds a failure adds "
-              "(fmcluster/catalog/burn_in_levels.py)")
+LEAVES_OUT = ("instance launch, job scheduling, NCCL start-up, and the rounds a failure adds (a retest after a "
+              "repair; without the nodes' topology, one more narrowing round) (fmcluster/catalog/burn_in_levels.py)")
 
 
 def burn_in_figures(queue: Queue, block_hours: int | None) -> BurnInFigures | None:
@@ -34,7 +35,8 @@ def burn_in_figures(queue: Queue, block_hours: int | None) -> BurnInFigures | No
     return BurnInFigures(
         level=choice.level,
         default=written_level(queue) is None,
-        runs=runs(choice.level, hardware(queue.instance_type).accelerator_kind, nodes),
+        runs=runs(choice.level, hardware(queue.instance_type).accelerator_kind, nodes,
+                  network_layers(queue.instance_type) > 0),
         nodes=nodes,
         parts=[BurnInPart(p.name, p.low_s, p.high_s, p.source) for p in estimate.parts],
         low_seconds=seconds[0] if seconds else None,
@@ -50,8 +52,9 @@ def burn_in_figures(queue: Queue, block_hours: int | None) -> BurnInFigures | No
     )
 
 
-def runs(level: str, kind: str | None, nodes: int) -> list[str]:
-    """The checks of ``level`` (issue 37's levels), in the order they run."""
+def runs(level: str, kind: str | None, nodes: int, topology: bool = False) -> list[str]:
+    """The checks of ``level`` (issue 37's levels), in the order they run; ``topology``: EC2 gives the type's
+    instances a place in the network (a backend that reads it pairs across its layers too)."""
     neuron = kind in ("trainium", "inferentia")
     dcgm = {"quick": 1, "standard": 2, "long": 3}[level]
     checks = ["device counts (accelerators, EFA devices) against the catalog",
@@ -62,8 +65,12 @@ def runs(level: str, kind: str | None, nodes: int) -> list[str]:
     if nodes >= 2:
         test = "the Neuron collective test" if neuron else \
             f"NCCL all-reduce (all_reduce_perf, {burn_in_levels.NCCL_ITERS[level]} iterations per size)"
-        whole = ", then the whole queue" if nodes > 2 else ""
-        checks.append(f"{test} in pairs{whole}, against the floors")
+        # the rounds of fmcluster/backends/burn_in/rounds.py, which burn_in_levels.nccl_rounds counts
+        across = "; where the backend reads the nodes' EC2 topology (EKS), pairs across its layers" if topology \
+            else ""
+        narrowing = "; from 3 nodes, rounds of larger runs that would narrow a slow one to its node or link" \
+            if nodes > 2 else ""
+        checks.append(f"{test} in pairs against the floors{across}{narrowing}")
     return checks
 
 

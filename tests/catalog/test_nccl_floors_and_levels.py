@@ -111,13 +111,15 @@ def test_sweeps_are_the_captures_time_columns() -> None:
 
 @pytest.mark.parametrize("level, nodes, seconds", [
     ("quick", 8, (1.0, 59.0)),  # DCGM level 1: "normally lasting seconds"
-    # DCGM level 2 ≈ 120 s + loopback 0-1 s + one pass of 20 iterations of the 0.2780582 s sweep (5.561164 s).
-    ("standard", 2, (125.561164, 126.561164)),
-    # From three nodes: the pairs and the whole queue, two passes: 11.122328 s.
-    ("standard", 8, (131.122328, 132.122328)),
-    ("standard", 32, (131.122328, 132.122328)),
-    # DCGM level 3 ≈ 900 s + 2 passes of 100 iterations: 55.61164 s.
-    ("long", 32, (955.61164, 956.61164)),
+    # A run: 20 iterations of the 0.2780582 s sweep, 5.561164 s. DCGM level 2 ≈ 120 s + loopback 0-1 s + the rounds
+    # (tests/catalog/test_burn_in_rounds_count.py): 2 nodes, 1 round without the topology, 2 with it.
+    ("standard", 2, (125.561164, 132.122328)),
+    # 8 nodes: 4 to 8 rounds, 22.244656 to 44.489312 s.
+    ("standard", 8, (142.244656, 165.489312)),
+    # 32 nodes: 6 to 10 rounds, 33.366984 to 55.61164 s.
+    ("standard", 32, (153.366984, 176.61164)),
+    # DCGM level 3 ≈ 900 s + 6 to 10 rounds of 100 iterations (27.80582 s each): 166.83492 to 278.0582 s.
+    ("long", 32, (1066.83492, 1179.0582)),
     ("standard", 1, (120.0, 121.0)),  # one node: nothing crosses EFA
 ])
 def test_p5_level_estimates(level: str, nodes: int, seconds: tuple[float, float]) -> None:
@@ -129,9 +131,11 @@ def test_p5_level_estimates(level: str, nodes: int, seconds: tuple[float, float]
 def test_an_estimate_without_a_published_number_says_so() -> None:
     estimate = burn_in_levels.estimate("standard", "trn1.32xlarge", 8)
     assert estimate.seconds is None
-    assert estimate.unknown == ("accelerator diagnostics", "all_reduce_perf, 2 pass(es) of 20 iterations")
+    # trn1.32xlarge has EC2 topology (3 network nodes): 8 nodes take 4 to 8 rounds
+    assert estimate.unknown == ("accelerator diagnostics", "all_reduce_perf, 4 to 8 rounds of 20 iterations")
+    # g5.48xlarge has none ("Prerequisites for Amazon EC2 topology" does not list it): the pair, one round
     g5 = burn_in_levels.estimate("standard", "g5.48xlarge", 2)
-    assert g5.unknown == ("all_reduce_perf, 1 pass(es) of 20 iterations",)
+    assert g5.unknown == ("all_reduce_perf, 1 round of 20 iterations",)
 
 
 def test_unknown_level() -> None:

@@ -9,8 +9,11 @@ Expected times are typed from the sources fmcluster/catalog/burn_in_levels.py ci
 - One all_reduce_perf iteration over every size on 2x p5.48xlarge: the out-of-place plus in-place time columns of
   the published run (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/README.md, commit
   0162aacd; tests/data/nccl-tests/aws-samples-2x-p5.48xlarge.txt), 278,058.2 µs; nccl-tests runs 20 timed
-  iterations by default (NVIDIA/nccl-tests README, Arguments, -n), fmcluster's long 100. One pass over the pairs
-  with 2 nodes; a pass over the pairs and one over the whole queue from 3 nodes.
+  iterations by default (NVIDIA/nccl-tests README, Arguments, -n), fmcluster's long 100: a run of `standard` is
+  5.561164 s, of `long` 27.80582 s.
+- The rounds of those runs on healthy nodes (counted by hand in tests/catalog/test_burn_in_rounds_count.py), fewest
+  without the nodes' EC2 topology, most with it (p5.48xlarge has 3 network nodes, "Prerequisites for Amazon EC2
+  topology"): 2 nodes 1 to 2, 4 nodes 3 to 7.
 """
 
 from __future__ import annotations
@@ -54,27 +57,30 @@ def test_two_p5_nodes_at_the_default_standard_level(tmp_path: Path) -> None:
     assert code == 0
     figures = json.loads(out)["queues"][0]["burn_in"]
     assert (figures["level"], figures["default"], figures["nodes"]) == ("standard", True, 2)
-    # 120 s of DCGM level 2 + 0 to 1 s of loopback + 1 pass x 20 iterations x 0.2780582 s = 5.561164 s
+    # 120 s of DCGM level 2 + 0 to 1 s of loopback + 1 to 2 rounds x 5.561164 s
     assert figures["low_seconds"] == pytest.approx(125.561164)
-    assert figures["high_seconds"] == pytest.approx(126.561164)
+    assert figures["high_seconds"] == pytest.approx(132.122328)
     assert [p["name"] for p in figures["parts"]] == ["DCGM level 2", "EFA loopback (fi_pingpong)",
-                                                     "all_reduce_perf, 1 pass(es) of 20 iterations"]
+                                                     "all_reduce_perf, 1 to 2 rounds of 20 iterations"]
     assert figures["unknown"] == []
     assert [(f["nodes"], f["gb_s"]) for f in figures["floors"]] == [(2, 389.0)]
     assert "aws-samples/awsome-distributed-training" in figures["floors"][0]["source"]
     assert figures["gated_at_create"] is False and figures["block_hours"] is None
     assert any("all_reduce_perf, 20 iterations" in check for check in figures["runs"])
+    # p5.48xlarge has EC2 topology (3 network nodes); two nodes have nothing to narrow
+    assert figures["runs"][-1].endswith("in pairs against the floors; where the backend reads the nodes' EC2 "
+                                        "topology (EKS), pairs across its layers")
 
     code, text = _run(path, as_json=False)
     assert code == 0
-    assert "  train: standard (the default) on 2 nodes: expected about 2.1 min" in text
+    assert "  train: standard (the default) on 2 nodes: expected 2.1 min to 2.2 min" in text
     assert "create does not gate on these checks yet" in text and "`fmcluster burn-in NAME` runs them" in text
     assert "floor: 389 GB/s all-reduce bus bandwidth on 2 nodes (from the catalog)" in text
 
 
 def test_long_on_a_one_day_capacity_block_is_a_share_of_the_rental(tmp_path: Path) -> None:
-    """4 nodes, long: 900 s + 0 to 1 s + 2 passes x 100 x 0.2780582 s (55.61164 s) = 955.61164 to 956.61164 s;
-    on a 24 h block, 956.61164 / 86,400 = 1.107%."""
+    """4 nodes, long: 900 s + 0 to 1 s + 3 to 7 rounds x 27.80582 s (83.41746 to 194.64074 s) = 983.41746 to
+    1,095.64074 s; on a 24 h block, 1,095.64074 / 86,400 = 1.268%."""
     from fmcluster.pricing.capacity_blocks import BlockPrice
 
     path = _write(tmp_path, [{"name": "train", "instance_type": "p5.48xlarge", "nodes": 4, "burn_in": "long",
@@ -84,14 +90,16 @@ def test_long_on_a_one_day_capacity_block_is_a_share_of_the_rental(tmp_path: Pat
     figures = plan_report(spec, LivePriceBook("us-east-1", {}, blocks)).queues[0].burn_in
     assert figures is not None
     assert (figures.level, figures.default) == ("long", False)
-    assert (figures.low_seconds, figures.high_seconds) == (pytest.approx(955.61164), pytest.approx(956.61164))
+    assert (figures.low_seconds, figures.high_seconds) == (pytest.approx(983.41746), pytest.approx(1095.64074))
     assert figures.block_hours == 24
-    assert figures.block_fraction == pytest.approx(0.0110719)
+    assert figures.block_fraction == pytest.approx(0.0126810271)
+    assert figures.runs[-1].endswith("from 3 nodes, rounds of larger runs that would narrow a slow one to its node "
+                                     "or link")
 
     shown = Console(width=200, record=True, force_terminal=False, color_system=None)
     shown.print(render(plan_report(spec, LivePriceBook("us-east-1", {}, blocks))))
-    assert "  train: long on 4 nodes: expected about 15.9 min; on its 1-day Capacity Block: up to 1.1% of the " \
-        "rental" in shown.export_text()
+    assert "  train: long on 4 nodes: expected 16.4 min to 18.3 min; on its 1-day Capacity Block: up to 1.3% of " \
+        "the rental" in shown.export_text()
 
     # offline the block's length is unknown, and said
     offline = plan_report(spec, PriceBook("us-east-1")).queues[0].burn_in
@@ -124,7 +132,7 @@ def test_a_spec_floor_on_a_type_without_a_published_run(tmp_path: Path) -> None:
                               "burn_in": {"floors": {2: 300}}}])
     figures = plan_report(load_spec(path).spec, PriceBook("us-east-1")).queues[0].burn_in
     assert figures is not None and figures.level == "standard" and figures.default
-    assert figures.unknown == ["all_reduce_perf, 2 pass(es) of 20 iterations"]
+    assert figures.unknown == ["all_reduce_perf, 4 to 8 rounds of 20 iterations"]
     assert figures.low_seconds is None
     assert [(f.nodes, f.gb_s, f.source) for f in figures.floors] == [(2, 300.0, "spec")]
 
@@ -143,5 +151,5 @@ def test_live_prices_read_a_bought_blocks_length_from_ec2(tmp_path: Path, sandbo
     assert blocks["train"] is not None and blocks["train"].hours == 48
     figures = plan_report(spec, LivePriceBook("us-east-1", {}, blocks)).queues[0].burn_in
     assert figures is not None and figures.block_hours == 48
-    # 126.561164 s (the 2-node standard above) over 48 x 3,600 s
-    assert figures.block_fraction == pytest.approx(0.000732414)
+    # 132.122328 s (the 2-node standard above) over 48 x 3,600 s
+    assert figures.block_fraction == pytest.approx(0.000764597)
