@@ -56,7 +56,7 @@ def runs(level: str, kind: str | None, nodes: int, topology: bool = False) -> li
     """The checks of ``level`` (issue 37's levels), in the order they run; ``topology``: EC2 gives the type's
     instances a place in the network (a backend that reads it pairs across its layers too)."""
     neuron = kind in ("trainium", "inferentia")
-    dcgm = {"quick": 1, "standard": 2, "long": 3}[level]
+    dcgm = burn_in_levels.DCGM_LEVEL[level]
     checks = ["device counts (accelerators, EFA devices) against the catalog",
               "the Neuron device checks" if neuron else f"DCGM diagnostics level {dcgm} (dcgmi diag -r {dcgm})"]
     if level == "quick":
