@@ -133,3 +133,81 @@ def test_a_healthy_queue_is_held_then_every_node_passes_and_is_released(world):
         assert "fmcluster.io/burn-in-check" not in node["metadata"]["labels"]
         assert PENDING_NODE not in (node["spec"].get("taints") or [])
     assert "burn-in train" in created.stderr
+
+
+def test_a_gpu_lost_until_reboot_on_the_capacity_block_is_rebooted_retested_and_passes(world):
+    """On a Capacity Block the gate reboots (a replacement would need a free slot of the block): the fault that a
+    reboot clears goes, the node is tested again and released."""
+    name, node = sorted(world.nodes().items())[1]
+    instance = world.instance(node)
+    world.make_pending(name)
+    world.sandbox.faults({"node_health": {instance: {"gpus_missing": 1, "until_reboot": True}}})
+    created = world.create()
+    assert created.returncode == 0, created.stderr
+    assert instance not in world.sandbox.faults({}).get("node_health", {})  # cleared: EC2 RebootInstances ran
+    after = world.nodes()
+    assert sorted(after) == sorted(world.nodes())  # the same nodes: rebooted, not replaced
+    assert after[name]["metadata"]["labels"]["fmcluster.io/burn-in"] == "passed"
+    assert PENDING_NODE not in (after[name]["spec"].get("taints") or [])
+    assert f"rebooting {name}" in created.stderr
+
+
+def test_a_missing_efa_device_on_demand_is_replaced_and_the_replacement_passes(world, sandbox_env, monkeypatch):
+    """Off a reservation the gate terminates the instance; the node group launches a replacement, which registers
+    pending and is tested. The gate's core on this cluster, its queue read as On-Demand capacity."""
+    from fmcluster.backends.eks.burn_in import gate
+    from fmcluster.backends.eks.kubernetes.access import KubeApi
+    from fmcluster.connection import aws
+    from fmcluster.engine import Context
+    from fmcluster.engine.waiting import Stop
+    from fmcluster.spec import load_spec
+
+    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
+    aws.configure(None, REGION, world.sandbox.endpoint_url)
+    data = json.loads(json.dumps(world.data))
+    data["queues"][0]["capacity"] = {"type": "on-demand"}
+    path = world.spec.with_name("on-demand.yaml")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec = load_spec(path).spec
+    ctx = Context(cluster=world.name, region=REGION, client=lambda service: aws.client(service, REGION))
+    api = KubeApi.of(ctx, world.name)
+    before = world.nodes()
+    name, node = sorted(before.items())[2]
+    world.make_pending(name)
+    world.sandbox.faults({"node_health": {world.instance(node): {"efa_devices_missing": 1}}})
+    monkeypatch.setattr(gate, "NODE_WAIT_S", 30)  # the sandbox replaces at once; a hang fails in seconds
+    said: list[str] = []
+    verdict = gate.Gate(api, ctx.client("ec2"), world.name, spec, spec.queues[0], 4, Stop(), said.append).run()
+    after = world.nodes()
+    old = {world.instance(n) for n in before.values()}
+    # replaced: a new instance (its Node may take the old one's private IP, and so its name)
+    (fresh,) = [n for n, node in after.items() if world.instance(node) not in old]
+    assert len(after) == 4, said
+    assert (sorted(verdict.passed), verdict.failed, verdict.pending) == (sorted(after), {}, [])
+    assert after[fresh]["metadata"]["labels"]["fmcluster.io/burn-in"] == "passed"
+    terminated = world.ec2.describe_instances(InstanceIds=[world.instance(node)])["Reservations"][0]["Instances"][0]
+    assert terminated["State"]["Name"] in ("shutting-down", "terminated")
+    assert any(line.startswith(f"burn-in train: replacing {name}") for line in said), said
+
+
+def test_without_auto_repair_a_failed_node_stays_held_and_create_exits_1_naming_it(world):
+    """auto_repair: false: no repair; the queue is one node short of its 4, so create fails, naming the node and its
+    check, and leaves the cluster as it is (the node tainted and labelled); create again says the same."""
+    data = json.loads(json.dumps(world.data))
+    data["queues"][0]["auto_repair"] = False
+    world.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    name, node = sorted(world.nodes().items())[3]
+    world.make_pending(name)
+    # DCGM level 1 runs the "software" test (DCGM docs, "dcgmi diag": run level 1, "Deployment" plugins)
+    world.sandbox.faults({"node_health": {world.instance(node): {"dcgm_failures": [{"gpu": 5, "test": "software"}]}}})
+    created = world.create()
+    assert created.returncode == 1, created.stderr
+    assert f"3 of 4 needed node(s) passed; failed: {name} (dcgm:" in created.stderr, created.stderr
+    after = world.nodes()[name]
+    assert PENDING_NODE in after["spec"]["taints"]
+    labels = after["metadata"]["labels"]
+    assert (labels["fmcluster.io/burn-in"], labels["fmcluster.io/burn-in-check"]) == ("failed", "dcgm")
+    assert "rebooting" not in created.stderr and "replacing" not in created.stderr
+    assert world.eks.describe_cluster(name=world.name)["cluster"]["status"] == "ACTIVE"  # nothing torn down
+    again = world.create()
+    assert again.returncode == 1 and f"failed: {name} (dcgm)" in again.stderr, again.stderr

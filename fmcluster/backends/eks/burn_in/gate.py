@@ -190,9 +190,9 @@ class Gate:
                 self.repairs[node] = self.repairs.get(node, 0) + 1
             return self._await_ready(due)
         self.progress(f"burn-in {self.queue.name}: replacing {', '.join(due)} (terminating {', '.join(ids)})")
-        before = set(instances)
+        before = {i for i in instances.values() if i}
         self.ec2.terminate_instances(InstanceIds=ids)
-        fresh = self._await_replacements(before, set(due), len(due))
+        fresh = self._await_replacements(before, len(due))
         for old, new in zip(due, fresh, strict=False):
             self.repairs[new] = self.repairs.get(old, 0) + 1
         return fresh
@@ -207,13 +207,14 @@ class Gate:
             self.progress(f"burn-in {self.queue.name}: {len(ready)} of {len(names)} rebooted node(s) Ready")
             pause(2.0, self.stop)
 
-    def _await_replacements(self, before: set[str], gone: set[str], count: int) -> list[str]:
-        """The new Nodes of the group (not among ``before``), Ready and still pending, once ``count`` have come."""
+    def _await_replacements(self, before: set[str], count: int) -> list[str]:
+        """The group's Nodes of new instances (none of ``before``; a replacement may take its predecessor's private
+        IP, and so its Node's name), Ready and still pending, once ``count`` have come."""
         deadline = time.monotonic() + NODE_WAIT_S
         while True:
             nodes = group_nodes(self.api, self.queue.name)
-            fresh = sorted(n.metadata.name for n in nodes if n.metadata.name not in before and _ready(n)
-                           and hold.is_pending(n))
+            fresh = sorted(n.metadata.name for n in nodes if _ready(n) and hold.is_pending(n)
+                           and instance_of(n.spec.providerID if n.spec else None) not in before)
             if len(fresh) >= count or time.monotonic() > deadline:
                 return fresh
             self.progress(f"burn-in {self.queue.name}: {len(fresh)} of {count} replacement node(s) registered")

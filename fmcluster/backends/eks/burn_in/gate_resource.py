@@ -36,7 +36,9 @@ class BurnInGate(Resource):
         self.cluster = cluster
         self.spec, self.queue = spec, queue
         self._thread: threading.Thread | None = None
-        self._progress = ""
+        self._lines: list[str] = []  # the gate's progress, as it said it
+        self._shown = 0  # how many of them a read has returned
+        self._lock = threading.Lock()
         self._verdict: Any = None  # gate.Verdict once the thread has ended
         self._error: str | None = None
         self.label = f"burn-in {key}"
@@ -51,8 +53,13 @@ class BurnInGate(Resource):
 
     def read(self, ctx: Context, known_id: str | None) -> Observed | None:
         ident = f"{self.cluster}/{self.key}"
-        if self._thread is not None and self._thread.is_alive():
-            return Observed(ident, "TESTING", "pending", detail=self._progress)
+        with self._lock:
+            unseen = self._lines[self._shown:self._shown + 1]
+            self._shown += len(unseen)
+        running = self._thread is not None and self._thread.is_alive()
+        if unseen or running:
+            # one line per poll, in order, each once: the walk prints a step's progress when its detail changes
+            return Observed(ident, "TESTING", "pending", detail=unseen[0] if unseen else self._latest())
         if self._error is not None:
             return Observed(ident, "FAILED", "failed", detail=f"burn-in {self.key}: {self._error}")
         if self._verdict is not None:
@@ -105,7 +112,7 @@ class BurnInGate(Resource):
         nodes = body.get("nodes")
         expected = nodes if isinstance(nodes, int) else self._needed()
         self._verdict, self._error = None, None
-        self._progress = f"burn-in {self.key}: {expected} node(s), level {self._level()}"
+        self._note(f"burn-in {self.key}: {expected} node(s), level {self._level()}")
         runner = gate.Gate(api, ctx.client("ec2"), self.cluster, self.spec, self.queue, expected, ctx.stop,
                            self._note)
 
@@ -117,10 +124,16 @@ class BurnInGate(Resource):
 
         self._thread = threading.Thread(target=work, name=f"burn-in-{self.key}", daemon=True)
         self._thread.start()
-        return Observed(f"{self.cluster}/{self.key}", "TESTING", "pending", detail=self._progress)
+        return Observed(f"{self.cluster}/{self.key}", "TESTING", "pending", detail=self._latest())
 
     def _note(self, line: str) -> None:
-        self._progress = line
+        with self._lock:
+            if not self._lines or self._lines[-1] != line:
+                self._lines.append(line)
+
+    def _latest(self) -> str:
+        with self._lock:
+            return self._lines[-1] if self._lines else ""
 
     def create(self, ctx: Context, token: str) -> Observed:
         return self._start(ctx)
