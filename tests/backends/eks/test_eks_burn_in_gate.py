@@ -33,6 +33,7 @@ from fixtures.in_process import run_in_process
 from fixtures.kube import cluster_api
 from fixtures.lifecycle import CONFIGS
 
+from fmcluster.backends.eks.burn_in import gate
 from fmcluster.backends.eks.smoke import submit
 from fmcluster_sandbox.kube import launcher_run
 
@@ -115,6 +116,7 @@ def world(sandbox, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch, sandbox):
     monkeypatch.setattr(submit, "POLL_S", 0.2)  # the product polls every 2 s; the sandbox's jobs take about one
+    monkeypatch.setattr(gate, "JOB_TIMEOUT_S", 30)  # a job never placed (a taint not tolerated) fails in seconds
     yield
     sandbox.faults({"reset": True})
 
@@ -155,7 +157,6 @@ def test_a_gpu_lost_until_reboot_on_the_capacity_block_is_rebooted_retested_and_
 def test_a_missing_efa_device_on_demand_is_replaced_and_the_replacement_passes(world, sandbox_env, monkeypatch):
     """Off a reservation the gate terminates the instance; the node group launches a replacement, which registers
     pending and is tested. The gate's core on this cluster, its queue read as On-Demand capacity."""
-    from fmcluster.backends.eks.burn_in import gate
     from fmcluster.backends.eks.kubernetes.access import KubeApi
     from fmcluster.connection import aws
     from fmcluster.engine import Context
@@ -202,7 +203,8 @@ def test_without_auto_repair_a_failed_node_stays_held_and_create_exits_1_naming_
     world.sandbox.faults({"node_health": {world.instance(node): {"dcgm_failures": [{"gpu": 5, "test": "software"}]}}})
     created = world.create()
     assert created.returncode == 1, created.stderr
-    assert f"3 of 4 needed node(s) passed; failed: {name} (dcgm:" in created.stderr, created.stderr
+    assert f"3 of 4 needed node(s) passed; failed: {name} (dcgm: " in created.stderr, created.stderr
+    assert "terminate a failed node's instance" in created.stderr
     after = world.nodes()[name]
     assert PENDING_NODE in after["spec"]["taints"]
     labels = after["metadata"]["labels"]

@@ -65,10 +65,8 @@ class BurnInGate(Resource):
         if self._verdict is not None:
             verdict = self._verdict
             return Observed(ident, "PASSED" if verdict.ready else "SHORT", "ready" if verdict.ready else "failed",
-                            detail=verdict.summary() + ("" if verdict.ready else
-                                                        f"; the cluster stays: `fmcluster create` again tests what "
-                                                        f"is pending, `fmcluster status {self.cluster}` shows each "
-                                                        "node"), attributes=self._attributes(verdict))
+                            detail=verdict.summary() + ("" if verdict.ready else self._short_hint()),
+                            attributes=self._attributes(verdict))
         api = self._api(ctx)
         if api is None:
             return None  # no cluster API yet: the gate is still to run
@@ -77,6 +75,11 @@ class BurnInGate(Resource):
         verdict = gate.tally(self.key, self._needed(), gate.group_nodes(api, self.key))
         return Observed(ident, "PASSED" if verdict.ready and not verdict.pending else "HELD", "ready",
                         detail=verdict.summary(), attributes=self._attributes(verdict))
+
+    def _short_hint(self) -> str:
+        return ("; the cluster stays as it is, the failed nodes held: terminate a failed node's instance and its node "
+                "group launches a replacement, which the next `fmcluster create` tests (as it tests any node still "
+                f"pending); `fmcluster status {self.cluster}` shows the queue's nodes")
 
     def _needed(self) -> int:
         return min_nodes(self.queue) if self.queue is not None else 0
@@ -95,7 +98,9 @@ class BurnInGate(Resource):
             found.append(AttributeChange("pending", live["pending"], 0,
                                          f"burn-in {self.key}: {live['pending']} pending node(s), level "
                                          f"{self._level()}"))
-        if (live.get("passed") or 0) < self._needed():
+        short = (live.get("passed") or 0) < self._needed()
+        # short with nodes pending: testing them may reach the count; said apart when a node failed or none is pending
+        if short and (live.get("failed") or not live.get("pending")):
             failed = live.get("failed") or {}
             found.append(AttributeChange("passed", live.get("passed") or 0, self._needed(),
                                          "failed: " + ", ".join(f"{n} ({c})" for n, c in sorted(failed.items()))
