@@ -21,6 +21,7 @@ from typing import Any
 
 from fmcluster.catalog.hardware import hardware
 from fmcluster.spec.burn_in import burn_in
+from fmcluster.spec.decisions import needs_imex
 from fmcluster.spec.models import Queue, Spec, instance_types_of
 
 TAINT_KEY = "fmcluster.io/burn-in"
@@ -43,9 +44,11 @@ LABEL_VALUE_MAX = 63
 def gated(queue: Queue) -> bool:
     """Whether ``create`` holds and tests the queue's nodes: a level other than ``off``, on a queue the EKS check job
     can judge (NVIDIA GPUs, since it runs nvidia-smi, dcgmi and nccl-tests; one instance type, whose counts and floor
-    it judges by). Other queues are not held: a taint nothing would lift would keep their nodes idle for good."""
+    it judges by); not yet an UltraServer queue (p6e-gb200), whose workers claim an IMEX channel of a ComputeDomain
+    the burn-in jobs do not make yet. Other queues are not held: a taint nothing would lift would keep their nodes
+    idle for good."""
     return burn_in(queue).level != "off" and hardware(queue.instance_type).has_gpus \
-        and len(instance_types_of(queue)) == 1
+        and len(instance_types_of(queue)) == 1 and not needs_imex(queue)
 
 
 def gated_queues(spec: Spec) -> list[Queue]:
