@@ -33,6 +33,7 @@ from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement
 from fmcluster.backends.eks import cluster_view
 from fmcluster.backends.eks.addon_resource import EksAddon
+from fmcluster.backends.eks.burn_in import gate_resource
 from fmcluster.backends.eks.cluster_resource import EksCluster
 from fmcluster.backends.eks.kubernetes import client as kube
 from fmcluster.backends.eks.nodegroup_resource import EksNodegroup
@@ -119,6 +120,12 @@ class EksLifecycle(LifecycleDefaults):
                 resource.extra_edges = tuple(sorted(set(resource.extra_edges) | set(groups)))
         apply_order.wire([r for r in resources if isinstance(r, kube.KubeObject)], f"eks_cluster:{cluster}")
         resources += ultraserver_resource.resources(spec)  # after their node groups (issue 39)
+        # The burn-in gate (issue 37) after its node group and after the software its check job needs on the nodes:
+        # the device plugins, the MPI Operator and the scheduler (every Kubernetes object fmcluster applies).
+        software = tuple(sorted(r.name for r in resources if isinstance(r, kube.KubeObject)))
+        for gate in gate_resource.resources(spec):
+            gate.extra_edges = software
+            resources.append(gate)
         control_routes = "route_table:control"
         if any(r.name == control_routes for r in resources):  # nodes in the second subnet boot with its route
             for resource in resources:

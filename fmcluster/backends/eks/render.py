@@ -9,7 +9,7 @@ import json
 
 import yaml
 
-from fmcluster.backends.eks.nodes import local_storage, scale_from_zero, system_nodes
+from fmcluster.backends.eks.nodes import burn_in_hold, local_storage, scale_from_zero, system_nodes
 from fmcluster.backends.eks.nodes import repair as node_repair
 from fmcluster.backends.eks.nodes.images import node_image, standard_image
 from fmcluster.backends.eks.software import autoscaler_iam, autoscaler_install, dra_driver
@@ -203,7 +203,7 @@ def _queue_documents(spec: Spec, queue: Queue, subnet: str, placement_group: boo
     add(f"eks-nodegroup-{queue.name}.yaml", "eks_nodegroup", queue.name, "eks", {"": "CreateNodegroup"},
         "eks/nodegroup.yaml.j2", cluster=spec.name, name=queue.name, purpose=f'queue "{queue.name}"',
         kubernetes_version=spec.kubernetes.version,
-        instance_types=list(types), taints=[],
+        instance_types=list(types), taints=burn_in_hold.taints(queue),
         instance_type_in_template=in_template, min_size=min_nodes(queue), max_size=max_nodes(queue),
         # A fixed queue runs its count; an elastic one starts at its min, and from then on the Cluster Autoscaler
         # sets the desired size (fmcluster compares and changes only min and max of such a group).

@@ -10,6 +10,7 @@ from typing import Any
 
 from fmcluster.backends.burn_in.judge import checks_run, command
 from fmcluster.backends.eks.burn_in import frames
+from fmcluster.backends.eks.nodes.burn_in_hold import TOLERATION
 from fmcluster.backends.eks.smoke import mpijob
 from fmcluster.backends.smoke.checks import Expectations
 from fmcluster.catalog.burn_in_levels import NCCL_ITERS, Level
@@ -44,11 +45,12 @@ def check_manifest(spec: Spec, expect: Expectations, level: Level, job: mpijob.S
                          mark=frames.MARK, chunk=frames.CHUNK)
     # The workers stay until the job is deleted (cleanPodPolicy None): which node each ran on is read after the end.
     return mpijob.manifest(spec, job, timeout_s, script=script, hosts=nodes, purpose_label=BURN_IN_LABEL,
-                           clean_pod_policy="None")
+                           clean_pod_policy="None", tolerations=[TOLERATION])
 
 
 def nccl_manifest(spec: Spec, level: Level, job: mpijob.SmokeJob, nodes: tuple[str, ...],
                   timeout_s: int) -> dict[str, Any]:
     script = render_text("eks/burn-in-nccl.sh.j2", nodes=len(nodes), ranks=job.gpus, mpirun=mpijob.MPIRUN,
                          all_reduce=mpijob.ALL_REDUCE, efa=job.efa > 0, iters=NCCL_ITERS[level])
-    return mpijob.manifest(spec, job, timeout_s, script=script, hosts=nodes, purpose_label=BURN_IN_LABEL)
+    return mpijob.manifest(spec, job, timeout_s, script=script, hosts=nodes, purpose_label=BURN_IN_LABEL,
+                           tolerations=[TOLERATION])

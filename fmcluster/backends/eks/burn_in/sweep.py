@@ -48,17 +48,26 @@ HELD = (quotas.NVIDIA_GPU, quotas.EFA)
 
 def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float, image: str | None,
         sink: SmokeSink) -> dict[str, Any]:
-    expect, level = choice.expect, choice.level
+    """``fmcluster burn-in``: every Ready node of the queue that runs no job."""
     api = KubeApi.of(context.ctx, context.name)
     if api is None:
         raise UsageError(f"the Kubernetes API of {context.name} is not up in {context.region}: the cluster is not "
                          f"ready; `fmcluster status {context.name}` shows what exists")
-    queue = expect.queue.name
-    paths = _ready_nodes(api, queue)
-    nodes = sorted(paths)
-    if not nodes:
+    queue = choice.expect.queue.name
+    paths = ready_nodes(api, queue)
+    if not paths:
         raise UsageError(f"queue {queue} of {context.name} has no Ready node to burn in; `fmcluster status "
                          f"{context.name}` shows its nodes")
+    return sweep(api, context.name, spec, choice, paths, timeout_min * 60, image, sink)
+
+
+def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[str, tuple[str, ...]],
+          timeout_s: float, image: str | None, sink: SmokeSink) -> dict[str, Any]:
+    """The checks and rounds over the given nodes (each with its network layers, :func:`ready_nodes`): the command
+    passes the queue's Ready nodes, the gate at ``create`` only those it still holds."""
+    expect, level = choice.expect, choice.level
+    queue = expect.queue.name
+    nodes = sorted(paths)
     _delete_leftovers(api, sink)
     busy = _busy(api, nodes)
     for node, why in busy.items():
@@ -67,7 +76,6 @@ def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float,
     if not idle:
         raise UsageError(f"every node of queue {queue} is running a job; burn-in never runs beside one: run it "
                          "when some are idle")
-    timeout_s = timeout_min * 60
     with ends_like_ctrl_c():
         verdicts, unanswered = _checks(api, spec, expect, level, idle, timeout_s, image, sink)
         passed = [v.node for v in verdicts if v.passed]
@@ -84,11 +92,11 @@ def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float,
 
             result = rounds.run(passed, choice.pair_floor_gb_s, measure, paths)
             note = f"{len(passed)} node(s) that passed their own checks"
-    return report.build(context.name, expect, level, verdicts, busy, unanswered, result, note,
+    return report.build(cluster, expect, level, verdicts, busy, unanswered, result, note,
                         {"scheduler": spec.kubernetes.scheduler})
 
 
-def _ready_nodes(api: KubeApi, queue: str) -> dict[str, tuple[str, ...]]:
+def ready_nodes(api: KubeApi, queue: str) -> dict[str, tuple[str, ...]]:
     """The queue's Ready nodes, each with its place in the network: the network nodes EKS labels it with, from the
     top layer down (``topology.k8s.aws/network-node-layer-1`` … ``-N``, EKS user guide "Place distributed AI/ML
     workloads with network topology labels"; none on a type without EC2 topology)."""
@@ -181,7 +189,7 @@ def _round(api: KubeApi, spec: Spec, expect: Expectations, level: Level, runs: l
         planned.append((nodes, job, jobs.nccl_manifest(spec, level, job, nodes, int(timeout_s))))
     sink.note("all-reduce round: " + "; ".join(" + ".join(nodes) for nodes, _, _ in planned))
     deadline = time.monotonic() + timeout_s
-    quiet = SmokeSink(note=lambda message: None, warning=sink.warning, ticker=_silent)
+    quiet = SmokeSink(note=lambda message: None, warning=sink.warning, ticker=silent)
     pool = ThreadPoolExecutor(max_workers=len(planned))
     try:
         futures = {nodes: pool.submit(submit.submit_and_wait, api, job, manifest, deadline, quiet)
@@ -218,5 +226,5 @@ def _delete_all(api: KubeApi, planned: list[mpijob.SmokeJob]) -> None:
 
 
 @contextlib.contextmanager
-def _silent(title: str) -> Iterator[Tick]:
+def silent(title: str) -> Iterator[Tick]:
     yield lambda text, elapsed: None

@@ -110,13 +110,14 @@ def launcher_script(job: SmokeJob) -> str:
 
 def manifest(spec: Spec, job: SmokeJob, timeout_s: int, script: str | None = None,
              hosts: tuple[str, ...] | None = None, purpose_label: str = SMOKE_LABEL,
-             clean_pod_policy: str = "Running") -> dict[str, Any]:
+             clean_pod_policy: str = "Running", tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """The MPIJob, labelled for ``spec``'s scheduler; ``timeout_s`` also bounds it on the cluster
     (``runPolicy.activeDeadlineSeconds``), so a job whose deletion never came still ends. ``script``: what the
     launcher runs (default: the smoke test's); ``hosts``: the nodes its workers must land on (a required node
     affinity on ``kubernetes.io/hostname``), for a job that checks given nodes; ``purpose_label``: the label that
     says which fmcluster command made it; ``clean_pod_policy``: ``None`` keeps the workers until the job is deleted,
-    for a caller that reads which node each ran on after the job ended."""
+    for a caller that reads which node each ran on after the job ended; ``tolerations``: on the launcher's and the
+    workers' pods (burn-in's jobs run on nodes the gate still holds)."""
     scheduler = spec.kubernetes.scheduler
     job_labels = {**manifests.ownership_labels(spec), purpose_label: "true"}
     pod_labels = {purpose_label: "true"}
@@ -143,7 +144,7 @@ def manifest(spec: Spec, job: SmokeJob, timeout_s: int, script: str | None = Non
         else None, deadline_s=max(1, int(timeout_s)), slots=job.gpus, workers=job.nodes, image=job.image,
         node_selector={device_plugins.QUEUE_LABEL: job.queue.name}, resources=worker_resources,
         script=script if script is not None else launcher_script(job), hosts=list(hosts) if hosts else None,
-        hostname_label=HOSTNAME_LABEL, clean_pod_policy=clean_pod_policy,
+        hostname_label=HOSTNAME_LABEL, clean_pod_policy=clean_pod_policy, tolerations=tolerations or [],
         channel_claim_template=job.channel_claim_template if job.compute_domain else None, channel_claim=CHANNEL_CLAIM)
     return document
 

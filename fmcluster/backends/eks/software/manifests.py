@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.backends.eks.nodes import quotas
+from fmcluster.backends.eks.nodes import burn_in_hold, quotas
 from fmcluster.backends.eks.software import (
     autoscaler_install,
     device_plugins,
@@ -94,16 +94,19 @@ def manifests(spec: Spec) -> list[dict[str, Any]]:
 def _device_plugins(spec: Spec) -> list[dict[str, Any]]:
     """Only the plugins some queue's nodes need: a DaemonSet with no node to run on is noise in ``status``."""
     wanted = {label for queue in spec.queues for label in node_labels(queue)}
+    # A gated queue's nodes are held by the burn-in taint until they pass, and the check needs their devices: the
+    # plugins tolerate exactly that taint.
+    gate = burn_in_hold.TOLERATION
     objects: list[dict[str, Any]] = []
     if device_plugins.NVIDIA_LABEL in wanted:
         objects.append(render_yaml("eks/nvidia_device_plugin.yaml.j2", image=device_plugins.NVIDIA_IMAGE,
-                                   node_label=device_plugins.NVIDIA_LABEL)[1])
+                                   node_label=device_plugins.NVIDIA_LABEL, gate=gate)[1])
     if device_plugins.NEURON_LABEL in wanted:
         objects += render_yaml("eks/neuron_device_plugin.yaml.j2", image=device_plugins.NEURON_IMAGE,
-                               node_label=device_plugins.NEURON_LABEL)[1]
+                               node_label=device_plugins.NEURON_LABEL, gate=gate)[1]
     if device_plugins.EFA_LABEL in wanted:
         objects.append(render_yaml("eks/efa_device_plugin.yaml.j2", image=device_plugins.efa_image(spec.region),
-                                   node_label=device_plugins.EFA_LABEL)[1])
+                                   node_label=device_plugins.EFA_LABEL, gate=gate)[1])
     return objects
 
 

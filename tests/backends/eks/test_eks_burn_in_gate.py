@@ -1,0 +1,215 @@
+"""The burn-in gate at ``create`` on EKS (issue 37 item 1): a gated queue's node group carries the pending taint, the
+gate tests its nodes, lifts the taint and labels each passed node, repairs a failed one as ``auto_repair`` says and
+tests it again, and ``create`` exits 1 naming the nodes when the queue ends short of its node count.
+
+ONE cluster, made by ``fmcluster create`` (in this process) from configs/p5-kueue-eks.yaml with 4 p5.48xlarge nodes
+on a Capacity Block of 4, burn-in level quick (device counts, DCGM level 1, EFA; no all-reduce, which
+tests/backends/eks/test_burn_in_eks.py covers). The later cases make a node pending again the way a replacement
+arrives (the node-group taint back on the Node, its verdict label gone) and run ``create`` again, or run the gate's
+core (:class:`fmcluster.backends.eks.burn_in.gate.Gate`) on the same cluster with the queue on On-Demand capacity.
+
+Facts typed by hand, with their pages:
+
+* the taint: EKS API reference, CreateNodegroup ``taints`` (``key``, ``value``, ``effect`` ``NO_SCHEDULE``); the
+  kubelet registers it as ``NoSchedule`` (Kubernetes API reference, Taint; EKS User Guide, "Recipe: Prevent pods
+  from being scheduled on specific nodes");
+* p5.48xlarge: 8 NVIDIA H100 GPUs and 32 EFA interfaces (EC2 user guide, "Amazon EC2 P5 instances");
+* a node's instance from ``spec.providerID`` (``aws:///<zone>/<instance id>``, the AWS cloud provider's form);
+* reboot, not replace, on a Capacity Block: EKS User Guide, "Automatically repair nodes in EKS clusters" (repair
+  action Reboot) and EC2 user guide, "Capacity Blocks" (an instance of the block is replaced only within the block).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fixtures.in_process import run_in_process
+from fixtures.kube import cluster_api
+from fixtures.lifecycle import CONFIGS
+
+from fmcluster.backends.eks.burn_in import gate
+from fmcluster.backends.eks.smoke import submit
+from fmcluster_sandbox.kube import launcher_run
+
+pytestmark = pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable()))
+
+REGION = "us-east-1"
+PENDING_GROUP = {"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NO_SCHEDULE"}
+PENDING_NODE = {"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NoSchedule"}
+MERGE = "application/merge-patch+json"
+NODES = "/api/v1/nodes?labelSelector=eks.amazonaws.com%2Fnodegroup%3Dtrain"
+
+
+class World:
+    def __init__(self, sandbox, home: Path, spec: Path, name: str):
+        self.sandbox, self.spec, self.name = sandbox, spec, name
+        self.env = {**sandbox.env, "FMCLUSTER_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200",
+                    "PATH": "/usr/bin:/bin"}
+        self.eks, self.ec2 = sandbox.client("eks", REGION), sandbox.client("ec2", REGION)
+        self.http: Any = None
+
+    def run(self, *args: str):
+        ran = run_in_process(args, self.env)
+        assert "Traceback" not in ran.stderr, ran.stderr
+        return ran
+
+    def create(self):
+        ran = self.run("create", str(self.spec), "--yes")
+        if self.http is None:
+            self.http = cluster_api(self.sandbox.endpoint_url, self.eks.describe_cluster(name=self.name)["cluster"],
+                                    REGION)
+        return ran
+
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        return {n["metadata"]["name"]: n for n in self.http("GET", NODES)[1]["items"]}
+
+    def instance(self, node: dict[str, Any]) -> str:
+        return node["spec"]["providerID"].rsplit("/", 1)[-1]
+
+    def make_pending(self, name: str) -> None:
+        """The node as a replacement registers: the node group's taint on it, no verdict label."""
+        patch = {"metadata": {"labels": {"fmcluster.io/burn-in": None, "fmcluster.io/burn-in-check": None}},
+                 "spec": {"taints": [PENDING_NODE]}}
+        assert self.http("PATCH", f"/api/v1/nodes/{name}", patch, MERGE)[0] == 200
+
+
+def _buy_block(sandbox, instances: int) -> str:
+    """A p5.48xlarge Capacity Block that starts now, in the first AZ (by name) offering one and m7i.xlarge."""
+    ec2 = sandbox.client("ec2", REGION)
+    system = {o["Location"] for o in ec2.describe_instance_type_offerings(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": ["m7i.xlarge"]}],
+    )["InstanceTypeOfferings"]}
+    offers = ec2.describe_capacity_block_offerings(InstanceType="p5.48xlarge", InstanceCount=instances,
+                                                   CapacityDurationHours=24)["CapacityBlockOfferings"]
+    now = dt.datetime.now(dt.timezone.utc)
+    offer = min((o for o in offers if o["StartDate"] <= now and o["AvailabilityZone"] in system),
+                key=lambda o: o["AvailabilityZone"])
+    return ec2.purchase_capacity_block(CapacityBlockOfferingId=offer["CapacityBlockOfferingId"],
+                                      InstancePlatform="Linux/UNIX")["CapacityReservation"]["CapacityReservationId"]
+
+
+@pytest.fixture(scope="module")
+def world(sandbox, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gate")
+    data = yaml.safe_load((CONFIGS / "p5-kueue-eks.yaml").read_text())
+    name = f"gate-{uuid.uuid4().hex[:8]}"
+    data["name"] = name
+    data.pop("storage")
+    train = data["queues"][0]
+    train.update(nodes=4, burn_in="quick")
+    train["capacity"]["reservation_id"] = _buy_block(sandbox, 4)
+    spec = tmp / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    made = World(sandbox, tmp / "state", spec, name)
+    made.data = data  # type: ignore[attr-defined]
+    yield made
+    sandbox.faults({"reset": True})
+    made.run("destroy", name, "--yes")
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch, sandbox):
+    monkeypatch.setattr(submit, "POLL_S", 0.2)  # the product polls every 2 s; the sandbox's jobs take about one
+    monkeypatch.setattr(gate, "JOB_TIMEOUT_S", 30)  # a job never placed (a taint not tolerated) fails in seconds
+    yield
+    sandbox.faults({"reset": True})
+
+
+def test_a_healthy_queue_is_held_then_every_node_passes_and_is_released(world):
+    created = world.create()
+    assert created.returncode == 0, created.stderr
+    group = world.eks.describe_nodegroup(clusterName=world.name, nodegroupName="train")["nodegroup"]
+    assert group["taints"] == [PENDING_GROUP]
+    system = world.eks.describe_nodegroup(clusterName=world.name, nodegroupName="system")["nodegroup"]
+    assert PENDING_GROUP not in system["taints"]  # cluster software's nodes run no burn-in
+    nodes = world.nodes()
+    assert len(nodes) == 4
+    for node in nodes.values():
+        assert node["metadata"]["labels"]["fmcluster.io/burn-in"] == "passed"
+        assert "fmcluster.io/burn-in-check" not in node["metadata"]["labels"]
+        assert PENDING_NODE not in (node["spec"].get("taints") or [])
+    assert "burn-in train" in created.stderr
+
+
+def test_a_gpu_lost_until_reboot_on_the_capacity_block_is_rebooted_retested_and_passes(world):
+    """On a Capacity Block the gate reboots (a replacement would need a free slot of the block): the fault that a
+    reboot clears goes, the node is tested again and released."""
+    name, node = sorted(world.nodes().items())[1]
+    instance = world.instance(node)
+    world.make_pending(name)
+    world.sandbox.faults({"node_health": {instance: {"gpus_missing": 1, "until_reboot": True}}})
+    created = world.create()
+    assert created.returncode == 0, created.stderr
+    assert instance not in world.sandbox.faults({}).get("node_health", {})  # cleared: EC2 RebootInstances ran
+    after = world.nodes()
+    assert sorted(after) == sorted(world.nodes())  # the same nodes: rebooted, not replaced
+    assert after[name]["metadata"]["labels"]["fmcluster.io/burn-in"] == "passed"
+    assert PENDING_NODE not in (after[name]["spec"].get("taints") or [])
+    assert f"rebooting {name}" in created.stderr
+
+
+def test_a_missing_efa_device_on_demand_is_replaced_and_the_replacement_passes(world, sandbox_env, monkeypatch):
+    """Off a reservation the gate terminates the instance; the node group launches a replacement, which registers
+    pending and is tested. The gate's core on this cluster, its queue read as On-Demand capacity."""
+    from fmcluster.backends.eks.kubernetes.access import KubeApi
+    from fmcluster.connection import aws
+    from fmcluster.engine import Context
+    from fmcluster.engine.waiting import Stop
+    from fmcluster.spec import load_spec
+
+    monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
+    aws.configure(None, REGION, world.sandbox.endpoint_url)
+    data = json.loads(json.dumps(world.data))
+    data["queues"][0]["capacity"] = {"type": "on-demand"}
+    path = world.spec.with_name("on-demand.yaml")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec = load_spec(path).spec
+    ctx = Context(cluster=world.name, region=REGION, client=lambda service: aws.client(service, REGION))
+    api = KubeApi.of(ctx, world.name)
+    before = world.nodes()
+    name, node = sorted(before.items())[2]
+    world.make_pending(name)
+    world.sandbox.faults({"node_health": {world.instance(node): {"efa_devices_missing": 1}}})
+    monkeypatch.setattr(gate, "NODE_WAIT_S", 30)  # the sandbox replaces at once; a hang fails in seconds
+    said: list[str] = []
+    verdict = gate.Gate(api, ctx.client("ec2"), world.name, spec, spec.queues[0], 4, Stop(), said.append).run()
+    after = world.nodes()
+    old = {world.instance(n) for n in before.values()}
+    # replaced: a new instance (its Node may take the old one's private IP, and so its name)
+    (fresh,) = [n for n, node in after.items() if world.instance(node) not in old]
+    assert len(after) == 4, said
+    assert (sorted(verdict.passed), verdict.failed, verdict.pending) == (sorted(after), {}, [])
+    assert after[fresh]["metadata"]["labels"]["fmcluster.io/burn-in"] == "passed"
+    terminated = world.ec2.describe_instances(InstanceIds=[world.instance(node)])["Reservations"][0]["Instances"][0]
+    assert terminated["State"]["Name"] in ("shutting-down", "terminated")
+    assert any(line.startswith(f"burn-in train: replacing {name}") for line in said), said
+
+
+def test_without_auto_repair_a_failed_node_stays_held_and_create_exits_1_naming_it(world):
+    """auto_repair: false: no repair; the queue is one node short of its 4, so create fails, naming the node and its
+    check, and leaves the cluster as it is (the node tainted and labelled); create again says the same."""
+    data = json.loads(json.dumps(world.data))
+    data["queues"][0]["auto_repair"] = False
+    world.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    name, node = sorted(world.nodes().items())[3]
+    world.make_pending(name)
+    # DCGM level 1 runs the "software" test (DCGM docs, "dcgmi diag": run level 1, "Deployment" plugins)
+    world.sandbox.faults({"node_health": {world.instance(node): {"dcgm_failures": [{"gpu": 5, "test": "software"}]}}})
+    created = world.create()
+    assert created.returncode == 1, created.stderr
+    assert f"3 of 4 needed node(s) passed; failed: {name} (dcgm: " in created.stderr, created.stderr
+    assert "terminate a failed node's instance" in created.stderr
+    after = world.nodes()[name]
+    assert PENDING_NODE in after["spec"]["taints"]
+    labels = after["metadata"]["labels"]
+    assert (labels["fmcluster.io/burn-in"], labels["fmcluster.io/burn-in-check"]) == ("failed", "dcgm")
+    assert "rebooting" not in created.stderr and "replacing" not in created.stderr
+    assert world.eks.describe_cluster(name=world.name)["cluster"]["status"] == "ACTIVE"  # nothing torn down
+    again = world.create()
+    assert again.returncode == 1 and f"failed: {name} (dcgm)" in again.stderr, again.stderr
