@@ -15,7 +15,7 @@ from fmcluster.cost_report.report_model import BurnInFigures, BurnInFloor, BurnI
 from fmcluster.spec.burn_in import burn_in, written_floors, written_level
 from fmcluster.spec.models import Queue, max_nodes
 
-GATE_NOTE = ("create does not gate on these checks yet (nodes take jobs when AWS says they run); "
+GATE_NOTE = ("this backend's create does not gate on these checks (nodes take jobs when AWS says they run); "
              "`fmcluster burn-in NAME` runs them on demand on a running cluster's idle nodes")
 BLOCK_UNREAD = ("the Capacity Block's length is not read offline: `plan --live-prices` reads the bought block "
                 "from EC2 and shows this time as a share of it")
@@ -23,8 +23,9 @@ LEAVES_OUT = ("instance launch, job scheduling, NCCL start-up, and the rounds a 
               "repair; without the nodes' topology, one more narrowing round) (fmcluster/catalog/burn_in_levels.py)")
 
 
-def burn_in_figures(queue: Queue, block_hours: int | None) -> BurnInFigures | None:
-    """None for a queue whose level is off."""
+def burn_in_figures(queue: Queue, block_hours: int | None, gate_note: str | None = None) -> BurnInFigures | None:
+    """None for a queue whose level is off; ``gate_note``: how the backend's create gates the queue's nodes (its
+    spec rules' ``burn_in_gate_note``), None where it does not."""
     choice = burn_in(queue)
     if choice.level == "off":
         return None
@@ -47,8 +48,8 @@ def burn_in_figures(queue: Queue, block_hours: int | None) -> BurnInFigures | No
         block_hours=block_hours,
         block_fraction=high / (block_hours * 3600) if high is not None and block_hours else None,
         block_note=BLOCK_UNREAD if queue.capacity.type == "capacity-block" and block_hours is None else None,
-        gated_at_create=False,
-        note=GATE_NOTE,
+        gated_at_create=gate_note is not None,
+        note=gate_note or GATE_NOTE,
     )
 
 

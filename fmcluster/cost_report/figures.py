@@ -78,7 +78,7 @@ def plan_report(spec: Spec, prices: PriceBook, now: dt.datetime | None = None) -
     priced = spec_cost(spec, prices)
     rules = backend_rules(spec.backend)
     queues = [replace(queue_figures(q, c), repair_note=rules.repair_note(q),
-                      burn_in=burn_in_figures(q, prices.block_hours(q)))
+                      burn_in=burn_in_figures(q, prices.block_hours(q), rules.burn_in_gate_note(q)))
               for q, c in zip(spec.queues, priced.queues, strict=True)]
     storage = storage_figures(spec)
     work = workload_figures(spec, queues, storage)

@@ -82,7 +82,7 @@ class BurnInFigures:
     block_hours: int | None  # the queue's Capacity Block length, when known
     block_fraction: float | None  # high_seconds over the block's length
     block_note: str | None  # a Capacity Block queue whose block's length is not known: how to learn it
-    gated_at_create: bool  # always false until the gate is built
+    gated_at_create: bool  # the backend's create holds the queue's new nodes until they pass
     note: str
 
 

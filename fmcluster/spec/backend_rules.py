@@ -58,6 +58,11 @@ class BackendSpecRules(ABC):
         has something to say beyond the field's own description."""
         return None
 
+    def burn_in_gate_note(self, queue: Queue) -> str | None:
+        """How ``create`` holds the queue's new nodes until they pass their burn-in (queues[].burn_in), or None where
+        the backend's ``create`` does not gate them (``fmcluster burn-in`` then runs the checks on demand)."""
+        return None
+
     def on_limit_problem(self, on_limit: str) -> str | None:
         """Why the budget guard cannot do ``on_limit`` (``budget.on_limit``) on this backend, or None."""
         return None

@@ -37,9 +37,9 @@ from fmcluster.spec.loader import load_spec
 P5_SWEEP_S = 0.2780582  # 278,058.2 µs, see above
 
 
-def _write(tmp_path: Path, queues: list[dict]) -> Path:
+def _write(tmp_path: Path, queues: list[dict], backend: str = "parallelcluster") -> Path:
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump({"name": "burn", "region": "us-east-1", "backend": "parallelcluster",
+    path.write_text(yaml.safe_dump({"name": "burn", "region": "us-east-1", "backend": backend,
                                     "queues": queues}, sort_keys=False))
     return path
 
@@ -74,8 +74,20 @@ def test_two_p5_nodes_at_the_default_standard_level(tmp_path: Path) -> None:
     code, text = _run(path, as_json=False)
     assert code == 0
     assert "  train: standard (the default) on 2 nodes: expected 2.1 min to 2.2 min" in text
-    assert "create does not gate on these checks yet" in text and "`fmcluster burn-in NAME` runs them" in text
+    assert "this backend's create does not gate on these checks" in text
+    assert "`fmcluster burn-in NAME` runs them" in text
     assert "floor: 389 GB/s all-reduce bus bandwidth on 2 nodes (from the catalog)" in text
+
+
+def test_on_eks_the_plan_says_create_holds_the_new_nodes_until_they_pass(tmp_path: Path) -> None:
+    """EKS's create gates a queue of NVIDIA GPUs (backends/eks/nodes/burn_in_hold.py); a CPU queue has no burn-in."""
+    path = _write(tmp_path, [{"name": "train", "instance_type": "p5.48xlarge", "nodes": 2},
+                             {"name": "cpu", "instance_type": "c5.xlarge", "nodes": 1}], backend="eks")
+    code, out = _run(path, as_json=True)
+    assert code == 0
+    train, cpu = json.loads(out)["queues"]
+    assert train["burn_in"]["gated_at_create"] is True and cpu["burn_in"] is None
+    assert train["burn_in"]["note"].startswith("create holds each new node (taint fmcluster.io/burn-in=pending)")
 
 
 def test_long_on_a_one_day_capacity_block_is_a_share_of_the_rental(tmp_path: Path) -> None:

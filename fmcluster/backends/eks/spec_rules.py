@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from fmcluster.backends.eks import ultraserver_rules
-from fmcluster.backends.eks.nodes import limits, quotas, system_nodes
+from fmcluster.backends.eks.nodes import burn_in_hold, limits, quotas, system_nodes
 from fmcluster.backends.eks.nodes import repair as node_repair
 from fmcluster.backends.eks.nodes.images import ACCELERATED_FAMILIES, GUIDE_PAGE, node_image
 from fmcluster.backends.eks.render import role_name
@@ -85,6 +85,12 @@ class EksSpecRules(BackendSpecRules):
 
     def repair_note(self, queue: Queue) -> str | None:
         return node_repair.plan_note(queue)
+
+    def burn_in_gate_note(self, queue: Queue) -> str | None:
+        if not burn_in_hold.gated(queue):
+            return None
+        return (f"create holds each new node (taint {burn_in_hold.TAINT_KEY}={burn_in_hold.TAINT_VALUE}) until it "
+                "passes, then lets it take jobs; a failed node is repaired as auto_repair says and tested again")
 
     def system_nodes(self, spec: Spec) -> tuple[str, int] | None:
         return spec.kubernetes.system_instance_type, spec.kubernetes.system_nodes
