@@ -48,9 +48,6 @@ class Capability(enum.Flag):
     # Its ``discover`` scans for every kind of resource fmcluster makes itself, anchor or not: the backend that
     # finds what is left of a cluster whose anchor AWS no longer holds (exactly one backend has it).
     FINDS_EVERYTHING = enum.auto()
-    # ``create`` holds a gated queue's new nodes until they pass burn-in (issue 37 item 1), repairs the failed ones
-    # as auto_repair says, and exits 1 when a queue ends short of passed nodes.
-    BURN_IN_GATE = enum.auto()
 
 
 @dataclass

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class EksBackend(LoadsLifecycle):
     profile = PROFILE
     spec_rules = RULES
-    capabilities = Capability.KUBERNETES_API | Capability.BURN_IN_GATE
+    capabilities = Capability.KUBERNETES_API
 
     def load_lifecycle(self) -> Lifecycle:
         from fmcluster.backends.eks.backend import EksLifecycle
