@@ -20,6 +20,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     tiers.apply(items)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests of one ``xdist_group`` share one cluster made by the first of them; spread over workers they fail far
+    from the cause. pytest-xdist sends a group to one worker by an "@group" suffix on the node id: without it, fail."""
+    if (getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group")
+            and "@" not in item.nodeid):
+        pytest.fail("pytest-xdist did not group this xdist_group test (no @group on its node id): this pytest and "
+                    "pytest-xdist do not work together, see pyproject.toml", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     """The session's sandbox: ``.endpoint_url``, ``.ca_bundle``, ``.env``, ``.client()``, ``.faults()``."""

@@ -37,7 +37,9 @@ from fmcluster.backends.eks.burn_in import gate
 from fmcluster.backends.eks.smoke import submit
 from fmcluster_sandbox.kube import launcher_run
 
-pytestmark = pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable()))
+# One cluster for the module, its cases in order (the first create makes it): one worker runs them all.
+pytestmark = [pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable())),
+              pytest.mark.xdist_group("test_eks_burn_in_gate")]
 
 REGION = "us-east-1"
 PENDING_GROUP = {"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NO_SCHEDULE"}
