@@ -196,6 +196,7 @@ def status_view(report: dict | list) -> RenderableType:
 
     lines, warnings = topology_lines(report["queues"], report["name"])
     network = [Text(line) for line in lines] + [Text(f"  warning: {w}", style="yellow") for w in warnings]
+    network += _burn_in_lines(report["queues"])
     scheduler = (_scheduler_table(report.get("scheduler")) + _scheduler_table(report.get("autoscaler"), "autoscaler")
                  + _scheduler_table(report.get("dra_driver"), "driver"))
     resources = Table(box=None, header_style="bold", title="resources", title_justify="left")
@@ -217,6 +218,28 @@ def status_view(report: dict | list) -> RenderableType:
     else:
         drift_view = [Text.from_markup("[green]in sync with the spec[/]")]
     return Group(*parts, queues, *network, *scheduler, resources, *drift_view)
+
+
+def _burn_in_lines(queues: list[dict]) -> list[RenderableType]:
+    """Per queue the burn-in gate has judged: its nodes per state, then each node that is not passed, with what it
+    failed (``status --json``'s ``queues[].burn_in`` lists every node)."""
+    from rich.text import Text
+
+    lines: list[RenderableType] = []
+    for queue in queues:
+        burn_in = queue.get("burn_in")
+        if not burn_in:
+            continue
+        counts = ", ".join(f"{burn_in[state]} {state}" for state in ("passed", "failed", "pending", "replaced")
+                           if burn_in[state] or state == "passed")
+        lines.append(Text(f"  burn-in {queue['name']}: {counts}"))
+        for node in burn_in["nodes"]:
+            if node["state"] == "passed":
+                continue
+            why = node.get("detail") or node.get("checks")
+            lines.append(Text(f"    {node['node']} ({node['instance']}): {node['state']}" + (f": {why}" if why else ""),
+                              style="yellow" if node["state"] == "failed" else ""))
+    return lines
 
 
 def _scheduler_table(scheduler: dict | None, what: str = "scheduler") -> list[RenderableType]:

@@ -130,7 +130,8 @@ def test_discovery_lists_groups_and_resources(k8s):
     _, core, _ = k8s.call("GET", "/api/v1")
     names = {r["name"]: r for r in core["resources"]}
     assert names["configmaps"]["namespaced"] and not names["nodes"]["namespaced"]
-    assert names["nodes"]["verbs"] == ["get", "list", "patch"]  # patch: labels and taints only (kube/node_writes.py)
+    # patch: labels, annotations and taints only (kube/node_writes.py)
+    assert names["nodes"]["verbs"] == ["get", "list", "patch"]
     _, groups, _ = k8s.call("GET", "/apis")
     assert {"apps", "batch", "storage.k8s.io", "node.k8s.io", "rbac.authorization.k8s.io",
             "apiextensions.k8s.io"} <= {g["name"] for g in groups["groups"]}

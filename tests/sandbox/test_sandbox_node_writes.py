@@ -1,5 +1,5 @@
-"""The sandbox's Kubernetes API takes a Node's labels and taints by PATCH (fmcluster writes its UltraServer label so,
-and the burn-in gate lifts its taint so), and EC2
+"""The sandbox's Kubernetes API takes a Node's labels, annotations and taints by PATCH (fmcluster writes its
+UltraServer label so, and the burn-in gate lifts its taint so and notes a failed node's figures), and EC2
 DescribeInstanceTopology gives ``CapacityBlockId`` to UltraServer instances only; plain boto3 and plain HTTP.
 
 Rules, with their pages: Kubernetes "Labels and Selectors" (a label value is at most 63 characters, alphanumeric at
@@ -56,6 +56,37 @@ def test_a_nodes_labels_are_patched_and_a_replacement_has_none(world, sandbox):
     (fresh,) = api("GET", f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}")[1]["items"]
     assert fresh["spec"]["providerID"] != node["spec"]["providerID"]
     assert "example.com/domain" not in fresh["metadata"]["labels"]
+
+
+def test_a_nodes_annotations_are_patched_refused_past_256_kib_and_a_replacement_has_none(world, sandbox):
+    """Kubernetes "Annotations": a key as a label's, any string value; apimachinery ``TotalAnnotationSizeLimitB`` is
+    256 * 1024 bytes of keys and values together (the burn-in gate keeps a failed node's figures in one)."""
+    cluster = world.cluster(accessConfig={"authenticationMode": "API",
+                                          "bootstrapClusterCreatorAdminPermissions": True})
+    group = world.nodegroup(cluster, size=1)["nodegroupName"]
+    api = cluster_api(sandbox.endpoint_url, world.eks.describe_cluster(name=cluster)["cluster"], REGION)
+    (node,) = api("GET", f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}")[1]["items"]
+    name = node["metadata"]["name"]
+    line = "dcgm: level 1 failed: 7 of 8 GPUs (test, 'memory'); a space and (brackets) are fine here"
+
+    code, patched = api("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"example.com/why": line}}},
+                        MERGE)
+    assert code == 200 and patched["metadata"]["annotations"]["example.com/why"] == line
+    assert api("GET", f"/api/v1/nodes/{name}")[1]["metadata"]["annotations"]["example.com/why"] == line
+    assert api("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"a b/c": "x"}}}, MERGE)[0] == 422
+    too_long = "x" * (256 * 1024)  # with its key, one byte per character, past the limit
+    assert api("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"example.com/big": too_long}}},
+               MERGE)[0] == 422
+    assert api("GET", f"/api/v1/nodes/{name}")[1]["metadata"]["annotations"] == {"example.com/why": line}
+    code, patched = api("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"example.com/why": None}}},
+                        MERGE)
+    assert code == 200 and "example.com/why" not in (patched["metadata"].get("annotations") or {})
+
+    api("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"example.com/why": line}}}, MERGE)
+    (instance,) = world.instances(cluster, group)
+    world.ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
+    (fresh,) = api("GET", f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}")[1]["items"]
+    assert "example.com/why" not in (fresh["metadata"].get("annotations") or {})
 
 
 def test_a_nodes_taint_is_lifted_by_patch_placement_follows_and_a_replacement_registers_it_again(world, sandbox):

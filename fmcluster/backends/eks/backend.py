@@ -33,11 +33,11 @@ from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.placement import Placement
 from fmcluster.backends.eks import cluster_view
 from fmcluster.backends.eks.addon_resource import EksAddon
-from fmcluster.backends.eks.burn_in import gate_resource
+from fmcluster.backends.eks.burn_in import gate_resource, verdicts
 from fmcluster.backends.eks.cluster_resource import EksCluster
 from fmcluster.backends.eks.kubernetes import client as kube
 from fmcluster.backends.eks.nodegroup_resource import EksNodegroup
-from fmcluster.backends.eks.nodes import system_nodes, ultraserver_resource
+from fmcluster.backends.eks.nodes import burn_in_hold, system_nodes, ultraserver_resource
 from fmcluster.backends.eks.nodes.instance_types import template_type
 from fmcluster.backends.eks.profile import PROFILE
 from fmcluster.backends.eks.render import ADDONS_ON_NODES, role_name
@@ -340,6 +340,9 @@ class EksLifecycle(LifecycleDefaults):
             else:
                 for queue in report["queues"]:
                     queue.update(inside.get(queue["name"], {}))
+                verdicts.attach(report, verdicts.replaced(context.ctx.client("ec2"), context.name)
+                                if burn_in_hold.gated_queues(context.spec) else {})
+                for queue in report["queues"]:
                     unread += system_nodes.problems(queue)
                     unread += [f"queue {queue['name']}: node {u['node']} reports {u['condition']}=False "
                                f"({u['reason'] or 'no reason'}), from the EKS node monitoring agent: node auto repair "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fmcluster.backends.eks.burn_in.verdicts import node_verdict
 from fmcluster.backends.eks.kubernetes.access import KubeAccess, KubeApi
 from fmcluster.backends.eks.nodes import quotas, system_nodes
 from fmcluster.backends.eks.software.device_plugins import QUEUE_LABEL
@@ -62,13 +63,14 @@ def _group_of(node: dict[str, Any]) -> str:
 
 def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dict[str, Any]]:
     """Node group name → {nodes_ready, gpus, efa, neuron (allocatable on its Ready nodes), quota (its scheduler
-    queue's, None when the object is missing), unhealthy_nodes (:func:`unhealthy` of its nodes)}. The ``system``
+    queue's, None when the object is missing), unhealthy_nodes (:func:`unhealthy` of its nodes), burn_in (the burn-in
+    gate's verdict of each node it holds or has judged, :func:`.burn_in.verdicts.node_verdict`)}. The ``system``
     group's nodes are counted too; it is no scheduler queue, so its row says ``scheduler_queue: false`` and has no
     quota."""
     api = KubeApi(access)
     try:
-        view = {name: {"nodes_ready": 0, **dict.fromkeys(DEVICES, 0), "quota": None, "unhealthy_nodes": []}
-                for name in queues}
+        view = {name: {"nodes_ready": 0, **dict.fromkeys(DEVICES, 0), "quota": None, "unhealthy_nodes": [],
+                       "burn_in": []} for name in queues}
         if system_nodes.NODEGROUP_NAME in view:
             view[system_nodes.NODEGROUP_NAME]["scheduler_queue"] = False
         node_type = api.resource_type("v1", "Node")
@@ -78,6 +80,8 @@ def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dic
             row = view.get(_group_of(node))
             if row is not None:
                 row["unhealthy_nodes"] += unhealthy(node)
+                verdict = node_verdict(node)
+                row["burn_in"] += [verdict] if verdict else []
             if row is None or not _ready(node):
                 continue
             row["nodes_ready"] += 1

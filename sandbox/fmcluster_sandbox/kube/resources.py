@@ -58,7 +58,8 @@ BUILTIN: list[ResourceType] = [
     _t("", "v1", "persistentvolumes", "PersistentVolume", False, "pv"),
     _t("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "pvc"),
     # Nodes are registered by kubelets; here they come from the cluster's instances and cannot be written.
-    _t("", "v1", "nodes", "Node", False, "no", verbs=[*READ_ONLY, "patch"]),  # labels and taints only: node_writes.py
+    # patch: labels, annotations and taints only (node_writes.py)
+    _t("", "v1", "nodes", "Node", False, "no", verbs=[*READ_ONLY, "patch"]),
     # Only the MPI Operator's pods exist (kube/mpi_operator.py); GET pods/<name>/log serves their output.
     _t("", "v1", "pods", "Pod", True, "po", verbs=READ_ONLY),
     _t("apps", "v1", "daemonsets", "DaemonSet", True, "ds"),

@@ -467,7 +467,7 @@ class Request(ControllerStatus):
         return 200, {}, self._paged(rtype, [n for n in built if match(n)])
 
     def _patch_node(self, node: dict[str, Any]) -> tuple[int, dict, Any]:
-        """A PATCH of a Node's labels or taints (:mod:`.node_writes`: the only parts of a Node the sandbox keeps)."""
+        """A PATCH of a Node's labels, annotations or taints (:mod:`.node_writes`: the parts of a Node it keeps)."""
         return 200, {}, node_writes.patch((self.identity.account, self.identity.region, self.cluster), node,
                                           *self._body())
 

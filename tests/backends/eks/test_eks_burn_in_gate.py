@@ -54,7 +54,6 @@ class World:
         self.env = {**sandbox.env, "FMCLUSTER_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200",
                     "PATH": "/usr/bin:/bin"}
         self.eks, self.ec2 = sandbox.client("eks", REGION), sandbox.client("ec2", REGION)
-        self.http: Any = None
 
     def run(self, *args: str):
         ran = run_in_process(args, self.env)
@@ -62,14 +61,17 @@ class World:
         return ran
 
     def create(self):
-        ran = self.run("create", str(self.spec), "--yes")
-        if self.http is None:
-            self.http = cluster_api(self.sandbox.endpoint_url, self.eks.describe_cluster(name=self.name)["cluster"],
-                                    REGION)
-        return ran
+        return self.run("create", str(self.spec), "--yes")
+
+    def http(self, *args: Any) -> tuple[int, Any]:
+        """One call of the cluster's Kubernetes API with a fresh token (an EKS token is good for minutes only)."""
+        return cluster_api(self.sandbox.endpoint_url, self.eks.describe_cluster(name=self.name)["cluster"],
+                           REGION)(*args)
 
     def nodes(self) -> dict[str, dict[str, Any]]:
-        return {n["metadata"]["name"]: n for n in self.http("GET", NODES)[1]["items"]}
+        code, body = self.http("GET", NODES)
+        assert code == 200, body
+        return {n["metadata"]["name"]: n for n in body["items"]}
 
     def instance(self, node: dict[str, Any]) -> str:
         return node["spec"]["providerID"].rsplit("/", 1)[-1]
@@ -191,6 +193,16 @@ def test_a_missing_efa_device_on_demand_is_replaced_and_the_replacement_passes(w
     terminated = world.ec2.describe_instances(InstanceIds=[world.instance(node)])["Reservations"][0]["Instances"][0]
     assert terminated["State"]["Name"] in ("shutting-down", "terminated")
     assert any(line.startswith(f"burn-in train: replacing {name}") for line in said), said
+    # status: the replacement passed; the old instance, which EC2 still describes, replaced with what it failed
+    shown = json.loads(world.run("status", world.name, "--json").stdout)
+    (queue,) = [q for q in shown["queues"] if q["name"] == "train"]
+    replaced = [n for n in queue["burn_in"]["nodes"] if n["state"] == "replaced"]
+    assert [n["instance"] for n in replaced] == [world.instance(node)]
+    assert replaced[0]["detail"].startswith("efa"), replaced
+    assert queue["burn_in"]["replaced"] == 1 and queue["burn_in"]["passed"] == 4
+    rows = {row["id"]: row for row in shown["instances"]}
+    assert rows[world.instance(after[fresh])]["burn_in"] == "passed"
+    assert world.instance(node) not in rows  # a terminated instance is no live node
 
 
 def test_without_auto_repair_a_failed_node_stays_held_and_create_exits_1_naming_it(world):
@@ -214,4 +226,14 @@ def test_without_auto_repair_a_failed_node_stays_held_and_create_exits_1_naming_
     assert "rebooting" not in created.stderr and "replacing" not in created.stderr
     assert world.eks.describe_cluster(name=world.name)["cluster"]["status"] == "ACTIVE"  # nothing torn down
     again = world.create()
-    assert again.returncode == 1 and f"failed: {name} (dcgm)" in again.stderr, again.stderr
+    # the figures come back from the Node's annotation: the second create says what the first saw
+    assert again.returncode == 1 and f"failed: {name} (dcgm: " in again.stderr, again.stderr
+    shown = world.run("status", world.name, "--json")
+    (queue,) = [q for q in json.loads(shown.stdout)["queues"] if q["name"] == "train"]
+    (failed,) = [n for n in queue["burn_in"]["nodes"] if n["state"] == "failed"]
+    assert (failed["node"], failed["instance"], failed["checks"]) == (name, world.instance(node), "dcgm")
+    assert failed["detail"].startswith("dcgm: "), failed
+    assert (queue["burn_in"]["passed"], queue["burn_in"]["failed"], queue["burn_in"]["pending"]) == (3, 1, 0)
+    text = world.run("status", world.name).stdout
+    assert "burn-in train: 3 passed, 1 failed" in text, text
+    assert f"{name} ({world.instance(node)}): failed: dcgm: " in text, text

@@ -4,12 +4,13 @@ a failed node repaired as ``auto_repair`` says, then tested again.
 1. Wait until the node group's nodes have registered (its desired count, or the walk's stop).
 2. Test the pending nodes (:func:`.sweep.sweep` over them alone, at the queue's level).
 3. A passed node: the taint lifted and ``fmcluster.io/burn-in=passed`` in one merge patch of the Node. A failed
-   node: ``fmcluster.io/burn-in=failed`` and ``fmcluster.io/burn-in-check=<checks>``, the taint kept
-   (:mod:`fmcluster.backends.eks.nodes.burn_in_hold`).
+   node: ``fmcluster.io/burn-in=failed`` and ``fmcluster.io/burn-in-check=<checks>``, its figures in the annotation
+   ``fmcluster.io/burn-in-detail``, the taint kept (:mod:`fmcluster.backends.eks.nodes.burn_in_hold`).
 4. With ``auto_repair`` on, each failed node is repaired and tested again, at most :data:`MAX_REPAIRS` times: on a
    Capacity Block or an ODCR rebooted (EC2 RebootInstances: a replacement would need a free slot in the
    reservation, which a full one lacks), elsewhere its instance terminated (EC2 TerminateInstances; the node
-   group's Auto Scaling group launches a replacement, whose Node registers with the pending taint again). After
+   group's Auto Scaling group launches a replacement, whose Node registers with the pending taint again; the old
+   instance is tagged with what it failed first, for ``status``: :mod:`.verdicts`). After
    that it stays failed, tainted and labelled.
 
 The verdict (:class:`Verdict`): the queue's passed nodes against its node count (its min nodes).
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fmcluster.backends.burn_in.choice import choose
-from fmcluster.backends.eks.burn_in import sweep
+from fmcluster.backends.eks.burn_in import sweep, verdicts
 from fmcluster.backends.eks.kubernetes.access import KubeApi
 from fmcluster.backends.eks.nodes import burn_in_hold as hold
 from fmcluster.backends.eks.nodes.ultraserver_labels import NODEGROUP_LABEL, instance_of
@@ -81,7 +82,7 @@ def tally(queue: str, needed: int, nodes: list[Any]) -> Verdict:
         if hold.is_pending(node):
             verdict.pending.append(name)
         elif hold.result(node) == hold.FAILED:
-            verdict.failed[name] = hold.failed_checks(node)
+            verdict.failed[name] = verdicts.failed_detail(node)
         elif not hold.has_taint(node):
             verdict.passed.append(name)
     for part in (verdict.passed, verdict.pending):
@@ -156,7 +157,8 @@ class Gate:
         node = self.api.call(f"reading node {name}", lambda: self.api.client.get(Node, name))
         kept = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v is not None}
                 for t in ((node.spec.taints if node.spec else None) or []) if t.key != hold.TAINT_KEY]
-        patch = {"metadata": {"labels": {hold.RESULT_LABEL: hold.PASSED, hold.CHECK_LABEL: None}},
+        patch = {"metadata": {"labels": {hold.RESULT_LABEL: hold.PASSED, hold.CHECK_LABEL: None},
+                              "annotations": {verdicts.DETAIL_ANNOTATION: None}},
                  "spec": {"taints": kept}}
         self.api.call(f"releasing node {name} (burn-in passed)", lambda: self.api.client.patch(
             Node, name, patch, patch_type=PatchType.MERGE))
@@ -166,7 +168,8 @@ class Gate:
         from lightkube.resources.core_v1 import Node
         from lightkube.types import PatchType
 
-        patch = {"metadata": {"labels": {hold.RESULT_LABEL: hold.FAILED, hold.CHECK_LABEL: checks}}}
+        patch = {"metadata": {"labels": {hold.RESULT_LABEL: hold.FAILED, hold.CHECK_LABEL: checks},
+                              "annotations": {verdicts.DETAIL_ANNOTATION: self.failures.get(name, checks)}}}
         self.api.call(f"labelling node {name} failed", lambda: self.api.client.patch(
             Node, name, patch, patch_type=PatchType.MERGE))
         self.progress(f"burn-in {self.queue.name}: {name} failed {checks}, held")
@@ -191,6 +194,10 @@ class Gate:
             return self._await_ready(due)
         self.progress(f"burn-in {self.queue.name}: replacing {', '.join(due)} (terminating {', '.join(ids)})")
         before = {i for i in instances.values() if i}
+        for node in due:  # what it failed stays on the instance for status while EC2 still describes it
+            if instances.get(node):
+                self.ec2.create_tags(Resources=[instances[node]],
+                                     Tags=[verdicts.replaced_tag(self.failures.get(node, failed[node]))])
         self.ec2.terminate_instances(InstanceIds=ids)
         fresh = self._await_replacements(before, len(due))
         for old, new in zip(due, fresh, strict=False):
