@@ -19,10 +19,10 @@ def node_entry(node: str, state: str, checks: Sequence[Check], detail: str = "")
 
 
 def build(cluster: str, expect: Expectations, level: str, verdicts: Sequence[NodeVerdict],
-          busy: dict[str, str], unanswered: Sequence[str], nccl: NcclReport | None, nccl_note: str,
+          busy: dict[str, str], unanswered: dict[str, str], nccl: NcclReport | None, nccl_note: str,
           extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``busy``: node -> what runs there (skipped); ``unanswered``: nodes the check job brought nothing back from
-    (failed); ``nccl``: None when no NCCL part ran (``nccl_note`` says why)."""
+    """``busy``: node -> what runs there (skipped); ``unanswered``: node -> how the check job ended, for the nodes it
+    brought nothing back from (failed); ``nccl``: None when no NCCL part ran (``nccl_note`` says why)."""
     suspects = set(nccl.suspects) if nccl is not None and not nccl.passed else set()
     nodes = []
     for verdict in verdicts:
@@ -31,9 +31,9 @@ def build(cluster: str, expect: Expectations, level: str, verdicts: Sequence[Nod
             checks.append(Check("nccl", "failed", _blame(nccl, verdict.node)))
         state = "passed" if verdict.passed and verdict.node not in suspects else "failed"
         nodes.append(node_entry(verdict.node, state, checks))
-    for node in unanswered:
+    for node, ended in unanswered.items():
         nodes.append(node_entry(node, "failed", [Check("job", "failed", "the check job brought nothing back from "
-                                                                         "this node")]))
+                                                                         f"this node ({ended})")]))
     for node, why in busy.items():
         nodes.append(node_entry(node, "busy", [], f"skipped: {why}"))
     nodes.sort(key=lambda n: n["node"])

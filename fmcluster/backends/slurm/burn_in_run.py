@@ -62,7 +62,7 @@ def _checked(name: str, held: burn_in_hold.Hold, choice: Choice, request: BurnIn
                                       on_poll=lambda state, t: tick(state.state, t))
     answered = {o.node: o for o in outputs}
     verdicts = [judging.judge(answered[node], expect, level) for node in held.nodes if node in answered]
-    unanswered = [node for node in held.nodes if node not in answered]
+    unanswered = {node: "no output from its step" for node in held.nodes if node not in answered}
     passed = [v.node for v in verdicts if v.passed]
     nccl: rounds.NcclReport | None = None
     if not NCCL_ITERS[level]:

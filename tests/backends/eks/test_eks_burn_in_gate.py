@@ -64,7 +64,6 @@ class World:
         return self.run("create", str(self.spec), "--yes")
 
     def http(self, *args: Any) -> tuple[int, Any]:
-        """One call of the cluster's Kubernetes API with a fresh token (an EKS token is good for minutes only)."""
         return cluster_api(self.sandbox.endpoint_url, self.eks.describe_cluster(name=self.name)["cluster"],
                            REGION)(*args)
 
@@ -158,23 +157,60 @@ def test_a_gpu_lost_until_reboot_on_the_capacity_block_is_rebooted_retested_and_
     assert f"rebooting {name}" in created.stderr
 
 
-def test_a_missing_efa_device_on_demand_is_replaced_and_the_replacement_passes(world, sandbox_env, monkeypatch):
-    """Off a reservation the gate terminates the instance; the node group launches a replacement, which registers
-    pending and is tested. The gate's core on this cluster, its queue read as On-Demand capacity."""
-    from fmcluster.backends.eks.kubernetes.access import KubeApi
+def _core(world, spec_data: dict[str, Any], monkeypatch) -> tuple[Any, Any]:
+    """The gate's core (:class:`gate.Gate`) on this cluster with ``spec_data``: (the spec, a Context), fmcluster's
+    AWS calls pointed at the sandbox for this test."""
     from fmcluster.connection import aws
     from fmcluster.engine import Context
-    from fmcluster.engine.waiting import Stop
     from fmcluster.spec import load_spec
 
     monkeypatch.setattr(aws, "_target", aws.target())  # restored after the test: other tests run offline
     aws.configure(None, REGION, world.sandbox.endpoint_url)
+    path = world.spec.with_name("core.yaml")
+    path.write_text(yaml.safe_dump(spec_data, sort_keys=False))
+    return load_spec(path).spec, Context(cluster=world.name, region=REGION,
+                                         client=lambda service: aws.client(service, REGION))
+
+
+def test_a_check_job_the_scheduler_cannot_place_ends_in_minutes_and_its_node_fails_saying_why(world, sandbox_env,
+                                                                                             monkeypatch):
+    """A burn-in job is pinned to nodes that exist: a pod with no place (on a real node, fewer GPUs advertised than
+    the type has; here, not tolerating the pending taint) ends the job after sweep.UNPLACEABLE_S, not after the job
+    timeout, and the node fails check ``job`` with the scheduler's reason (rebooted, retested, still failed)."""
+    from fmcluster.backends.eks.burn_in import jobs, sweep
+    from fmcluster.backends.eks.kubernetes.access import KubeApi
+    from fmcluster.engine.waiting import Stop
+
+    spec, ctx = _core(world, world.data, monkeypatch)
+    name, node = sorted(world.nodes().items())[0]
+    world.make_pending(name)
+    monkeypatch.setattr(sweep, "UNPLACEABLE_S", 1.0)
+    tolerates = jobs.TOLERATION
+    monkeypatch.setattr(jobs, "TOLERATION", {**tolerates, "key": "example.com/other"})
+    said: list[str] = []
+    verdict = gate.Gate(KubeApi.of(ctx, world.name), ctx.client("ec2"), world.name, spec, spec.queues[0], 4, Stop(),
+                        said.append).run()
+    assert (list(verdict.failed), verdict.pending) == ([name], []), said
+    assert verdict.failed[name].startswith("job: the check job brought nothing back from this node (UNSCHEDULABLE: "
+                                           "pod fmcluster-burn-in-train-worker-0 cannot be placed"), verdict.failed
+    assert sum(line.startswith(f"burn-in train: rebooting {name}") for line in said) == gate.MAX_REPAIRS, said
+    assert PENDING_NODE in world.nodes()[name]["spec"]["taints"]
+    monkeypatch.setattr(jobs, "TOLERATION", tolerates)  # the real one: the same gate passes the node, releases it
+    world.make_pending(name)
+    verdict = gate.Gate(KubeApi.of(ctx, world.name), ctx.client("ec2"), world.name, spec, spec.queues[0], 4, Stop(),
+                        said.append).run()
+    assert (len(verdict.passed), verdict.pending) == (4, []), said
+
+
+def test_a_missing_efa_device_on_demand_is_replaced_and_the_replacement_passes(world, sandbox_env, monkeypatch):
+    """Off a reservation the gate terminates the instance; the node group launches a replacement, which registers
+    pending and is tested. The gate's core on this cluster, its queue read as On-Demand capacity."""
+    from fmcluster.backends.eks.kubernetes.access import KubeApi
+    from fmcluster.engine.waiting import Stop
+
     data = json.loads(json.dumps(world.data))
     data["queues"][0]["capacity"] = {"type": "on-demand"}
-    path = world.spec.with_name("on-demand.yaml")
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    spec = load_spec(path).spec
-    ctx = Context(cluster=world.name, region=REGION, client=lambda service: aws.client(service, REGION))
+    spec, ctx = _core(world, data, monkeypatch)
     api = KubeApi.of(ctx, world.name)
     before = world.nodes()
     name, node = sorted(before.items())[2]

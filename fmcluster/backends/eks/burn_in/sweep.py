@@ -44,6 +44,11 @@ if TYPE_CHECKING:
     from fmcluster.backends.protocol import Tick
 
 HELD = (quotas.NVIDIA_GPU, quotas.EFA)
+#: A burn-in job's pods are pinned to Ready nodes it chose idle: one the scheduler finds no place for this long will not
+#: be placed by waiting (fewer GPUs or EFA devices advertised than the type has, huge pages the node lacks, a taint
+#: not tolerated), so the job ends then, not at its timeout, and its nodes fail check ``job`` with the scheduler's
+#: reason.
+UNPLACEABLE_S = 120.0
 
 
 def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float, image: str | None,
@@ -157,17 +162,19 @@ def _busy(api: KubeApi, nodes: list[str]) -> dict[str, str]:
 
 
 def _checks(api: KubeApi, spec: Spec, expect: Expectations, level: Level, nodes: tuple[str, ...], timeout_s: float,
-            image: str | None, sink: SmokeSink) -> tuple[list[judging.NodeVerdict], list[str]]:
+            image: str | None, sink: SmokeSink) -> tuple[list[judging.NodeVerdict], dict[str, str]]:
     job = jobs.check_job(spec, expect, nodes, image)
     manifest = jobs.check_manifest(spec, expect, level, job, nodes, int(timeout_s))
-    outcome = submit.submit_and_wait(api, job, manifest, time.monotonic() + timeout_s, sink)
+    outcome = submit.submit_and_wait(api, job, manifest, time.monotonic() + timeout_s, sink,
+                                     unplaceable_s=UNPLACEABLE_S)
     if not outcome.submitted:
         raise UsageError(f"the burn-in check job could not be submitted: {outcome.detail}")
     outputs, broken = frames.read(outcome.log, outcome.hosts)
-    verdicts, unanswered = [], []
+    verdicts: list[judging.NodeVerdict] = []
+    unanswered: dict[str, str] = {}
     for node in nodes:
         if node not in outputs:
-            unanswered.append(node)
+            unanswered[node] = f"{outcome.state}: {outcome.detail}"
             continue
         verdict = judging.judge(outputs[node], expect, level)
         checks = tuple(Check(c.name, c.status, broken[(node, c.name)], c.found, c.expected, c.extra)
@@ -192,8 +199,8 @@ def _round(api: KubeApi, spec: Spec, expect: Expectations, level: Level, runs: l
     quiet = SmokeSink(note=lambda message: None, warning=sink.warning, ticker=silent)
     pool = ThreadPoolExecutor(max_workers=len(planned))
     try:
-        futures = {nodes: pool.submit(submit.submit_and_wait, api, job, manifest, deadline, quiet)
-                   for nodes, job, manifest in planned}
+        futures = {nodes: pool.submit(submit.submit_and_wait, api, job, manifest, deadline, quiet, None,
+                                      UNPLACEABLE_S) for nodes, job, manifest in planned}
         with sink.ticker(f"{len(planned)} all-reduce run(s)") as tick:
             started = time.monotonic()
             while not all(f.done() for f in futures.values()):

@@ -67,7 +67,10 @@ def run(context: BackendContext, spec: Spec, expect: Expectations, timeout_min: 
 
 
 def submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float, sink: SmokeSink,
-                     domain: dict[str, Any] | None = None) -> Outcome:
+                     domain: dict[str, Any] | None = None, unplaceable_s: float | None = None) -> Outcome:
+    """Submit the job, wait for its end (or ``deadline``), read its launcher's log, delete it. With
+    ``unplaceable_s``, a job with a pod the scheduler has found no node for that long ends ``UNSCHEDULABLE`` (for
+    jobs pinned to nodes that exist, where waiting longer would not help)."""
     what = f"MPIJob {job.namespace}/{job.name}"
     try:
         rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND, f"submitting {what}")
@@ -99,7 +102,7 @@ def submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any]
                 placed.update(_worker_nodes(api, job))
 
         with sink.ticker(what) as tick:
-            state, detail = _wait(api, rtype, job, deadline, tick, while_running)
+            state, detail = _wait(api, rtype, job, deadline, tick, while_running, unplaceable_s)
         log, hosts = _launcher_log(api, job)
         return Outcome(state, detail, log=log, hosts={**placed, **hosts})
     except FmclusterError as exc:
@@ -118,10 +121,12 @@ def submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any]
 
 
 def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
-          tick: Callable[[str, float], None], while_running: Callable[[], None] = lambda: None) -> tuple[str, str]:
+          tick: Callable[[str, float], None], while_running: Callable[[], None] = lambda: None,
+          unplaceable_s: float | None = None) -> tuple[str, str]:
     """Until the MPIJob Succeeded or Failed, or ``deadline``: (state, detail); ``while_running`` is called on each
-    look at the job while its Running condition holds."""
+    look at the job while its Running condition holds; with ``unplaceable_s`` see :func:`submit_and_wait`."""
     started = time.monotonic()
+    stuck_since: float | None = None
     seen = "submitted; no status yet (the MPI Operator has not reported on it)"
     silent = True
     while True:
@@ -143,6 +148,11 @@ def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
             return "NO_OPERATOR", (f"the MPI Operator set no condition on the job in {now - started:.0f} s (it "
                                    "marks every job it reconciles Created at once): its controller is not acting "
                                    f"on MPIJobs; see kubectl -n {MPI_OPERATOR.namespace} get pods")
+        if unplaceable_s is not None:
+            stuck = _unschedulable(api, job)
+            stuck_since = None if stuck is None else stuck_since if stuck_since is not None else now
+            if stuck is not None and stuck_since is not None and now - stuck_since >= unplaceable_s:
+                return "UNSCHEDULABLE", f"{stuck} for {now - stuck_since:.0f} s"
         if now >= deadline:
             return "TIMEOUT", f"no result within the timeout ({now - started:.0f} s); last seen: {seen}"
         tick(seen, now - started)
@@ -155,6 +165,18 @@ def _pods(api: KubeApi, job: mpijob.SmokeJob, selector: str) -> list[Any]:
     labels = dict(item.split("=", 1) for item in selector.split(","))
     return list(api.call(f"listing the pods of MPIJob {job.name}",
                          lambda: list(api.client.list(Pod, namespace=job.namespace, labels=labels))))
+
+
+def _unschedulable(api: KubeApi, job: mpijob.SmokeJob) -> str | None:
+    """The first of the job's pods the scheduler has found no node for (its ``PodScheduled`` condition False with
+    reason ``Unschedulable``, Kubernetes "Pod Lifecycle", "Pod conditions"), said with the scheduler's message."""
+    for selector in (job.launcher_selector, job.worker_selector):
+        for pod in _pods(api, job, selector):
+            for condition in (pod.status.conditions if pod.status else None) or []:
+                if condition.type == "PodScheduled" and condition.status == "False" \
+                        and condition.reason == "Unschedulable":
+                    return f"pod {pod.metadata.name} cannot be placed: {condition.message or 'no reason given'}"
+    return None
 
 
 def _worker_nodes(api: KubeApi, job: mpijob.SmokeJob) -> dict[str, str]:
