@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fmcluster.backends.burn_in import narrow, pairs
+from fmcluster.catalog.burn_in_levels import NCCL_ITERS, Level
 
 Run = tuple[str, ...]
 Measure = Callable[[list[Run]], Mapping[Run, float | None]]
@@ -97,6 +98,17 @@ class NcclReport:
     def to_json(self) -> dict[str, Any]:
         return {"runs": [r.to_json() for r in self.runs], "finding": self.finding_json(), "rounds": self.rounds,
                 "layers": [layer.to_json() for layer in self.layers]}
+
+
+def after_checks(passed: Sequence[str], level: Level, pair_floor_gb_s: float | None, measure: Measure,
+                 paths: Mapping[str, pairs.Path] | None = None) -> tuple[NcclReport | None, str]:
+    """The all-reduce part of a burn-in over the nodes that ``passed`` their own checks: its report (None when it
+    does not run) and the note that says over what it ran, or why not."""
+    if not NCCL_ITERS[level]:
+        return None, f"level {level} runs no all-reduce"
+    if len(passed) < 2 or pair_floor_gb_s is None:
+        return None, f"{len(passed)} node(s) passed their own checks: an all-reduce over EFA needs two"
+    return run(passed, pair_floor_gb_s, measure, paths), f"{len(passed)} node(s) that passed their own checks"
 
 
 def run(nodes: Sequence[str], pair_floor_gb_s: float, measure: Measure,

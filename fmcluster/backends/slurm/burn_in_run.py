@@ -14,7 +14,6 @@ from fmcluster.backends.burn_in import judge as judging
 from fmcluster.backends.burn_in import report, rounds
 from fmcluster.backends.burn_in.choice import choose
 from fmcluster.backends.slurm import batch, burn_in, burn_in_hold, smoke
-from fmcluster.catalog.burn_in_levels import NCCL_ITERS
 from fmcluster.errors import UsageError
 
 HOLD_JOBS = 12
@@ -63,22 +62,14 @@ def _checked(name: str, held: burn_in_hold.Hold, choice: Choice, request: BurnIn
     answered = {o.node: o for o in outputs}
     verdicts = [judging.judge(answered[node], expect, level) for node in held.nodes if node in answered]
     unanswered = {node: "no output from its step" for node in held.nodes if node not in answered}
-    passed = [v.node for v in verdicts if v.passed]
-    nccl: rounds.NcclReport | None = None
-    if not NCCL_ITERS[level]:
-        note = f"level {level} runs no all-reduce"
-    elif len(passed) < 2 or choice.pair_floor_gb_s is None:
-        note = f"{len(passed)} node(s) passed their own checks: an all-reduce over EFA needs two"
-    else:
-        serials = itertools.count(1)
+    serials = itertools.count(1)
 
-        def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
-            sink.note(f"all-reduce round {next(serials)}: " + "; ".join(" + ".join(r) for r in runs))
-            return burn_in.measure(held, runs, level, expect.accelerators or 1, nccl_tests=request.nccl_tests,
-                                   run_minutes=job_minutes)
+    def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
+        sink.note(f"all-reduce round {next(serials)}: " + "; ".join(" + ".join(r) for r in runs))
+        return burn_in.measure(held, runs, level, expect.accelerators or 1, nccl_tests=request.nccl_tests,
+                               run_minutes=job_minutes)
 
-        nccl = rounds.run(passed, choice.pair_floor_gb_s, measure)
-        note = f"{len(passed)} node(s) that passed their own checks"
+    nccl, note = rounds.after_checks([v.node for v in verdicts if v.passed], level, choice.pair_floor_gb_s, measure)
     result = report.build(name, expect, level, verdicts, busy, unanswered, nccl, note,
                           {"unavailable": dict(held.unavailable)})
     failed = {n["node"]: "; ".join(f"{c['name']}: {c['detail']}" for c in n["checks"] if c["status"] not in

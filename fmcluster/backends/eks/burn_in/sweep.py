@@ -35,7 +35,7 @@ from fmcluster.backends.protocol import SmokeSink
 from fmcluster.backends.smoke import nccl
 from fmcluster.backends.smoke.checks import Check, Expectations
 from fmcluster.backends.smoke.termination import ends_like_ctrl_c
-from fmcluster.catalog.burn_in_levels import NCCL_ITERS, Level
+from fmcluster.catalog.burn_in_levels import Level
 from fmcluster.errors import UsageError
 from fmcluster.spec.models import Spec
 
@@ -83,20 +83,13 @@ def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[st
                          "when some are idle")
     with ends_like_ctrl_c():
         verdicts, unanswered = _checks(api, spec, expect, level, idle, timeout_s, image, sink)
-        passed = [v.node for v in verdicts if v.passed]
-        result: rounds.NcclReport | None = None
-        if not NCCL_ITERS[level]:
-            note = f"level {level} runs no all-reduce"
-        elif len(passed) < 2 or choice.pair_floor_gb_s is None:
-            note = f"{len(passed)} node(s) passed their own checks: an all-reduce over EFA needs two"
-        else:
-            serials = itertools.count(1)
+        serials = itertools.count(1)
 
-            def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
-                return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink)
+        def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
+            return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink)
 
-            result = rounds.run(passed, choice.pair_floor_gb_s, measure, paths)
-            note = f"{len(passed)} node(s) that passed their own checks"
+        result, note = rounds.after_checks([v.node for v in verdicts if v.passed], level, choice.pair_floor_gb_s,
+                                           measure, paths)
     return report.build(cluster, expect, level, verdicts, busy, unanswered, result, note,
                         {"scheduler": spec.kubernetes.scheduler})
 
