@@ -26,12 +26,18 @@ MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
 
-def test_a_nodes_labels_are_patched_and_a_replacement_has_none(world, sandbox):
+def _one_node(world, sandbox):
+    """A cluster whose creator may call its API and a node group of one: (cluster, group, api call, its Node)."""
     cluster = world.cluster(accessConfig={"authenticationMode": "API",
                                           "bootstrapClusterCreatorAdminPermissions": True})
     group = world.nodegroup(cluster, size=1)["nodegroupName"]
     api = cluster_api(sandbox.endpoint_url, world.eks.describe_cluster(name=cluster)["cluster"], REGION)
     (node,) = api("GET", f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}")[1]["items"]
+    return cluster, group, api, node
+
+
+def test_a_nodes_labels_are_patched_and_a_replacement_has_none(world, sandbox):
+    cluster, group, api, node = _one_node(world, sandbox)
     name = node["metadata"]["name"]
 
     code, patched = api("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"labels": {"example.com/domain": "cb-1"}}},
@@ -61,11 +67,7 @@ def test_a_nodes_labels_are_patched_and_a_replacement_has_none(world, sandbox):
 def test_a_nodes_annotations_are_patched_refused_past_256_kib_and_a_replacement_has_none(world, sandbox):
     """Kubernetes "Annotations": a key as a label's, any string value; apimachinery ``TotalAnnotationSizeLimitB`` is
     256 * 1024 bytes of keys and values together (the burn-in gate keeps a failed node's figures in one)."""
-    cluster = world.cluster(accessConfig={"authenticationMode": "API",
-                                          "bootstrapClusterCreatorAdminPermissions": True})
-    group = world.nodegroup(cluster, size=1)["nodegroupName"]
-    api = cluster_api(sandbox.endpoint_url, world.eks.describe_cluster(name=cluster)["cluster"], REGION)
-    (node,) = api("GET", f"/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup%3D{group}")[1]["items"]
+    cluster, group, api, node = _one_node(world, sandbox)
     name = node["metadata"]["name"]
     line = "dcgm: level 1 failed: 7 of 8 GPUs (test, 'memory'); a space and (brackets) are fine here"
 

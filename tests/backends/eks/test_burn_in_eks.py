@@ -200,14 +200,19 @@ def _env(sandbox, home: Path) -> dict[str, str]:
     return {**os.environ, **sandbox.env, "FMCLUSTER_HOME": str(home), "NO_COLOR": "1"}
 
 
-def test_the_installed_command_passes_a_healthy_queue_and_refuses_a_bad_level(sandbox, p5, tmp_path):
-    home = tmp_path / "home"
-    env = _env(sandbox, home)
+def _recorded(sandbox, p5, home) -> dict[str, str]:
+    """The environment of a command whose state directory ``home`` records the p5 cluster (made by the fixture, not
+    by ``create``)."""
     os.environ["FMCLUSTER_HOME"] = str(home)
     try:
         StateStore().save_cluster(p5["name"], REGION, "eks", p5["spec"], None, "ACTIVE")
     finally:
         del os.environ["FMCLUSTER_HOME"]
+    return _env(sandbox, home)
+
+
+def test_the_installed_command_passes_a_healthy_queue_and_refuses_a_bad_level(sandbox, p5, tmp_path):
+    env = _recorded(sandbox, p5, tmp_path / "home")
     bad = run_in_process(["burn-in", p5["name"], "--level", "xlong"], env)
     assert bad.returncode == 2 and "unknown burn-in level 'xlong'" in bad.stderr, bad.stderr
     assert "Traceback" not in bad.stderr and p5["http"]("GET", JOBS)[1]["items"] == []
@@ -245,13 +250,7 @@ def test_sigterm_during_a_round_deletes_its_jobs_and_a_killed_runs_leftover_goes
     """A node whose all_reduce_perf never finishes holds its pair's run open; SIGTERM then deletes every job of the
     round and exits 143 (128 + SIGTERM, as Ctrl-C exits 130). A job left by a run killed outright is deleted by the
     next run before it looks for busy nodes."""
-    home = tmp_path / "home"
-    env = _env(sandbox, home)
-    os.environ["FMCLUSTER_HOME"] = str(home)
-    try:
-        StateStore().save_cluster(p5["name"], REGION, "eks", p5["spec"], None, "ACTIVE")
-    finally:
-        del os.environ["FMCLUSTER_HOME"]
+    env = _recorded(sandbox, p5, tmp_path / "home")
     http = p5["http"]
     sandbox.faults({"node_health": {p5["nodes"][0]: {"never_finishes": True}}})
     proc = subprocess.Popen([str(Path(sys.executable).parent / "fmcluster"), "burn-in", p5["name"], "--timeout", "2"],
