@@ -34,8 +34,8 @@ def install() -> None:
         original_prep(self, nic_spec, *args, **kwargs)
         made = [eni for eni_id, eni in self.ec2_backend.enis.items() if eni_id not in before]
         asked = [nic for nic in nic_spec if not nic.get("NetworkInterfaceId")]
-        if len(made) != len(asked) or len(asked) < 2:
-            return  # a single interface, or one moto built from defaults: moto's own view is EC2's
+        if len(made) != len(asked) or not asked:
+            return  # interfaces moto built from defaults: moto's own view is EC2's
         attached = {key: eni for key, eni in self.nics.items() if eni not in made}  # interfaces named by id
         for eni, nic in zip(made, asked, strict=True):
             card = int(nic.get("NetworkCardIndex") or 0)

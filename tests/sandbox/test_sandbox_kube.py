@@ -377,6 +377,16 @@ def test_efa_devices_are_the_interfaces_ec2_attached(server, k8s):
     assert k8s.call("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", daemonset("efa", efa))[0] == 201
     node = k8s.call("GET", "/api/v1/nodes/ip-10-0-0-2.ec2.internal")[1]
     assert node["status"]["capacity"]["vpc.amazonaws.com/efa"] == "3"
+    # one network card, one EFA interface: g5.48xlarge ("Supported instance types" of the EFA page lists it)
+    single = ec2.run_instances(ImageId="ami-12c6146b", InstanceType="g5.48xlarge", MinCount=1, MaxCount=1,
+                               NetworkInterfaces=[{"NetworkCardIndex": 0, "DeviceIndex": 0, "SubnetId": subnet,
+                                                   "InterfaceType": "efa"}])["Instances"][0]
+    described = ec2.describe_instances(InstanceIds=[single["InstanceId"]])["Reservations"][0]["Instances"][0]
+    assert [n["InterfaceType"] for n in described["NetworkInterfaces"]] == ["efa"]
+    server["eks"].instances[CLUSTER] = [p5_node("ip-10-0-0-3.ec2.internal", instance_id=single["InstanceId"],
+                                                taints=[])]
+    node = k8s.call("GET", "/api/v1/nodes/ip-10-0-0-3.ec2.internal")[1]
+    assert node["status"]["capacity"]["vpc.amazonaws.com/efa"] == "1"
 
 
 def test_apply_json_patch_status_and_generation(k8s):
