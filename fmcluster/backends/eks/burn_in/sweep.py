@@ -47,8 +47,9 @@ HELD = (quotas.NVIDIA_GPU, quotas.EFA)
 #: A burn-in job's pods are pinned to Ready nodes it chose idle: one the scheduler finds no place for this long will not
 #: be placed by waiting (fewer GPUs or EFA devices advertised than the type has, huge pages the node lacks, a taint
 #: not tolerated), so the job ends then, not at its timeout, and its nodes fail check ``job`` with the scheduler's
-#: reason.
-UNPLACEABLE_S = 120.0
+#: reason. Long enough for a node that has just turned Ready to pull and start its device plugins, whose devices
+#: the pods ask for (a false failure here would reboot or replace a good node).
+UNPLACEABLE_S = 600.0
 
 
 def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float, image: str | None,
