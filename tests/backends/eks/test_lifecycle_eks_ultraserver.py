@@ -35,7 +35,7 @@ DEVICE_CLASSES = ("compute-domain-daemon.nvidia.com", "compute-domain-default-ch
 def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, monkeypatch, capsys):
     from fmcluster.connection import aws
     from fmcluster.spec import load_spec
-    from fmcluster.verbs.connect import smoke_command
+    from fmcluster.verbs.connect import burn_in_command, smoke_command
     from fmcluster.verbs.lifecycle.create import create
     from fmcluster.verbs.lifecycle.destroy import destroy
     from fmcluster.verbs.lifecycle.status import status
@@ -103,6 +103,15 @@ def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, 
     assert smoked["job_state"] == "TIMEOUT", smoked  # submitted: the ComputeDomain was made first, or it is REFUSED
     said = " ".join(capsys.readouterr().err.split())
     assert "each claiming an IMEX channel of ComputeDomain fmcluster-smoke-train-imex" in said, said
+    assert api("GET", "/apis/resource.nvidia.com/v1beta1/namespaces/default/computedomains")[1]["items"] == []
+    assert api("GET", "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs")[1]["items"] == []
+    # burn-in's check job the same way: its own ComputeDomain made first (without it no worker could be placed),
+    # then both gone; no node answers here, so each fails check ``job``, saying how the job ended
+    checked = burn_in_command.run(name, None, "quick", timeout_min=0.02)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "each claiming an IMEX channel of ComputeDomain fmcluster-burn-in-train-imex" in said, said
+    assert {n["state"] for n in checked["nodes"]} == {"failed"}, checked
+    assert all("(TIMEOUT: " in n["checks"][0]["detail"] for n in checked["nodes"]), checked["nodes"][0]
     assert api("GET", "/apis/resource.nvidia.com/v1beta1/namespaces/default/computedomains")[1]["items"] == []
     assert api("GET", "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs")[1]["items"] == []
 

@@ -159,8 +159,8 @@ def _checks(api: KubeApi, spec: Spec, expect: Expectations, level: Level, nodes:
             image: str | None, sink: SmokeSink) -> tuple[list[judging.NodeVerdict], dict[str, str]]:
     job = jobs.check_job(spec, expect, nodes, image)
     manifest = jobs.check_manifest(spec, expect, level, job, nodes, int(timeout_s))
-    outcome = submit.submit_and_wait(api, job, manifest, time.monotonic() + timeout_s, sink,
-                                     unplaceable_s=UNPLACEABLE_S)
+    outcome = submit.submit_and_wait(api, job, manifest, time.monotonic() + timeout_s, sink, _domain(spec, job),
+                                     UNPLACEABLE_S)
     if not outcome.submitted:
         raise UsageError(f"the burn-in check job could not be submitted: {outcome.detail}")
     outputs, broken = frames.read(outcome.log, outcome.hosts)
@@ -193,8 +193,8 @@ def _round(api: KubeApi, spec: Spec, expect: Expectations, level: Level, runs: l
     quiet = SmokeSink(note=lambda message: None, warning=sink.warning, ticker=silent)
     pool = ThreadPoolExecutor(max_workers=len(planned))
     try:
-        futures = {nodes: pool.submit(submit.submit_and_wait, api, job, manifest, deadline, quiet, None,
-                                      UNPLACEABLE_S) for nodes, job, manifest in planned}
+        futures = {nodes: pool.submit(submit.submit_and_wait, api, job, manifest, deadline, quiet,
+                                      _domain(spec, job), UNPLACEABLE_S) for nodes, job, manifest in planned}
         with sink.ticker(f"{len(planned)} all-reduce run(s)") as tick:
             started = time.monotonic()
             while not all(f.done() for f in futures.values()):
@@ -207,6 +207,12 @@ def _round(api: KubeApi, spec: Spec, expect: Expectations, level: Level, runs: l
         raise
     finally:
         pool.shutdown(wait=True)
+
+
+def _domain(spec: Spec, job: mpijob.SmokeJob) -> dict[str, Any] | None:
+    """The job's own ComputeDomain on an UltraServer queue, whose workers each claim one of its IMEX channels (as
+    smoke's job: "a ComputeDomain per workload job", AWS's P6e-GB200 page); made before the job, deleted with it."""
+    return mpijob.compute_domain(spec, job) if job.compute_domain else None
 
 
 def _busbw(outcome: submit.Outcome) -> float | None:
