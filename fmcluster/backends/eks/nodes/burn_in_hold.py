@@ -44,8 +44,9 @@ LABEL_VALUE_MAX = 63
 def gated(queue: Queue) -> bool:
     """Whether ``create`` holds and tests the queue's nodes: a level other than ``off``, on a queue the EKS check job
     can judge (NVIDIA GPUs, since it runs nvidia-smi, dcgmi and nccl-tests; one instance type, whose counts and floor
-    it judges by); not yet an UltraServer queue (p6e-gb200), whose workers claim an IMEX channel of a ComputeDomain
-    the burn-in jobs do not make yet. Other queues are not held: a taint nothing would lift would keep their nodes
+    it judges by); not yet an UltraServer queue (p6e-gb200): its burn-in jobs make the ComputeDomain whose IMEX
+    channels their workers claim, but the sandbox places no pod that claims a DRA device, so a gate there could not be
+    tested to its end. Other queues are not held: a taint nothing would lift would keep their nodes
     idle for good."""
     return burn_in(queue).level != "off" and hardware(queue.instance_type).has_gpus \
         and len(instance_types_of(queue)) == 1 and not needs_imex(queue)
