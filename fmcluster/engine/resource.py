@@ -129,6 +129,9 @@ class Resource(ABC):
     # The longest a create or update waits for the resource to become ready, whatever the command's --timeout
     # (None: as long as the command may): for what may never become ready, such as a Kubernetes Job.
     wait_limit_s: ClassVar[float | None] = None
+    # How often a create or update reads the resource while it is not ready (None: the walk's growing interval, up to
+    # 10 s): for a resource whose read answers from this process's memory with a line of progress each time.
+    poll_s: ClassVar[float | None] = None
 
     key: str = ""
     document: Any = None

@@ -355,7 +355,7 @@ class Engine:
             # A resource that failed to create can still be deleted: only a failed delete stops teardown.
             if deleting and current.status.upper().startswith("DELETE_FAILED"):
                 raise EngineFailed(f"{resource.name} could not be deleted: {current.status} {current.detail}")
-            pause(self.poll_interval(time.monotonic() - started), self.ctx.stop)
+            pause(resource.poll_s or self.poll_interval(time.monotonic() - started), self.ctx.stop)
             current = self._operation(resource, lambda: resource.read(self.ctx, known_id))
             if current is not None and (current.status, current.detail) != last_seen:
                 if current.status != last_seen[0]:

@@ -24,13 +24,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from fixtures.in_process import run_in_process
-from fixtures.kube import cluster_api
+from fixtures.burn_in_gate import PENDING_GROUP, PENDING_NODE, REGION, World
 from fixtures.lifecycle import CONFIGS
 
 from fmcluster.backends.eks.burn_in import gate
@@ -40,47 +38,6 @@ from fmcluster_sandbox.kube import launcher_run
 # One cluster for the module, its cases in order (the first create makes it): one worker runs them all.
 pytestmark = [pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable())),
               pytest.mark.xdist_group("test_eks_burn_in_gate")]
-
-REGION = "us-east-1"
-PENDING_GROUP = {"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NO_SCHEDULE"}
-PENDING_NODE = {"key": "fmcluster.io/burn-in", "value": "pending", "effect": "NoSchedule"}
-MERGE = "application/merge-patch+json"
-NODES = "/api/v1/nodes?labelSelector=eks.amazonaws.com%2Fnodegroup%3Dtrain"
-
-
-class World:
-    def __init__(self, sandbox, home: Path, spec: Path, name: str):
-        self.sandbox, self.spec, self.name = sandbox, spec, name
-        self.env = {**sandbox.env, "FMCLUSTER_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200",
-                    "PATH": "/usr/bin:/bin"}
-        self.eks, self.ec2 = sandbox.client("eks", REGION), sandbox.client("ec2", REGION)
-
-    def run(self, *args: str):
-        ran = run_in_process(args, self.env)
-        assert "Traceback" not in ran.stderr, ran.stderr
-        return ran
-
-    def create(self):
-        return self.run("create", str(self.spec), "--yes")
-
-    def http(self, *args: Any) -> tuple[int, Any]:
-        return cluster_api(self.sandbox.endpoint_url, self.eks.describe_cluster(name=self.name)["cluster"],
-                           REGION)(*args)
-
-    def nodes(self) -> dict[str, dict[str, Any]]:
-        code, body = self.http("GET", NODES)
-        assert code == 200, body
-        return {n["metadata"]["name"]: n for n in body["items"]}
-
-    def instance(self, node: dict[str, Any]) -> str:
-        return node["spec"]["providerID"].rsplit("/", 1)[-1]
-
-    def make_pending(self, name: str) -> None:
-        """The node as a replacement registers: the node group's taint on it, no verdict label."""
-        patch = {"metadata": {"labels": {"fmcluster.io/burn-in": None, "fmcluster.io/burn-in-check": None}},
-                 "spec": {"taints": [PENDING_NODE]}}
-        assert self.http("PATCH", f"/api/v1/nodes/{name}", patch, MERGE)[0] == 200
-
 
 def _buy_block(sandbox, instances: int) -> str:
     """A p5.48xlarge Capacity Block that starts now, in the first AZ (by name) offering one and m7i.xlarge."""

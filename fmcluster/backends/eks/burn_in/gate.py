@@ -172,7 +172,7 @@ class Gate:
                               "annotations": {verdicts.DETAIL_ANNOTATION: self.failures.get(name, checks)}}}
         self.api.call(f"labelling node {name} failed", lambda: self.api.client.patch(
             Node, name, patch, patch_type=PatchType.MERGE))
-        self.progress(f"burn-in {self.queue.name}: {name} failed {checks}, held")
+        self.progress(f"burn-in {self.queue.name}: {name} failed ({self.failures.get(name, checks)}), held")
 
     def _repair(self, failed: dict[str, str]) -> list[str]:
         """Repair the failed nodes that have repairs left; the nodes to test again (the rebooted ones, or the

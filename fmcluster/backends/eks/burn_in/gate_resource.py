@@ -28,6 +28,9 @@ class BurnInGate(Resource):
     kind = "burn_in_gate"
     teardown_rank = 5  # nothing to delete: first, and at once
     settles_before_delete = False
+    # A read while the gate runs returns its next line of progress from memory (no API call): read often, or the
+    # lines queue up behind the walk's growing interval and the step ends long after the gate has.
+    poll_s = 0.5
 
     def __init__(self, key: str, document: Document | None, cluster: str, spec: Spec | None = None,
                  queue: Queue | None = None):
