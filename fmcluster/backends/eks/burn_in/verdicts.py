@@ -7,8 +7,8 @@ Everything is read back from where the gate wrote it, never remembered by fmclus
   (:mod:`fmcluster.backends.eks.nodes.burn_in_hold`), and for a failed node the figures in the annotation
   :data:`DETAIL_ANNOTATION` (a label value holds 63 characters; an annotation holds the whole line);
 * a replaced node: the gate tags an instance :data:`REPLACED_TAG` before it terminates it, and EC2 still describes a
-  terminated instance, with its tags, for about an hour (EC2 user guide, "Terminate Amazon EC2 instances": "the
-  instance remains visible in the console for a short while"); after that it is no longer shown.
+  terminated instance, with its tags, for a while (EC2 API reference, TerminateInstances: "Terminated instances remain
+  visible after termination (for approximately one hour)"); after that it is no longer shown.
 """
 
 from __future__ import annotations
