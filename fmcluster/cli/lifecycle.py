@@ -141,8 +141,8 @@ def status(
     hour at the maximum). For queues of an instance type EC2 gives a network topology for (p5, p4d, trn1, ...):
     their nodes per bottom network node and spine, and a warning when a queue spans more than one spine
     (`fmcluster topology NAME` prints the whole tree). On EKS also what its Kubernetes API sees: nodes Ready,
-    GPUs and EFA devices, each queue's quota; Kubernetes objects show as Kind/name (namespace), as kubectl names
-    them.
+    GPUs and EFA devices, each queue's quota, and the burn-in gate's verdict per node (passed; failed, with the
+    checks and figures; pending; replaced); Kubernetes objects show as Kind/name (namespace), as kubectl names them.
 
     Example: fmcluster status quickstart-pcs --json   ·   fmcluster status quickstart-pcs --watch
     """
