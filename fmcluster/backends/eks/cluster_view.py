@@ -63,14 +63,14 @@ def _group_of(node: dict[str, Any]) -> str:
 
 def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dict[str, Any]]:
     """Node group name → {nodes_ready, gpus, efa, neuron (allocatable on its Ready nodes), quota (its scheduler
-    queue's, None when the object is missing), unhealthy_nodes (:func:`unhealthy` of its nodes), burn_in (the burn-in
-    gate's verdict of each node it holds or has judged, :func:`.burn_in.verdicts.node_verdict`)}. The ``system``
+    queue's, None when the object is missing), unhealthy_nodes (:func:`unhealthy` of its nodes), burn_in_nodes (the
+    burn-in gate's verdict of each node it holds or has judged, :func:`.burn_in.verdicts.node_verdict`)}. The ``system``
     group's nodes are counted too; it is no scheduler queue, so its row says ``scheduler_queue: false`` and has no
     quota."""
     api = KubeApi(access)
     try:
         view = {name: {"nodes_ready": 0, **dict.fromkeys(DEVICES, 0), "quota": None, "unhealthy_nodes": [],
-                       "burn_in": []} for name in queues}
+                       "burn_in_nodes": []} for name in queues}
         if system_nodes.NODEGROUP_NAME in view:
             view[system_nodes.NODEGROUP_NAME]["scheduler_queue"] = False
         node_type = api.resource_type("v1", "Node")
@@ -81,7 +81,7 @@ def read(access: KubeAccess, scheduler: str, queues: list[str]) -> dict[str, dic
             if row is not None:
                 row["unhealthy_nodes"] += unhealthy(node)
                 verdict = node_verdict(node)
-                row["burn_in"] += [verdict] if verdict else []
+                row["burn_in_nodes"] += [verdict] if verdict else []
             if row is None or not _ready(node):
                 continue
             row["nodes_ready"] += 1

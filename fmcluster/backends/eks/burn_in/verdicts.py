@@ -78,12 +78,12 @@ def summary(nodes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def attach(report: dict[str, Any], replaced_nodes: dict[str, list[dict[str, Any]]]) -> None:
-    """Turn each queue's node verdicts (``burn_in`` as the cluster view read them) and its replaced instances into the
-    queue's ``burn_in`` summary, or drop it when the gate has judged nothing there; give each live instance row the
+    """Turn each queue's node verdicts (``burn_in_nodes``, as the cluster view read them) and its replaced instances
+    into the queue's ``burn_in`` summary (none when the gate has judged nothing there); give each live instance row the
     state of its node (``burn_in``: passed, failed or pending)."""
     by_instance: dict[str, str] = {}
     for queue in report["queues"]:
-        nodes = [*queue.pop("burn_in", []), *replaced_nodes.get(queue["name"], [])]
+        nodes = [*queue.pop("burn_in_nodes", []), *replaced_nodes.get(queue["name"], [])]
         if nodes:
             queue["burn_in"] = summary(nodes)
         by_instance.update({n["instance"]: n["state"] for n in nodes if n["instance"] and n["state"] != "replaced"})
