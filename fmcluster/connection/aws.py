@@ -47,6 +47,9 @@ class Target:
 
 _target = Target()
 _sessions: dict[str | None, Any] = {}
+# Clients by (region, service, patience), made once per command: making one loads the service's model (EC2's is
+# megabytes of JSON) and opens its own connections, and botocore's clients are safe to share between threads.
+_clients: dict[tuple[str, str, str], Any] = {}
 _ca_bundle_checked = False
 
 
@@ -66,6 +69,7 @@ def configure(profile: str | None, region: str | None, endpoint_url: str | None,
     if profile:
         os.environ["AWS_PROFILE"] = profile
     _sessions.clear()
+    _clients.clear()
     return _target
 
 
@@ -260,8 +264,13 @@ def client(service: str, region: str, patience: Patience | None = None) -> Any:
     """A client for ``service`` with ``patience`` (by default the command's: :data:`READING` inside
     :func:`read_only`, else :data:`WRITING`)."""
     patience = patience or _patience
-    made = session(region).client(service, endpoint_url=_target.endpoint_url, config=patience.config())
-    patience.limit(made.meta.events)
+    key = (region, service, patience.name)
+    made = _clients.get(key)
+    if made is None:
+        made = session(region).client(service, endpoint_url=_target.endpoint_url, config=patience.config())
+        patience.limit(made.meta.events)
+        with _lock:
+            made = _clients.setdefault(key, made)  # two threads may have made one: all use the first kept
     return made
 
 

@@ -51,7 +51,7 @@ from fmcluster.backends.eks.software import (
     scheduler_status,
 )
 from fmcluster.backends.eks.software.autoscaler_iam import ROLE_PURPOSE as AUTOSCALER_ROLE
-from fmcluster.backends.eks.software.manifests import MANAGED_KINDS
+from fmcluster.backends.eks.software.manifests import managed_kinds
 from fmcluster.backends.eks.software.pod_identity import PodIdentityAssociation
 from fmcluster.backends.lazy import LifecycleDefaults
 from fmcluster.backends.protocol import KubeEndpoint, LoginNode, LogLine
@@ -253,7 +253,7 @@ class EksLifecycle(LifecycleDefaults):
         access = kube.KubeAccess.of(ctx, name)
         if access is not None and ours:
             try:
-                objects = kube.owned_objects(access, MANAGED_KINDS)
+                objects = kube.owned_objects(access, managed_kinds())
             except FmclusterError as exc:  # a caller without Kubernetes access still sees (and deletes) AWS's side
                 unread.note(ctx, "kubernetes", str(exc).replace("\n  → ", "; "))
                 objects = []

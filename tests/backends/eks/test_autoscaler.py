@@ -13,7 +13,7 @@ import pytest
 from fmcluster.backends.eks.nodegroup_resource import _scaling
 from fmcluster.backends.eks.nodes import system_nodes
 from fmcluster.backends.eks.render import render
-from fmcluster.backends.eks.software.manifests import MANAGED_KINDS, manifests
+from fmcluster.backends.eks.software.manifests import managed_kinds, manifests
 from fmcluster.backends.eks.software.releases import CLUSTER_AUTOSCALER, manifest_bytes
 from fmcluster.backends.eks.software.validate import manifest_problems
 from fmcluster.spec.models import Spec
@@ -58,7 +58,7 @@ def test_an_elastic_queue_gets_the_autoscaler_of_its_minor_on_the_system_nodes(m
     assert sorted(o["kind"] for o in mine) == sorted(["PodDisruptionBudget", "ServiceAccount", "ClusterRole",
                                                       "ClusterRoleBinding", "Role", "RoleBinding", "Service",
                                                       "Deployment"])
-    assert {(o["apiVersion"], o["kind"]) for o in mine} <= set(MANAGED_KINDS)  # destroy finds them by label
+    assert {(o["apiVersion"], o["kind"]) for o in mine} <= set(managed_kinds())  # destroy finds them by label
     deployment = next(o for o in mine if o["kind"] == "Deployment")
     assert (deployment["metadata"]["namespace"], deployment["metadata"]["name"]) == ("kube-system", DEPLOYMENT)
     pod = deployment["spec"]["template"]["spec"]

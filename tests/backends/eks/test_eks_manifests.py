@@ -13,7 +13,7 @@ import pytest
 from fixtures.eks_specs import REGION, eks_spec
 
 from fmcluster.backends.eks.nodes.quotas import covered_resources, queue_quota
-from fmcluster.backends.eks.software.manifests import CLUSTER_LABEL, MANAGED_KINDS, manifests, node_labels
+from fmcluster.backends.eks.software.manifests import CLUSTER_LABEL, managed_kinds, manifests, node_labels
 from fmcluster.backends.eks.software.releases import SCHEDULERS
 from fmcluster.backends.eks.software.scheduler_install import COMPONENT_LABEL
 from fmcluster.backends.eks.software.validate import manifest_problems
@@ -49,7 +49,7 @@ def test_every_manifest_passes_for_each_scheduler(scheduler: str) -> None:
     spec = eks_spec(scheduler)
     objects = manifests(spec)
     assert manifest_problems(objects, spec.kubernetes.version) == []
-    assert {(obj["apiVersion"], obj["kind"]) for obj in objects} <= set(MANAGED_KINDS)  # discovery lists them all
+    assert {(obj["apiVersion"], obj["kind"]) for obj in objects} <= set(managed_kinds())  # discovery lists them all
     assert all(obj["metadata"]["labels"][CLUSTER_LABEL] == "p5-train" for obj in objects)
     assert all(obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "fmcluster" for obj in objects)
     crds = [obj["metadata"]["name"] for obj in of_kind(objects, "CustomResourceDefinition")]
@@ -180,7 +180,7 @@ def test_trainium_gets_the_neuron_plugin_and_quota() -> None:
     assert manifest_problems(objects, spec.kubernetes.version) == []
     plugins = {obj["metadata"]["name"]: obj for obj in of_kind(objects, "DaemonSet")}
     assert set(plugins) == {"neuron-device-plugin", "aws-efa-k8s-device-plugin"}  # no NVIDIA plugin
-    assert {(obj["apiVersion"], obj["kind"]) for obj in objects} <= set(MANAGED_KINDS)
+    assert {(obj["apiVersion"], obj["kind"]) for obj in objects} <= set(managed_kinds())
     neuron = plugins["neuron-device-plugin"]["spec"]["template"]["spec"]
     assert neuron["nodeSelector"] == {"fmcluster.io/neuron": "true"}
     assert neuron["serviceAccountName"] in {sa["metadata"]["name"] for sa in own(of_kind(objects, "ServiceAccount"))}

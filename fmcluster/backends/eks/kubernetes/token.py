@@ -23,19 +23,22 @@ TOKEN_LIFETIME_SECONDS = 60
 def eks_token(cluster: str, region: str) -> str:
     """A bearer token for ``cluster``'s Kubernetes API, signed with this command's AWS credentials."""
     sts = aws.client("sts", region)
-
-    # GetCallerIdentity has no x-k8s-aws-id parameter: take it out before botocore validates the params and put it
-    # back as a header before signing (awscli's STSClientFactory._retrieve_k8s_aws_id / _inject_k8s_aws_id_header).
-    def retrieve(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-        if CLUSTER_ID_HEADER in params:
-            context[CLUSTER_ID_HEADER] = params.pop(CLUSTER_ID_HEADER)
-
-    def inject(request: Any, **_: Any) -> None:
-        if CLUSTER_ID_HEADER in request.context:
-            request.headers[CLUSTER_ID_HEADER] = request.context[CLUSTER_ID_HEADER]
-
-    sts.meta.events.register("provide-client-params.sts.GetCallerIdentity", retrieve)
-    sts.meta.events.register("before-sign.sts.GetCallerIdentity", inject)
+    # the command's clients are shared: registered once per client however many tokens it signs
+    sts.meta.events.register("provide-client-params.sts.GetCallerIdentity", _retrieve,
+                             unique_id="fmcluster-k8s-aws-id-retrieve")
+    sts.meta.events.register("before-sign.sts.GetCallerIdentity", _inject, unique_id="fmcluster-k8s-aws-id-inject")
     url = sts.generate_presigned_url("get_caller_identity", Params={CLUSTER_ID_HEADER: cluster},
                                      ExpiresIn=TOKEN_LIFETIME_SECONDS, HttpMethod="GET")
     return TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+# GetCallerIdentity has no x-k8s-aws-id parameter: take it out before botocore validates the params and put it back
+# as a header before signing (awscli's STSClientFactory._retrieve_k8s_aws_id / _inject_k8s_aws_id_header).
+def _retrieve(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    if CLUSTER_ID_HEADER in params:
+        context[CLUSTER_ID_HEADER] = params.pop(CLUSTER_ID_HEADER)
+
+
+def _inject(request: Any, **_: Any) -> None:
+    if CLUSTER_ID_HEADER in request.context:
+        request.headers[CLUSTER_ID_HEADER] = request.context[CLUSTER_ID_HEADER]

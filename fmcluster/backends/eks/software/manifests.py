@@ -8,6 +8,7 @@ filled by the engine as for every other rendered document.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fmcluster.backends.eks.nodes import burn_in_hold, quotas
@@ -38,9 +39,9 @@ MEGABYTES_PER_GIB = 1024**3 / 10**6
 ULTRASERVER_NODE_LABEL: str | None = network_topology.ULTRASERVER_LABEL
 
 
-# Every kind of object :func:`manifests` makes, for any scheduler: what ``discover`` lists by label to find what
-# a lost state file no longer names (tests/backends/eks/test_eks_manifests.py holds it to what is rendered).
-MANAGED_KINDS: list[tuple[str, str]] = [
+# The kinds of object :func:`manifests` makes itself, for any scheduler (the releases' own are added by
+# :func:`managed_kinds`).
+_OWN_KINDS: list[tuple[str, str]] = [
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"), ("apps/v1", "DaemonSet"), ("v1", "ServiceAccount"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("storage.k8s.io/v1", "StorageClass"), ("v1", "PersistentVolume"), ("v1", "PersistentVolumeClaim"),
@@ -49,7 +50,15 @@ MANAGED_KINDS: list[tuple[str, str]] = [
     ("scheduling.run.ai/v2", "Queue"), ("node.k8s.io/v1", "RuntimeClass"), ("v1", "Namespace"),
     ("kueue.x-k8s.io/v1beta2", "Topology"), ("kai.scheduler/v1alpha1", "Topology"),
 ]
-MANAGED_KINDS += [kind for kind in releases.kinds() if kind not in MANAGED_KINDS]  # the installed releases' objects
+
+
+@functools.cache
+def managed_kinds() -> list[tuple[str, str]]:
+    """Every kind of object :func:`manifests` makes, for any scheduler: what ``discover`` lists by label to find what
+    a lost state file no longer names (tests/backends/eks/test_eks_manifests.py holds it to what is rendered). A
+    function, not a constant: the releases' kinds come from parsing their manifests (half a second), which only a
+    command that lists a cluster's objects needs."""
+    return _OWN_KINDS + [kind for kind in releases.kinds() if kind not in _OWN_KINDS]
 
 
 def ownership_labels(spec: Spec) -> dict[str, str]:
