@@ -190,6 +190,7 @@ class FsxLustre(FsxFileSystem):
             if change.path == "StorageCapacity" and _numbers(change) and change.new > change.old and last:
                 retry = last + STORAGE_INCREASE_WAIT
                 if datetime.now(timezone.utc) < retry:
+                    retry = _minute_up(retry)  # "after 21:11" must not name a time FSx still refuses
                     raise UsageError(
                         f"FSx for Lustre file system {observed.id} cannot grow to {change.new} GiB yet: its last "
                         f"storage increase was requested at {last:%Y-%m-%d %H:%M} UTC, and FSx takes the next one only "
@@ -320,6 +321,11 @@ def _latest_update(actions: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The most recent FILE_SYSTEM_UPDATE of a file system's AdministrativeActions (FSx API reference)."""
     updates = [a for a in actions if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE"]
     return max(updates, key=lambda a: str(a.get("RequestTime", "")), default=None)
+
+
+def _minute_up(moment: datetime) -> datetime:
+    whole = moment.replace(second=0, microsecond=0)
+    return whole + timedelta(minutes=1) if whole != moment else whole
 
 
 def _last_increase(actions: list[dict[str, Any]]) -> datetime | None:

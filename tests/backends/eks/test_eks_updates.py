@@ -184,10 +184,16 @@ def _lustre_grew_then_waits(sandbox, name: str, path, data: dict, file_system_id
     assert kube("PUT", claim_path, grow)[0] == 403
     assert kube("PUT", classes, {**kube("GET", classes)[1], "allowVolumeExpansion": True})[0] == 200
 
-    # 2400 → 4800 at once: refused before anything is sent, naming when FSx takes it.
+    # 2400 → 4800 at once: refused before anything is sent, naming when FSx takes it: 6 hours after the increase
+    # was requested (the FILE_SYSTEM_UPDATE; the STORAGE_OPTIMIZATION FSx starts after it carries the same target
+    # but a later time), shown as the first whole minute from then.
     actions = lustre["AdministrativeActions"]
-    requested = max(a["RequestTime"] for a in actions if a["TargetFileSystemValues"].get("StorageCapacity"))
-    retry = (requested + dt.timedelta(hours=6)).astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    requested = max(a["RequestTime"] for a in actions if a["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE"
+                    and a["TargetFileSystemValues"].get("StorageCapacity"))
+    due = (requested + dt.timedelta(hours=6)).astimezone(dt.timezone.utc)
+    first_minute = due.replace(second=0, microsecond=0) + dt.timedelta(minutes=1 if due.second or due.microsecond
+                                                                       else 0)
+    retry = first_minute.strftime("%Y-%m-%d %H:%M")
     data["storage"]["lustre"]["capacity_gib"] = 4800
     for command in (lambda: diff(_spec(path, data), str(path), json_output=False, detailed_exitcode=True),
                     lambda: create(_spec(path, data), str(path), yes=True, wait=True, timeout_min=None)):
