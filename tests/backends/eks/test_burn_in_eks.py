@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.burn_in_faults import link_only_narrowing_finds
 from fixtures.eks_smoke import JOBS, REGION, mpijob_crd
 from fixtures.in_process import run_in_process
 from fixtures.kube import cluster_api, daemonset
@@ -134,11 +135,7 @@ def test_faults_fail_their_nodes_with_check_and_figure_and_the_slow_link_is_foun
     by_bottom: dict[str, list[str]] = {}
     for node in nodes:
         by_bottom.setdefault(bottoms[node], []).append(node)
-    groups = sorted(by_bottom.values(), key=len, reverse=True)
-    # the link's ends hang off different bottom nodes, so no first-round (neighbour) pair holds both: only
-    # narrowing finds it; the two per-node faults go to two other nodes
-    a, b = groups[0][0], groups[-1][-1] if len(groups) > 1 else groups[0][1]
-    dcgm, efa = [n for n in nodes if n not in (a, b)][:2]
+    a, b, dcgm, efa = link_only_narrowing_finds(nodes, bottoms)
     sandbox.faults({"node_health": {dcgm: {"dcgm_failures": [{"gpu": 3, "test": "memory"}]},
                                     efa: {"efa_devices_missing": 1}},
                     "slow_link": [a, b, 0.5]})

@@ -23,6 +23,7 @@ import uuid
 
 import pytest
 import yaml
+from fixtures.burn_in_faults import link_only_narrowing_finds
 from fixtures.burn_in_gate import PENDING_NODE, World
 from fixtures.lifecycle import CONFIGS
 
@@ -71,11 +72,7 @@ def test_a_gpu_an_efa_device_and_a_slow_link_are_caught_replaced_retested_and_8_
     nodes = world.nodes()
     assert len(nodes) == 8
     bottoms = _bottoms(world, nodes)
-    groups = sorted({b: [n for n in sorted(nodes) if bottoms[n] == b] for b in set(bottoms.values())}.values(),
-                    key=len, reverse=True)
-    # the link's ends under different bottom nodes: no neighbour pair holds both, only narrowing can find it
-    a, b = groups[0][0], (groups[-1][-1] if len(groups) > 1 else groups[0][1])
-    dcgm, efa = [n for n in sorted(nodes) if n not in (a, b)][:2]
+    a, b, dcgm, efa = link_only_narrowing_finds(sorted(nodes), bottoms)  # only narrowing can find the link
     instance = {name: world.instance(node) for name, node in nodes.items()}
     world.sandbox.faults({"node_health": {instance[dcgm]: {"dcgm_failures": [{"gpu": 3, "test": "memory"}]},
                                           instance[efa]: {"efa_devices_missing": 1}},
