@@ -141,7 +141,13 @@ def parse_body(body: bytes, content_type: str) -> Any:
         if content_type == APPLY:
             import yaml
 
-            return yaml.safe_load(body.decode() or "null")
+            text = body.decode()
+            if text.lstrip().startswith("{"):  # JSON is YAML, and the JSON parser reads it ten times faster
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    pass  # flow-style YAML that is not JSON
+            return yaml.safe_load(text or "null")
         return json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request(f"the body of the request could not be decoded: {exc}") from None
