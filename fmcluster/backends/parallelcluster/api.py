@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from fmcluster.backends.parallelcluster.call_logging import log_calls_only_when_logging
 from fmcluster.backends.parallelcluster.nodejs import quiet_jsii_banner
 from fmcluster.connection.aws import describe_error, patient_default_clients, unreachable
 from fmcluster.engine import EngineFailed
@@ -33,6 +34,7 @@ def pcluster() -> Iterator[Any]:
     import pcluster.lib as pc
 
     _quiet_cdk_preload()
+    log_calls_only_when_logging()
     quiet_jsii_banner()
     patient_default_clients()  # its boto3 clients get the command's patience (WRITING: they ride out throttling)
     # The engine calls from worker threads; ParallelCluster's CDK step (jsii) wants an event loop there.

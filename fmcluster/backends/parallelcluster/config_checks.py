@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from fmcluster.backends.parallelcluster.call_logging import log_calls_only_when_logging
 from fmcluster.backends.parallelcluster.nodejs import quiet_jsii_banner
 
 # No validator is suppressed, in the sandbox or on AWS: the sandbox emulates what they read (launch-template
@@ -34,6 +35,7 @@ class PclusterFindings:
 def _quiet_pcluster() -> Iterator[None]:
     # ParallelCluster logs to the root logger while it loads; the findings are what matter to the user.
     quiet_jsii_banner()
+    log_calls_only_when_logging()
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
