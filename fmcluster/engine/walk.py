@@ -133,12 +133,23 @@ class Engine:
     def _run(self, resources: list[Resource], work: Callable[[Resource], None], deadline: float | None,
              timeout: float | None, forward: bool) -> None:
         names = {r.name for r in resources}
-        finished: dict[str, threading.Event] = {r.name: threading.Event() for r in resources}
         if forward:
             waits_for = {r.name: [d for d in r.depends_on if d in names] for r in resources}
         else:  # tear down a resource only after everything that depends on it is gone
             waits_for = {r.name: [o.name for o in resources if r.name in o.depends_on] for r in resources}
+        before = self.ctx.stop
         self.ctx.stop = SlotStop(deadline, self.slots)  # what every wait of this walk obeys: Ctrl-C, the deadline
+        try:
+            self._walk(resources, work, deadline, timeout, waits_for)
+        finally:
+            # The walk is over, however it ended: work a resource left running in the background (the burn-in gate)
+            # stops with it, and what the command does next waits on its own stop again.
+            self.ctx.stop.set()
+            self.ctx.stop = before
+
+    def _walk(self, resources: list[Resource], work: Callable[[Resource], None], deadline: float | None,
+              timeout: float | None, waits_for: dict[str, list[str]]) -> None:
+        finished: dict[str, threading.Event] = {r.name: threading.Event() for r in resources}
         self._errors = {}
         self._waiting = {}
         self._queued = set()

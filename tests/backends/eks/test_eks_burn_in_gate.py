@@ -23,18 +23,24 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import signal
+import subprocess
+import time
 import uuid
 from typing import Any
 
 import pytest
 import yaml
 from fixtures.burn_in_gate import PENDING_GROUP, PENDING_NODE, REGION, World
-from fixtures.lifecycle import CONFIGS
+from fixtures.eks_smoke import JOBS
+from fixtures.lifecycle import CONFIGS, _fmcluster
 
 from fmcluster.backends.eks.burn_in import gate
 from fmcluster.backends.eks.smoke import submit
 from fmcluster_sandbox.kube import launcher_run
 
+PODS = "/api/v1/namespaces/default/pods"
 # One cluster for the module, its cases in order (the first create makes it): one worker runs them all.
 pytestmark = [pytest.mark.skipif(launcher_run.unavailable() is not None, reason=str(launcher_run.unavailable())),
               pytest.mark.xdist_group("test_eks_burn_in_gate")]
@@ -230,3 +236,38 @@ def test_without_auto_repair_a_failed_node_stays_held_and_create_exits_1_naming_
     text = world.run("status", world.name).stdout
     assert "burn-in train: 3 passed, 1 failed" in text, text
     assert f"{name} ({world.instance(node)}): failed: dcgm: " in text, text
+
+
+def test_ctrl_c_during_the_gate_deletes_its_job_and_leaves_the_nodes_held(world):
+    """Ctrl-C while the gate's all-reduce job runs (the installed command, in a terminal's place): create exits 130
+    and the job is gone from the cluster at once, not left holding the nodes' GPUs until its deadline (an hour); the
+    nodes stay held, untested, for the next create. The job runs on: the sandbox's all_reduce_perf never finishes on
+    one of its two nodes (level standard pairs the two after their own checks)."""
+    data = json.loads(json.dumps(world.data))
+    data["queues"][0]["burn_in"] = "standard"
+    world.spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    (first, node), (second, _) = sorted(world.nodes().items())[:2]
+    for name in (first, second):
+        world.make_pending(name)
+    world.sandbox.faults({"node_health": {world.instance(node): {"never_finishes": True}}})
+    proc = subprocess.Popen([*_fmcluster(), "create", str(world.spec), "--yes"], env=world.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    all_reduce = re.compile(r"fmcluster-burn-in-train-\d+$")
+    try:
+        deadline = time.monotonic() + 180
+        while not [job for job in world.http("GET", JOBS)[1]["items"] if all_reduce.match(job["metadata"]["name"])]:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    assert world.http("GET", JOBS)[1]["items"] == []
+    assert [p["metadata"]["name"] for p in world.http("GET", PODS)[1]["items"] if "burn-in" in p["metadata"]["name"]
+            ] == []
+    for name in (first, second):
+        after = world.nodes()[name]
+        assert PENDING_NODE in after["spec"]["taints"] and "fmcluster.io/burn-in" not in after["metadata"]["labels"]

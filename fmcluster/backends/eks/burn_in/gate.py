@@ -137,7 +137,8 @@ class Gate:
         choice = choose(self.spec, self.queue.name, None)
         paths = sweep.ready_nodes(self.api, self.queue.name)
         wanted = {n: paths.get(n, ()) for n in names}
-        report = sweep.sweep(self.api, self.cluster, self.spec, choice, wanted, JOB_TIMEOUT_S, None, self.sink)
+        report = sweep.sweep(self.api, self.cluster, self.spec, choice, wanted, JOB_TIMEOUT_S, None, self.sink,
+                             self.stop)
         failed: dict[str, str] = {}
         for entry in report["nodes"]:
             if entry["state"] == "passed":

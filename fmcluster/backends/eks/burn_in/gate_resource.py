@@ -130,7 +130,9 @@ class BurnInGate(Resource):
             except Exception as exc:  # said by the step's failure, never a traceback
                 self._error = str(exc) or type(exc).__name__
 
-        self._thread = threading.Thread(target=work, name=f"burn-in-{self.key}", daemon=True)
+        # Not a daemon: a command leaving its walk early (Ctrl-C, the timeout, --no-wait) sets the walk's stop, and the
+        # interpreter waits at exit for this thread to delete the jobs it submitted.
+        self._thread = threading.Thread(target=work, name=f"burn-in-{self.key}", daemon=False)
         self._thread.start()
         return Observed(f"{self.cluster}/{self.key}", "TESTING", "pending", detail=self._latest())
 

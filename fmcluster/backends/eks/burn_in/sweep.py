@@ -36,6 +36,7 @@ from fmcluster.backends.smoke import nccl
 from fmcluster.backends.smoke.checks import Check, Expectations
 from fmcluster.backends.smoke.termination import ends_like_ctrl_c
 from fmcluster.catalog.burn_in_levels import Level
+from fmcluster.engine.waiting import Stop, pause
 from fmcluster.errors import UsageError
 from fmcluster.spec.models import Spec
 
@@ -68,9 +69,10 @@ def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float,
 
 
 def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[str, tuple[str, ...]],
-          timeout_s: float, image: str | None, sink: SmokeSink) -> dict[str, Any]:
+          timeout_s: float, image: str | None, sink: SmokeSink, stop: Stop | None = None) -> dict[str, Any]:
     """The checks and rounds over the given nodes (each with its network layers, :func:`ready_nodes`): the command
-    passes the queue's Ready nodes, the gate at ``create`` only those it still holds."""
+    passes the queue's Ready nodes, the gate at ``create`` only those it still holds, with the walk's ``stop`` (it
+    runs in a thread Ctrl-C does not reach: the stop ends its waits, and its jobs are deleted)."""
     expect, level = choice.expect, choice.level
     queue = expect.queue.name
     nodes = sorted(paths)
@@ -83,11 +85,11 @@ def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[st
         raise UsageError(f"every node of queue {queue} is running a job; burn-in never runs beside one: run it "
                          "when some are idle")
     with ends_like_ctrl_c():
-        verdicts, unanswered = _checks(api, spec, expect, level, idle, timeout_s, image, sink)
+        verdicts, unanswered = _checks(api, spec, expect, level, idle, timeout_s, image, sink, stop)
         serials = itertools.count(1)
 
         def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
-            return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink)
+            return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink, stop)
 
         result, note = rounds.after_checks([v.node for v in verdicts if v.passed], level, choice.pair_floor_gb_s,
                                            measure, paths)
@@ -156,11 +158,12 @@ def _busy(api: KubeApi, nodes: list[str]) -> dict[str, str]:
 
 
 def _checks(api: KubeApi, spec: Spec, expect: Expectations, level: Level, nodes: tuple[str, ...], timeout_s: float,
-            image: str | None, sink: SmokeSink) -> tuple[list[judging.NodeVerdict], dict[str, str]]:
+            image: str | None, sink: SmokeSink,
+            stop: Stop | None = None) -> tuple[list[judging.NodeVerdict], dict[str, str]]:
     job = jobs.check_job(spec, expect, nodes, image)
     manifest = jobs.check_manifest(spec, expect, level, job, nodes, int(timeout_s))
     outcome = submit.submit_and_wait(api, job, manifest, time.monotonic() + timeout_s, sink, _domain(spec, job),
-                                     UNPLACEABLE_S)
+                                     UNPLACEABLE_S, stop)
     if not outcome.submitted:
         raise UsageError(f"the burn-in check job could not be submitted: {outcome.detail}")
     outputs, broken = frames.read(outcome.log, outcome.hosts)
@@ -181,7 +184,7 @@ def _checks(api: KubeApi, spec: Spec, expect: Expectations, level: Level, nodes:
 
 def _round(api: KubeApi, spec: Spec, expect: Expectations, level: Level, runs: list[rounds.Run],
            serials: Iterator[int], timeout_s: float, image: str | None,
-           sink: SmokeSink) -> dict[rounds.Run, float | None]:
+           sink: SmokeSink, stop: Stop | None = None) -> dict[rounds.Run, float | None]:
     """One round: each run an MPIJob pinned to its nodes, side by side; each run's peak bus bandwidth (None when it
     did not finish)."""
     planned = []
@@ -194,15 +197,16 @@ def _round(api: KubeApi, spec: Spec, expect: Expectations, level: Level, runs: l
     pool = ThreadPoolExecutor(max_workers=len(planned))
     try:
         futures = {nodes: pool.submit(submit.submit_and_wait, api, job, manifest, deadline, quiet,
-                                      _domain(spec, job), UNPLACEABLE_S) for nodes, job, manifest in planned}
+                                      _domain(spec, job), UNPLACEABLE_S, stop) for nodes, job, manifest in planned}
         with sink.ticker(f"{len(planned)} all-reduce run(s)") as tick:
             started = time.monotonic()
             while not all(f.done() for f in futures.values()):
                 tick(f"{sum(f.done() for f in futures.values())} of {len(futures)} done", time.monotonic() - started)
-                time.sleep(0.2)
+                pause(0.2, stop)
         return {nodes: _busbw(future.result()) for nodes, future in futures.items()}
     except BaseException:
-        # Ctrl-C or a signal in this thread: the runs' own threads are still waiting, so their jobs go now
+        # Ctrl-C, a signal or the stop in this thread: the runs' own threads may still be waiting, so their jobs go
+        # now
         _delete_all(api, [job for _, job, _ in planned])
         raise
     finally:

@@ -23,6 +23,7 @@ from fmcluster.backends.eks.smoke import mpijob
 from fmcluster.backends.eks.software.releases import MPI_OPERATOR
 from fmcluster.backends.smoke.checks import Check, Expectations, judge, report_of
 from fmcluster.backends.smoke.termination import ends_like_ctrl_c
+from fmcluster.engine.waiting import Stop, pause
 from fmcluster.errors import FmclusterError
 from fmcluster.spec.models import Spec
 
@@ -67,10 +68,13 @@ def run(context: BackendContext, spec: Spec, expect: Expectations, timeout_min: 
 
 
 def submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any], deadline: float, sink: SmokeSink,
-                     domain: dict[str, Any] | None = None, unplaceable_s: float | None = None) -> Outcome:
+                     domain: dict[str, Any] | None = None, unplaceable_s: float | None = None,
+                     stop: Stop | None = None) -> Outcome:
     """Submit the job, wait for its end (or ``deadline``), read its launcher's log, delete it. With
     ``unplaceable_s``, a job with a pod the scheduler has found no node for that long ends ``UNSCHEDULABLE`` (for
-    jobs pinned to nodes that exist, where waiting longer would not help)."""
+    jobs pinned to nodes that exist, where waiting longer would not help). With ``stop`` (a job run from a walk's
+    background work, which Ctrl-C cannot reach), the wait ends with :class:`Stopped` when it is set, and the job is
+    deleted on the way out as it is after Ctrl-C."""
     what = f"MPIJob {job.namespace}/{job.name}"
     try:
         rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND, f"submitting {what}")
@@ -102,7 +106,7 @@ def submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any]
                 placed.update(_worker_nodes(api, job))
 
         with sink.ticker(what) as tick:
-            state, detail = _wait(api, rtype, job, deadline, tick, while_running, unplaceable_s)
+            state, detail = _wait(api, rtype, job, deadline, tick, while_running, unplaceable_s, stop)
         log, hosts = _launcher_log(api, job)
         return Outcome(state, detail, log=log, hosts={**placed, **hosts})
     except FmclusterError as exc:
@@ -122,7 +126,7 @@ def submit_and_wait(api: KubeApi, job: mpijob.SmokeJob, manifest: dict[str, Any]
 
 def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
           tick: Callable[[str, float], None], while_running: Callable[[], None] = lambda: None,
-          unplaceable_s: float | None = None) -> tuple[str, str]:
+          unplaceable_s: float | None = None, stop: Stop | None = None) -> tuple[str, str]:
     """Until the MPIJob Succeeded or Failed, or ``deadline``: (state, detail); ``while_running`` is called on each
     look at the job while its Running condition holds; with ``unplaceable_s`` see :func:`submit_and_wait`."""
     started = time.monotonic()
@@ -156,7 +160,7 @@ def _wait(api: KubeApi, rtype: type, job: mpijob.SmokeJob, deadline: float,
         if now >= deadline:
             return "TIMEOUT", f"no result within the timeout ({now - started:.0f} s); last seen: {seen}"
         tick(seen, now - started)
-        time.sleep(min(POLL_S, max(0.0, deadline - now)))
+        pause(min(POLL_S, max(0.0, deadline - now)), stop)
 
 
 def _pods(api: KubeApi, job: mpijob.SmokeJob, selector: str) -> list[Any]:
