@@ -26,6 +26,7 @@ import pytest
 from fixtures.burn_in_faults import link_only_narrowing_finds
 from fixtures.eks_smoke import JOBS, REGION, mpijob_crd
 from fixtures.in_process import run_in_process
+from fixtures.interrupt import signal_once_started
 from fixtures.kube import cluster_api, daemonset
 
 from fmcluster.backends import registry
@@ -253,15 +254,9 @@ def test_sigterm_during_a_round_deletes_its_jobs_and_a_killed_runs_leftover_goes
     proc = subprocess.Popen([str(Path(sys.executable).parent / "fmcluster"), "burn-in", p5["name"], "--timeout", "2"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not any(j["metadata"]["name"] == "fmcluster-burn-in-train-1" for j in http("GET", JOBS)[1]["items"]):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        err = signal_once_started(proc, lambda: any(j["metadata"]["name"] == "fmcluster-burn-in-train-1"
+                                                    for j in http("GET", JOBS)[1]["items"]), signal.SIGTERM, 60, 60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
         sandbox.faults({"reset": True})
     assert proc.returncode == 128 + signal.SIGTERM and "ended by SIGTERM" in err and "Traceback" not in err, err
     _nothing_left(http)

@@ -26,7 +26,6 @@ import json
 import re
 import signal
 import subprocess
-import time
 import uuid
 from typing import Any
 
@@ -34,6 +33,7 @@ import pytest
 import yaml
 from fixtures.burn_in_gate import PENDING_GROUP, PENDING_NODE, REGION, World
 from fixtures.eks_smoke import JOBS
+from fixtures.interrupt import signal_once_started
 from fixtures.lifecycle import CONFIGS, _fmcluster
 
 from fmcluster.backends.eks.burn_in import gate
@@ -253,16 +253,8 @@ def test_ctrl_c_during_the_gate_deletes_its_job_and_leaves_the_nodes_held(world)
     proc = subprocess.Popen([*_fmcluster(), "create", str(world.spec), "--yes"], env=world.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     all_reduce = re.compile(r"fmcluster-burn-in-train-\d+$")
-    try:
-        deadline = time.monotonic() + 180
-        while not [job for job in world.http("GET", JOBS)[1]["items"] if all_reduce.match(job["metadata"]["name"])]:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = signal_once_started(proc, lambda: any(all_reduce.match(job["metadata"]["name"])
+                                                for job in world.http("GET", JOBS)[1]["items"]), signal.SIGINT)
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
     assert world.http("GET", JOBS)[1]["items"] == []
