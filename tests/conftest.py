@@ -4,6 +4,7 @@ with its own home. The suite's tiers (markers e2e and slow) and its order come f
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import fixtures.tiers as tiers
@@ -14,6 +15,16 @@ from fixtures.sandbox import Sandbox, start_sandbox, stop_sandbox
 # The backends hand their spec rules to the spec layer (below them) when the registry is imported, as the command
 # line does first: tests that load a spec without the command line need it too.
 import fmcluster.backends.registry  # noqa: F401
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests press Ctrl-C on the installed command (send it SIGINT) and expect what a terminal's foreground command
+    does. A suite started in the background by a non-interactive shell (a CI script's ``pytest &``, or such a script
+    run that way) starts with SIGINT ignored; Python keeps a SIGINT it starts with ignored, and every process the suite
+    starts (xdist workers, their commands) inherits it, so the signal would do nothing: a watch never ends, a create
+    runs to the end. Python's own handler, as in the foreground: exec resets a handled signal to the default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 from collections import Counter
 
@@ -164,16 +165,21 @@ def test_sigkill_during_create_then_rerun_converges(cli, sandbox):
 
 # 3 ------------------------------------------------------------------------------------------------
 def test_sigint_during_create_exits_130_and_says_how_to_resume(cli, sandbox):
-    # The PCS cluster stays CREATING long enough that the signal lands while the engine waits on it, however
-    # slowly this process reads the child's output (with SLOW's 2 s the whole create could finish first).
-    sandbox.faults({"latency": {**SLOW["latency"], "pcs.cluster": 20.0}})
+    # The PCS cluster stays CREATING until the fault is reset below (the sandbox applies a latency when the cluster
+    # is read), so the signal lands while the engine waits on it however slowly this process runs; a fixed few
+    # seconds (SLOW's 2, or 20) could all pass before the signal on a loaded machine, and the create would finish.
+    sandbox.faults({"latency": {**SLOW["latency"], "pcs.cluster": 3600.0}})
     proc = cli.popen("create", str(cli.spec), "--yes")
     seen = _wait_for_line(proc, "cluster:" + cli.name)  # the plan's line
     seen += _wait_for_line(proc, "cluster:" + cli.name)  # the engine's: it starts creating the PCS cluster
-    _wait_until(lambda: _pcs_holds(cli, "cluster"), "PCS holding the cluster")  # CREATING for 20 s from now
+    _wait_until(lambda: _pcs_holds(cli, "cluster"), "PCS holding the cluster")  # CREATING from now on
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
-    stdout, rest = proc.communicate(timeout=60)
+    try:
+        stdout, rest = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # the signal did not stop it: it would wait out the hour (exit -9 below)
+        proc.kill()
+        stdout, rest = proc.communicate()
     stderr = "".join(seen) + rest
     assert proc.returncode == 130, f"exit {proc.returncode}\n{stdout}\n{stderr}"
     assert "Traceback" not in stderr, stderr
