@@ -49,7 +49,7 @@ _target = Target()
 _sessions: dict[str | None, Any] = {}
 # Clients by (region, service, patience), made once per command: making one loads the service's model (EC2's is
 # megabytes of JSON) and opens its own connections, and botocore's clients are safe to share between threads.
-_clients: dict[tuple[str, str, str], Any] = {}
+_clients: dict[tuple[str, str, Patience], Any] = {}
 _ca_bundle_checked = False
 
 
@@ -264,7 +264,7 @@ def client(service: str, region: str, patience: Patience | None = None) -> Any:
     """A client for ``service`` with ``patience`` (by default the command's: :data:`READING` inside
     :func:`read_only`, else :data:`WRITING`)."""
     patience = patience or _patience
-    key = (region, service, patience.name)
+    key = (region, service, patience)
     made = _clients.get(key)
     if made is None:
         made = session(region).client(service, endpoint_url=_target.endpoint_url, config=patience.config())
