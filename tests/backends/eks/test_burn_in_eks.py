@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.burn_in_faults import link_only_narrowing_finds
+from fixtures.burn_in_faults import link_off_the_neighbour_round
 from fixtures.eks_smoke import JOBS, REGION, mpijob_crd
 from fixtures.in_process import run_in_process
 from fixtures.interrupt import signal_once_started
@@ -136,7 +136,7 @@ def test_faults_fail_their_nodes_with_check_and_figure_and_the_slow_link_is_foun
     by_bottom: dict[str, list[str]] = {}
     for node in nodes:
         by_bottom.setdefault(bottoms[node], []).append(node)
-    a, b, dcgm, efa = link_only_narrowing_finds(nodes, bottoms)
+    a, b, dcgm, efa = link_off_the_neighbour_round(nodes, bottoms)
     sandbox.faults({"node_health": {dcgm: {"dcgm_failures": [{"gpu": 3, "test": "memory"}]},
                                     efa: {"efa_devices_missing": 1}},
                     "slow_link": [a, b, 0.5]})

@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 import yaml
-from fixtures.burn_in_faults import link_only_narrowing_finds
+from fixtures.burn_in_faults import link_off_the_neighbour_round
 from fixtures.burn_in_gate import PENDING_NODE, World
 from fixtures.lifecycle import CONFIGS
 
@@ -72,7 +72,7 @@ def test_a_gpu_an_efa_device_and_a_slow_link_are_caught_replaced_retested_and_8_
     nodes = world.nodes()
     assert len(nodes) == 8
     bottoms = _bottoms(world, nodes)
-    a, b, dcgm, efa = link_only_narrowing_finds(sorted(nodes), bottoms)  # only narrowing can find the link
+    a, b, dcgm, efa = link_off_the_neighbour_round(sorted(nodes), bottoms)  # no neighbour pair holds the link
     instance = {name: world.instance(node) for name, node in nodes.items()}
     world.sandbox.faults({"node_health": {instance[dcgm]: {"dcgm_failures": [{"gpu": 3, "test": "memory"}]},
                                           instance[efa]: {"efa_devices_missing": 1}},
@@ -114,4 +114,4 @@ def test_a_gpu_an_efa_device_and_a_slow_link_are_caught_replaced_retested_and_8_
     link = details[instance[a]]
     assert link == details[instance[b]] and a in link and b in link, details
     rounds = int(re.search(r"found in (\d+) round", link).group(1))
-    assert 1 <= rounds <= 4, link
+    assert rounds <= 4, link  # narrowing rounds after the pairs; 0 when a pair across layers was the link
