@@ -7,4 +7,4 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from live_eks import eks_problems, eks_token  # noqa: E402,F401
+from fixtures.live_eks import eks_problems, eks_token  # noqa: E402,F401

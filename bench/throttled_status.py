@@ -21,24 +21,13 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chaos_eks import EksKillRun  # noqa: E402
 from chaos_run import Run  # noqa: E402
-from common import REPO, Sandbox, run  # noqa: E402
-
-
-class Cluster(Run):
-    """A chaos run's spec, CLI environment and leftover scan, used for one plain cluster."""
-
-    kind = "throttled-status"
-
-
-class EksCluster(EksKillRun):
-    kind = "throttled-status"
+from common import REPO, run  # noqa: E402
+from created_clusters import measure_each  # noqa: E402
 
 
 def statuses(cluster: Run, runs: int, rate: float, seed: int, directory: Path) -> dict:
@@ -76,38 +65,10 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else (lambda *a: print(*a, flush=True))
-    kinds = {"pcs": Cluster, "eks": EksCluster}
-    wanted = [b for b in args.backends.split(",") if b]
-    if set(wanted) - set(kinds):
-        parser.error(f"--backends takes {', '.join(kinds)}")
-
-    results: dict[str, dict] = {}
-    leftovers: dict[str, dict] = {}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="fmcluster-bench-throttled-") as tmp:
-        directory = Path(tmp)
-        sandbox = Sandbox(directory / "sandbox-home").start()
-        try:
-            for backend in wanted:
-                sandbox.faults({"reset": True})
-                cluster = kinds[backend](sandbox, directory, args.seed)
-                if backend == "eks":
-                    cluster.seed_capacity_block()
-                created = cluster.create()
-                say(f"{backend} {cluster.name}: create exit {created.returncode}")
-                if created.returncode != 0:
-                    results[backend] = {"create_failed": created.stderr[-400:]}
-                else:
-                    results[backend] = statuses(cluster, args.runs, args.rate, args.seed, directory)
-                    say(f"{backend}: {json.dumps({k: v for k, v in results[backend].items() if k != 'failures'})}")
-                    for failure in results[backend]["failures"]:
-                        say(f"  {failure}")
-                sandbox.faults({"reset": True})
-                cluster.destroy_and_scan()
-                if cluster.leftovers:
-                    leftovers[backend] = cluster.leftovers
-        finally:
-            sandbox.stop()
+    results, leftovers = measure_each(
+        [b for b in args.backends.split(",") if b], args.seed, "fmcluster-bench-throttled-",
+        lambda cluster, directory: statuses(cluster, args.runs, args.rate, args.seed, directory), say)
     ok = all(r.get("exit_0_active") == args.runs for r in results.values()) and not leftovers
     summary = {"rate": args.rate, "runs": args.runs, "results": results, "leftovers": leftovers,
                "seconds": round(time.monotonic() - started, 1), "ok": ok}

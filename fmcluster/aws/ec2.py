@@ -217,6 +217,17 @@ class PlacementGroup(Resource):
 
 
 # -- launch templates -----------------------------------------------------------------------------
+def template_version(ctx: Context, template_id: str, version: int | str) -> dict[str, Any] | None:
+    """One version of a launch template (None: it has no such version), read once per read-only pass: the template
+    and the EKS node group that launches from it both read it."""
+    def fetch() -> dict[str, Any] | None:
+        versions = ctx.client("ec2").describe_launch_template_versions(
+            LaunchTemplateId=template_id, Versions=[str(version)])["LaunchTemplateVersions"]
+        return versions[0] if versions else None
+
+    return reads.once(ctx, "ec2.LaunchTemplateVersions", f"{template_id}:{version}", fetch)
+
+
 class LaunchTemplate(Resource):
     """A launch template. A change to what it launches is a new version (PCS node groups name the version
     they use, so they follow it with an update of their own)."""
@@ -262,11 +273,9 @@ class LaunchTemplate(Resource):
         attributes: dict[str, Any] = {"LaunchTemplateName": template["LaunchTemplateName"]}
         missing: list[str] = []
         if self.document is not None:
-            versions = ec2.describe_launch_template_versions(
-                LaunchTemplateId=template["LaunchTemplateId"], Versions=[str(template["LatestVersionNumber"])]
-            )["LaunchTemplateVersions"]
-            if versions:
-                attributes.update(flatten(versions[0].get("LaunchTemplateData") or {}, "LaunchTemplateData"))
+            version = template_version(ctx, template["LaunchTemplateId"], template["LatestVersionNumber"])
+            if version is not None:
+                attributes.update(flatten(version.get("LaunchTemplateData") or {}, "LaunchTemplateData"))
             else:  # a crash between creating the template and its version
                 missing.append(f"version {template['LatestVersionNumber']}")
         return Observed(template["LaunchTemplateId"], "available", "ready", self._outputs(template),

@@ -34,6 +34,13 @@ class Snapshot:
     def __init__(self) -> None:
         self._items: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        self._fetching: dict[tuple[str, str], threading.Lock] = {}
+
+    def fetching(self, kind: str, ident: str) -> threading.Lock:
+        """The lock a reader of (kind, ident) holds while it asks AWS: the plan reads several resources at once,
+        and two of them asking for the same item must make one call, not two."""
+        with self._lock:
+            return self._fetching.setdefault((kind, ident), threading.Lock())
 
     def keep(self, kind: str, item: Any, idents: Iterable[str]) -> None:
         with self._lock:
@@ -80,8 +87,12 @@ def once(ctx: Context, kind: str, ident: str, fetch: Callable[[], T],
     """``fetch()`` (a read of one item, None when absent) unless this pass has read it; the answer is kept under
     ``ident`` and ``aliases(item)`` (its id and its name: readers ask by either). An exception is not kept."""
     found = kept(ctx, kind, ident)
-    if found is not MISSING:
-        return cast(T, found)
-    item = fetch()
-    keep(ctx, kind, item, ident, *(aliases(item) if item is not None else ()))
-    return item
+    if found is not MISSING or ctx.snapshot is None or not ident:
+        return cast(T, found) if found is not MISSING else fetch()
+    with ctx.snapshot.fetching(kind, ident):
+        found = kept(ctx, kind, ident)  # another reader may have fetched it while this one waited
+        if found is not MISSING:
+            return cast(T, found)
+        item = fetch()
+        keep(ctx, kind, item, ident, *(aliases(item) if item is not None else ()))
+        return item

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from fmcluster.connection.aws import describe_error
+from fmcluster.engine.concurrently import each_by_dependency
 from fmcluster.engine.context import Context
 from fmcluster.engine.events import EngineFailed, Event, Interrupted, TimedOut
 from fmcluster.engine.graph import in_order
@@ -65,9 +66,11 @@ class Engine:
              only: AttributeFilter | None = None) -> list[ResourceChange]:
         """Read AWS (nothing is written) and say what ``apply`` would do to each resource, in graph order.
         ``only`` restricts the walk to attribute paths it accepts (``scale``: node counts)."""
-        changes: list[ResourceChange] = []
+        ordered = in_order(resources)
+        found: dict[str, ResourceChange] = {}
         replaced: set[str] = set()
-        for resource in in_order(resources):
+
+        def plan_one(resource: Resource) -> None:
             record = self._record_for(resource)
             observed = resource.read(self.ctx, record.id if record else None)
             if observed is not None and observed.phase in ("ready", "pending"):
@@ -86,7 +89,12 @@ class Engine:
             elif change.action == "update" and resource.reissued_by_update:
                 self.ctx.publish({f"{resource.kind}.{resource.key}.{output}": UNKNOWN
                                   for output in resource.reissued_by_update})
-            changes.append(change)
+            found[resource.name] = change
+
+        # Each resource is read once its dependencies are (their ids fill its document), independent ones at once
+        # (a seeded order reads one at a time, as its walks do).
+        each_by_dependency(ordered, plan_one, 1 if self.order is not None else self.slots.limit)
+        changes = [found[resource.name] for resource in ordered]
         for orphan in orphans:
             changes.append(ResourceChange(orphan.name, "delete", reason="no longer in the spec"))
         return changes

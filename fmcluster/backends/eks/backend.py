@@ -8,6 +8,7 @@ follows from the references in the rendered documents and the edges :func:`apply
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -57,6 +58,7 @@ from fmcluster.backends.lazy import LifecycleDefaults
 from fmcluster.backends.protocol import KubeEndpoint, LoginNode, LogLine
 from fmcluster.catalog import eks_versions
 from fmcluster.engine import Resource, reads
+from fmcluster.engine.concurrently import gather
 from fmcluster.errors import FmclusterError, UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG, RESOURCE_TAG
 from fmcluster.spec.networking import creates_network
@@ -220,15 +222,16 @@ class EksLifecycle(LifecycleDefaults):
 
     def discover(self, context: BackendContext) -> list[Discovered]:
         ctx = context.ctx
-        found = scan_ec2(ctx, context.stack_kinds) + scan_fsx(ctx, context.stack_kinds)
-        for key in ROLES:
-            found += scan_role(ctx, key, role_name(context.name, context.region, key))
-        cluster = self._cluster(context)
-        if cluster is not None:
-            found += self._discover_cluster(context, cluster)
-        found += scan_guard(ctx)  # the budget guard's schedules and backstop
-        found += [instance_found(i, "an EKS node") for i in scan_instances(ctx)]
-        return found
+
+        def cluster_part() -> list[Discovered]:
+            cluster = self._cluster(context)
+            return self._discover_cluster(context, cluster) if cluster is not None else []
+
+        roles = [functools.partial(scan_role, ctx, key, role_name(context.name, context.region, key)) for key in ROLES]
+        return gather([lambda: scan_ec2(ctx, context.stack_kinds), lambda: scan_fsx(ctx, context.stack_kinds), *roles,
+                       cluster_part,
+                       lambda: scan_guard(ctx),  # the budget guard's schedules and backstop
+                       lambda: [instance_found(i, "an EKS node") for i in scan_instances(ctx)]])
 
     def _discover_cluster(self, context: BackendContext, cluster: dict[str, Any]) -> list[Discovered]:
         ctx = context.ctx

@@ -29,6 +29,7 @@ from fmcluster.backends.parallelcluster.resources import (
 )
 from fmcluster.backends.protocol import LoginNode, LogLine, Question
 from fmcluster.engine import Resource, ResourceChange
+from fmcluster.engine.concurrently import gather
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
 if TYPE_CHECKING:
@@ -82,25 +83,30 @@ class ParallelClusterLifecycle(LifecycleDefaults):
 
     def discover(self, context: BackendContext) -> list[Discovered]:
         ctx = context.ctx
-        found: list[Discovered] = []
-        described = self._describe(context)
-        if described is not None and described["cloudFormationStackStatus"] != "DELETE_COMPLETE":
-            tags = tag_dict(described.get("tags"))
-            ours = is_ours(tags, ctx)
-            found.append(Discovered(
-                f"pcluster_cluster:{context.name}", described.get("cloudformationStackArn") or context.name,
-                described["cloudFormationStackStatus"],
-                f"ParallelCluster cluster {context.name} (stack {described['cloudFormationStackStatus']})",
-                ours, PclusterCluster(context.name) if ours else None, tags.get(CLUSTER_ID_TAG, "")))
-        found += scan_ec2(ctx, context.stack_kinds) + scan_fsx(ctx, context.stack_kinds) + scan_buckets(ctx)
-        found += scan_guard(ctx)  # the budget guard's schedules and backstop
-        nodes = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [context.name]}])
-        if nodes and described is None:  # the stack is gone and its nodes are not: end them
-            found.append(Discovered(f"cluster_instances:{context.name}", context.name, f"{len(nodes)} running",
-                                    f"{len(nodes)} compute nodes of {context.name} outliving its stack", True,
-                                    ClusterInstances(context.name)))
-        found += [instance_found(i, "a ParallelCluster node") for i in nodes]
-        return found
+
+        def stack_and_nodes() -> list[Discovered]:
+            described = self._describe(context)
+            nodes = scan_instances(ctx, [{"Name": "tag:parallelcluster:cluster-name", "Values": [context.name]}])
+            found: list[Discovered] = [instance_found(i, "a ParallelCluster node") for i in nodes]
+            if nodes and described is None:  # the stack is gone and its nodes are not: end them
+                found.insert(0, Discovered(
+                    f"cluster_instances:{context.name}", context.name, f"{len(nodes)} running",
+                    f"{len(nodes)} compute nodes of {context.name} outliving its stack", True,
+                    ClusterInstances(context.name)))
+            if described is not None and described["cloudFormationStackStatus"] != "DELETE_COMPLETE":
+                tags = tag_dict(described.get("tags"))
+                ours = is_ours(tags, ctx)
+                found.insert(0, Discovered(
+                    f"pcluster_cluster:{context.name}", described.get("cloudformationStackArn") or context.name,
+                    described["cloudFormationStackStatus"],
+                    f"ParallelCluster cluster {context.name} (stack {described['cloudFormationStackStatus']})",
+                    ours, PclusterCluster(context.name) if ours else None, tags.get(CLUSTER_ID_TAG, "")))
+            return found
+
+        # ParallelCluster's DescribeCluster (a dozen calls of its own) beside fmcluster's scans
+        return gather([stack_and_nodes, lambda: scan_ec2(ctx, context.stack_kinds),
+                       lambda: scan_fsx(ctx, context.stack_kinds), lambda: scan_buckets(ctx),
+                       lambda: scan_guard(ctx)])  # the budget guard's schedules and backstop
 
     def describe(self, context: BackendContext) -> dict[str, Any]:
         report: dict[str, Any] = {"name": context.name, "backend": PROFILE.name, "region": context.region,

@@ -40,6 +40,7 @@ from fmcluster.backends.pcs.resources import PcsCluster, PcsNodeGroup, PcsQueue,
 from fmcluster.backends.pcs.spec_rules import LOGIN_GROUP
 from fmcluster.backends.protocol import LoginNode, LogLine
 from fmcluster.engine import Resource, reads
+from fmcluster.engine.concurrently import gather
 from fmcluster.errors import UsageError
 from fmcluster.render.common import CLUSTER_ID_TAG, CLUSTER_TAG
 
@@ -162,15 +163,16 @@ class PcsLifecycle(LifecycleDefaults):
 
     def discover(self, context: BackendContext) -> list[Discovered]:
         ctx = context.ctx
-        found = scan_ec2(ctx, context.stack_kinds) + scan_fsx(ctx, context.stack_kinds) + scan_efs(ctx)
         role = node_role_name(context.name, context.region)
-        found += scan_role(ctx, "nodes", role, role)
-        cluster = self._cluster(context)
-        if cluster is not None:
-            found += self._discover_cluster(context, cluster)
-        found += scan_guard(ctx)  # the budget guard's schedules and backstop
-        found += [instance_found(i, "a PCS node") for i in scan_instances(ctx)]
-        return found
+
+        def cluster_part() -> list[Discovered]:
+            cluster = self._cluster(context)
+            return self._discover_cluster(context, cluster) if cluster is not None else []
+
+        return gather([lambda: scan_ec2(ctx, context.stack_kinds), lambda: scan_fsx(ctx, context.stack_kinds),
+                       lambda: scan_efs(ctx), lambda: scan_role(ctx, "nodes", role, role), cluster_part,
+                       lambda: scan_guard(ctx),  # the budget guard's schedules and backstop
+                       lambda: [instance_found(i, "a PCS node") for i in scan_instances(ctx)]])
 
     def _discover_cluster(self, context: BackendContext, cluster: dict[str, Any]) -> list[Discovered]:
         ctx = context.ctx

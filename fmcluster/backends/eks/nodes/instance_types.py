@@ -18,6 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.discovery import scan_instances
+from fmcluster.aws.ec2 import template_version
 from fmcluster.engine import Context, reads
 
 LAUNCH_TEMPLATES_PAGE = "EKS User Guide, 'Customize managed nodes with launch templates'"
@@ -30,18 +31,11 @@ def template_type(ctx: Context, template: dict[str, Any]) -> str | None:
     """The ``InstanceType`` of the launch template version a node group runs (None: the template names none)."""
     if not template.get("id") or not template.get("version"):
         return None
-    key = f"{template['id']}:{template['version']}"
-
-    def fetch() -> str | None:
-        try:
-            versions = ctx.client("ec2").describe_launch_template_versions(
-                LaunchTemplateId=template["id"], Versions=[str(template["version"])])
-        except ClientError:
-            return None
-        data = (versions.get("LaunchTemplateVersions") or [{}])[0].get("LaunchTemplateData") or {}
-        return data.get("InstanceType")
-
-    return reads.once(ctx, "ec2.LaunchTemplateInstanceType", key, fetch)
+    try:
+        version = template_version(ctx, template["id"], template["version"])
+    except ClientError:
+        return None
+    return ((version or {}).get("LaunchTemplateData") or {}).get("InstanceType")
 
 
 def node_types(ctx: Context, cluster: str, group: str) -> list[str]:
