@@ -1,7 +1,8 @@
 """``fmcluster burn-in`` on a Slurm cluster (PCS and ParallelCluster both call :func:`run`), over ssh to the login
 node as ``smoke`` is: the queue's idle nodes held in a maintenance reservation (:mod:`.burn_in_hold`), the per-node
-checks as one job in it and the all-reduce rounds as jobs of side-by-side runs (:mod:`.burn_in`), judged by the judge
-and rounds every backend shares (:mod:`fmcluster.backends.burn_in`), then the failed nodes drained with a reason
+checks as one job in it and the all-reduce rounds as jobs of side-by-side runs (:mod:`.burn_in`), paired by the
+network's shape where Slurm's topology holds it (:mod:`.topology_read`), judged by the judge and rounds every backend
+shares (:mod:`fmcluster.backends.burn_in`), then the failed nodes drained with a reason
 that names their check and figure and the rest let go. The queue's partition has the queue's name."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fmcluster.backends.burn_in import judge as judging
 from fmcluster.backends.burn_in import report, rounds
 from fmcluster.backends.burn_in.choice import choose
-from fmcluster.backends.slurm import batch, burn_in, burn_in_hold, smoke
+from fmcluster.backends.slurm import batch, burn_in, burn_in_hold, smoke, topology_read
 from fmcluster.errors import UsageError
 
 HOLD_JOBS = 12
@@ -69,7 +70,11 @@ def _checked(name: str, held: burn_in_hold.Hold, choice: Choice, request: BurnIn
         return burn_in.measure(held, runs, level, expect.accelerators or 1, nccl_tests=request.nccl_tests,
                                run_minutes=job_minutes)
 
-    nccl, note = rounds.after_checks([v.node for v in verdicts if v.passed], level, choice.pair_floor_gb_s, measure)
+    passed = [v.node for v in verdicts if v.passed]
+    paths = topology_read.node_paths(held.remote, passed) if len(passed) >= 2 else {}
+    if paths:
+        sink.note(f"pairing by Slurm's topology: {len(paths)} of {len(passed)} node(s) placed in the network")
+    nccl, note = rounds.after_checks(passed, level, choice.pair_floor_gb_s, measure, paths)
     result = report.build(name, expect, level, verdicts, busy, unanswered, nccl, note,
                           {"unavailable": dict(held.unavailable)})
     failed = {n["node"]: "; ".join(f"{c['name']}: {c['detail']}" for c in n["checks"] if c["status"] not in

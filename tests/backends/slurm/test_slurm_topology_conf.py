@@ -26,6 +26,7 @@ from fixtures.slurm import (
     stop,
 )
 
+from fmcluster.backends.slurm import topology_read
 from fmcluster.backends.slurm.node_software import shipped
 
 AMI = "ami-12c6146b"  # one of the AMIs every moto region has
@@ -101,6 +102,16 @@ def _show_topology(env: dict[str, str]) -> dict[str, dict[str, list[str]]]:
     return switches
 
 
+class _LocalShell:
+    """What the burn-in's reads ask of the login node (``batch.Remote.run``), run here: slurmctld is local."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+
+    def run(self, command: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", command], input=stdin, env=self.env, capture_output=True, text=True)
+
+
 def _expand(hostlist: str, env: dict[str, str]) -> list[str]:
     return subprocess.run(["scontrol", "show", "hostnames", hostlist], env=env, capture_output=True, text=True,
                           check=True).stdout.split()
@@ -145,6 +156,8 @@ def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(slurm_ava
         expected = _expected_paths(ec2, [i["InstanceId"] for i in p5 + cpu])
         assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is True
         tree = _show_topology(env)
+        # the burn-in reads the same tree back to pair nodes (issue 39), through the login node's shell
+        read_back = topology_read.node_paths(_LocalShell(env), [name for name, _ in nodes])
         assert script.update(CLUSTER, "us-east-1", call=_boto3_call(ec2)) is False  # same network, same file
         sandbox.faults({"topology_move": {first: expected[last][-1]}})  # to the last node's bottom node
         new_path = _expected_paths(ec2, [first])[first]
@@ -154,6 +167,9 @@ def test_the_head_node_pass_puts_every_node_under_the_switch_ec2_names(slurm_ava
         stop(procs)
 
     assert set(expected) == {i["InstanceId"] for i in p5}  # m5: no topology for its type
+    # EC2's paths, top down, each node's under its own name; the m5 node (under fmc-unplaced) has none
+    assert read_back == {f"gpu-st-p5-{n}": tuple(expected[i["InstanceId"]]) for n, i in enumerate(p5, 1)}
+    assert (topology_read.ROOT, topology_read.UNPLACED) == (script.ROOT, script.UNPLACED)
     for n, instance in enumerate(p5, 1):
         path = expected[instance["InstanceId"]]
         assert len(path) == 3  # p5.48xlarge: "Returns 3 network nodes" (EC2 user guide, topology prerequisites)
