@@ -204,6 +204,41 @@ def test_a_missing_efa_device_on_demand_is_replaced_and_the_replacement_passes(w
     assert world.instance(node) not in rows  # a terminated instance is no live node
 
 
+def test_a_lone_pending_node_runs_its_all_reduce_with_the_nearest_node_that_passed(world, sandbox_env, monkeypatch):
+    """One node tested alone (a replacement, a rebooted node) is not released on its own checks: an all-reduce needs
+    two nodes, and the nearest node of the queue that passed before (the deepest network node they share, from
+    EKS's topology labels) joins its pair, keeping its own verdict. The gate's core at level standard."""
+    from fmcluster.backends.eks.kubernetes.access import KubeApi
+    from fmcluster.engine.waiting import Stop
+
+    data = json.loads(json.dumps(world.data))
+    data["queues"][0]["burn_in"] = "standard"
+    spec, ctx = _core(world, data, monkeypatch)
+    assert world.create().returncode == 0  # every node judged once (the module's cluster: they may already be)
+    nodes = world.nodes()
+    # p5.48xlarge: "Returns 3 network nodes" (EC2 user guide, topology prerequisites); EKS labels each layer
+    assert all(node["metadata"]["labels"].get("topology.k8s.aws/network-node-layer-3") for node in nodes.values())
+    name = sorted(nodes)[0]
+    world.make_pending(name)
+    said: list[str] = []
+    verdict = gate.Gate(KubeApi.of(ctx, world.name), ctx.client("ec2"), world.name, spec, spec.queues[0], 4, Stop(),
+                        said.append).run()
+    assert (len(verdict.passed), verdict.failed, verdict.pending) == (4, {}, []), said
+    [pair] = [line.split("all-reduce round: ", 1)[1].split(" + ") for line in said if "all-reduce round: " in line]
+    (partner,) = set(pair) - {name}
+    assert name in pair
+
+    def shared(a: str, b: str) -> int:
+        labels = [nodes[n]["metadata"]["labels"] for n in (a, b)]
+        layers = [[lab.get(f"topology.k8s.aws/network-node-layer-{i}") for i in (1, 2, 3)] for lab in labels]
+        return next((i for i, (x, y) in enumerate(zip(*layers, strict=True)) if x != y or x is None), 3)
+
+    assert shared(name, partner) == max(shared(name, other) for other in nodes if other != name), said
+    after = world.nodes()
+    assert after[partner]["metadata"]["labels"]["fmcluster.io/burn-in"] == "passed"
+    assert PENDING_NODE not in (after[partner]["spec"].get("taints") or [])
+
+
 def test_without_auto_repair_a_failed_node_stays_held_and_create_exits_1_naming_it(world):
     """auto_repair: false: no repair; the queue is one node short of its 4, so create fails, naming the node and its
     check, and leaves the cluster as it is (the node tainted and labelled); create again says the same."""

@@ -2,7 +2,8 @@
 a failed node repaired as ``auto_repair`` says, then tested again.
 
 1. Wait until the node group's nodes have registered (its desired count, or the walk's stop).
-2. Test the pending nodes (:func:`.sweep.sweep` over them alone, at the queue's level).
+2. Test the pending nodes (:func:`.sweep.sweep` over them, at the queue's level; a lone one that passes its own
+   checks runs its all-reduce with the nearest node of the queue that passed before).
 3. A passed node: the taint lifted and ``fmcluster.io/burn-in=passed`` in one merge patch of the Node. A failed
    node: ``fmcluster.io/burn-in=failed`` and ``fmcluster.io/burn-in-check=<checks>``, its figures in the annotation
    ``fmcluster.io/burn-in-detail``, the taint kept (:mod:`fmcluster.backends.eks.nodes.burn_in_hold`).
@@ -137,8 +138,11 @@ class Gate:
         choice = choose(self.spec, self.queue.name, None)
         paths = sweep.ready_nodes(self.api, self.queue.name)
         wanted = {n: paths.get(n, ()) for n in names}
+        passed_before = {n.metadata.name for n in group_nodes(self.api, self.queue.name)
+                         if hold.result(n) == hold.PASSED and not hold.has_taint(n)}
+        partners = {n: path for n, path in paths.items() if n in passed_before and n not in wanted}
         report = sweep.sweep(self.api, self.cluster, self.spec, choice, wanted, JOB_TIMEOUT_S, None, self.sink,
-                             self.stop)
+                             self.stop, partners)
         failed: dict[str, str] = {}
         for entry in report["nodes"]:
             if entry["state"] == "passed":

@@ -18,12 +18,12 @@ import contextlib
 import functools
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from fmcluster.backends.burn_in import judge as judging
-from fmcluster.backends.burn_in import report, rounds
+from fmcluster.backends.burn_in import pairs, report, rounds
 from fmcluster.backends.burn_in.choice import Choice
 from fmcluster.backends.eks.burn_in import frames, jobs
 from fmcluster.backends.eks.kubernetes.access import KubeApi
@@ -69,10 +69,16 @@ def run(context: BackendContext, spec: Spec, choice: Choice, timeout_min: float,
 
 
 def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[str, tuple[str, ...]],
-          timeout_s: float, image: str | None, sink: SmokeSink, stop: Stop | None = None) -> dict[str, Any]:
+          timeout_s: float, image: str | None, sink: SmokeSink, stop: Stop | None = None,
+          partners: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """The checks and rounds over the given nodes (each with its network layers, :func:`ready_nodes`): the command
     passes the queue's Ready nodes, the gate at ``create`` only those it still holds, with the walk's ``stop`` (it
-    runs in a thread Ctrl-C does not reach: the stop ends its waits, and its jobs are deleted)."""
+    runs in a thread Ctrl-C does not reach: the stop ends its waits, and its jobs are deleted).
+
+    ``partners``: nodes of the queue that passed before (the gate's released ones). When a single node passes its
+    own checks, an all-reduce needs a second: the nearest idle partner joins its rounds (it is judged by nothing
+    else, and its verdict stands), so a lone new node, a replacement or a rebooted one, is never released without
+    an all-reduce over EFA."""
     expect, level = choice.expect, choice.level
     queue = expect.queue.name
     nodes = sorted(paths)
@@ -91,10 +97,26 @@ def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[st
         def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
             return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink, stop)
 
-        result, note = rounds.after_checks([v.node for v in verdicts if v.passed], level, choice.pair_floor_gb_s,
-                                           measure, paths)
+        tested = [v.node for v in verdicts if v.passed]
+        partner = _partner(api, tested[0], paths, partners) if len(tested) == 1 and partners else None
+        placed = {**paths, **({partner: partners[partner]} if partner and partners else {})}
+        result, note = rounds.after_checks(tested + ([partner] if partner else []), level, choice.pair_floor_gb_s,
+                                           measure, placed)
+        if partner and result is not None:
+            note = f"{tested[0]}, the one node that passed its own checks, with {partner}, which passed before"
     return report.build(cluster, expect, level, verdicts, busy, unanswered, result, note,
                         {"scheduler": spec.kubernetes.scheduler})
+
+
+def _partner(api: KubeApi, node: str, paths: Mapping[str, tuple[str, ...]],
+             partners: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The idle partner nearest ``node`` in the network (the deepest network node they share; then by name), or
+    None when every partner runs a job."""
+    candidates = sorted(n for n in partners if n != node)
+    busy = _busy(api, candidates)
+    idle = [n for n in candidates if n not in busy]
+    here = paths.get(node, ())
+    return max(idle, key=lambda n: pairs.shared_depth(here, partners[n]), default=None)  # ties: the first by name
 
 
 def ready_nodes(api: KubeApi, queue: str) -> dict[str, tuple[str, ...]]:
