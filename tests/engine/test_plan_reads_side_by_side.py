@@ -8,6 +8,8 @@ other, the first waits alone until the barrier's guard breaks it, and the test f
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -139,3 +141,42 @@ def test_two_readers_of_one_item_at_once_make_one_call():
         first.join(HANG_GUARD_S)
         second.join(HANG_GUARD_S)
     assert calls == ["call"] and answers == [{"Version": 1}, {"Version": 1}]
+
+
+CTRL_C_SCRIPT = """
+import os, signal, sys, threading, time
+from fmcluster.engine.concurrently import gather
+
+release = threading.Event()
+started = threading.Event()
+
+def stuck():
+    started.set()
+    release.wait(60)  # a read AWS has not answered yet
+    return []
+
+def guard():
+    time.sleep(10)
+    print("the read was released", flush=True)
+    release.set()
+
+def ctrl_c():
+    started.wait(60)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=guard, daemon=True).start()
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    gather([stuck, lambda: []], workers=8)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_ends_the_command_at_once_while_a_read_still_waits():
+    """Ctrl-C during a read-only command ends it at once, as it did when its reads ran on its own thread: neither the
+    interrupt nor the interpreter's exit waits for a read AWS has not answered. A fresh interpreter, whose main thread
+    the signal reaches; the read is released after 10 s, and says so: a process that waited for it prints that."""
+    result = subprocess.run([sys.executable, "-c", CTRL_C_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout.splitlines()) == (130, ["interrupted"]), result.stderr
