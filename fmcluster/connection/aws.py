@@ -20,6 +20,7 @@ from fmcluster.connection.regions import region_problem
 from fmcluster.errors import AwsError, UsageError
 
 _lock = threading.Lock()
+_making = threading.Lock()  # held while a client is made (client)
 api_calls: collections.Counter[str] = collections.Counter()
 
 # Called as listener(operation, error_code, next_attempt, max_attempts) when botocore is about to retry a
@@ -267,10 +268,16 @@ def client(service: str, region: str, patience: Patience | None = None) -> Any:
     key = (region, service, patience)
     made = _clients.get(key)
     if made is None:
-        made = session(region).client(service, endpoint_url=_target.endpoint_url, config=patience.config())
-        patience.limit(made.meta.events)
-        with _lock:
-            made = _clients.setdefault(key, made)  # two threads may have made one: all use the first kept
+        # One client made at a time: "Session objects are not thread safe" (boto3 guide, Session), and making
+        # clients of one Session at once from threads raises KeyError in botocore (boto/boto3#801, #1592); the
+        # reads of one command make their first clients side by side. Made clients are safe to share.
+        with _making:
+            made = _clients.get(key)
+            if made is None:
+                made = session(region).client(service, endpoint_url=_target.endpoint_url, config=patience.config())
+                patience.limit(made.meta.events)
+                with _lock:
+                    _clients[key] = made
     return made
 
 
