@@ -24,15 +24,17 @@ from fmcluster.backends.slurm import batch
 # The switches slurm_topology.py adds (its ROOT and UNPLACED; tests/backends/slurm holds the two equal).
 ROOT = "fmc-root"
 UNPLACED = "fmc-unplaced"
+_OWN_LEAF = "-nodes"
 _MARK = "FMCLUSTER-HOSTNAMES"
 
 
 def node_paths(remote: batch.Remote, nodes: list[str] | tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """Each of ``nodes`` that Slurm's tree places under an EC2 network node: its switches from the top down. Nodes
     under no such switch, and every node of a cluster without a tree, are left out."""
+    # Without a tree, Slurm 22.05 prints nothing but "scontrol: error: No topology information available" on stderr
     shown = remote.run("scontrol show topology")
     if shown.returncode != 0:
-        return {}  # no topology plugin: "scontrol: error: ... no topology information available"
+        return {}
     switches: dict[str, dict[str, str]] = {}
     for line in shown.stdout.splitlines():
         fields = dict(field.split("=", 1) for field in line.split() if "=" in field)
@@ -51,7 +53,10 @@ def node_paths(remote: batch.Remote, nodes: list[str] | tuple[str, ...]) -> dict
         chain = [name]
         while chain[-1] in parent and len(chain) <= len(switches):
             chain.append(parent[chain[-1]])
-        path = tuple(s for s in reversed(chain) if s not in (ROOT, UNPLACED))
+        # slurm_topology.py hangs the nodes of a network node that also has network nodes below it on a leaf
+        # "<node>-nodes" of its own (a switch lists Nodes or Switches, not both): that leaf is not EC2's
+        path = tuple(s for s in reversed(chain) if s not in (ROOT, UNPLACED)
+                     and not (s.endswith(_OWN_LEAF) and s[:-len(_OWN_LEAF)] in chain))
         for node in expanded.get(f.get("Nodes", ""), []):
             if node in wanted:
                 paths[node] = path

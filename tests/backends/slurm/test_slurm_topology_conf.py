@@ -259,3 +259,19 @@ def test_hostlist_and_the_leaf_of_a_switch_with_both_kinds_of_children():
     assert text.splitlines()[1:] == ["SwitchName=nn-3-nodes Nodes=a", "SwitchName=nn-4 Nodes=b",
                                      "SwitchName=nn-3 Switches=nn-3-nodes,nn-4", "SwitchName=nn-2 Switches=nn-3",
                                      "SwitchName=nn-1 Switches=nn-2", "SwitchName=fmc-root Switches=nn-1"]
+
+
+def test_the_burn_in_reads_each_nodes_ec2_path_back_through_the_leaf_of_its_own(slurm_available, tmp_path):
+    """The tree of the test above, on a real slurmctld, read back as the burn-in reads it: node ``a`` hangs off
+    nn-3 (through the leaf nn-3-nodes, which is not EC2's), ``b`` off nn-4 below it."""
+    script = _script()
+    text = script.topology_conf([("a", "10.0.0.1"), ("b", "10.0.0.2")], {"10.0.0.1": "i-1", "10.0.0.2": "i-2"},
+                                {"i-1": ("nn-1", "nn-2", "nn-3"), "i-2": ("nn-1", "nn-2", "nn-3", "nn-4")})
+    env, procs = start_controller(tmp_path / "slurm", [
+        "TopologyPlugin=topology/tree", "NodeName=a,b CPUs=1", "PartitionName=gpu Nodes=a,b Default=YES State=UP",
+    ], {"topology.conf": text})
+    try:
+        read_back = topology_read.node_paths(_LocalShell(env), ["a", "b"])
+    finally:
+        stop(procs)
+    assert read_back == {"a": ("nn-1", "nn-2", "nn-3"), "b": ("nn-1", "nn-2", "nn-3", "nn-4")}
