@@ -30,10 +30,10 @@ _LOOK_UP_S = 0.2
 
 
 class _Runner:
-    """Starts tasks on daemon threads, at most ``workers`` running; :meth:`next_done` hands back each one's end."""
+    """Starts tasks on daemon threads (the caller keeps count of how many run); :meth:`next_done` hands back each
+    one's end: its key, its exception or None, its result."""
 
-    def __init__(self, workers: int):
-        self.workers = workers
+    def __init__(self) -> None:
         self.running = 0
         self._done: queue.Queue[tuple[Any, BaseException | None, Any]] = queue.Queue()
 
@@ -71,7 +71,7 @@ def each_by_dependency(resources: list[Resource], task: Callable[[Resource], Non
     position = {r.name: index for index, r in enumerate(resources)}
     sorter = TopologicalSorter({r.name: [d for d in r.depends_on if d in by_name] for r in resources})
     sorter.prepare()
-    runner = _Runner(workers)
+    runner = _Runner()
     ready: list[str] = []
     failure: BaseException | None = None
     while True:
@@ -97,7 +97,7 @@ def gather(scans: Sequence[Callable[[], list[T]]], workers: int | None = None) -
     workers = max_operations_setting() if workers is None else workers
     if workers <= 1 or len(scans) <= 1:
         return [item for scan in scans for item in scan()]
-    runner = _Runner(workers)
+    runner = _Runner()
     found: dict[int, list[T]] = {}
     errors: dict[int, BaseException] = {}
     waiting = list(enumerate(scans))
