@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures.slurm import missing_requirements, skip_or_fail, start, stop
+from fixtures.slurm import running
 
 from fmcluster.aws.login import SshTarget
 from fmcluster.backends.burn_in.node_outputs import NodeOutputs, ToolRun
@@ -33,17 +33,11 @@ RESERVATION = "fmcluster-burn-in-gpu"
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    reason = missing_requirements()
-    if reason:
-        skip_or_fail(reason)
     root = tmp_path_factory.mktemp("slurm")
     tools = root / "tools"
     tools.mkdir()
-    slurm, procs = start(root, partition=PARTITION, tools_dir=tools, nodes=2)
-    try:
+    with running(root, PARTITION, tools_dir=tools, nodes=2) as slurm:
         yield slurm
-    finally:
-        stop(procs)
 
 
 @pytest.fixture

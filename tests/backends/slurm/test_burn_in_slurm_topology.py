@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fixtures.lifecycle import PcsCli, _ok, cli_fixture
-from fixtures.slurm import missing_requirements, skip_or_fail, start, stop
+from fixtures.slurm import running
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 CAPTURES = DATA / "burn-in"
@@ -46,14 +46,9 @@ cli = cli_fixture(PcsCli)
 
 @pytest.fixture(scope="module")
 def local_slurm(tmp_path_factory):
-    reason = missing_requirements()
-    if reason:
-        skip_or_fail(reason)
     root = tmp_path_factory.mktemp("slurm")
     tools = root / "tools"
     tools.mkdir()
-    # 8 CPUs per node: the all-reduce asks for one task per GPU, on a host with fewer cores
-    slurm, procs = start(root, partition=QUEUE, tools_dir=tools, nodes=4, cpus=8, topology_conf=TOPOLOGY)
     for name, capture in (("nvidia-smi", CAPTURES / "nvidia-smi-L-8x-a100.txt"),
                           ("fi_info", CAPTURES / "fi_info-p4de.24xlarge-4-devices.txt"),
                           ("dcgmi", CAPTURES / "dcgm-3.1.0-nvidia-real-output.json"),
@@ -61,10 +56,9 @@ def local_slurm(tmp_path_factory):
         path = tools / name
         path.write_text(f"#!/bin/sh\nexec cat {capture}\n")
         path.chmod(0o755)
-    try:
+    # 8 CPUs per node: the all-reduce asks for one task per GPU, on a host with fewer cores
+    with running(root, QUEUE, tools_dir=tools, nodes=4, cpus=8, topology_conf=TOPOLOGY) as slurm:
         yield slurm
-    finally:
-        stop(procs)
 
 
 def test_burn_in_pairs_neighbours_then_across_the_layer_they_share(cli, local_slurm):

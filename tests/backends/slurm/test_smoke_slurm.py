@@ -12,21 +12,15 @@ from pathlib import Path
 
 import pytest
 from fixtures.lifecycle import PcsCli, _ok, cli_fixture
-from fixtures.slurm import missing_requirements, skip_or_fail, start, stop
+from fixtures.slurm import running
 
 cli = cli_fixture(PcsCli)
 
 
 @pytest.fixture(scope="module")
 def local_slurm(tmp_path_factory):
-    reason = missing_requirements()
-    if reason:
-        skip_or_fail(reason)
-    slurm, procs = start(tmp_path_factory.mktemp("slurm"), partition="gpu")  # the quickstart's first queue
-    try:
+    with running(tmp_path_factory.mktemp("slurm"), "gpu") as slurm:  # the quickstart's first queue
         yield slurm
-    finally:
-        stop(procs)
 
 
 def _access(slurm) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fixtures.lifecycle import PclusterCli, PcsCli, _ok, cli_fixture
-from fixtures.slurm import efa_devices, missing_requirements, skip_or_fail, start, stop
+from fixtures.slurm import efa_devices, running
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 # A host of 8 A100-SXM4-40GB (p4d's GPU; p4de.24xlarge has the 80 GB part): the check counts GPUs, not their memory
@@ -35,18 +35,11 @@ pcluster_cli = cli_fixture(PclusterCli)
 
 @pytest.fixture(scope="module")
 def local_slurm(tmp_path_factory):
-    reason = missing_requirements()
-    if reason:
-        skip_or_fail(reason)
     root = tmp_path_factory.mktemp("slurm")
     (root / "tools").mkdir()
     # 8 CPUs per node: the smoke job asks for one task per GPU (--ntasks-per-node=8), on a host with fewer cores
-    slurm, procs = start(root, partition=QUEUE, tools_dir=root / "tools", nodes=2, cpus=8,
-                         efa_sysfs=root / "sysfs")
-    try:
+    with running(root, QUEUE, tools_dir=root / "tools", nodes=2, cpus=8, efa_sysfs=root / "sysfs") as slurm:
         yield slurm
-    finally:
-        stop(procs)
 
 
 @pytest.fixture

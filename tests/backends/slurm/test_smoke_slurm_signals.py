@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures.slurm import missing_requirements, skip_or_fail, start, stop
+from fixtures.slurm import running
 
 from fmcluster.state.store import StateStore
 
@@ -25,15 +25,9 @@ NAME = "smoke-signals"
 
 @pytest.fixture(scope="module")
 def down_slurm(tmp_path_factory):
-    reason = missing_requirements()
-    if reason:
-        skip_or_fail(reason)
-    slurm, procs = start(tmp_path_factory.mktemp("slurm"), partition="gpu")  # the quickstart's first queue
-    try:
+    with running(tmp_path_factory.mktemp("slurm"), "gpu") as slurm:  # the quickstart's first queue
         _scontrol(slurm, "update", "PartitionName=gpu", "State=DOWN")  # jobs queue, none starts
         yield slurm
-    finally:
-        stop(procs)
 
 
 def _scontrol(slurm, *args: str) -> str:
