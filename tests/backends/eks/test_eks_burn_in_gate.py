@@ -218,7 +218,20 @@ def test_a_lone_pending_node_runs_its_all_reduce_with_the_nearest_node_that_pass
     nodes = world.nodes()
     # p5.48xlarge: "Returns 3 network nodes" (EC2 user guide, topology prerequisites); EKS labels each layer
     assert all(node["metadata"]["labels"].get("topology.k8s.aws/network-node-layer-3") for node in nodes.values())
-    name = sorted(nodes)[0]
+
+    def shared(a: str, b: str) -> int:
+        """How many network layers, from the top, the two nodes' EKS labels share."""
+        labels = [nodes[n]["metadata"]["labels"] for n in (a, b)]
+        layers = [[lab.get(f"topology.k8s.aws/network-node-layer-{i}") for i in (1, 2, 3)] for lab in labels]
+        return next((i for i, (x, y) in enumerate(zip(*layers, strict=True)) if x != y or x is None), 3)
+
+    def nearest(node: str) -> set[str]:
+        depths = {other: shared(node, other) for other in nodes if other != node}
+        return {other for other, depth in depths.items() if depth == max(depths.values())}
+
+    # a node whose first other node by name is not among its nearest: a partner picked by name would show
+    (name, *_) = [n for n in sorted(nodes) if min(o for o in nodes if o != n) not in nearest(n)] or [None]
+    assert name is not None, "in this layout every node's first other node by name is also its nearest"
     world.make_pending(name)
     said: list[str] = []
     verdict = gate.Gate(KubeApi.of(ctx, world.name), ctx.client("ec2"), world.name, spec, spec.queues[0], 4, Stop(),
@@ -226,14 +239,7 @@ def test_a_lone_pending_node_runs_its_all_reduce_with_the_nearest_node_that_pass
     assert (len(verdict.passed), verdict.failed, verdict.pending) == (4, {}, []), said
     [pair] = [line.split("all-reduce round: ", 1)[1].split(" + ") for line in said if "all-reduce round: " in line]
     (partner,) = set(pair) - {name}
-    assert name in pair
-
-    def shared(a: str, b: str) -> int:
-        labels = [nodes[n]["metadata"]["labels"] for n in (a, b)]
-        layers = [[lab.get(f"topology.k8s.aws/network-node-layer-{i}") for i in (1, 2, 3)] for lab in labels]
-        return next((i for i, (x, y) in enumerate(zip(*layers, strict=True)) if x != y or x is None), 3)
-
-    assert shared(name, partner) == max(shared(name, other) for other in nodes if other != name), said
+    assert name in pair and partner in nearest(name), (said, nearest(name))
     after = world.nodes()
     assert after[partner]["metadata"]["labels"]["fmcluster.io/burn-in"] == "passed"
     assert PENDING_NODE not in (after[partner]["spec"].get("taints") or [])

@@ -97,13 +97,13 @@ def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[st
         def measure(runs: list[rounds.Run]) -> dict[rounds.Run, float | None]:
             return _round(api, spec, expect, level, runs, serials, timeout_s, image, sink, stop)
 
-        tested = [v.node for v in verdicts if v.passed]
-        partner = _partner(api, tested[0], paths, partners) if len(tested) == 1 and partners else None
-        placed = {**paths, **({partner: partners[partner]} if partner and partners else {})}
-        result, note = rounds.after_checks(tested + ([partner] if partner else []), level, choice.pair_floor_gb_s,
+        passed = [v.node for v in verdicts if v.passed]
+        partner = _partner(api, passed[0], paths, partners) if len(passed) == 1 and partners else None
+        placed = dict(paths) | ({partner: partners[partner]} if partner and partners else {})
+        result, note = rounds.after_checks(passed + ([partner] if partner else []), level, choice.pair_floor_gb_s,
                                            measure, placed)
         if partner and result is not None:
-            note = f"{tested[0]}, the one node that passed its own checks, with {partner}, which passed before"
+            note = f"{passed[0]}, the one node that passed its own checks, with {partner}, which passed before"
     return report.build(cluster, expect, level, verdicts, busy, unanswered, result, note,
                         {"scheduler": spec.kubernetes.scheduler})
 
