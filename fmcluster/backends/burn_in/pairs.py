@@ -64,6 +64,13 @@ def neighbour_pairs(nodes: Sequence[str], paths: Mapping[str, Path]) -> list[Pai
     return pairs
 
 
+def nearest(node: str, candidates: Sequence[str], paths: Mapping[str, Path]) -> str | None:
+    """The candidate that meets ``node`` lowest in the network (the most network nodes shared from the top); ties go
+    to the first in ``candidates``; None when there is none."""
+    here = paths.get(node, ())
+    return max(candidates, key=lambda other: shared_depth(here, paths.get(other, ())), default=None)
+
+
 def across_rounds(nodes: Sequence[str], paths: Mapping[str, Path]) -> list[list[Pair]]:
     """One pair for each way traffic can leave a bottom node among these nodes (through layer *k*, across spines),
     grouped into rounds of disjoint pairs: as few rounds as a greedy choice finds, the crossing with the fewest

@@ -4,7 +4,7 @@ p5.48xlarge (EC2 User Guide, "Prerequisites for Amazon EC2 topology"). Every exp
 
 from __future__ import annotations
 
-from fmcluster.backends.burn_in.pairs import across_rounds, bandwidth_per_layer, crossing, neighbour_pairs
+from fmcluster.backends.burn_in.pairs import across_rounds, bandwidth_per_layer, crossing, nearest, neighbour_pairs
 
 # Two spines; spine-1 has two layer-2 nodes; bottom nodes b1 (n1, n2, n3), b2 (n4), b3 (n5, n6); spine-2: n7, n8
 # under b4. n9 is of a type AWS gives no topology for.
@@ -65,3 +65,12 @@ def test_bandwidth_is_grouped_by_layer_nearest_first_and_an_unfinished_pair_show
         {"crossing": "across spines", "pairs": 1, "lowest_gb_s": None, "highest_gb_s": None},
         {"crossing": "no topology", "pairs": 1, "lowest_gb_s": 12.0, "highest_gb_s": 12.0},
     ]
+
+
+def test_a_lone_node_is_paired_with_the_candidate_it_meets_lowest_not_the_first_by_name():
+    # n8's only neighbour under b4 is n7, named after n1…n6, which meet it only above the spines
+    assert nearest("n8", ["n1", "n5", "n7", "n9"], PATHS) == "n7"
+    # n4 (b2) meets n5 at spine-1 and n1, n3 at l2-a: a tie under l2-a goes to the first asked
+    assert nearest("n4", ["n5", "n3", "n1"], PATHS) == "n3"
+    assert nearest("n9", ["n2", "n1"], PATHS) == "n2"  # no topology: nothing shared, the first asked
+    assert nearest("n1", [], PATHS) is None

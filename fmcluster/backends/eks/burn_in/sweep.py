@@ -110,13 +110,11 @@ def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[st
 
 def _partner(api: KubeApi, node: str, paths: Mapping[str, tuple[str, ...]],
              partners: Mapping[str, tuple[str, ...]]) -> str | None:
-    """The idle partner nearest ``node`` in the network (the deepest network node they share; then by name), or
-    None when every partner runs a job."""
+    """The idle partner nearest ``node`` in the network (:func:`pairs.nearest`; ties: the first by name), or None
+    when every partner runs a job."""
     candidates = sorted(n for n in partners if n != node)
     busy = _busy(api, candidates)
-    idle = [n for n in candidates if n not in busy]
-    here = paths.get(node, ())
-    return max(idle, key=lambda n: pairs.shared_depth(here, partners[n]), default=None)  # ties: the first by name
+    return pairs.nearest(node, [n for n in candidates if n not in busy], {**partners, node: paths.get(node, ())})
 
 
 def ready_nodes(api: KubeApi, queue: str) -> dict[str, tuple[str, ...]]:
