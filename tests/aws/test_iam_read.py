@@ -21,14 +21,29 @@ def test_a_role_deleted_between_two_reads_is_read_as_gone(sandbox):
     resource = InstanceProfile("nodes", role_name="iam-race-nodes", profile_name="iam-race-nodes")
     assert resource.read(ctx, None).missing == ["instance profile"]
 
-    # ListRolePolicies is held 2 s after GetRole answered; the role is deleted meanwhile.
-    sandbox.faults({"latency": {"call.iam.ListRolePolicies": 2.0}})
+    # ListRolePolicies is held 2 s after GetRole answered; the role is deleted while it is held (the sandbox counts
+    # the calls a delay holds), not after a guessed time: under load GetRole alone can take longer than a guess.
+    key = "call.iam.ListRolePolicies"
+
+    def held(stage: str) -> int:
+        return sandbox.control("GET", "/_fmcluster/faults")["held"].get(key, {}).get(stage, 0)
+
+    before = held("started")
+    sandbox.faults({"latency": {key: 2.0}})
     other = sandbox.client("iam")  # made here: boto3 sessions do not make clients safely from two threads
-    deleter = threading.Timer(0.5, lambda: other.delete_role(RoleName="iam-race-nodes"))
+    deleted_while_held: list[bool] = []
+
+    def delete_once_held() -> None:
+        deadline = time.monotonic() + 60
+        while held("started") == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        other.delete_role(RoleName="iam-race-nodes")
+        deleted_while_held.append(held("started") > before and held("answered") < held("started"))
+
+    deleter = threading.Thread(target=delete_once_held)
     deleter.start()
-    started = time.monotonic()
     try:
         assert resource.read(ctx, None) is None
     finally:
         deleter.join()
-    assert time.monotonic() - started >= 2.0, "the read did not wait on the held call: the race was not exercised"
+    assert deleted_while_held == [True], "the role was not deleted while the read waited: the race was not exercised"
