@@ -389,6 +389,28 @@ def test_efa_devices_are_the_interfaces_ec2_attached(server, k8s):
     assert node["status"]["capacity"]["vpc.amazonaws.com/efa"] == "1"
 
 
+def test_efa_nodes_report_the_efa_installers_huge_pages(server, k8s):
+    """A node with EFA attached has the 2 MiB pages the EFA installer's efa-config reserves at boot (110 per vCPU and
+    one more: bottlerocket-os/bottlerocket-core-kit#141 quotes its script), as capacity and allocatable, and the
+    kubelet takes them out of allocatable memory; a node without EFA has none."""
+    server["eks"].instances[CLUSTER] = [p5_node("ip-10-0-0-4.ec2.internal", efa_interfaces=32, taints=[]),
+                                        {"name": "ip-10-0-0-5.ec2.internal", "instance_type": "m7i.xlarge",
+                                         "instance_id": "i-0fedcba9876543210", "nodegroup": "system", "labels": {}}]
+    nodes = {n["metadata"]["name"]: n for n in k8s.call("GET", "/api/v1/nodes")[1]["items"]}
+    p5 = nodes["ip-10-0-0-4.ec2.internal"]["status"]
+    # p5.48xlarge: 192 vCPUs, 2,048 GiB (EC2 user guide, "Amazon EC2 P5 instances"); 250 pods (managed node groups'
+    # cap); kube-reserved memory 11 MiB × 250 + 255 MiB, eviction threshold 100 MiB
+    pages_mib = (110 * 192 + 1) * 2
+    assert pages_mib == 42242
+    assert p5["capacity"]["hugepages-2Mi"] == p5["allocatable"]["hugepages-2Mi"] == "42242Mi"
+    assert p5["allocatable"]["memory"] == f"{(2048 * 1024 - (11 * 250 + 255) - 100 - 42242) * 1024}Ki"
+    assert p5["capacity"]["memory"] == f"{2048 * 1024 * 1024}Ki"  # capacity keeps the pages
+    validation.check_builtin({"apiVersion": "v1", "kind": "Node", **nodes["ip-10-0-0-4.ec2.internal"]}, "1.33",
+                             "Strict")
+    system = nodes["ip-10-0-0-5.ec2.internal"]["status"]
+    assert not any(name.startswith("hugepages-") for name in (*system["capacity"], *system["allocatable"]))
+
+
 def test_apply_json_patch_status_and_generation(k8s):
     path = "/apis/apps/v1/namespaces/default/deployments"
     manifest = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"

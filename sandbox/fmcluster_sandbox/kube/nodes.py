@@ -25,9 +25,18 @@ module turns it into a core/v1 Node:
   ``aws.amazon.com/neuroncore`` (Neuron device plugin image ``…/neuron-device-plugin``) = NeuronInfo device and
   core counts.
 
+* ``hugepages-2Mi`` on a node with EFA interfaces attached: the EFA installer's ``efa-config`` (on EKS's accelerated
+  AMIs, the only ones fmcluster gives EFA node groups) reserves 2 MiB pages at boot for libfabric's EFA provider:
+  110 MB for each of the 2 libfabric endpoints Open MPI opens per core, ``110 × cores + 1`` pages (the script as
+  quoted in bottlerocket-os/bottlerocket-core-kit#141, which does the same on Bottlerocket; ofiwg/libfabric#9739:
+  "If you have EFA installer installed on your instance, you should be able to see there are huge page
+  reserved"), cores being the vCPUs Linux counts. The kubelet reports pre-allocated pages as capacity and
+  allocatable (Kubernetes "Manage HugePages") and takes them out of allocatable memory (kubelet
+  ``nodestatus.MachineInfo``: "for every huge page reservation, we need to remove it from allocatable memory").
+
 Not emulated: the kubelet's real memory figure (the instance's nominal memory is reported), ephemeral-storage,
-hugepages, node conditions other than Ready, and daemon pods actually running (a matching DaemonSet counts as
-running on every node it could be placed on; nothing checks its containers start).
+hugepages other than EFA's, node conditions other than Ready, and daemon pods actually running (a matching DaemonSet
+counts as running on every node it could be placed on; nothing checks its containers start).
 """
 
 from __future__ import annotations
@@ -47,6 +56,12 @@ DEVICE_PLUGINS = {
         r"^(\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?|public\.ecr\.aws)/neuron/neuron-device-plugin(:|@|$)"),
 }
 ARCH = {"x86_64": "amd64", "arm64": "arm64", "i386": "386"}
+EFA_HUGEPAGES_PER_CORE = 110  # efa-config: 2 endpoints × 110 MB per core, in 2 MiB pages
+
+
+def efa_hugepages_mib(vcpus: int) -> int:
+    """MiB of 2 MiB huge pages the EFA installer reserves on a node with ``vcpus`` (module docstring)."""
+    return (EFA_HUGEPAGES_PER_CORE * vcpus + 1) * 2
 
 
 def max_pods(facts: dict[str, Any]) -> int:
@@ -81,8 +96,11 @@ def node_object(spec: dict[str, Any], daemonsets: Iterable[dict[str, Any]], kube
     mib = int(facts.get("MemoryInfo", {}).get("SizeInMiB", 0))
     pods = max_pods(facts) if facts else 110
     capacity = {"cpu": str(vcpus), "memory": f"{mib * 1024}Ki", "pods": str(pods)}
+    hugepages = efa_hugepages_mib(vcpus) if efa_interfaces else 0
     allocatable = {"cpu": f"{max(vcpus * 1000 - _reserved_millicores(vcpus), 0)}m",
-                   "memory": f"{max(mib - (11 * pods + 255) - 100, 0) * 1024}Ki", "pods": str(pods)}
+                   "memory": f"{max(mib - (11 * pods + 255) - 100 - hugepages, 0) * 1024}Ki", "pods": str(pods)}
+    if hugepages:
+        capacity["hugepages-2Mi"] = allocatable["hugepages-2Mi"] = f"{hugepages}Mi"
     node = {"name": spec["name"], "labels": labels, "taints": taints, "allocatable": allocatable}
     running = {resource for resource, image in DEVICE_PLUGINS.items()
                if any(_runs_image(ds, image) and schedulable(ds, node) for ds in daemonsets)}

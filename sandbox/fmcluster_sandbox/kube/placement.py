@@ -14,6 +14,10 @@ Containers"):
   largest ``initContainers`` request (a container's limit stands for its request when the request is absent);
   an extended resource (``nvidia.com/gpu`` …) the node does not advertise does not fit.
 
+A pod that claims devices through Dynamic Resource Allocation (``resourceClaims``, an UltraServer job's IMEX channel)
+fits nowhere: the sandbox runs no DRA driver and allocates no ResourceClaim, and the scheduler places such a pod only
+once its claims are allocated ("Dynamic Resource Allocation"), so it stays Pending here.
+
 Not emulated: other pods' usage of the node (each workload is placed alone), pod (anti-)affinity, topology spread
 constraints, ``nodeName``, preferred affinity (a preference never keeps a pod off), pod overhead.
 """
@@ -66,6 +70,8 @@ def pod_requests(pod: dict[str, Any]) -> dict[str, Fraction]:
 def fits(pod: dict[str, Any], node: dict[str, Any], daemon: bool = False) -> bool:
     """``pod``: a pod template's spec; ``node``: ``{"name", "labels", "taints"}`` and, to check requests,
     ``allocatable`` (a Node's ``status.allocatable``)."""
+    if pod.get("resourceClaims"):
+        return False  # no DRA allocation here (module docstring)
     labels = node.get("labels") or {}
     if any(labels.get(k) != v for k, v in (pod.get("nodeSelector") or {}).items()):
         return False

@@ -96,8 +96,8 @@ def test_gb200_ultraserver_cluster_on_eks(sandbox, sandbox_env, tmp_path: Path, 
         ("DaemonSet", "dra-driver-nvidia-gpu-kubelet-plugin"): (9, 9),
         ("Deployment", "dra-driver-nvidia-gpu-controller"): (1, 1)}
 
-    # smoke: the job's own ComputeDomain, each worker claiming an IMEX channel of it; the sandbox runs no pods, so the
-    # job ends at the timeout, and neither the job nor the ComputeDomain is left
+    # smoke: the job's own ComputeDomain, each worker claiming an IMEX channel of it; the sandbox allocates no DRA
+    # claim, so no worker is placed and the job ends at the timeout, and neither the job nor the ComputeDomain is left
     capsys.readouterr()
     smoked = smoke_command.run(name, None, None, None, None, None, timeout_min=0.02)
     assert smoked["job_state"] == "TIMEOUT", smoked  # submitted: the ComputeDomain was made first, or it is REFUSED

@@ -104,6 +104,21 @@ def test_each_scheduler_gets_its_own_queue_marks():
         assert template["metadata"]["labels"]["kai.scheduler/queue"] == "train"
 
 
+@pytest.mark.parametrize("scheduler", ["volcano", "kai"])
+def test_a_queue_without_efa_asks_for_no_huge_pages(scheduler):
+    """The 2 MiB pages are the EFA installer's, reserved only where EFA is attached: g6.xlarge has none ("EFA
+    supported instance types" of the EC2 user guide leaves it out), so its workers ask for neither EFA nor pages
+    (they would never be placed)."""
+    spec = load_spec(ROOT / "configs" / f"p5-{scheduler}-eks.yaml").spec
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data["queues"] = [{"name": "l4", "instance_type": "g6.xlarge", "nodes": 2}]
+    spec = type(spec).model_validate(data)
+    job = mpijob.smoke_job(spec, spec.queues[0], 2, None)
+    limits = _worker(mpijob.manifest(spec, job, 600))["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert "hugepages-2Mi" not in limits and "vpc.amazonaws.com/efa" not in limits
+    assert limits["nvidia.com/gpu"] == 1  # g6.xlarge: one NVIDIA L4 (EC2 user guide, "Amazon EC2 G6 instances")
+
+
 def test_the_schema_check_catches_a_wrong_field():
     document, _ = _job("kueue")
     document["spec"]["runPolicy"]["cleanupPolicy"] = "Running"  # the field is cleanPodPolicy

@@ -132,10 +132,12 @@ def manifest(spec: Spec, job: SmokeJob, timeout_s: int, script: str | None = Non
     worker_resources: dict[str, Any] = {quotas.NVIDIA_GPU: job.gpus, "memory": WORKER_MEMORY}
     if job.efa:
         worker_resources[quotas.EFA] = job.efa
-    if scheduler != "kueue":
-        # Kueue admits a workload only when its ClusterQueue covers every resource it requests, and fmcluster's
-        # ClusterQueues cover what the nodes' device plugins count (quotas.covered_resources), not huge pages:
-        # there libfabric runs on ordinary pages.
+    if job.efa and scheduler != "kueue":
+        # The pages are libfabric's EFA provider's, reserved by the EFA installer on nodes with EFA attached: a node
+        # without EFA has none, and a worker asking for them there would never be placed. Kueue admits a workload
+        # only when its ClusterQueue covers every resource it requests, and fmcluster's ClusterQueues cover what the
+        # nodes' device plugins count (quotas.covered_resources), not huge pages: there libfabric runs on ordinary
+        # pages.
         worker_resources["hugepages-2Mi"] = HUGEPAGES_2MI
     _, document = render_yaml(
         "eks/smoke-mpijob.yaml.j2", api_version=API_VERSION, kind=KIND, name=job.name, namespace=job.namespace,
