@@ -1,10 +1,11 @@
 """No false failure: `fmcluster burn-in` on a healthy cluster never fails a node, and runs the rounds `plan` counts.
 
-    .venv/bin/python bench/burn_in_false_failures.py [--runs 20] [--json]
+    .venv/bin/python bench/burn_in_false_failures.py [--runs 20] [--scheduler kueue|volcano|kai] [--json]
 
-One EKS cluster in a private sandbox, made with the installed command (``fmcluster create SPEC --yes``): Kueue and
-three p5.48xlarge queues of 2, 8 and 32 nodes, each on a Capacity Block seeded for it (as bench/chaos_eks.py does),
-no fault injected. Then the installed ``fmcluster burn-in NAME --queue Q --level L --json``:
+One EKS cluster in a private sandbox, made with the installed command (``fmcluster create SPEC --yes``): the
+scheduler (Kueue unless ``--scheduler`` says otherwise; the jobs are marked for it, Volcano's and KAI's workers asking
+for the EFA installer's huge pages) and three p5.48xlarge queues of 2, 8 and 32 nodes, each on a Capacity Block
+seeded for it (as bench/chaos_eks.py does), no fault injected. Then the installed ``fmcluster burn-in NAME --queue Q --level L --json``:
 
 * ``--runs`` times (20) at ``standard`` on the 8-node queue: a run that exits non-zero, fails a node or ends with an
   NCCL finding other than ``none`` is a false failure;
@@ -63,9 +64,9 @@ def seed_block(sandbox: Sandbox, count: int) -> str:
     return reservation
 
 
-def write_spec(path: Path, name: str, blocks: dict[str, str]) -> None:
+def write_spec(path: Path, name: str, blocks: dict[str, str], scheduler: str) -> None:
     path.write_text(yaml.safe_dump({
-        "name": name, "region": "us-east-1", "backend": "eks", "kubernetes": {"scheduler": "kueue"},
+        "name": name, "region": "us-east-1", "backend": "eks", "kubernetes": {"scheduler": scheduler},
         "queues": [{"name": queue, "instance_type": TYPE, "nodes": nodes,
                     "capacity": {"type": "capacity-block", "reservation_id": blocks[queue]}}
                    for queue, nodes in QUEUES.items()]}, sort_keys=False))
@@ -123,6 +124,7 @@ def against_estimate(result: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--scheduler", choices=("kueue", "volcano", "kai"), default="kueue")
     parser.add_argument("--json", action="store_true", help="print only the JSON result")
     args = parser.parse_args()
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else \
@@ -137,10 +139,11 @@ def main() -> int:
         try:
             name = f"burn-{uuid.uuid4().hex[:8]}"
             spec, home = tmp_path / "spec.yaml", tmp_path / "cli-home"
-            write_spec(spec, name, {queue: seed_block(sandbox, nodes) for queue, nodes in QUEUES.items()})
+            write_spec(spec, name, {queue: seed_block(sandbox, nodes) for queue, nodes in QUEUES.items()},
+                       args.scheduler)
             cli(sandbox, home, "create", str(spec), "--yes")
             created_s = time.monotonic() - started
-            say(f"created {name}: 2 + 8 + 32 p5.48xlarge on Capacity Blocks, in {created_s:.0f} s")
+            say(f"created {name} ({args.scheduler}): 2 + 8 + 32 p5.48xlarge on Capacity Blocks, in {created_s:.0f} s")
             sandbox.faults({"nccl_replay_larger_runs": True})
             for k in range(1, args.runs + 1):
                 result = burn_in(sandbox, home, name, "eight", "standard")
@@ -173,7 +176,8 @@ def main() -> int:
     levels_agree = sum(r["agrees"] for r in levels)
     broken = [r for r in levels if r["problems"]]
     per_run = [r["seconds"] for r in repeated]
-    result = {"runs": len(repeated), "false_failures": len(false), "failures": false, "levels": levels,
+    result = {"scheduler": args.scheduler, "runs": len(repeated), "false_failures": len(false), "failures": false,
+              "levels": levels,
               "disagreements": disagree, "level_failures": broken, "create_s": round(created_s, 1),
               "per_run_s_median": round(statistics.median(per_run), 1) if per_run else None,
               "per_run_s_max": max(per_run, default=None), "total_s": round(time.monotonic() - started, 1),
@@ -181,8 +185,8 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"burn_in_false_failures: {len(repeated) - len(false)}/{len(repeated)} standard runs on 8 healthy "
-              f"p5.48xlarge nodes passed every node ({len(false)} false failures), "
+        print(f"burn_in_false_failures ({args.scheduler}): {len(repeated) - len(false)}/{len(repeated)} standard "
+              f"runs on 8 healthy p5.48xlarge nodes passed every node ({len(false)} false failures), "
               f"{result['per_run_s_median']} s per run (median, longest {result['per_run_s_max']} s); "
               f"{sum(not r['agrees'] for r in repeated)} of them with rounds outside plan's estimate; "
               f"{levels_agree}/{len(levels)} level runs' rounds within plan's estimate ({len(broken)} failed); "
