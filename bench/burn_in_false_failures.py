@@ -5,7 +5,8 @@
 One EKS cluster in a private sandbox, made with the installed command (``fmcluster create SPEC --yes``): the
 scheduler (Kueue unless ``--scheduler`` says otherwise; the jobs are marked for it, Volcano's and KAI's workers asking
 for the EFA installer's huge pages) and three p5.48xlarge queues of 2, 8 and 32 nodes, each on a Capacity Block
-seeded for it (as bench/chaos_eks.py does), no fault injected. Then the installed ``fmcluster burn-in NAME --queue Q --level L --json``:
+seeded for it (as bench/chaos_eks.py does), no fault injected. Then the installed ``fmcluster burn-in NAME --queue Q
+--level L --json``:
 
 * ``--runs`` times (20) at ``standard`` on the 8-node queue: a run that exits non-zero, fails a node or ends with an
   NCCL finding other than ``none`` is a false failure;

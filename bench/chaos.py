@@ -152,6 +152,10 @@ def main() -> int:
                     + (f"; duplicates {result['duplicates']}" if result["duplicates"] else "")
                     + (f"; live != spec {result['mismatches']}" if result["mismatches"] else "")
                     + (f"; problems {result['problems']}" if result["problems"] else ""))
+                for command, lines in result["failed_output"].items():
+                    say(f"  {command}, its output's last lines:")
+                    for line in lines:
+                        say("    " + line)
         finally:
             sandbox.stop()
     summary = {"runs": len(results), "converged": sum(r["converged"] for r in results),

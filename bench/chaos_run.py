@@ -28,6 +28,7 @@ QUICKSTART = {"pcs": REPO / "configs" / "quickstart-pcs.yaml",
 ANNOUNCED_CLI = Path(__file__).resolve().parent / "announced_cli.py"
 THROTTLE = 0.2
 TIMEOUT = 900
+FAILED_LINES = 40  # of a failed command's output kept in the run's result
 SETTLE_S = 30.0
 
 
@@ -56,6 +57,8 @@ class Run:
         self.env = sandbox.cli_env(directory / f"home-{self.name}")
         self.log: list[str] = []
         self.problems: list[str] = []
+        # each failed command's last lines of output: a run that did not converge says what happened on the way
+        self.failed_output: dict[str, list[str]] = {}
         self.duplicates: dict[str, list[str]] = {}
         self.leftovers: dict[str, list[str]] = {}
         self.mismatches: list[str] = []
@@ -91,6 +94,8 @@ class Run:
             first_error = next((line for line in result.stderr.splitlines() if line.lower().startswith("error")),
                                result.stderr[-200:])
             self.problems.append(f"`{' '.join(args[:2])}` exit {result.returncode}: {first_error.strip()[:300]}")
+            label = f"{' '.join(args[:2])} (problem {len(self.problems)})"
+            self.failed_output[label] = result.stderr.rstrip().splitlines()[-FAILED_LINES:]
         return result
 
     def create(self) -> subprocess.CompletedProcess:
@@ -237,4 +242,4 @@ class Run:
                 "converged": converged and not self.problems and not self.leftovers and not self.duplicates
                 and not self.mismatches,
                 "leftovers": self.leftovers, "duplicates": self.duplicates, "mismatches": self.mismatches,
-                "problems": self.problems, "log": self.log}
+                "problems": self.problems, "failed_output": self.failed_output, "log": self.log}
