@@ -247,7 +247,7 @@ def test_a_queue_without_ready_nodes_is_refused_before_anything_is_submitted(san
 def test_sigterm_during_a_round_deletes_its_jobs_and_a_killed_runs_leftover_goes_next_time(sandbox, p5, tmp_path):
     """A node whose all_reduce_perf never finishes holds its pair's run open; SIGTERM then deletes every job of the
     round and exits 143 (128 + SIGTERM, as Ctrl-C exits 130). A job left by a run killed outright is deleted by the
-    next run before it looks for busy nodes."""
+    next run before it looks for busy nodes; another queue's burn-in job is left alone."""
     env = _recorded(sandbox, p5, tmp_path / "home")
     http = p5["http"]
     sandbox.faults({"node_health": {p5["nodes"][0]: {"never_finishes": True}}})
@@ -268,8 +268,17 @@ def test_sigterm_during_a_round_deletes_its_jobs_and_a_killed_runs_leftover_goes
     left = mpijob.manifest(spec, job, 120, script="sleep 60", hosts=(p5["nodes"][3],),
                            purpose_label="fmcluster.io/burn-in")
     assert http("POST", JOBS, left)[0] == 201
+    # Another queue's burn-in job, running beside this one (``create`` gates its queues side by side): not this run's
+    # to delete. Pinned to a node that does not exist, it holds none of train's.
+    other = replace(mpijob.smoke_job(spec, spec.queues[0].model_copy(update={"name": "other"}), 1, None),
+                    name="fmcluster-burn-in-other")
+    assert http("POST", JOBS, mpijob.manifest(spec, other, 120, script="sleep 60", hosts=("ip-10-9-9-9",),
+                                              purpose_label="fmcluster.io/burn-in"))[0] == 201
     ran = run_in_process(["burn-in", p5["name"], "--level", "quick", "--json"], env)
     assert ran.returncode == 0, ran.stderr
     assert "deleting MPIJob default/fmcluster-burn-in-train-7, left by an earlier burn-in" in ran.stderr
+    assert "fmcluster-burn-in-other" not in ran.stderr
     assert [n["state"] for n in json.loads(ran.stdout)["nodes"]] == ["passed"] * 8
+    assert [j["metadata"]["name"] for j in http("GET", JOBS)[1]["items"]] == ["fmcluster-burn-in-other"]
+    assert http("DELETE", f"{JOBS}/fmcluster-burn-in-other")[0] == 200
     _nothing_left(http)

@@ -82,7 +82,7 @@ def sweep(api: KubeApi, cluster: str, spec: Spec, choice: Choice, paths: dict[st
     expect, level = choice.expect, choice.level
     queue = expect.queue.name
     nodes = sorted(paths)
-    _delete_leftovers(api, sink)
+    _delete_leftovers(api, queue, sink)
     busy = _busy(api, nodes)
     for node, why in busy.items():
         sink.note(f"{node} is running a job ({why}): skipped")
@@ -136,14 +136,16 @@ def ready_nodes(api: KubeApi, queue: str) -> dict[str, tuple[str, ...]]:
     return ready
 
 
-def _delete_leftovers(api: KubeApi, sink: SmokeSink) -> None:
-    """Burn-in's own MPIJobs left by a run killed outright (SIGKILL: no cleanup ran), which would hold the nodes this
-    run checks. Each job's name is found again by a rerun only for the check job, so every labelled one goes."""
+def _delete_leftovers(api: KubeApi, queue: str, sink: SmokeSink) -> None:
+    """Burn-in's own MPIJobs of ``queue`` left by a run killed outright (SIGKILL: no cleanup ran), which would hold the
+    nodes this run checks. Each job's name is found again by a rerun only for the check job, so every one labelled
+    for the queue goes; another queue's are left alone: ``create`` gates its queues side by side, and one gate's
+    start deleted the jobs another had just submitted (chaos kill-eks, seed 5102: "reading MPIJob …: 404")."""
     rtype = api.resource_type(mpijob.API_VERSION, mpijob.KIND)
     if rtype is None:
         return
     found: list[Any] = api.call("listing burn-in's MPIJobs", lambda: list(api.client.list(
-        rtype, namespace="*", labels={jobs.BURN_IN_LABEL: "true"})))
+        rtype, namespace="*", labels={jobs.BURN_IN_LABEL: "true", device_plugins.QUEUE_LABEL: queue})))
     for item in found:
         meta = getattr(item, "metadata", None)
         name, namespace = getattr(meta, "name", None), getattr(meta, "namespace", None)

@@ -119,7 +119,8 @@ def manifest(spec: Spec, job: SmokeJob, timeout_s: int, script: str | None = Non
     for a caller that reads which node each ran on after the job ended; ``tolerations``: on the launcher's and the
     workers' pods (burn-in's jobs run on nodes the gate still holds)."""
     scheduler = spec.kubernetes.scheduler
-    job_labels = {**manifests.ownership_labels(spec), purpose_label: "true"}
+    # the queue too: a rerun finds its own queue's leftovers by it, never another queue's running job
+    job_labels = {**manifests.ownership_labels(spec), purpose_label: "true", device_plugins.QUEUE_LABEL: job.queue.name}
     pod_labels = {purpose_label: "true"}
     pod_annotations: dict[str, str] = {}
     if scheduler == "kueue":
