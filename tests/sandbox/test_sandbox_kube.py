@@ -399,9 +399,7 @@ def test_efa_nodes_report_the_efa_installers_huge_pages(server, k8s):
     nodes = {n["metadata"]["name"]: n for n in k8s.call("GET", "/api/v1/nodes")[1]["items"]}
     p5 = nodes["ip-10-0-0-4.ec2.internal"]["status"]
     # p5.48xlarge: 192 vCPUs, 2,048 GiB (EC2 user guide, "Amazon EC2 P5 instances"); 250 pods (managed node groups'
-    # cap); kube-reserved memory 11 MiB × 250 + 255 MiB, eviction threshold 100 MiB
-    pages_mib = (110 * 192 + 1) * 2
-    assert pages_mib == 42242
+    # cap); kube-reserved memory 11 MiB × 250 + 255 MiB, eviction threshold 100 MiB; pages (110 × 192 + 1) × 2 MiB
     assert p5["capacity"]["hugepages-2Mi"] == p5["allocatable"]["hugepages-2Mi"] == "42242Mi"
     assert p5["allocatable"]["memory"] == f"{(2048 * 1024 - (11 * 250 + 255) - 100 - 42242) * 1024}Ki"
     assert p5["capacity"]["memory"] == f"{2048 * 1024 * 1024}Ki"  # capacity keeps the pages
