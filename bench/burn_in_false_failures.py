@@ -178,8 +178,7 @@ def main() -> int:
     broken = [r for r in levels if r["problems"]]
     per_run = [r["seconds"] for r in repeated]
     result = {"scheduler": args.scheduler, "runs": len(repeated), "false_failures": len(false), "failures": false,
-              "levels": levels,
-              "disagreements": disagree, "level_failures": broken, "create_s": round(created_s, 1),
+              "levels": levels, "disagreements": disagree, "level_failures": broken, "create_s": round(created_s, 1),
               "per_run_s_median": round(statistics.median(per_run), 1) if per_run else None,
               "per_run_s_max": max(per_run, default=None), "total_s": round(time.monotonic() - started, 1),
               "leftovers": leftovers}
